@@ -1,0 +1,134 @@
+"""The `cronledger` command line (CONTRACT §7)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+
+import click
+
+from cronledger.config import ConfigError, Settings
+from cronledger.ledger import TimelineEntry, jsonable
+from cronledger.logs import configure_logging
+from cronledger.services import Services, open_services
+from domain.errors import DomainError
+
+
+@contextmanager
+def opened() -> Iterator[Services]:
+    """The services for one command; configuration and rule errors end it with exit code 1."""
+    try:
+        services = open_services(Settings.from_env())
+    except ConfigError as error:
+        raise click.ClickException(str(error)) from None
+    try:
+        yield services
+    except DomainError as error:
+        raise click.ClickException(error.message) from None
+    finally:
+        services.close()
+
+
+@click.group()
+def main() -> None:
+    """cronledger: scheduled approval workflows on an append-only event log."""
+    configure_logging()
+
+
+@main.command()
+def migrate() -> None:
+    """Create the store's tables if they are missing (safe to run any number of times)."""
+    with opened() as services:
+        click.echo(f"store ready ({services.store.kind})")
+
+
+@main.command()
+@click.option("--tenant", required=True, help="Name of the new tenant.")
+@click.option("--admin", required=True, help="Id and name of its first admin account.")
+def bootstrap(tenant: str, admin: str) -> None:
+    """Create a tenant and its first admin; the admin's token is the last line of output."""
+    with opened() as services:
+        issued = services.directory.bootstrap(tenant, admin)
+        click.echo(f"tenant {tenant} created with admin account {admin}")
+        click.echo(f"token id {issued.token_id}; the token follows (shown once)")
+        click.echo(issued.token)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 64))
+def serve(host: str, port: int, threads: int) -> None:
+    """Run the service: the web API (and, as they arrive, the background parts)."""
+    _serve_web(host, port, threads)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 64))
+def web(host: str, port: int, threads: int) -> None:
+    """Run the web API alone."""
+    _serve_web(host, port, threads)
+
+
+def _serve_web(host: str, port: int, threads: int) -> None:
+    import waitress
+
+    from web import create_app
+
+    with opened() as services:
+        app = create_app({"SERVICES": services})
+        click.echo(f"cronledger listening on http://{host}:{port} ({services.store.kind})")
+        waitress.serve(app, host=host, port=port, threads=threads, ident="cronledger")
+
+
+@main.group()
+def audit() -> None:
+    """Read the log as an auditor."""
+
+
+@audit.command()
+@click.argument("key")
+@click.option("--tenant", help="Tenant of an account id (needed only if several have it).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
+def timeline(key: str, tenant: str | None, as_json: bool) -> None:
+    """Every event of one aggregate (a log id, or an account id), oldest first."""
+    with opened() as services:
+        entries = services.audit.timeline(key, tenant)
+    if as_json:
+        json.dump({"items": [jsonable(asdict(e)) for e in entries]}, sys.stdout, indent=2)
+        click.echo()
+        return
+    for entry in entries:
+        click.echo(_line(entry))
+
+
+def _line(entry: TimelineEntry) -> str:
+    at = jsonable(entry.at)
+    extras = [
+        f"{k}={v}"
+        for k, v in (
+            ("command", entry.command_id),
+            ("outcome", entry.outcome),
+            ("reason", entry.reason),
+        )
+        if v
+    ]
+    data = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in entry.data.items())
+    return "  ".join(
+        part
+        for part in (
+            f"#{entry.position}",
+            f"v{entry.version}",
+            at,
+            entry.type,
+            f"by {entry.actor or '-'}",
+            *extras,
+            data,
+        )
+        if part
+    )

@@ -1,0 +1,329 @@
+"""Directory commands and queries: tenants, accounts, tokens and process definitions."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+from uuid import UUID, uuid4
+
+from cronledger.ledger import Ledger
+from domain.directory import (
+    PUBLIC_ID,
+    SYSTEM_ACTOR,
+    TENANT_NAME,
+    Account,
+    ApiToken,
+    Definition,
+    Principal,
+    Tenant,
+    TenantRegistry,
+    account_uuid,
+    check_expected_version,
+    check_roles,
+    definition_uuid,
+    tenant_uuid,
+    token_uuid,
+)
+from domain.errors import InvalidState, NotFound, ValidationFailed
+
+T = TypeVar("T")
+TOKEN_PREFIX = "clt_"  # noqa: S105 (a prefix, not a secret)
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    page: int
+    page_size: int
+    total: int
+
+
+def page_of(keys: Sequence[str], page: int, page_size: int) -> tuple[Sequence[str], int]:
+    """The keys on one page (1-based) and the total."""
+    start = (page - 1) * page_size
+    return keys[start : start + page_size], len(keys)
+
+
+@dataclass(frozen=True)
+class AccountView:
+    id: str
+    name: str
+    roles: list[str]
+    active: bool
+    version: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, account: Account) -> AccountView:
+        return cls(
+            id=account.account_id,
+            name=account.name,
+            roles=list(account.roles),
+            active=account.active,
+            version=account.version,
+            created_at=account.created_at,
+        )
+
+
+@dataclass(frozen=True)
+class DefinitionView:
+    id: str
+    key: str
+    name: str
+    external: bool
+    published: bool
+    review_window_seconds: int
+    schedule_presets: list[dict[str, Any]]
+    version: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, definition: Definition) -> DefinitionView:
+        return cls(
+            id=str(definition.id),
+            key=definition.key,
+            name=definition.name,
+            external=definition.external,
+            published=definition.published,
+            review_window_seconds=definition.review_window_seconds,
+            schedule_presets=definition.schedule_presets,
+            version=definition.version,
+            created_at=definition.created_at,
+        )
+
+
+@dataclass(frozen=True)
+class DefinitionFields:
+    name: str
+    external: bool
+    review_window_seconds: int
+    schedule_presets: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: str
+    token_id: str
+
+
+class Directory:
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    # -- tenants -------------------------------------------------------------
+
+    def bootstrap(self, tenant_name: str, admin_id: str) -> IssuedToken:
+        """Create a tenant with its first admin account, and that admin's first token."""
+        if not TENANT_NAME.match(tenant_name):
+            raise ValidationFailed.of("tenant", "use 1-63 lower-case letters, digits, - or _")
+        if not PUBLIC_ID.match(admin_id):
+            raise ValidationFailed.of("admin", "use 1-64 letters, digits, '.', '_', '@' or '-'")
+        self.ledger.retrying(lambda: self._register_tenant(tenant_name))
+        system = Principal(tenant_uuid(tenant_name), SYSTEM_ACTOR, frozenset())
+        self.create_account(system, admin_id, admin_id, ["admin"])
+        return self.issue_token(system, admin_id)
+
+    def _register_tenant(self, name: str) -> None:
+        if self.ledger.exists(tenant_uuid(name)):
+            raise InvalidState(f"tenant {name} already exists")
+        at = self.ledger.clock()
+        registry = self._registry(at)
+        tenant = Tenant(name=name, at=at, actor=SYSTEM_ACTOR)
+        registry.add(name=name, tenant_id=tenant.id, at=at, actor=SYSTEM_ACTOR)
+        self.ledger.save(registry, tenant)
+
+    def _registry(self, at: datetime) -> TenantRegistry:
+        registry_id = TenantRegistry.create_id()
+        if self.ledger.exists(registry_id):
+            return self.ledger.find(TenantRegistry, registry_id, "registry", "tenants")
+        return TenantRegistry(at=at, actor=SYSTEM_ACTOR)
+
+    def tenants(self) -> dict[str, UUID]:
+        registry_id = TenantRegistry.create_id()
+        if not self.ledger.exists(registry_id):
+            return {}
+        return dict(self.ledger.find(TenantRegistry, registry_id, "registry", "tenants").tenants)
+
+    def _tenant(self, tenant_id: UUID) -> Tenant:
+        return self.ledger.find(Tenant, tenant_id, "tenant", tenant_id)
+
+    # -- accounts ------------------------------------------------------------
+
+    def create_account(
+        self, actor: Principal, account_id: str | None, name: str, roles: list[str]
+    ) -> AccountView:
+        check_roles(roles)
+        chosen_id = account_id or str(uuid4())
+        return self.ledger.retrying(lambda: self._create_account(actor, chosen_id, name, roles))
+
+    def _create_account(
+        self, actor: Principal, account_id: str, name: str, roles: list[str]
+    ) -> AccountView:
+        if self.ledger.exists(account_uuid(actor.tenant_id, account_id)):
+            raise ValidationFailed.of("id", f"an account with id {account_id} already exists")
+        tenant = self._tenant(actor.tenant_id)
+        account = Account(
+            tenant_id=tenant.id,
+            account_id=account_id,
+            name=name,
+            roles=roles,
+            at=self.ledger.clock(),
+            actor=actor.account_id,
+        )
+        tenant.add_account(account_id)
+        self.ledger.save(account, tenant)
+        return AccountView.of(account)
+
+    def account(self, tenant_id: UUID, account_id: str) -> AccountView:
+        return AccountView.of(self._account(tenant_id, account_id))
+
+    def accounts(self, tenant_id: UUID, page: int, page_size: int) -> Page[AccountView]:
+        keys, total = page_of(self._tenant(tenant_id).account_ids, page, page_size)
+        items = [self.account(tenant_id, key) for key in keys]
+        return Page(items, page, page_size, total)
+
+    def update_account(
+        self, actor: Principal, account_id: str, name: str, roles: list[str], version: int
+    ) -> AccountView:
+        check_roles(roles)
+        account = self._account(actor.tenant_id, account_id)
+        check_expected_version("account", account.version, version)
+        account.update(name=name, roles=roles, at=self.ledger.clock(), actor=actor.account_id)
+        self.ledger.save(account)
+        return AccountView.of(account)
+
+    def set_active(
+        self, actor: Principal, account_id: str, active: bool, version: int | None
+    ) -> AccountView:
+        account = self._account(actor.tenant_id, account_id)
+        check_expected_version("account", account.version, version)
+        at = self.ledger.clock()
+        if active:
+            account.activate(at=at, actor=actor.account_id)
+        else:
+            account.deactivate(at=at, actor=actor.account_id)
+        self.ledger.save(account)
+        return AccountView.of(account)
+
+    def _account(self, tenant_id: UUID, account_id: str) -> Account:
+        return self.ledger.find(Account, account_uuid(tenant_id, account_id), "account", account_id)
+
+    def account_uuid(self, tenant_id: UUID, account_id: str) -> UUID:
+        """The log id of an account, once it is known to exist in that tenant."""
+        return self._account(tenant_id, account_id).id
+
+    # -- tokens --------------------------------------------------------------
+
+    def issue_token(self, actor: Principal, account_id: str) -> IssuedToken:
+        account = self._account(actor.tenant_id, account_id)
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        secret_hash = token_uuid(secret)
+        at = self.ledger.clock()
+        account.issue_token(token_id=str(secret_hash), at=at, actor=actor.account_id)
+        token = ApiToken(
+            secret_hash=secret_hash,
+            tenant_id=actor.tenant_id,
+            account_id=account_id,
+            at=at,
+            actor=actor.account_id,
+        )
+        self.ledger.save(account, token)
+        return IssuedToken(token=secret, token_id=str(secret_hash))
+
+    def revoke_token(self, actor: Principal, account_id: str, token_id: str) -> None:
+        account = self._account(actor.tenant_id, account_id)
+        if token_id not in account.tokens:
+            raise NotFound("token", token_id)
+        account.revoke_token(token_id=token_id, at=self.ledger.clock(), actor=actor.account_id)
+        self.ledger.save(account)
+
+    def authenticate(self, secret: str) -> Principal | None:
+        """The principal a bearer token stands for, or None if it does not (or no longer) work."""
+        if not secret.startswith(TOKEN_PREFIX):
+            return None
+        try:
+            token = self.ledger.find(ApiToken, token_uuid(secret), "token", "")
+            account = self._account(token.tenant_id, token.account_id)
+        except NotFound:
+            return None
+        if not account.holds_live_token(str(token.id)):
+            return None
+        return Principal(token.tenant_id, account.account_id, account.permissions)
+
+    # -- definitions ---------------------------------------------------------
+
+    def create_definition(
+        self, actor: Principal, key: str, fields: DefinitionFields
+    ) -> DefinitionView:
+        return self.ledger.retrying(lambda: self._create_definition(actor, key, fields))
+
+    def _create_definition(
+        self, actor: Principal, key: str, fields: DefinitionFields
+    ) -> DefinitionView:
+        if self.ledger.exists(definition_uuid(actor.tenant_id, key)):
+            raise ValidationFailed.of("key", f"a definition with key {key} already exists")
+        tenant = self._tenant(actor.tenant_id)
+        definition = Definition(
+            tenant_id=tenant.id,
+            key=key,
+            name=fields.name,
+            external=fields.external,
+            review_window_seconds=fields.review_window_seconds,
+            schedule_presets=fields.schedule_presets,
+            at=self.ledger.clock(),
+            actor=actor.account_id,
+        )
+        tenant.add_definition(str(definition.id))
+        self.ledger.save(definition, tenant)
+        return DefinitionView.of(definition)
+
+    def update_definition(
+        self, actor: Principal, definition_id: str, fields: DefinitionFields, version: int
+    ) -> DefinitionView:
+        definition = self.definition_aggregate(actor.tenant_id, definition_id)
+        check_expected_version("definition", definition.version, version)
+        definition.update(
+            name=fields.name,
+            external=fields.external,
+            review_window_seconds=fields.review_window_seconds,
+            schedule_presets=fields.schedule_presets,
+            at=self.ledger.clock(),
+            actor=actor.account_id,
+        )
+        self.ledger.save(definition)
+        return DefinitionView.of(definition)
+
+    def set_published(
+        self, actor: Principal, definition_id: str, published: bool, version: int | None
+    ) -> DefinitionView:
+        definition = self.definition_aggregate(actor.tenant_id, definition_id)
+        check_expected_version("definition", definition.version, version)
+        at = self.ledger.clock()
+        if published:
+            definition.publish(at=at, actor=actor.account_id)
+        else:
+            definition.unpublish(at=at, actor=actor.account_id)
+        self.ledger.save(definition)
+        return DefinitionView.of(definition)
+
+    def definition(self, tenant_id: UUID, definition_id: str) -> DefinitionView:
+        return DefinitionView.of(self.definition_aggregate(tenant_id, definition_id))
+
+    def definitions(self, tenant_id: UUID, page: int, page_size: int) -> Page[DefinitionView]:
+        keys, total = page_of(self._tenant(tenant_id).definition_ids, page, page_size)
+        items = [self.definition(tenant_id, key) for key in keys]
+        return Page(items, page, page_size, total)
+
+    def definition_aggregate(self, tenant_id: UUID, definition_id: str) -> Definition:
+        """A definition of this tenant; another tenant's is not found, never forbidden."""
+        try:
+            aggregate_id = UUID(definition_id)
+        except ValueError:
+            raise NotFound("definition", definition_id) from None
+        definition = self.ledger.find(Definition, aggregate_id, "definition", definition_id)
+        if definition.tenant_id != tenant_id:
+            raise NotFound("definition", definition_id)
+        return definition

@@ -1,0 +1,120 @@
+"""Where the log lives: `CRONLEDGER_DATABASE_URL` mapped onto eventsourcing's recorders."""
+
+from __future__ import annotations
+
+import sqlite3
+import zlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from cronledger.config import ConfigError
+
+URL_VARIABLE = "CRONLEDGER_DATABASE_URL"
+URL_FORMS = "sqlite:///relative/path, sqlite:////absolute/path or postgresql://user@host:port/db"
+MIGRATION_LOCK = zlib.crc32(b"cronledger-migrate")
+
+
+@dataclass(frozen=True)
+class Store:
+    """A parsed database URL: which recorder, and how to reach it."""
+
+    kind: Literal["sqlite", "postgresql"]
+    sqlite_path: str = ""
+    postgres: dict[str, str] = field(default_factory=dict)
+    schema: str = "public"
+
+    @classmethod
+    def from_url(cls, url: str) -> Store:
+        parts = urlsplit(url)
+        if parts.scheme == "sqlite" and parts.path not in ("", "/") and not parts.netloc:
+            return cls(kind="sqlite", sqlite_path=unquote(parts.path[1:]))
+        if parts.scheme in ("postgresql", "postgres") and parts.path.strip("/"):
+            return cls._postgres(parts.path.strip("/"), parts, parse_qs(parts.query))
+        raise ConfigError(URL_VARIABLE, url, URL_FORMS)
+
+    @classmethod
+    def _postgres(cls, dbname: str, parts: Any, query: dict[str, list[str]]) -> Store:
+        conninfo = {
+            "dbname": unquote(dbname),
+            "host": parts.hostname or "127.0.0.1",
+            "port": str(parts.port or 5432),
+            "user": unquote(parts.username or "postgres"),
+            "password": unquote(parts.password or ""),
+        }
+        return cls(kind="postgresql", postgres=conninfo, schema=query.get("schema", ["public"])[0])
+
+    @property
+    def events_table(self) -> str:
+        return "stored_events" if self.kind == "sqlite" else f'"{self.schema}".cronledger_events'
+
+    @property
+    def position_column(self) -> str:
+        return "rowid" if self.kind == "sqlite" else "notification_id"
+
+    def eventsourcing_env(self) -> dict[str, str]:
+        """The recorder settings for eventsourcing; never its in-memory default."""
+        if self.kind == "sqlite":
+            return {
+                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                "SQLITE_DBNAME": self.sqlite_path,
+                "SQLITE_LOCK_TIMEOUT": "10",
+            }
+        pg = self.postgres
+        return {
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": pg["dbname"],
+            "POSTGRES_HOST": pg["host"],
+            "POSTGRES_PORT": pg["port"],
+            "POSTGRES_USER": pg["user"],
+            "POSTGRES_PASSWORD": pg["password"],
+            "POSTGRES_SCHEMA": self.schema,
+            "POSTGRES_CONNECT_TIMEOUT": "5",
+            "POSTGRES_POOL_SIZE": "10",
+        }
+
+    @contextmanager
+    def connect(self) -> Iterator[Any]:
+        """A plain DB-API connection, for migrations and read models."""
+        if self.kind == "sqlite":
+            conn = sqlite3.connect(self.sqlite_path, timeout=10, isolation_level=None)
+            try:
+                yield conn
+            finally:
+                conn.close()
+        else:
+            with psycopg.connect(
+                make_conninfo("", **self.postgres), connect_timeout=5, autocommit=True
+            ) as pg_conn:
+                yield pg_conn
+
+    def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one read; `?` placeholders work on both stores."""
+        with self.connect() as conn:
+            if self.kind == "postgresql":
+                statement = statement.replace("?", "%s")
+            return list(conn.execute(statement, params).fetchall())
+
+    @contextmanager
+    def migration_lock(self) -> Iterator[None]:
+        """Serialise table creation across processes starting together."""
+        if self.kind == "sqlite":
+            Path(self.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
+            yield
+            return
+        with self.connect() as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+            try:
+                conn.execute(
+                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
+                )
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))

@@ -1,0 +1,257 @@
+"""The directory: tenants, accounts with their API tokens, and process definitions."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.errors import InvalidState, ValidationFailed, VersionConflict
+from domain.permissions import ROLES, permissions_of
+
+NAMESPACE = UUID("6f1d3c8e-52a7-4d8b-9a43-0c5e1f2b7d90")
+PUBLIC_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+SYSTEM_ACTOR = "system"
+
+
+def tenant_uuid(name: str) -> UUID:
+    return uuid5(NAMESPACE, f"tenant/{name}")
+
+
+def account_uuid(tenant_id: UUID, account_id: str) -> UUID:
+    return uuid5(NAMESPACE, f"tenant/{tenant_id}/account/{account_id}")
+
+
+def definition_uuid(tenant_id: UUID, key: str) -> UUID:
+    return uuid5(NAMESPACE, f"tenant/{tenant_id}/definition/{key}")
+
+
+def token_uuid(secret: str) -> UUID:
+    """Tokens are found by a hash of their secret; the secret itself is never stored."""
+    digest = hashlib.sha256(secret.encode()).hexdigest()
+    return uuid5(NAMESPACE, f"token/{digest}")
+
+
+def check_expected_version(kind: str, actual: int, expected: int | None) -> None:
+    if expected is not None and expected != actual:
+        raise VersionConflict(kind, expected, actual)
+
+
+def check_roles(roles: list[str]) -> None:
+    unknown = sorted(set(roles) - set(ROLES))
+    if unknown:
+        raise ValidationFailed.of(
+            "roles", f"unknown role(s) {', '.join(unknown)}; known: {', '.join(sorted(ROLES))}"
+        )
+
+
+class TenantRegistry(Aggregate):
+    """The one list of every tenant, so an auditor can look an id up across them."""
+
+    @staticmethod
+    def create_id() -> UUID:
+        return uuid5(NAMESPACE, "tenants")
+
+    @event("Started")
+    def __init__(self, at: datetime, actor: str) -> None:
+        self.tenants: dict[str, UUID] = {}
+
+    @event("TenantAdded")
+    def add(self, name: str, tenant_id: UUID, at: datetime, actor: str) -> None:
+        self.tenants[name] = tenant_id
+
+
+class Tenant(Aggregate):
+    """A tenant and the index of what it holds, in creation order."""
+
+    @staticmethod
+    def create_id(name: str) -> UUID:
+        return tenant_uuid(name)
+
+    @event("Registered")
+    def __init__(self, name: str, at: datetime, actor: str) -> None:
+        self.name = name
+        self.account_ids: list[str] = []
+        self.definition_ids: list[str] = []
+
+    @event("AccountAdded")
+    def add_account(self, account_id: str) -> None:
+        self.account_ids.append(account_id)
+
+    @event("DefinitionAdded")
+    def add_definition(self, definition_id: str) -> None:
+        self.definition_ids.append(definition_id)
+
+
+class Account(Aggregate):
+    """A person or system that acts in one tenant, with roles and API tokens."""
+
+    @staticmethod
+    def create_id(tenant_id: UUID, account_id: str) -> UUID:
+        return account_uuid(tenant_id, account_id)
+
+    @event("Registered")
+    def __init__(
+        self,
+        tenant_id: UUID,
+        account_id: str,
+        name: str,
+        roles: list[str],
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.tenant_id = tenant_id
+        self.account_id = account_id
+        self.name = name
+        self.roles = sorted(set(roles))
+        self.active = True
+        self.created_at = at
+        self.tokens: dict[str, bool] = {}  # token id -> revoked
+
+    @property
+    def permissions(self) -> frozenset[str]:
+        return permissions_of(self.roles) if self.active else frozenset()
+
+    def update(self, name: str, roles: list[str], at: datetime, actor: str) -> None:
+        """Rename and re-role; only what changed becomes an event."""
+        if name != self.name:
+            self._renamed(name=name, at=at, actor=actor)
+        if sorted(set(roles)) != self.roles:
+            self._roles_changed(old=self.roles, new=sorted(set(roles)), at=at, actor=actor)
+
+    def deactivate(self, at: datetime, actor: str) -> None:
+        if self.active:
+            self._deactivated(at=at, actor=actor)
+
+    def activate(self, at: datetime, actor: str) -> None:
+        if not self.active:
+            self._activated(at=at, actor=actor)
+
+    def issue_token(self, token_id: str, at: datetime, actor: str) -> None:
+        if not self.active:
+            raise InvalidState(f"account {self.account_id} is deactivated: activate it first")
+        self._token_issued(token_id=token_id, at=at, actor=actor)
+
+    def revoke_token(self, token_id: str, at: datetime, actor: str) -> None:
+        if not self.tokens.get(token_id, True):
+            self._token_revoked(token_id=token_id, at=at, actor=actor)
+
+    def holds_live_token(self, token_id: str) -> bool:
+        return self.active and self.tokens.get(token_id) is False
+
+    @event("Renamed")
+    def _renamed(self, name: str, at: datetime, actor: str) -> None:
+        self.name = name
+
+    @event("RolesChanged")
+    def _roles_changed(self, old: list[str], new: list[str], at: datetime, actor: str) -> None:
+        self.roles = new
+
+    @event("Deactivated")
+    def _deactivated(self, at: datetime, actor: str) -> None:
+        self.active = False
+
+    @event("Activated")
+    def _activated(self, at: datetime, actor: str) -> None:
+        self.active = True
+
+    @event("TokenIssued")
+    def _token_issued(self, token_id: str, at: datetime, actor: str) -> None:
+        self.tokens[token_id] = False
+
+    @event("TokenRevoked")
+    def _token_revoked(self, token_id: str, at: datetime, actor: str) -> None:
+        self.tokens[token_id] = True
+
+
+class ApiToken(Aggregate):
+    """Points a token's hash at its account; whether it still works is the account's say."""
+
+    @staticmethod
+    def create_id(secret_hash: UUID) -> UUID:
+        return secret_hash
+
+    @event("Issued")
+    def __init__(
+        self, secret_hash: UUID, tenant_id: UUID, account_id: str, at: datetime, actor: str
+    ) -> None:
+        self.tenant_id = tenant_id
+        self.account_id = account_id
+
+
+class Definition(Aggregate):
+    """A process definition that approval instances are started from."""
+
+    @staticmethod
+    def create_id(tenant_id: UUID, key: str) -> UUID:
+        return definition_uuid(tenant_id, key)
+
+    @event("Registered")
+    def __init__(
+        self,
+        tenant_id: UUID,
+        key: str,
+        name: str,
+        external: bool,
+        review_window_seconds: int,
+        schedule_presets: list[dict[str, Any]],
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.tenant_id = tenant_id
+        self.key = key
+        self.name = name
+        self.external = external
+        self.review_window_seconds = review_window_seconds
+        self.schedule_presets = schedule_presets
+        self.published = False
+        self.created_at = at
+
+    @event("Updated")
+    def update(
+        self,
+        name: str,
+        external: bool,
+        review_window_seconds: int,
+        schedule_presets: list[dict[str, Any]],
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.name = name
+        self.external = external
+        self.review_window_seconds = review_window_seconds
+        self.schedule_presets = schedule_presets
+
+    def publish(self, at: datetime, actor: str) -> None:
+        if not self.published:
+            self._published(at=at, actor=actor)
+
+    def unpublish(self, at: datetime, actor: str) -> None:
+        if self.published:
+            self._unpublished(at=at, actor=actor)
+
+    @event("Published")
+    def _published(self, at: datetime, actor: str) -> None:
+        self.published = True
+
+    @event("Unpublished")
+    def _unpublished(self, at: datetime, actor: str) -> None:
+        self.published = False
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request acts as: one account in one tenant, with its permissions."""
+
+    tenant_id: UUID
+    account_id: str
+    permissions: frozenset[str]
+
+    def can(self, permission: str) -> bool:
+        return permission in self.permissions

@@ -1,0 +1,58 @@
+"""The HTTP API: `create_app()` builds it; nothing is built at import time."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Response, g, request
+
+MAX_BODY_BYTES = 1024 * 1024
+log = logging.getLogger("cronledger.web")
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """The Flask app; `config["SERVICES"]` injects ready services (tests), else env settings."""
+    from cronledger.config import Settings
+    from cronledger.services import open_services
+    from web import directory, ops
+    from web.problems import register_error_handlers
+
+    app = Flask(__name__)
+    app.config.update(MAX_CONTENT_LENGTH=MAX_BODY_BYTES, JSON_SORT_KEYS=False)
+    app.config.update(config or {})
+    services = app.config.get("SERVICES") or open_services(Settings.from_env())
+    app.extensions["cronledger"] = services
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    register_error_handlers(app)
+    app.register_blueprint(ops.bp)
+    app.register_blueprint(directory.bp)
+    app.before_request(_start_request)
+    app.after_request(_log_request)
+    return app
+
+
+def _start_request() -> None:
+    g.request_id = request.headers.get("X-Request-ID", "")[:64] or uuid.uuid4().hex
+    g.started = time.perf_counter()
+
+
+def _log_request(response: Response) -> Response:
+    response.headers["X-Request-ID"] = g.request_id
+    principal = g.get("principal")
+    log.info(
+        "request",
+        extra={
+            "request_id": g.request_id,
+            "method": request.method,
+            "path": request.path,
+            "status": response.status_code,
+            "duration_ms": round((time.perf_counter() - g.started) * 1000, 2),
+            "account": principal.account_id if principal else None,
+            "tenant": str(principal.tenant_id) if principal else None,
+        },
+    )
+    return response

@@ -1,0 +1,114 @@
+"""The `endpoint` decorator: authentication, permission, input and output in one place.
+
+Each view names its permission and schemas once; the decorator enforces them and the
+OpenAPI document is generated from the same declaration.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from flask import current_app, g, jsonify, request
+from flask.typing import ResponseReturnValue
+from marshmallow import Schema, ValidationError
+
+from cronledger.services import Services
+from domain.directory import Principal
+from web.problems import Problem
+
+View = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    summary: str
+    permission: str | None
+    body: type[Schema] | None
+    query: type[Schema] | None
+    response: type[Schema] | None
+    status: int
+    tag: str
+
+
+def services() -> Services:
+    return cast(Services, current_app.extensions["cronledger"])
+
+
+def endpoint(
+    summary: str,
+    *,
+    tag: str,
+    permission: str | None = None,
+    body: type[Schema] | None = None,
+    query: type[Schema] | None = None,
+    response: type[Schema] | None = None,
+    status: int = 200,
+) -> Callable[[View], View]:
+    """Declare a view: who may call it, what it takes and what it answers."""
+    spec = EndpointSpec(summary, permission, body, query, response, status, tag)
+
+    def decorate(view: View) -> View:
+        @functools.wraps(view)
+        def handle(**path: Any) -> ResponseReturnValue:
+            inputs: dict[str, Any] = dict(path)
+            if permission is not None:
+                inputs["principal"] = authorize(permission)
+            if body is not None:
+                inputs["body"] = load(body(), json_object())
+            if query is not None:
+                inputs["query"] = load(query(unknown="exclude"), request.args.to_dict())
+            result = view(**inputs)
+            if response is None:
+                return "", status
+            return jsonify(response().dump(result)), status
+
+        handle.endpoint_spec = spec  # type: ignore[attr-defined]
+        return handle
+
+    return decorate
+
+
+def authorize(permission: str) -> Principal:
+    """The caller, if its bearer token works and grants `permission`."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Problem("UNAUTHENTICATED", "send Authorization: Bearer <token>")
+    principal = services().directory.authenticate(token.strip())
+    if principal is None:
+        raise Problem("UNAUTHENTICATED", "the token is unknown, revoked or its account inactive")
+    g.principal = principal
+    if not principal.can(permission):
+        raise Problem("FORBIDDEN", f"this needs the permission {permission}")
+    return principal
+
+
+def json_object() -> dict[str, Any]:
+    """The body as a JSON object; an empty body counts as `{}`."""
+    if not request.get_data(cache=True):
+        return {}
+    data = request.get_json(force=True, silent=True)
+    if not isinstance(data, dict):
+        raise Problem("BAD_REQUEST", "the body must be a JSON object")
+    return data
+
+
+def load(schema: Schema, data: Mapping[str, Any]) -> Any:
+    try:
+        return schema.load(data)
+    except ValidationError as error:
+        raise Problem(
+            "VALIDATION_FAILED", "some fields are invalid", flatten(error.messages)
+        ) from None
+
+
+def flatten(messages: Any, prefix: str = "") -> dict[str, list[str]]:
+    """Marshmallow's nested messages as `{"field.sub.0": ["message"]}`."""
+    if isinstance(messages, list):
+        return {prefix or "_schema": [str(m) for m in messages]}
+    flat: dict[str, list[str]] = {}
+    for key, value in messages.items():
+        flat.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return flat

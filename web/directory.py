@@ -1,0 +1,206 @@
+"""Accounts, tokens and process definitions (CONTRACT §3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint
+
+from cronledger.directory import AccountView, DefinitionFields, DefinitionView, IssuedToken, Page
+from domain.directory import Principal
+from domain.permissions import DIRECTORY_MANAGE
+from web.api import endpoint, services
+from web.schemas import (
+    AccountCreate,
+    AccountOut,
+    AccountUpdate,
+    DefinitionCreate,
+    DefinitionOut,
+    DefinitionUpdate,
+    PageQuery,
+    TokenOut,
+    VersionBody,
+    page_of,
+)
+
+bp = Blueprint("directory", __name__, url_prefix="/api")
+ACCOUNTS = "accounts"
+DEFINITIONS = "definitions"
+
+
+@bp.post("/accounts")
+@endpoint(
+    "Create an account",
+    tag=ACCOUNTS,
+    permission=DIRECTORY_MANAGE,
+    body=AccountCreate,
+    response=AccountOut,
+    status=201,
+)
+def create_account(principal: Principal, body: dict[str, Any]) -> AccountView:
+    return services().directory.create_account(
+        principal, body.get("id"), body["name"], body["roles"]
+    )
+
+
+@bp.get("/accounts")
+@endpoint(
+    "List accounts",
+    tag=ACCOUNTS,
+    permission=DIRECTORY_MANAGE,
+    query=PageQuery,
+    response=page_of(AccountOut),
+)
+def list_accounts(principal: Principal, query: dict[str, Any]) -> Page[AccountView]:
+    return services().directory.accounts(principal.tenant_id, query["page"], query["page_size"])
+
+
+@bp.get("/accounts/<account_id>")
+@endpoint("Read an account", tag=ACCOUNTS, permission=DIRECTORY_MANAGE, response=AccountOut)
+def get_account(principal: Principal, account_id: str) -> AccountView:
+    return services().directory.account(principal.tenant_id, account_id)
+
+
+@bp.put("/accounts/<account_id>")
+@endpoint(
+    "Rename an account or change its roles",
+    tag=ACCOUNTS,
+    permission=DIRECTORY_MANAGE,
+    body=AccountUpdate,
+    response=AccountOut,
+)
+def update_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
+    return services().directory.update_account(
+        principal, account_id, body["name"], body["roles"], body["version"]
+    )
+
+
+@bp.post("/accounts/<account_id>/deactivate")
+@endpoint(
+    "Deactivate an account: its tokens stop working",
+    tag=ACCOUNTS,
+    permission=DIRECTORY_MANAGE,
+    body=VersionBody,
+    response=AccountOut,
+)
+def deactivate_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
+    return services().directory.set_active(principal, account_id, False, body.get("version"))
+
+
+@bp.post("/accounts/<account_id>/activate")
+@endpoint(
+    "Activate an account again",
+    tag=ACCOUNTS,
+    permission=DIRECTORY_MANAGE,
+    body=VersionBody,
+    response=AccountOut,
+)
+def activate_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
+    return services().directory.set_active(principal, account_id, True, body.get("version"))
+
+
+@bp.post("/accounts/<account_id>/tokens")
+@endpoint(
+    "Issue an API token (the secret is shown once)",
+    tag=ACCOUNTS,
+    permission=DIRECTORY_MANAGE,
+    response=TokenOut,
+    status=201,
+)
+def issue_token(principal: Principal, account_id: str) -> IssuedToken:
+    return services().directory.issue_token(principal, account_id)
+
+
+@bp.delete("/accounts/<account_id>/tokens/<token_id>")
+@endpoint("Revoke an API token", tag=ACCOUNTS, permission=DIRECTORY_MANAGE, status=204)
+def revoke_token(principal: Principal, account_id: str, token_id: str) -> None:
+    services().directory.revoke_token(principal, account_id, token_id)
+
+
+@bp.post("/definitions")
+@endpoint(
+    "Create a process definition (unpublished)",
+    tag=DEFINITIONS,
+    permission=DIRECTORY_MANAGE,
+    body=DefinitionCreate,
+    response=DefinitionOut,
+    status=201,
+)
+def create_definition(principal: Principal, body: dict[str, Any]) -> DefinitionView:
+    return services().directory.create_definition(principal, body["key"], _fields(body))
+
+
+@bp.get("/definitions")
+@endpoint(
+    "List process definitions",
+    tag=DEFINITIONS,
+    permission=DIRECTORY_MANAGE,
+    query=PageQuery,
+    response=page_of(DefinitionOut),
+)
+def list_definitions(principal: Principal, query: dict[str, Any]) -> Page[DefinitionView]:
+    return services().directory.definitions(principal.tenant_id, query["page"], query["page_size"])
+
+
+@bp.get("/definitions/<definition_id>")
+@endpoint(
+    "Read a process definition",
+    tag=DEFINITIONS,
+    permission=DIRECTORY_MANAGE,
+    response=DefinitionOut,
+)
+def get_definition(principal: Principal, definition_id: str) -> DefinitionView:
+    return services().directory.definition(principal.tenant_id, definition_id)
+
+
+@bp.put("/definitions/<definition_id>")
+@endpoint(
+    "Replace a process definition's fields (its key stays)",
+    tag=DEFINITIONS,
+    permission=DIRECTORY_MANAGE,
+    body=DefinitionUpdate,
+    response=DefinitionOut,
+)
+def update_definition(
+    principal: Principal, definition_id: str, body: dict[str, Any]
+) -> DefinitionView:
+    return services().directory.update_definition(
+        principal, definition_id, _fields(body), body["version"]
+    )
+
+
+@bp.post("/definitions/<definition_id>/publish")
+@endpoint(
+    "Publish a definition",
+    tag=DEFINITIONS,
+    permission=DIRECTORY_MANAGE,
+    body=VersionBody,
+    response=DefinitionOut,
+)
+def publish_definition(
+    principal: Principal, definition_id: str, body: dict[str, Any]
+) -> DefinitionView:
+    return services().directory.set_published(principal, definition_id, True, body.get("version"))
+
+
+@bp.post("/definitions/<definition_id>/unpublish")
+@endpoint(
+    "Unpublish a definition",
+    tag=DEFINITIONS,
+    permission=DIRECTORY_MANAGE,
+    body=VersionBody,
+    response=DefinitionOut,
+)
+def unpublish_definition(
+    principal: Principal, definition_id: str, body: dict[str, Any]
+) -> DefinitionView:
+    return services().directory.set_published(principal, definition_id, False, body.get("version"))
+
+
+def _fields(body: dict[str, Any]) -> DefinitionFields:
+    return DefinitionFields(
+        name=body["name"],
+        external=body["external"],
+        review_window_seconds=body["review_window_seconds"],
+        schedule_presets=body["schedule_presets"],
+    )

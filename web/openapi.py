@@ -1,0 +1,78 @@
+"""The OpenAPI 3 document, generated from the endpoint declarations and their schemas."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin
+from flask import Flask
+
+from web.api import EndpointSpec
+from web.schemas import ProblemOut
+
+PATH_PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+ERRORS = {
+    "401": "no token, or one that no longer works",
+    "403": "the token's account lacks the permission",
+    "404": "no such resource in this tenant",
+    "409": "conflict with the resource's state or version",
+    "422": "invalid fields",
+}
+
+
+def build_spec(app: Flask) -> dict[str, Any]:
+    spec = APISpec(
+        title="cronledger",
+        version="1.0",
+        openapi_version="3.0.3",
+        plugins=[MarshmallowPlugin()],
+        info={"description": "Scheduled approval workflows on an append-only event log."},
+    )
+    spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
+    spec.components.schema("Problem", schema=ProblemOut)
+    for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
+        declared = getattr(app.view_functions[rule.endpoint], "endpoint_spec", None)
+        if isinstance(declared, EndpointSpec):
+            method = next(m for m in rule.methods or () if m not in ("HEAD", "OPTIONS"))
+            spec.path(
+                path=PATH_PARAMETER.sub(r"{\1}", rule.rule),
+                operations={method.lower(): _operation(declared, rule.arguments)},
+            )
+    return spec.to_dict()
+
+
+def _operation(declared: EndpointSpec, path_arguments: set[str]) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "summary": declared.summary,
+        "tags": [declared.tag],
+        "parameters": [
+            {"in": "path", "name": name, "required": True, "schema": {"type": "string"}}
+            for name in sorted(path_arguments)
+        ],
+        "responses": {str(declared.status): _response(declared)},
+    }
+    if declared.query is not None:
+        operation["parameters"].append({"in": "query", "schema": declared.query})
+    if declared.body is not None:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": declared.body}},
+        }
+    if declared.permission is not None:
+        operation["security"] = [{"bearer": []}]
+        operation["description"] = f"Needs the permission `{declared.permission}`."
+        problem = {"content": {"application/problem+json": {"schema": "Problem"}}}
+        for status, text in ERRORS.items():
+            operation["responses"][status] = {"description": text, **problem}
+    return operation
+
+
+def _response(declared: EndpointSpec) -> dict[str, Any]:
+    if declared.response is None:
+        return {"description": "done"}
+    return {
+        "description": "success",
+        "content": {"application/json": {"schema": declared.response}},
+    }

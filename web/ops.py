@@ -1,0 +1,28 @@
+"""Health and the API's own description."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, current_app, jsonify
+from flask.typing import ResponseReturnValue
+
+from web.api import endpoint, services
+from web.openapi import build_spec
+from web.schemas import HealthOut
+
+bp = Blueprint("ops", __name__)
+
+
+@bp.get("/healthz")
+@endpoint("Is the service up and its store reachable?", tag="operations", response=HealthOut)
+def healthz() -> dict[str, Any]:
+    services().ledger.recorder.max_notification_id()
+    return {"status": "ok", "store": services().store.kind}
+
+
+@bp.get("/api/openapi.json")
+def openapi() -> ResponseReturnValue:
+    if "openapi" not in current_app.extensions:
+        current_app.extensions["openapi"] = build_spec(current_app)
+    return jsonify(current_app.extensions["openapi"])

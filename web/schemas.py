@@ -1,0 +1,186 @@
+"""Request and response shapes; the OpenAPI document is generated from these."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+
+from domain.directory import PUBLIC_ID
+from domain.permissions import ROLES
+
+MAX_NAME = 200
+PRESET_ID = r"^[a-z][a-z0-9_-]{0,63}$"
+DEFINITION_KEY = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
+MAX_REVIEW_WINDOW_SECONDS = 366 * 24 * 3600
+
+
+class UtcDateTime(fields.DateTime):
+    """ISO 8601; answers in UTC with `Z`, and refuses a request time without an offset."""
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+        if value is None:
+            return None
+        return str(value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S") + _fraction(value) + "Z")
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> datetime:
+        parsed = super()._deserialize(value, attr, data, **kwargs)
+        if parsed.tzinfo is None or parsed.utcoffset() is None:
+            raise ValidationError("must carry an offset, e.g. 2026-10-01T18:00:00+08:00 or ...Z")
+        return parsed.astimezone(UTC)
+
+
+def _fraction(value: datetime) -> str:
+    return f".{value.microsecond:06d}".rstrip("0") if value.microsecond else ""
+
+
+def strict_bool(**kwargs: Any) -> fields.Boolean:
+    return fields.Boolean(truthy={True}, falsy={False}, **kwargs)
+
+
+def strict_int(low: int, high: int, **kwargs: Any) -> fields.Integer:
+    return fields.Integer(strict=True, validate=validate.Range(low, high), **kwargs)
+
+
+def name_field(**kwargs: Any) -> fields.String:
+    return fields.String(validate=validate.Length(1, MAX_NAME), **kwargs)
+
+
+class StrictSchema(Schema):
+    """Unknown fields are refused, so a typo never goes unnoticed."""
+
+    class Meta:
+        unknown = RAISE
+
+
+class PageQuery(Schema):
+    page = strict_int(1, 1_000_000, load_default=1)
+    page_size = strict_int(1, 200, load_default=20)
+
+
+class VersionBody(StrictSchema):
+    version = strict_int(1, 2**31, metadata={"description": "optional; a stale one is 409"})
+
+
+class AccountCreate(StrictSchema):
+    id = fields.String(
+        validate=validate.Regexp(PUBLIC_ID, error="use 1-64 letters, digits, . _ @ -")
+    )
+    name = name_field(required=True)
+    roles = fields.List(
+        fields.String(validate=validate.OneOf(sorted(ROLES))),
+        required=True,
+        validate=validate.Length(max=len(ROLES)),
+    )
+
+
+class AccountUpdate(StrictSchema):
+    name = name_field(required=True)
+    roles = AccountCreate._declared_fields["roles"]
+    version = strict_int(1, 2**31, required=True)
+
+
+class AccountOut(Schema):
+    id = fields.String()
+    name = fields.String()
+    roles = fields.List(fields.String())
+    active = fields.Boolean()
+    version = fields.Integer()
+    created_at = UtcDateTime()
+
+
+class TokenOut(Schema):
+    token = fields.String(metadata={"description": "shown once; only its hash is kept"})
+    token_id = fields.String()
+
+
+class PresetIn(StrictSchema):
+    id = fields.String(required=True, validate=validate.Regexp(PRESET_ID))
+    title = name_field(required=True)
+    description = fields.String(validate=validate.Length(max=2000), load_default="")
+    timezone = fields.String(validate=validate.Length(max=64), load_default=None)
+    trigger = fields.Dict(required=True)
+    form_data = fields.Dict(load_default=dict)
+
+
+class DefinitionFieldsIn(StrictSchema):
+    name = name_field(required=True)
+    external = strict_bool(required=True)
+    review_window_seconds = strict_int(1, MAX_REVIEW_WINDOW_SECONDS, required=True)
+    schedule_presets = fields.List(
+        fields.Nested(PresetIn), load_default=list, validate=validate.Length(max=100)
+    )
+
+    @validates_schema
+    def unique_presets(self, data: dict[str, Any], **kwargs: Any) -> None:
+        ids = [preset["id"] for preset in data.get("schedule_presets", [])]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValidationError(
+                f"duplicate preset id(s): {', '.join(duplicates)}", "schedule_presets"
+            )
+
+
+class DefinitionCreate(DefinitionFieldsIn):
+    key = fields.String(required=True, validate=validate.Regexp(DEFINITION_KEY))
+
+
+class DefinitionUpdate(DefinitionFieldsIn):
+    version = strict_int(1, 2**31, required=True)
+
+
+class DefinitionOut(Schema):
+    id = fields.String()
+    key = fields.String()
+    name = fields.String()
+    external = fields.Boolean()
+    published = fields.Boolean()
+    review_window_seconds = fields.Integer()
+    schedule_presets = fields.List(fields.Dict())
+    version = fields.Integer()
+    created_at = UtcDateTime()
+
+
+class TimelineEntryOut(Schema):
+    position = fields.Integer()
+    version = fields.Integer()
+    type = fields.String()
+    at = UtcDateTime()
+    actor = fields.String(allow_none=True)
+    command_id = fields.String(allow_none=True)
+    outcome = fields.String(allow_none=True)
+    reason = fields.String(allow_none=True)
+    data = fields.Dict()
+
+
+class TimelineOut(Schema):
+    items = fields.List(fields.Nested(TimelineEntryOut))
+
+
+class HealthOut(Schema):
+    status = fields.String()
+    store = fields.String()
+
+
+class ProblemOut(Schema):
+    type = fields.String()
+    title = fields.String()
+    status = fields.Integer()
+    detail = fields.String()
+    code = fields.String()
+    errors = fields.Dict(keys=fields.String(), values=fields.List(fields.String()))
+
+
+def page_of(item: type[Schema]) -> type[Schema]:
+    """A page of items: `{"items", "page", "page_size", "total"}`."""
+    name = item.__name__.removesuffix("Out") + "Page"
+    return Schema.from_dict(
+        {
+            "items": fields.List(fields.Nested(item)),
+            "page": fields.Integer(),
+            "page_size": fields.Integer(),
+            "total": fields.Integer(),
+        },
+        name=name,
+    )
