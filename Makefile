@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: install
+	mkdir -p var
 	$(BIN)/cronledger migrate
 	test -s var/demo-token || { \
 	  $(BIN)/cronledger bootstrap --tenant demo --admin admin | tail -n 1 > var/demo-token.new \

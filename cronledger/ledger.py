@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -71,13 +73,13 @@ class Ledger(Application[UUID]):
     def exists(self, aggregate_id: UUID) -> bool:
         return aggregate_id in self.repository
 
-    def retrying(self, command: Callable[[], T], attempts: int = 8) -> T:
-        """Run get-act-save again when another writer saved the same aggregate first."""
-        for _ in range(attempts - 1):
+    def retrying(self, command: Callable[[], T], attempts: int = 20) -> T:
+        """Run get-act-save again, after a short random pause, when another writer won."""
+        for attempt in range(1, attempts):
             try:
                 return command()
             except IntegrityError:
-                continue
+                time.sleep(random.uniform(0, 0.002 * attempt))  # noqa: S311 (jitter, not crypto)
         return command()
 
     def timeline(self, aggregate_id: UUID) -> list[TimelineEntry]:

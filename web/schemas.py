@@ -55,8 +55,8 @@ class StrictSchema(Schema):
 
 
 class PageQuery(Schema):
-    page = strict_int(1, 1_000_000, load_default=1)
-    page_size = strict_int(1, 200, load_default=20)
+    page = fields.Integer(validate=validate.Range(1, 1_000_000), load_default=1)
+    page_size = fields.Integer(validate=validate.Range(1, 200), load_default=20)
 
 
 class VersionBody(StrictSchema):

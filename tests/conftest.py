@@ -1,0 +1,87 @@
+"""Fixtures: every store-touching test runs on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from cronledger.config import Settings
+from cronledger.services import Services, open_services
+from tests.support import Api, FakeClock
+from web import create_app
+
+POSTGRES_URL = os.environ.get(
+    "CRONLEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+
+def _postgres_problem() -> str | None:
+    try:
+        with psycopg.connect(POSTGRES_URL, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as error:
+        return f"PostgreSQL at {POSTGRES_URL} is unreachable: {error}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def postgres_ready() -> None:
+    problem = _postgres_problem()
+    if problem is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(problem + " (CI=true: a missing PostgreSQL fails the run)")
+    pytest.skip(problem)
+
+
+def fresh_postgres_url() -> Iterator[str]:
+    """A PostgreSQL URL on its own schema, dropped afterwards."""
+    schema = f"clt_{uuid.uuid4().hex[:12]}"
+    yield f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={schema}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty store of each kind."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/cronledger.sqlite"
+        return
+    request.getfixturevalue("postgres_ready")
+    yield from fresh_postgres_url()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def services(store_url: str, clock: FakeClock) -> Iterator[Services]:
+    opened = open_services(Settings(database_url=store_url), clock)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def app(services: Services) -> Flask:
+    return create_app({"SERVICES": services, "TESTING": True})
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def admin(services: Services, client: FlaskClient) -> Api:
+    """The first admin of tenant `acme`."""
+    return Api(client, services.directory.bootstrap("acme", "root").token)

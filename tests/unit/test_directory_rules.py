@@ -1,0 +1,115 @@
+"""The directory's rules, with no store: pure aggregates and policies."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from uuid import uuid4
+
+import pytest
+
+from domain.directory import Account, Definition, check_expected_version, check_roles
+from domain.errors import InvalidState, ValidationFailed, VersionConflict
+from domain.permissions import DIRECTORY_MANAGE, SCHEDULE_EDIT, permissions_of
+
+AT = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
+
+
+def new_account(roles: list[str] | None = None) -> Account:
+    return Account(
+        tenant_id=uuid4(), account_id="ann", name="Ann", roles=roles or ["operator"], at=AT,
+        actor="root",
+    )
+
+
+def event_names(account: Account) -> list[str]:
+    return [type(e).__name__ for e in account.collect_events()]
+
+
+def test_update_records_only_what_changed() -> None:
+    account = new_account()
+    account.collect_events()
+    account.update(name="Ann", roles=["operator"], at=AT, actor="root")
+    assert event_names(account) == []
+    account.update(name="Ann B", roles=["operator", "auditor"], at=AT, actor="root")
+    assert event_names(account) == ["Renamed", "RolesChanged"]
+    assert account.roles == ["auditor", "operator"]
+
+
+def test_deactivated_account_has_no_permissions_and_tokens_stop_working() -> None:
+    account = new_account(["admin"])
+    account.issue_token(token_id="t1", at=AT, actor="root")
+    assert account.holds_live_token("t1")
+    account.deactivate(at=AT, actor="root")
+    assert account.permissions == frozenset()
+    assert not account.holds_live_token("t1")
+    account.activate(at=AT, actor="root")
+    assert account.holds_live_token("t1")
+
+
+def test_deactivate_twice_records_once() -> None:
+    account = new_account()
+    account.collect_events()
+    account.deactivate(at=AT, actor="root")
+    account.deactivate(at=AT, actor="root")
+    assert event_names(account) == ["Deactivated"]
+
+
+def test_no_token_for_a_deactivated_account() -> None:
+    account = new_account()
+    account.deactivate(at=AT, actor="root")
+    with pytest.raises(InvalidState, match="deactivated"):
+        account.issue_token(token_id="t1", at=AT, actor="root")
+
+
+def test_revoked_token_stays_revoked_and_unknown_tokens_never_work() -> None:
+    account = new_account()
+    account.issue_token(token_id="t1", at=AT, actor="root")
+    account.revoke_token(token_id="t1", at=AT, actor="root")
+    assert not account.holds_live_token("t1")
+    assert not account.holds_live_token("never-issued")
+
+
+def test_unknown_roles_are_named() -> None:
+    with pytest.raises(ValidationFailed) as caught:
+        check_roles(["admin", "wizard", "ghost"])
+    assert caught.value.errors == {
+        "roles": ["unknown role(s) ghost, wizard; known: admin, auditor, integration, "
+                  "operator, requester"]
+    }
+
+
+def test_stale_version_is_a_conflict() -> None:
+    check_expected_version("account", 3, None)
+    check_expected_version("account", 3, 3)
+    with pytest.raises(VersionConflict, match="version 3, not 2"):
+        check_expected_version("account", 3, 2)
+
+
+@pytest.mark.parametrize(
+    ("roles", "granted", "denied"),
+    [
+        (["admin"], DIRECTORY_MANAGE, None),
+        (["operator"], SCHEDULE_EDIT, DIRECTORY_MANAGE),
+        (["requester"], "workflow:approval:submit", SCHEDULE_EDIT),
+        (["auditor"], "audit:read", "workflow:approval:decide"),
+        (["integration"], "workflow:approval:callback", "workflow:approval:list"),
+    ],
+)
+def test_roles_grant_the_contract_permissions(
+    roles: list[str], granted: str, denied: str | None
+) -> None:
+    permissions = permissions_of(roles)
+    assert granted in permissions
+    assert denied is None or denied not in permissions
+
+
+def test_definition_publish_is_idempotent() -> None:
+    definition = Definition(
+        tenant_id=uuid4(), key="daily", name="Daily", external=False, review_window_seconds=60,
+        schedule_presets=[], at=AT, actor="root",
+    )
+    definition.collect_events()
+    definition.publish(at=AT, actor="root")
+    definition.publish(at=AT, actor="root")
+    assert [type(e).__name__ for e in definition.collect_events()] == ["Published"]
+    assert definition.published
