@@ -9,6 +9,7 @@ from flask.typing import ResponseReturnValue
 
 from web.api import endpoint, services
 from web.openapi import build_spec
+from web.problems import Problem
 from web.schemas import HealthOut
 
 bp = Blueprint("ops", __name__)
@@ -17,7 +18,10 @@ bp = Blueprint("ops", __name__)
 @bp.get("/healthz")
 @endpoint("Is the service up and its store reachable?", tag="operations", response=HealthOut)
 def healthz() -> dict[str, Any]:
-    services().ledger.recorder.max_notification_id()
+    try:
+        services().ledger.recorder.max_notification_id()
+    except Exception as error:
+        raise Problem("UNAVAILABLE", f"the {services().store.kind} store is unreachable") from error
     return {"status": "ok", "store": services().store.kind}
 
 

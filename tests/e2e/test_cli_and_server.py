@@ -34,9 +34,9 @@ def free_port() -> int:
 def request(url: str, token: str | None = None, body: Any = None) -> tuple[int, Any]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, headers=headers)  # noqa: S310 (localhost)
+    req = urllib.request.Request(url, data=data, headers=headers)
     try:
-        with urllib.request.urlopen(req, timeout=10) as response:  # noqa: S310
+        with urllib.request.urlopen(req, timeout=10) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
@@ -54,8 +54,10 @@ def server(store_url: str, token: str) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "CRONLEDGER_DATABASE_URL": store_url}
     process = subprocess.Popen(
-        [CLI, "serve", "--port", str(port)], env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [CLI, "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -83,7 +85,8 @@ def test_served_api_answers_with_the_bootstrap_token(server: str, token: str) ->
 
 
 def test_bootstrap_prints_the_token_alone_on_the_last_line(token: str) -> None:
-    assert token.startswith("clt_") and " " not in token
+    assert token.startswith("clt_")
+    assert " " not in token
 
 
 def test_bootstrap_refuses_an_existing_tenant(store_url: str, token: str) -> None:

@@ -10,8 +10,12 @@ from flask.testing import FlaskClient
 from cronledger.services import Services
 from tests.support import Api
 
-DEFINITION = {"key": "daily", "name": "Daily check", "external": False,
-              "review_window_seconds": 3600}
+DEFINITION = {
+    "key": "daily",
+    "name": "Daily check",
+    "external": False,
+    "review_window_seconds": 3600,
+}
 
 
 def account(admin: Api, account_id: str, roles: list[str]) -> Api:
@@ -32,7 +36,9 @@ def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
     assert response.mimetype == "application/problem+json"
     body: dict[str, Any] = response.json
     assert (body["status"], body["code"]) == (status, code)
-    assert body["title"] and body["detail"] and body["type"]
+    assert body["title"]
+    assert body["detail"]
+    assert body["type"]
     return body
 
 
@@ -40,12 +46,18 @@ def test_account_lifecycle(admin: Api) -> None:
     created = admin.post("/api/accounts", {"id": "ann", "name": "Ann", "roles": ["operator"]})
     assert created.status_code == 201
     assert created.json == {
-        "id": "ann", "name": "Ann", "roles": ["operator"], "active": True, "version": 1,
+        "id": "ann",
+        "name": "Ann",
+        "roles": ["operator"],
+        "active": True,
+        "version": 1,
         "created_at": "2026-10-01T09:00:00Z",
     }
     updated = admin.put("/api/accounts/ann", {"name": "Ann B", "roles": ["auditor"], "version": 1})
     assert (updated.json["name"], updated.json["roles"], updated.json["version"]) == (
-        "Ann B", ["auditor"], 3,
+        "Ann B",
+        ["auditor"],
+        3,
     )
     deactivated = admin.post("/api/accounts/ann/deactivate")
     assert (deactivated.status_code, deactivated.json["active"]) == (200, False)
@@ -110,8 +122,9 @@ def test_stale_version_is_409_and_changes_nothing(admin: Api) -> None:
     admin.put("/api/accounts/ann", {"name": "Ann 2", "roles": ["operator"], "version": 1})
     stale = admin.put("/api/accounts/ann", {"name": "Ann 3", "roles": ["admin"], "version": 1})
     assert_problem(stale, 409, "VERSION_CONFLICT")
-    assert_problem(admin.post("/api/accounts/ann/deactivate", {"version": 1}), 409,
-                   "VERSION_CONFLICT")
+    assert_problem(
+        admin.post("/api/accounts/ann/deactivate", {"version": 1}), 409, "VERSION_CONFLICT"
+    )
     current = admin.get("/api/accounts/ann").json
     assert (current["name"], current["roles"], current["active"]) == ("Ann 2", ["operator"], True)
 
@@ -168,11 +181,20 @@ def test_bad_account_fields_are_422_naming_the_field_and_nothing_is_written(
         ({**DEFINITION, "review_window_seconds": 1.5}, "review_window_seconds"),
         ({**DEFINITION, "review_window_seconds": True}, "review_window_seconds"),
         ({**DEFINITION, "key": "has space"}, "key"),
-        ({**DEFINITION, "schedule_presets": [{"id": "Bad", "title": "t", "trigger": {}}]},
-         "schedule_presets.0.id"),
-        ({**DEFINITION, "schedule_presets": [{"id": "a", "title": "t", "trigger": {}},
-                                             {"id": "a", "title": "u", "trigger": {}}]},
-         "schedule_presets"),
+        (
+            {**DEFINITION, "schedule_presets": [{"id": "Bad", "title": "t", "trigger": {}}]},
+            "schedule_presets.0.id",
+        ),
+        (
+            {
+                **DEFINITION,
+                "schedule_presets": [
+                    {"id": "a", "title": "t", "trigger": {}},
+                    {"id": "a", "title": "u", "trigger": {}},
+                ],
+            },
+            "schedule_presets",
+        ),
     ],
 )
 def test_bad_definition_fields_are_422(
@@ -212,7 +234,10 @@ def test_paging_envelope(admin: Api) -> None:
         admin.post("/api/accounts", {"id": f"u{n}", "name": f"U{n}", "roles": []})
     page = admin.get("/api/accounts?page=2&page_size=2").json
     assert ([a["id"] for a in page["items"]], page["page"], page["page_size"], page["total"]) == (
-        ["u1", "u2"], 2, 2, 4,
+        ["u1", "u2"],
+        2,
+        2,
+        4,
     )
 
 
@@ -233,9 +258,12 @@ def test_openapi_document_is_generated_from_the_schemas(client: FlaskClient) -> 
     assert create["responses"]["201"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/AccountOut"
     }
-    assert "422" in create["responses"] and create["security"] == [{"bearer": []}]
+    assert "422" in create["responses"]
+    assert create["security"] == [{"bearer": []}]
     assert set(spec["components"]["schemas"]["AccountCreate"]["properties"]) == {
-        "id", "name", "roles",
+        "id",
+        "name",
+        "roles",
     }
     assert "/api/definitions/{definition_id}/publish" in spec["paths"]
 
@@ -246,11 +274,23 @@ def test_request_id_is_echoed(client: FlaskClient) -> None:
     assert len(client.get("/healthz").headers["X-Request-ID"]) == 32
 
 
-def test_internal_errors_hide_the_stack(admin: Api, services: Services,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_internal_errors_hide_the_stack(
+    admin: Api, services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def explode(*args: Any) -> None:
         raise RuntimeError("secret detail in a stack trace")
 
     monkeypatch.setattr(services.directory, "accounts", explode)
     body = assert_problem(admin.get("/api/accounts"), 500, "INTERNAL")
-    assert "secret" not in str(body) and "Traceback" not in str(body)
+    assert "secret" not in str(body)
+    assert "Traceback" not in str(body)
+
+
+def test_health_is_503_when_the_store_is_unreachable(
+    client: FlaskClient, services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unreachable() -> None:
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(services.ledger.recorder, "max_notification_id", unreachable)
+    assert_problem(client.get("/healthz"), 503, "UNAVAILABLE")

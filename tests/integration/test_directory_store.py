@@ -115,14 +115,19 @@ def test_timeline_records_actor_time_and_position(services: Services, clock: Fak
     services.directory.set_active(root, "ann", False, None)
     entries = services.audit.timeline("ann", "acme")
     assert [e.type for e in entries] == [
-        "Account.Registered", "Account.RolesChanged", "Account.Deactivated",
+        "Account.Registered",
+        "Account.RolesChanged",
+        "Account.Deactivated",
     ]
     assert {e.actor for e in entries} == {"root"}
     assert [e.at.isoformat() for e in entries] == [
-        "2026-10-01T09:00:00+00:00", "2026-10-01T09:01:00+00:00", "2026-10-01T09:02:00+00:00",
+        "2026-10-01T09:00:00+00:00",
+        "2026-10-01T09:01:00+00:00",
+        "2026-10-01T09:02:00+00:00",
     ]
     positions = [e.position for e in entries]
-    assert positions == sorted(positions) and positions[0] > 0
+    assert positions == sorted(positions)
+    assert positions[0] > 0
     assert entries[1].data == {"old": ["operator"], "new": ["auditor"]}
 
 
@@ -143,7 +148,7 @@ def test_audit_finds_an_account_in_any_tenant_and_asks_when_ambiguous(
     )
     with pytest.raises(NotFound):
         services.audit.resolve("nobody")
-    assert SYSTEM_ACTOR == services.audit.timeline("root", "acme")[0].actor
+    assert services.audit.timeline("root", "acme")[0].actor == SYSTEM_ACTOR
 
 
 def _open_and_close(url: str) -> None:

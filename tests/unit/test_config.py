@@ -23,8 +23,11 @@ def test_variables_override_defaults() -> None:
 
 @pytest.mark.parametrize(
     ("variable", "value"),
-    [("CRONLEDGER_MAX_ATTEMPTS", "many"), ("CRONLEDGER_MAX_ATTEMPTS", "0"),
-     ("CRONLEDGER_TICK_SECONDS", "-1")],
+    [
+        ("CRONLEDGER_MAX_ATTEMPTS", "many"),
+        ("CRONLEDGER_MAX_ATTEMPTS", "0"),
+        ("CRONLEDGER_TICK_SECONDS", "-1"),
+    ],
 )
 def test_bad_values_are_refused_by_name(variable: str, value: str) -> None:
     with pytest.raises(ConfigError, match=variable):
@@ -43,10 +46,14 @@ def test_postgres_url_maps_onto_the_recorder() -> None:
     env = store.eventsourcing_env()
     assert env["PERSISTENCE_MODULE"] == "eventsourcing.postgres"
     assert (env["POSTGRES_HOST"], env["POSTGRES_PORT"], env["POSTGRES_DBNAME"]) == (
-        "db.internal", "6543", "ledger",
+        "db.internal",
+        "6543",
+        "ledger",
     )
     assert (env["POSTGRES_USER"], env["POSTGRES_PASSWORD"], env["POSTGRES_SCHEMA"]) == (
-        "app", "s@cret", "prod",
+        "app",
+        "s@cret",
+        "prod",
     )
 
 

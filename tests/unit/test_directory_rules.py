@@ -16,7 +16,11 @@ AT = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
 
 def new_account(roles: list[str] | None = None) -> Account:
     return Account(
-        tenant_id=uuid4(), account_id="ann", name="Ann", roles=roles or ["operator"], at=AT,
+        tenant_id=uuid4(),
+        account_id="ann",
+        name="Ann",
+        roles=roles or ["operator"],
+        at=AT,
         actor="root",
     )
 
@@ -73,8 +77,9 @@ def test_unknown_roles_are_named() -> None:
     with pytest.raises(ValidationFailed) as caught:
         check_roles(["admin", "wizard", "ghost"])
     assert caught.value.errors == {
-        "roles": ["unknown role(s) ghost, wizard; known: admin, auditor, integration, "
-                  "operator, requester"]
+        "roles": [
+            "unknown role(s) ghost, wizard; known: admin, auditor, integration, operator, requester"
+        ]
     }
 
 
@@ -105,8 +110,14 @@ def test_roles_grant_the_contract_permissions(
 
 def test_definition_publish_is_idempotent() -> None:
     definition = Definition(
-        tenant_id=uuid4(), key="daily", name="Daily", external=False, review_window_seconds=60,
-        schedule_presets=[], at=AT, actor="root",
+        tenant_id=uuid4(),
+        key="daily",
+        name="Daily",
+        external=False,
+        review_window_seconds=60,
+        schedule_presets=[],
+        at=AT,
+        actor="root",
     )
     definition.collect_events()
     definition.publish(at=AT, actor="root")
