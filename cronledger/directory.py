@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -23,11 +23,14 @@ from domain.directory import (
     account_uuid,
     check_expected_version,
     check_roles,
+    definition_problem,
     definition_uuid,
+    initiator_problem,
     tenant_uuid,
     token_uuid,
 )
 from domain.errors import InvalidState, NotFound, ValidationFailed
+from domain.schedules import ScheduleSettings, check_presets
 
 T = TypeVar("T")
 TOKEN_PREFIX = "clt_"  # noqa: S105 (a prefix, not a secret)
@@ -110,8 +113,9 @@ class IssuedToken:
 
 
 class Directory:
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, default_timezone: str = "UTC") -> None:
         self.ledger = ledger
+        self.default_timezone = default_timezone
 
     # -- tenants -------------------------------------------------------------
 
@@ -147,7 +151,7 @@ class Directory:
             return {}
         return dict(self.ledger.find(TenantRegistry, registry_id, "registry", "tenants").tenants)
 
-    def _tenant(self, tenant_id: UUID) -> Tenant:
+    def tenant(self, tenant_id: UUID) -> Tenant:
         return self.ledger.find(Tenant, tenant_id, "tenant", tenant_id)
 
     # -- accounts ------------------------------------------------------------
@@ -164,7 +168,7 @@ class Directory:
     ) -> AccountView:
         if self.ledger.exists(account_uuid(actor.tenant_id, account_id)):
             raise ValidationFailed.of("id", f"an account with id {account_id} already exists")
-        tenant = self._tenant(actor.tenant_id)
+        tenant = self.tenant(actor.tenant_id)
         account = Account(
             tenant_id=tenant.id,
             account_id=account_id,
@@ -181,7 +185,7 @@ class Directory:
         return AccountView.of(self._account(tenant_id, account_id))
 
     def accounts(self, tenant_id: UUID, page: int, page_size: int) -> Page[AccountView]:
-        keys, total = page_of(self._tenant(tenant_id).account_ids, page, page_size)
+        keys, total = page_of(self.tenant(tenant_id).account_ids, page, page_size)
         items = [self.account(tenant_id, key) for key in keys]
         return Page(items, page, page_size, total)
 
@@ -263,9 +267,10 @@ class Directory:
     def _create_definition(
         self, actor: Principal, key: str, fields: DefinitionFields
     ) -> DefinitionView:
+        check_presets(fields.schedule_presets, self.default_timezone, self.ledger.clock())
         if self.ledger.exists(definition_uuid(actor.tenant_id, key)):
             raise ValidationFailed.of("key", f"a definition with key {key} already exists")
-        tenant = self._tenant(actor.tenant_id)
+        tenant = self.tenant(actor.tenant_id)
         definition = Definition(
             tenant_id=tenant.id,
             key=key,
@@ -285,6 +290,7 @@ class Directory:
     ) -> DefinitionView:
         definition = self.definition_aggregate(actor.tenant_id, definition_id)
         check_expected_version("definition", definition.version, version)
+        check_presets(fields.schedule_presets, self.default_timezone, self.ledger.clock())
         definition.update(
             name=fields.name,
             external=fields.external,
@@ -313,9 +319,28 @@ class Directory:
         return DefinitionView.of(self.definition_aggregate(tenant_id, definition_id))
 
     def definitions(self, tenant_id: UUID, page: int, page_size: int) -> Page[DefinitionView]:
-        keys, total = page_of(self._tenant(tenant_id).definition_ids, page, page_size)
+        keys, total = page_of(self.tenant(tenant_id).definition_ids, page, page_size)
         items = [self.definition(tenant_id, key) for key in keys]
         return Page(items, page, page_size, total)
+
+    def launch_problems(self, tenant_id: UUID, settings: ScheduleSettings) -> dict[str, list[str]]:
+        """What stops the definition or the initiator from being used by a schedule."""
+        problems = {
+            "definition_id": definition_problem(
+                self._maybe(lambda: self.definition_aggregate(tenant_id, settings.definition_id))
+            ),
+            "initiator_id": initiator_problem(
+                self._maybe(lambda: self._account(tenant_id, settings.initiator_id))
+            ),
+        }
+        return {field: [problem] for field, problem in problems.items() if problem}
+
+    @staticmethod
+    def _maybe(find: Callable[[], T]) -> T | None:
+        try:
+            return find()
+        except NotFound:
+            return None
 
     def definition_aggregate(self, tenant_id: UUID, definition_id: str) -> Definition:
         """A definition of this tenant; another tenant's is not found, never forbidden."""

@@ -9,6 +9,7 @@ from cronledger.clock import Clock, system_clock
 from cronledger.config import Settings
 from cronledger.directory import Directory
 from cronledger.ledger import Ledger, open_ledger
+from cronledger.schedules import Schedules
 from cronledger.store import Store
 
 
@@ -18,6 +19,7 @@ class Services:
     ledger: Ledger
     directory: Directory
     audit: Audit
+    schedules: Schedules
 
     @property
     def store(self) -> Store:
@@ -29,7 +31,11 @@ class Services:
 
 def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
     ledger = open_ledger(Store.from_url(settings.database_url), clock)
-    directory = Directory(ledger)
+    directory = Directory(ledger, settings.timezone)
     return Services(
-        settings=settings, ledger=ledger, directory=directory, audit=Audit(ledger, directory)
+        settings=settings,
+        ledger=ledger,
+        directory=directory,
+        audit=Audit(ledger, directory),
+        schedules=Schedules(ledger, directory, settings.timezone),
     )

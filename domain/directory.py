@@ -79,6 +79,7 @@ class Tenant(Aggregate):
         self.name = name
         self.account_ids: list[str] = []
         self.definition_ids: list[str] = []
+        self.schedule_ids: list[str] = []
 
     @event("AccountAdded")
     def add_account(self, account_id: str) -> None:
@@ -87,6 +88,14 @@ class Tenant(Aggregate):
     @event("DefinitionAdded")
     def add_definition(self, definition_id: str) -> None:
         self.definition_ids.append(definition_id)
+
+    @event("ScheduleAdded")
+    def add_schedule(self, schedule_id: str) -> None:
+        self.schedule_ids.append(schedule_id)
+
+    @event("ScheduleRemoved")
+    def remove_schedule(self, schedule_id: str) -> None:
+        self.schedule_ids.remove(schedule_id)
 
 
 class Account(Aggregate):
@@ -243,6 +252,26 @@ class Definition(Aggregate):
     @event("Unpublished")
     def _unpublished(self, at: datetime, actor: str) -> None:
         self.published = False
+
+
+def definition_problem(definition: Definition | None) -> str | None:
+    """Why schedules may not start instances of this definition, if they may not."""
+    if definition is None:
+        return "no such definition in this tenant"
+    if not definition.published:
+        return f"definition {definition.key} is not published"
+    if definition.external:
+        return f"definition {definition.key} is external: its business system starts it"
+    return None
+
+
+def initiator_problem(account: Account | None) -> str | None:
+    """Why this account may not initiate instances, if it may not."""
+    if account is None:
+        return "no such account in this tenant"
+    if not account.active:
+        return f"account {account.account_id} is deactivated"
+    return None
 
 
 @dataclass(frozen=True)

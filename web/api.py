@@ -23,10 +23,25 @@ View = Callable[..., Any]
 
 
 @dataclass(frozen=True)
+class Either:
+    """A body of one of two shapes, told apart by whether `key` is present."""
+
+    key: str
+    with_key: type[Schema]
+    without_key: type[Schema]
+
+    def pick(self, data: Mapping[str, Any]) -> type[Schema]:
+        return self.with_key if self.key in data else self.without_key
+
+
+Body = type[Schema] | Either
+
+
+@dataclass(frozen=True)
 class EndpointSpec:
     summary: str
     permission: str | None
-    body: type[Schema] | None
+    body: Body | None
     query: type[Schema] | None
     response: type[Schema] | None
     status: int
@@ -42,7 +57,7 @@ def endpoint(
     *,
     tag: str,
     permission: str | None = None,
-    body: type[Schema] | None = None,
+    body: Body | None = None,
     query: type[Schema] | None = None,
     response: type[Schema] | None = None,
     status: int = 200,
@@ -57,7 +72,9 @@ def endpoint(
             if permission is not None:
                 inputs["principal"] = authorize(permission)
             if body is not None:
-                inputs["body"] = load(body(), json_object())
+                data = json_object()
+                shape = body.pick(data) if isinstance(body, Either) else body
+                inputs["body"] = load(shape(), data)
             if query is not None:
                 inputs["query"] = load(query(unknown="exclude"), request.args.to_dict())
             result = view(**inputs)

@@ -9,7 +9,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Flask
 
-from web.api import EndpointSpec
+from web.api import Body, Either, EndpointSpec
 from web.schemas import ProblemOut
 
 PATH_PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
@@ -58,7 +58,7 @@ def _operation(declared: EndpointSpec, path_arguments: set[str]) -> dict[str, An
     if declared.body is not None:
         operation["requestBody"] = {
             "required": True,
-            "content": {"application/json": {"schema": declared.body}},
+            "content": {"application/json": {"schema": _body_schema(declared.body)}},
         }
     if declared.permission is not None:
         operation["security"] = [{"bearer": []}]
@@ -67,6 +67,12 @@ def _operation(declared: EndpointSpec, path_arguments: set[str]) -> dict[str, An
         for status, text in ERRORS.items():
             operation["responses"][status] = {"description": text, **problem}
     return operation
+
+
+def _body_schema(body: Body) -> Any:
+    if isinstance(body, Either):
+        return {"oneOf": [body.without_key, body.with_key]}
+    return body
 
 
 def _response(declared: EndpointSpec) -> dict[str, Any]:

@@ -184,3 +184,78 @@ def page_of(item: type[Schema]) -> type[Schema]:
         },
         name=name,
     )
+
+
+class LocalDateTime(fields.DateTime):
+    """ISO 8601 with the local offset, e.g. `2026-03-08T03:00:00-04:00`."""
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+        return None if value is None else str(value.isoformat())
+
+
+class ScheduleFieldsIn(StrictSchema):
+    name = name_field(required=True)
+    definition_id = fields.String(required=True, validate=validate.Length(1, 64))
+    trigger = fields.Dict(required=True, metadata={"description": "cron or window-interval"})
+    timezone = fields.String(
+        validate=validate.Length(1, 64),
+        allow_none=True,
+        load_default=None,
+        metadata={"description": "IANA name; omitted means CRONLEDGER_TIMEZONE"},
+    )
+    initiator_id = fields.String(required=True, validate=validate.Length(1, 64))
+    title_template = fields.String(validate=validate.Length(max=MAX_NAME), load_default="")
+    form_data = fields.Dict(load_default=dict)
+    enabled = strict_bool(load_default=False)
+    misfire_policy = fields.String(
+        validate=validate.OneOf(["catch_up", "skip", "once"]), load_default="catch_up"
+    )
+    overlap_policy = fields.String(validate=validate.OneOf(["allow", "skip"]), load_default="allow")
+
+
+class ScheduleFromPresetIn(StrictSchema):
+    definition_id = fields.String(required=True, validate=validate.Length(1, 64))
+    preset_id = fields.String(required=True, validate=validate.Regexp(PRESET_ID))
+    initiator_id = fields.String(required=True, validate=validate.Length(1, 64))
+    name = name_field(load_default=None)
+
+
+class ScheduleUpdate(ScheduleFieldsIn):
+    version = strict_int(1, 2**31, required=True)
+
+
+class VersionQuery(Schema):
+    version = fields.Integer(required=True, validate=validate.Range(1, 2**31))
+
+
+class ScheduleOut(Schema):
+    id = fields.String()
+    name = fields.String()
+    definition_id = fields.String()
+    trigger = fields.Dict()
+    timezone = fields.String()
+    initiator_id = fields.String()
+    title_template = fields.String()
+    form_data = fields.Dict()
+    enabled = fields.Boolean()
+    misfire_policy = fields.String()
+    overlap_policy = fields.String()
+    preset_id = fields.String(allow_none=True)
+    version = fields.Integer()
+    created_at = UtcDateTime()
+    updated_at = UtcDateTime()
+    updated_by = fields.String()
+    next_fire_at = UtcDateTime(allow_none=True)
+    last_run = fields.Dict(allow_none=True)
+
+
+class PreviewIn(StrictSchema):
+    trigger = fields.Dict(required=True)
+    timezone = fields.String(validate=validate.Length(1, 64), allow_none=True, load_default=None)
+    count = strict_int(1, 50, load_default=5)
+    after = UtcDateTime(load_default=None, metadata={"description": "with an offset; default now"})
+
+
+class PreviewOut(Schema):
+    fire_times = fields.List(UtcDateTime())
+    local_times = fields.List(LocalDateTime())

@@ -1,0 +1,219 @@
+"""Schedule commands and queries, with the checks that reach beyond one schedule."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from cronledger.directory import Directory, Page, page_of
+from cronledger.ledger import Ledger, TimelineEntry
+from domain.directory import Principal, check_expected_version
+from domain.errors import NotFound, ValidationFailed
+from domain.schedules import (
+    Schedule,
+    ScheduleSettings,
+    checked_settings,
+    checked_trigger,
+    untemplated,
+)
+from domain.triggers import fire_times, load_zone, local_time, parse_trigger
+
+
+@dataclass(frozen=True)
+class ScheduleView:
+    id: str
+    name: str
+    definition_id: str
+    trigger: dict[str, Any]
+    timezone: str
+    initiator_id: str
+    title_template: str
+    form_data: dict[str, Any]
+    enabled: bool
+    misfire_policy: str
+    overlap_policy: str
+    preset_id: str | None
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    updated_by: str
+    next_fire_at: datetime | None
+    last_run: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, schedule: Schedule) -> ScheduleView:
+        return cls(
+            id=str(schedule.id),
+            **asdict(schedule.settings),
+            enabled=schedule.enabled,
+            version=schedule.version,
+            created_at=schedule.created_at,
+            updated_at=schedule.updated_at,
+            updated_by=schedule.updated_by,
+            next_fire_at=schedule.next_fire_at,
+            last_run=None,
+        )
+
+
+@dataclass(frozen=True)
+class Preview:
+    fire_times: list[datetime]
+    local_times: list[datetime]
+
+
+class Schedules:
+    def __init__(self, ledger: Ledger, directory: Directory, default_timezone: str) -> None:
+        self.ledger = ledger
+        self.directory = directory
+        self.default_timezone = default_timezone
+
+    def settings_from(self, fields: dict[str, Any]) -> ScheduleSettings:
+        """Settings from request fields; an omitted timezone is the business timezone."""
+        return ScheduleSettings(
+            name=fields["name"],
+            definition_id=fields["definition_id"],
+            trigger=fields["trigger"],
+            timezone=fields.get("timezone") or self.default_timezone,
+            initiator_id=fields["initiator_id"],
+            title_template=fields.get("title_template", ""),
+            form_data=fields.get("form_data", {}),
+            misfire_policy=fields.get("misfire_policy", "catch_up"),
+            overlap_policy=fields.get("overlap_policy", "allow"),
+            preset_id=fields.get("preset_id"),
+        )
+
+    def create(self, actor: Principal, settings: ScheduleSettings, enabled: bool) -> ScheduleView:
+        at = self.ledger.clock()
+        settings = self._checked(actor.tenant_id, settings, at)
+        return self.ledger.retrying(lambda: self._create(actor, settings, enabled, at))
+
+    def _create(
+        self, actor: Principal, settings: ScheduleSettings, enabled: bool, at: datetime
+    ) -> ScheduleView:
+        tenant = self.directory.tenant(actor.tenant_id)
+        schedule = Schedule.create(actor.tenant_id, settings, enabled, at, actor.account_id)
+        tenant.add_schedule(str(schedule.id))
+        self.ledger.save(schedule, tenant)
+        return ScheduleView.of(schedule)
+
+    def create_from_preset(
+        self,
+        actor: Principal,
+        definition_id: str,
+        preset_id: str,
+        initiator_id: str,
+        name: str | None,
+    ) -> ScheduleView:
+        """A disabled schedule with a preset's trigger, timezone, title and form data."""
+        definition = self.directory.definition_aggregate(actor.tenant_id, definition_id)
+        preset = next((p for p in definition.schedule_presets if p["id"] == preset_id), None)
+        if preset is None:
+            raise ValidationFailed.of("preset_id", f"definition has no preset {preset_id}")
+        fields = {
+            "name": name or untemplated(preset["title"]),
+            "definition_id": definition_id,
+            "trigger": preset["trigger"],
+            "timezone": preset.get("timezone"),
+            "initiator_id": initiator_id,
+            "title_template": preset["title"],
+            "form_data": preset.get("form_data") or {},
+            "preset_id": preset_id,
+        }
+        return self.create(actor, self.settings_from(fields), enabled=False)
+
+    def update(
+        self,
+        actor: Principal,
+        schedule_id: str,
+        settings: ScheduleSettings,
+        enabled: bool,
+        version: int,
+    ) -> ScheduleView:
+        schedule = self.schedule(actor.tenant_id, schedule_id, version)
+        at = self.ledger.clock()
+        settings = self._checked(actor.tenant_id, settings, at)
+        schedule.edit(settings, enabled, at, actor.account_id)
+        self.ledger.save(schedule)
+        return ScheduleView.of(schedule)
+
+    def set_enabled(
+        self, actor: Principal, schedule_id: str, enabled: bool, version: int | None
+    ) -> ScheduleView:
+        schedule = self.schedule(actor.tenant_id, schedule_id, version)
+        if schedule.enabled == enabled:
+            return ScheduleView.of(schedule)
+        at = self.ledger.clock()
+        if enabled:
+            self._checked(actor.tenant_id, schedule.settings, at)
+        schedule.edit(schedule.settings, enabled, at, actor.account_id)
+        self.ledger.save(schedule)
+        return ScheduleView.of(schedule)
+
+    def delete(self, actor: Principal, schedule_id: str, version: int) -> None:
+        self.ledger.retrying(lambda: self._delete(actor, schedule_id, version))
+
+    def _delete(self, actor: Principal, schedule_id: str, version: int) -> None:
+        schedule = self.schedule(actor.tenant_id, schedule_id, version)
+        tenant = self.directory.tenant(actor.tenant_id)
+        schedule.delete(self.ledger.clock(), actor.account_id)
+        tenant.remove_schedule(schedule_id)
+        self.ledger.save(schedule, tenant)
+
+    def view(self, tenant_id: UUID, schedule_id: str) -> ScheduleView:
+        return ScheduleView.of(self.schedule(tenant_id, schedule_id))
+
+    def list_page(self, tenant_id: UUID, page: int, page_size: int) -> Page[ScheduleView]:
+        keys, total = page_of(self.directory.tenant(tenant_id).schedule_ids, page, page_size)
+        return Page([self.view(tenant_id, key) for key in keys], page, page_size, total)
+
+    def timeline(self, tenant_id: UUID, schedule_id: str) -> list[TimelineEntry]:
+        """Every event of the schedule, deleted ones included."""
+        return self.ledger.timeline(self._find(tenant_id, schedule_id).id)
+
+    def schedule(self, tenant_id: UUID, schedule_id: str, version: int | None = None) -> Schedule:
+        """A live schedule of this tenant, at the expected version if one is named."""
+        schedule = self._find(tenant_id, schedule_id)
+        if schedule.deleted:
+            raise NotFound("schedule", schedule_id)
+        check_expected_version("schedule", schedule.version, version)
+        return schedule
+
+    def _find(self, tenant_id: UUID, schedule_id: str) -> Schedule:
+        try:
+            aggregate_id = UUID(schedule_id)
+        except ValueError:
+            raise NotFound("schedule", schedule_id) from None
+        schedule = self.ledger.find(Schedule, aggregate_id, "schedule", schedule_id)
+        if schedule.tenant_id != tenant_id:
+            raise NotFound("schedule", schedule_id)
+        return schedule
+
+    def preview(
+        self, trigger: dict[str, Any], timezone: str | None, count: int, after: datetime | None
+    ) -> Preview:
+        """The next `count` fire times, so a user sees daylight saving before saving."""
+        timezone = timezone or self.default_timezone
+        checked_trigger(trigger, timezone, after or self.ledger.clock())
+        parsed, zone = parse_trigger(trigger), load_zone(timezone)
+        times: list[datetime] = []
+        for instant in fire_times(parsed, zone, after or self.ledger.clock()):
+            times.append(instant)
+            if len(times) == count:
+                break
+        return Preview(times, [local_time(t, zone) for t in times])
+
+    def _checked(
+        self, tenant_id: UUID, settings: ScheduleSettings, at: datetime
+    ) -> ScheduleSettings:
+        """Every rule at once: the settings' own, the definition's and the initiator's."""
+        errors: dict[str, list[str]] = {}
+        try:
+            settings = checked_settings(settings, at)
+        except ValidationFailed as failed:
+            errors.update(failed.errors)
+        errors.update(self.directory.launch_problems(tenant_id, settings))
+        if errors:
+            raise ValidationFailed(errors)
+        return settings

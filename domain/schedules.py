@@ -1,0 +1,227 @@
+"""Schedules (定时发起): what starts approval instances, when, and on whose behalf."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.errors import InvalidState, ValidationFailed
+from domain.triggers import (
+    TriggerError,
+    check_fires_within,
+    load_zone,
+    next_fire,
+    parse_trigger,
+    trigger_to_dict,
+)
+
+MISFIRE_POLICIES = ("catch_up", "skip", "once")
+OVERLAP_POLICIES = ("allow", "skip")
+PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
+PLACEHOLDERS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M"}
+MAX_FORM_DATA_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ScheduleSettings:
+    """Everything a user sets on a schedule, apart from whether it is enabled."""
+
+    name: str
+    definition_id: str
+    trigger: dict[str, Any]
+    timezone: str
+    initiator_id: str
+    title_template: str
+    form_data: dict[str, Any]
+    misfire_policy: str = "catch_up"
+    overlap_policy: str = "allow"
+    preset_id: str | None = None
+
+    def timing_differs(self, other: ScheduleSettings) -> bool:
+        return (self.trigger, self.timezone) != (other.trigger, other.timezone)
+
+    def next_fire_after(self, instant: datetime) -> datetime | None:
+        return next_fire(parse_trigger(self.trigger), load_zone(self.timezone), instant)
+
+
+def checked_settings(settings: ScheduleSettings, now: datetime) -> ScheduleSettings:
+    """The settings with the trigger normalised, or every rule they break at once."""
+    errors = {
+        field: [message]
+        for field, message in (
+            ("title_template", template_problem(settings.title_template)),
+            ("form_data", form_data_problem(settings.form_data)),
+            ("misfire_policy", choice_problem(settings.misfire_policy, MISFIRE_POLICIES)),
+            ("overlap_policy", choice_problem(settings.overlap_policy, OVERLAP_POLICIES)),
+        )
+        if message
+    }
+    try:
+        trigger = checked_trigger(settings.trigger, settings.timezone, now)
+    except ValidationFailed as failed:
+        errors.update(failed.errors)
+    if errors:
+        raise ValidationFailed(errors)
+    return replace(settings, trigger=trigger)
+
+
+def checked_trigger(trigger: dict[str, Any], timezone: str, now: datetime) -> dict[str, Any]:
+    """The trigger in normal form, if it and the timezone are valid and it fires within 5 years."""
+    errors: dict[str, list[str]] = {}
+    zone = parsed = None
+    try:
+        zone = load_zone(timezone)
+    except TriggerError as error:
+        errors["timezone"] = [error.message]
+    try:
+        parsed = parse_trigger(trigger)
+        if zone is not None:
+            check_fires_within(parsed, zone, now)
+    except TriggerError as error:
+        errors[f"trigger.{error.field}"] = [error.message]
+    if errors or parsed is None:
+        raise ValidationFailed(errors)
+    return trigger_to_dict(parsed)
+
+
+def template_problem(template: str) -> str | None:
+    unknown = sorted({p for p in PLACEHOLDER.findall(template) if p not in PLACEHOLDERS})
+    if unknown:
+        named = ", ".join("{{" + p + "}}" for p in unknown)
+        return f"unknown placeholder(s) {named}; use {{{{date}}}} or {{{{datetime}}}}"
+    rest = PLACEHOLDER.sub("", template)
+    if "{{" in rest or "}}" in rest:
+        return "unbalanced braces; placeholders are {{date}} and {{datetime}}"
+    return None
+
+
+def form_data_problem(form_data: dict[str, Any]) -> str | None:
+    size = len(json.dumps(form_data, ensure_ascii=False).encode())
+    if size > MAX_FORM_DATA_BYTES:
+        return f"form data is {size} bytes as JSON; at most {MAX_FORM_DATA_BYTES} are allowed"
+    return None
+
+
+def choice_problem(value: str, choices: tuple[str, ...]) -> str | None:
+    return None if value in choices else f"must be one of {', '.join(choices)}"
+
+
+def check_presets(presets: list[dict[str, Any]], default_timezone: str, now: datetime) -> None:
+    """Each preset's trigger and timezone must be usable as a schedule's."""
+    errors: dict[str, list[str]] = {}
+    for number, preset in enumerate(presets):
+        timezone = preset.get("timezone") or default_timezone
+        try:
+            checked_trigger(preset["trigger"], timezone, now)
+        except ValidationFailed as failed:
+            for field, messages in failed.errors.items():
+                errors[f"schedule_presets.{number}.{field}"] = messages
+    if errors:
+        raise ValidationFailed(errors)
+
+
+def untemplated(template: str) -> str:
+    """A template without its placeholders, as a name."""
+    return " ".join(PLACEHOLDER.sub("", template).split()) or template
+
+
+def render_title(template: str, name: str, planned_at: datetime, timezone: str) -> str:
+    """The run's title: placeholders filled from the planned instant in the schedule's zone."""
+    if not template:
+        return name
+    local = planned_at.astimezone(load_zone(timezone))
+    return PLACEHOLDER.sub(lambda m: local.strftime(PLACEHOLDERS[m.group(1)]), template)
+
+
+class Schedule(Aggregate):
+    """One schedule, with its plan: the next instant it fires, or None when it does not."""
+
+    @event("Created")
+    def __init__(
+        self,
+        tenant_id: UUID,
+        settings: dict[str, Any],
+        enabled: bool,
+        next_fire_at: datetime | None,
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.tenant_id = tenant_id
+        self.settings = ScheduleSettings(**settings)
+        self.enabled = enabled
+        self.next_fire_at = next_fire_at
+        self.created_at = at
+        self.updated_at = at
+        self.updated_by = actor
+        self.deleted = False
+
+    @classmethod
+    def create(
+        cls, tenant_id: UUID, settings: ScheduleSettings, enabled: bool, at: datetime, actor: str
+    ) -> Schedule:
+        next_fire_at = settings.next_fire_after(at) if enabled else None
+        return cls(
+            tenant_id=tenant_id,
+            settings=asdict(settings),
+            enabled=enabled,
+            next_fire_at=next_fire_at,
+            at=at,
+            actor=actor,
+        )
+
+    def edit(self, settings: ScheduleSettings, enabled: bool, at: datetime, actor: str) -> None:
+        """Replace the settings; the plan moves only if the timing or the enabled state did."""
+        self.check_not_deleted()
+        self._updated(
+            settings=asdict(settings),
+            enabled=enabled,
+            next_fire_at=self._plan_after_edit(settings, enabled, at),
+            at=at,
+            actor=actor,
+        )
+
+    def _plan_after_edit(
+        self, settings: ScheduleSettings, enabled: bool, at: datetime
+    ) -> datetime | None:
+        if not enabled:
+            return None
+        if not self.enabled or settings.timing_differs(self.settings):
+            return settings.next_fire_after(at)
+        return self.next_fire_at
+
+    def delete(self, at: datetime, actor: str) -> None:
+        self.check_not_deleted()
+        self._deleted(at=at, actor=actor)
+
+    def check_not_deleted(self) -> None:
+        if self.deleted:
+            raise InvalidState("the schedule was deleted")
+
+    @event("Updated")
+    def _updated(
+        self,
+        settings: dict[str, Any],
+        enabled: bool,
+        next_fire_at: datetime | None,
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.settings = ScheduleSettings(**settings)
+        self.enabled = enabled
+        self.next_fire_at = next_fire_at
+        self.updated_at = at
+        self.updated_by = actor
+
+    @event("Deleted")
+    def _deleted(self, at: datetime, actor: str) -> None:
+        self.deleted = True
+        self.enabled = False
+        self.next_fire_at = None
+        self.updated_at = at
+        self.updated_by = actor

@@ -1,0 +1,519 @@
+"""Schedule triggers and their fire times (CONTRACT §4 shapes, §9 time rules).
+
+Pure: no I/O apart from reading the zone database in `load_zone`, and no clock reads.
+
+Cron expressions are parsed here rather than by croniter, whose parser disagrees with the Vixie
+rules the contract promises (`0 0 */2 * MON` is OR-ed, `5-5` means every minute). Fire times are
+computed on the naive local wall clock, one matching local date at a time, and every local time
+is resolved to real instants with an explicit daylight-saving policy:
+
+- fixed-time cron (seconds, minute and hour fields all not starting with `*`): the first
+  occurrence of a repeated local time, the first instant after the gap for a skipped one;
+- wildcard cron: every real instant showing the local time (both passes, none in a gap);
+- window-interval: the first occurrence of a repeated local time, nothing for a skipped one.
+
+Local times that resolve to the same instant fire once; results are strictly increasing.
+"""
+
+import re
+from array import array
+from bisect import bisect_right
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import MAXYEAR, UTC, date, datetime, time, timedelta
+from functools import lru_cache
+from typing import Any, cast
+from zoneinfo import ZoneInfo, available_timezones
+
+_SECOND = timedelta(seconds=1)
+_DAY = timedelta(days=1)
+_CYCLE = timedelta(days=146_097)  # 400 years: a day pattern unmatched that long never matches
+_FIRST_DAY = date(1, 1, 5)
+_LAST_DAY = date(MAXYEAR - 1, 12, 31)
+
+_MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+_DAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+_ITEM = re.compile(r"(?:(\*)|([0-9A-Za-z]+)(?:-([0-9A-Za-z]+))?)(?:/([0-9]+))?")
+_L_OR_W = re.compile(r"[0-9]*[LW][0-9]*|LW", re.IGNORECASE)
+_HH_MM = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])")
+_ZONE_NAME = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*")
+_WINDOW_KEYS = frozenset({"kind", "weekdays", "windows", "interval_minutes"})
+
+
+class TriggerError(ValueError):
+    """Invalid trigger or timezone: `field` names the offending input, `message` says why."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class CronTrigger:
+    """A 5- or 6-field cron expression (seconds first); checked when built."""
+
+    expression: str
+
+    def __post_init__(self) -> None:
+        _compile_cron(self.expression)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Local wall times, both ends included."""
+
+    start: time
+    end: time
+
+
+@dataclass(frozen=True)
+class WindowIntervalTrigger:
+    """Every `interval_minutes` from each window start to its end, on ISO weekdays (1 = Monday)."""
+
+    weekdays: tuple[int, ...]
+    windows: tuple[Window, ...]
+    interval_minutes: int
+
+    def __post_init__(self) -> None:
+        _check_weekdays(self.weekdays)
+        _check_windows(self.windows)
+        if not 1 <= self.interval_minutes <= 1440:
+            raise TriggerError("interval_minutes", "must be a whole number from 1 to 1440")
+
+
+def _check_weekdays(weekdays: tuple[int, ...]) -> None:
+    if not weekdays or list(weekdays) != sorted(set(weekdays)):
+        raise TriggerError("weekdays", "must be a non-empty, sorted list without repeats")
+    if not all(1 <= day <= 7 for day in weekdays):
+        raise TriggerError("weekdays", "must be numbers from 1 (Monday) to 7 (Sunday)")
+
+
+def _check_windows(windows: tuple[Window, ...]) -> None:
+    if not windows:
+        raise TriggerError("windows", "must list at least one window")
+    for number, window in enumerate(windows, 1):
+        if any(
+            bound.second or bound.microsecond or bound.tzinfo
+            for bound in (window.start, window.end)
+        ):
+            raise TriggerError("windows", f"window {number}: times must be whole local minutes")
+        if window.start > window.end:
+            raise TriggerError(
+                "windows",
+                f"window {number}: start {window.start:%H:%M} is after end {window.end:%H:%M}",
+            )
+
+
+Trigger = CronTrigger | WindowIntervalTrigger
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON shapes
+
+
+def parse_trigger(data: Mapping[str, Any]) -> Trigger:
+    """Build a trigger from its JSON shape (CONTRACT §4); TriggerError names the bad field."""
+    if not isinstance(data, Mapping):
+        raise TriggerError("trigger", "must be an object")
+    kind = data.get("kind")
+    if kind == "cron":
+        _reject_unknown(data, frozenset({"kind", "expression"}))
+        expression = _required(data, "expression")
+        if not isinstance(expression, str):
+            raise TriggerError("expression", "must be a string")
+        return CronTrigger(" ".join(expression.split()))
+    if kind == "window-interval":
+        _reject_unknown(data, _WINDOW_KEYS)
+        return WindowIntervalTrigger(
+            weekdays=_parse_weekdays(_required(data, "weekdays")),
+            windows=_parse_windows(_required(data, "windows")),
+            interval_minutes=_parse_interval(_required(data, "interval_minutes")),
+        )
+    raise TriggerError("kind", 'must be "cron" or "window-interval"')
+
+
+def trigger_to_dict(trigger: Trigger) -> dict[str, Any]:
+    """The JSON shape of a trigger: the inverse of `parse_trigger`."""
+    if isinstance(trigger, CronTrigger):
+        return {"kind": "cron", "expression": trigger.expression}
+    return {
+        "kind": "window-interval",
+        "weekdays": list(trigger.weekdays),
+        "windows": [
+            {"start": f"{window.start:%H:%M}", "end": f"{window.end:%H:%M}"}
+            for window in trigger.windows
+        ],
+        "interval_minutes": trigger.interval_minutes,
+    }
+
+
+def _reject_unknown(data: Mapping[str, Any], allowed: frozenset[str]) -> None:
+    for key in data:
+        if key not in allowed:
+            raise TriggerError(str(key), f"is not a field of a {data['kind']} trigger")
+
+
+def _required(data: Mapping[str, Any], key: str) -> Any:
+    if key not in data:
+        raise TriggerError(key, "is required")
+    return data[key]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _parse_weekdays(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list | tuple) or not value or not all(map(_is_int, value)):
+        raise TriggerError("weekdays", "must be a non-empty list of whole numbers")
+    return tuple(sorted(set(value)))
+
+
+def _parse_windows(value: Any) -> tuple[Window, ...]:
+    if not isinstance(value, list | tuple) or not value:
+        raise TriggerError("windows", "must be a non-empty list of {start, end} objects")
+    return tuple(_parse_window(number, item) for number, item in enumerate(value, 1))
+
+
+def _parse_window(number: int, item: Any) -> Window:
+    if not isinstance(item, Mapping) or set(item) != {"start", "end"}:
+        raise TriggerError("windows", f"window {number}: must be an object with start and end")
+    return Window(_parse_hh_mm(number, item["start"]), _parse_hh_mm(number, item["end"]))
+
+
+def _parse_hh_mm(number: int, value: Any) -> time:
+    match = _HH_MM.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise TriggerError("windows", f"window {number}: {value!r} is not a time as HH:MM")
+    return time(int(match[1]), int(match[2]))
+
+
+def _parse_interval(value: Any) -> int:
+    if not _is_int(value):
+        raise TriggerError("interval_minutes", "must be a whole number from 1 to 1440")
+    return cast(int, value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Time zones
+
+
+def load_zone(name: str) -> ZoneInfo:
+    """The IANA zone called `name`; TriggerError(field="timezone") for anything else."""
+    if not isinstance(name, str) or not _ZONE_NAME.fullmatch(name) or name == "localtime":
+        raise TriggerError("timezone", f"{name!r} is not an IANA time zone name")
+    if name not in _zone_names():
+        raise TriggerError("timezone", f"unknown time zone {name!r}")
+    return ZoneInfo(name)
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+def local_time(instant: datetime, zone: ZoneInfo) -> datetime:
+    """The wall-clock reading of `instant` in `zone`, for previews."""
+    return _naive_utc(instant).replace(tzinfo=UTC).astimezone(zone)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cron expressions
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    low: int
+    high: int
+    names: tuple[str, ...] = ()
+    everything: range = range(0)
+
+    def values(self) -> range:
+        return self.everything or range(self.low, self.high + 1)
+
+
+_FIELDS = (
+    _Field("second", 0, 59),
+    _Field("minute", 0, 59),
+    _Field("hour", 0, 23),
+    _Field("day-of-month", 1, 31),
+    _Field("month", 1, 12, _MONTHS),
+    _Field("day-of-week", 0, 7, _DAYS, range(7)),  # 7 is Sunday too; `*` means 0-6
+)
+_DOM, _DOW = 3, 5
+
+
+Resolver = Callable[[datetime, ZoneInfo], tuple[datetime, ...]]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a trigger fires on: matching local dates, times of day, and how to resolve them."""
+
+    months: frozenset[int]
+    doms: frozenset[int]
+    dows: frozenset[int]  # 0 = Sunday .. 6 = Saturday
+    day_or: bool
+    times: Sequence[int]  # seconds after local midnight, ascending
+    resolve: Resolver
+
+    def matches(self, day: date) -> bool:
+        dom = day.day in self.doms
+        dow = day.isoweekday() % 7 in self.dows
+        return (dom or dow) if self.day_or else (dom and dow)
+
+
+@lru_cache(maxsize=256)
+def _compile_cron(expression: str) -> _Plan:
+    parts = expression.split()
+    if any(part.startswith("@") for part in parts):
+        raise TriggerError("expression", "@ macros such as @daily are not supported")
+    if len(parts) not in (5, 6):
+        hint = " (a year field is not supported)" if len(parts) == 7 else ""
+        raise TriggerError(
+            "expression",
+            f"needs 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds "
+            f"first, not {len(parts)}{hint}",
+        )
+    if len(parts) == 5:
+        parts.insert(0, "0")
+    seconds, minutes, hours, doms, months, dows = (
+        _parse_field(spec, text, index in (_DOM, _DOW))
+        for index, (spec, text) in enumerate(zip(_FIELDS, parts, strict=True))
+    )
+    day_text = (parts[_DOM], parts[_DOW])
+    return _Plan(
+        months=frozenset(months),
+        doms=frozenset(doms),
+        dows=frozenset(day % 7 for day in dows),
+        day_or=not any(text.startswith("*") or text == "?" for text in day_text),
+        times=array("l", (h * 3600 + m * 60 + s for h in hours for m in minutes for s in seconds)),
+        resolve=_wildcard if any(text.startswith("*") for text in parts[:3]) else _fixed,
+    )
+
+
+def _parse_field(spec: _Field, text: str, question_ok: bool) -> list[int]:
+    """The sorted values a field matches."""
+    if "?" in text:
+        if not question_ok or text != "?":
+            raise TriggerError("expression", "? is only allowed alone as day-of-month or -week")
+        return list(spec.values())
+    if "#" in text:
+        raise TriggerError("expression", "# (nth weekday of the month) is not supported")
+    values: set[int] = set()
+    for item in text.split(","):
+        values.update(_parse_item(spec, item))
+    return sorted(values)
+
+
+def _parse_item(spec: _Field, item: str) -> range:
+    match = _ITEM.fullmatch(item)
+    if match is None:
+        raise TriggerError("expression", f"{spec.name} item {item!r} is not valid cron syntax")
+    star, first, last, step_text = match.groups()
+    step = 1 if step_text is None else int(step_text)
+    if not 1 <= step <= len(spec.values()):
+        raise TriggerError(
+            "expression", f"{spec.name} step {step} must be from 1 to {len(spec.values())}"
+        )
+    if star:
+        values = spec.values()
+        return range(values.start, values.stop, step)
+    low = _parse_value(spec, first)
+    if last is None:
+        return range(low, (spec.high if step_text else low) + 1, step)
+    high = _parse_value(spec, last)
+    if low > high:
+        raise TriggerError("expression", f"{spec.name} range {item!r} runs backwards")
+    return range(low, high + 1, step)
+
+
+def _parse_value(spec: _Field, text: str) -> int:
+    if text.isdigit():
+        value = int(text)
+        if not spec.low <= value <= spec.high:
+            raise TriggerError(
+                "expression", f"{spec.name} {value} is out of range {spec.low}-{spec.high}"
+            )
+        return value
+    if text.upper() in spec.names:
+        return spec.names.index(text.upper()) + spec.low
+    if _L_OR_W.fullmatch(text):
+        raise TriggerError("expression", "L and W are not supported")
+    raise TriggerError("expression", f"{spec.name} value {text!r} is not recognised")
+
+
+# ---------------------------------------------------------------------------------------------
+# Window-interval plans
+
+
+@lru_cache(maxsize=256)
+def _window_plan(trigger: WindowIntervalTrigger) -> _Plan:
+    step = trigger.interval_minutes * 60
+    times: set[int] = set()
+    for window in trigger.windows:
+        times.update(range(_seconds(window.start), _seconds(window.end) + 1, step))
+    return _Plan(
+        months=frozenset(range(1, 13)),
+        doms=frozenset(range(1, 32)),
+        dows=frozenset(day % 7 for day in trigger.weekdays),
+        day_or=False,
+        times=array("l", sorted(times)),
+        resolve=_first_or_none,
+    )
+
+
+def _seconds(moment: time) -> int:
+    return moment.hour * 3600 + moment.minute * 60
+
+
+def _plan(trigger: Trigger) -> _Plan:
+    if isinstance(trigger, CronTrigger):
+        return _compile_cron(trigger.expression)
+    return _window_plan(trigger)
+
+
+# ---------------------------------------------------------------------------------------------
+# Resolving naive local times to naive UTC instants
+
+
+def _offsets(local: datetime, zone: ZoneInfo) -> tuple[timedelta, timedelta]:
+    """The UTC offsets of a naive local time before and after any transition around it."""
+    return cast(timedelta, zone.utcoffset(local)), cast(
+        timedelta, zone.utcoffset(local.replace(fold=1))
+    )
+
+
+def _fixed(local: datetime, zone: ZoneInfo) -> tuple[datetime, ...]:
+    """First occurrence of a repeated local time; the first instant after a gap."""
+    before, after = _offsets(local, zone)
+    return (local - before,) if before >= after else (_gap_end(local, before, after, zone),)
+
+
+def _wildcard(local: datetime, zone: ZoneInfo) -> tuple[datetime, ...]:
+    """Every real instant showing the local time: both passes of a repeat, none in a gap."""
+    before, after = _offsets(local, zone)
+    if before == after:
+        return (local - before,)
+    return (local - before, local - after) if before > after else ()
+
+
+def _first_or_none(local: datetime, zone: ZoneInfo) -> tuple[datetime, ...]:
+    """First occurrence of a repeated local time; nothing for one in a gap."""
+    before, after = _offsets(local, zone)
+    return (local - before,) if before >= after else ()
+
+
+def _latest(local: datetime, zone: ZoneInfo) -> datetime:
+    """The last instant any resolver can give for a local time: ascends with the local time."""
+    before, after = _offsets(local, zone)
+    return local - after if before >= after else _gap_end(local, before, after, zone)
+
+
+def _gap_end(local: datetime, before: timedelta, after: timedelta, zone: ZoneInfo) -> datetime:
+    """The transition instant that skips the local time (zone transitions fall on whole seconds)."""
+    low, high = local - after, local - before  # still the old offset at low, the new at high
+    while high - low > _SECOND:
+        middle = low + (high - low) // _SECOND // 2 * _SECOND
+        if middle.replace(tzinfo=UTC).astimezone(zone).utcoffset() == before:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+# ---------------------------------------------------------------------------------------------
+# Fire times
+
+
+def fire_times(trigger: Trigger, zone: ZoneInfo, after: datetime) -> Iterator[datetime]:
+    """Fire instants strictly after `after`, ascending, as aware UTC datetimes.
+
+    Ends when a whole Gregorian cycle (400 years) passes without a fire.
+    """
+    start = _naive_utc(after)
+    return _strictly_after(_fires(_plan(trigger), zone, start), start)
+
+
+def next_fire(trigger: Trigger, zone: ZoneInfo, after: datetime) -> datetime | None:
+    return next(fire_times(trigger, zone, after), None)
+
+
+def check_fires_within(trigger: Trigger, zone: ZoneInfo, now: datetime, years: int = 5) -> None:
+    """Reject a trigger that does not fire within `years` years after `now`."""
+    first = next_fire(trigger, zone, now)
+    if first is None or first > _add_years(now.astimezone(UTC), years):
+        if isinstance(trigger, CronTrigger):
+            field, subject = "expression", f'"{trigger.expression}"'
+        else:
+            field, subject = "windows", "this window-interval trigger"
+        raise TriggerError(
+            field, f"{subject} never fires: no matching date in the next {years} years"
+        )
+
+
+def _naive_utc(instant: datetime) -> datetime:
+    if instant.utcoffset() is None:
+        raise ValueError(f"{instant.isoformat()} has no UTC offset")
+    return instant.astimezone(UTC).replace(tzinfo=None)
+
+
+def _add_years(moment: datetime, years: int) -> datetime:
+    year = min(moment.year + years, MAXYEAR)
+    try:
+        return moment.replace(year=year)
+    except ValueError:  # 29 February
+        return moment.replace(year=year, day=28)
+
+
+def _strictly_after(instants: Iterator[datetime], last: datetime) -> Iterator[datetime]:
+    """Aware UTC instants later than `last` and than each other."""
+    for instant in instants:
+        if instant > last:
+            last = instant
+            yield instant.replace(tzinfo=UTC)
+
+
+def _fires(plan: _Plan, zone: ZoneInfo, after: datetime) -> Iterator[datetime]:
+    """Naive-UTC instants, ascending but for repeats, from two local days before `after` on."""
+    pending: deque[datetime] = deque()  # second passes of repeated local times, ascending
+    searching = True
+    last_hit = start = max(after.date(), _FIRST_DAY) - 2 * _DAY
+    for day in _days(plan, start):
+        if day - last_hit > _CYCLE:
+            break
+        midnight = datetime.combine(day, time())
+        first = _first_relevant(plan, midnight, zone, after) if searching else 0
+        searching = first == len(plan.times)
+        for second in plan.times[first:]:
+            found = plan.resolve(midnight + second * _SECOND, zone)
+            if found:
+                while pending and pending[0] < found[0]:
+                    yield pending.popleft()
+                yield found[0]
+                pending.extend(found[1:])
+                last_hit = day
+    yield from pending
+
+
+def _first_relevant(plan: _Plan, midnight: datetime, zone: ZoneInfo, after: datetime) -> int:
+    """Index of the first time of the day that may resolve to an instant after `after`."""
+    return bisect_right(
+        plan.times, after, key=lambda second: _latest(midnight + second * _SECOND, zone)
+    )
+
+
+def _days(plan: _Plan, day: date) -> Iterator[date]:
+    """Matching local dates from `day` on, until a Gregorian cycle passes without one."""
+    last_match = day
+    while day <= _LAST_DAY and day - last_match <= _CYCLE:
+        if day.month not in plan.months:
+            day = date(day.year + day.month // 12, day.month % 12 + 1, 1)
+        else:
+            if plan.matches(day):
+                last_match = day
+                yield day
+            day += _DAY

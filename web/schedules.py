@@ -1,0 +1,143 @@
+"""Schedules (定时发起) over HTTP (CONTRACT §4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint
+
+from cronledger.directory import Page
+from cronledger.ledger import TimelineEntry
+from cronledger.schedules import Preview, ScheduleView
+from domain.directory import Principal
+from domain.permissions import (
+    AUDIT_READ,
+    SCHEDULE_CREATE,
+    SCHEDULE_DELETE,
+    SCHEDULE_EDIT,
+    SCHEDULE_LIST,
+)
+from web.api import Either, endpoint, services
+from web.schemas import (
+    PageQuery,
+    PreviewIn,
+    PreviewOut,
+    ScheduleFieldsIn,
+    ScheduleFromPresetIn,
+    ScheduleOut,
+    ScheduleUpdate,
+    TimelineOut,
+    VersionBody,
+    VersionQuery,
+    page_of,
+)
+
+bp = Blueprint("schedules", __name__, url_prefix="/api/workflows/schedules")
+TAG = "schedules"
+
+
+@bp.post("")
+@endpoint(
+    "Create a schedule (disabled unless `enabled` is true), or one from a definition's preset",
+    tag=TAG,
+    permission=SCHEDULE_CREATE,
+    body=Either("preset_id", ScheduleFromPresetIn, ScheduleFieldsIn),
+    response=ScheduleOut,
+    status=201,
+)
+def create_schedule(principal: Principal, body: dict[str, Any]) -> ScheduleView:
+    schedules = services().schedules
+    if "preset_id" in body:
+        return schedules.create_from_preset(
+            principal, body["definition_id"], body["preset_id"], body["initiator_id"], body["name"]
+        )
+    return schedules.create(principal, schedules.settings_from(body), body["enabled"])
+
+
+@bp.get("")
+@endpoint(
+    "List schedules",
+    tag=TAG,
+    permission=SCHEDULE_LIST,
+    query=PageQuery,
+    response=page_of(ScheduleOut),
+)
+def list_schedules(principal: Principal, query: dict[str, Any]) -> Page[ScheduleView]:
+    return services().schedules.list_page(principal.tenant_id, query["page"], query["page_size"])
+
+
+@bp.post("/preview")
+@endpoint(
+    "The next fire times of a trigger, in UTC and in local time",
+    tag=TAG,
+    permission=SCHEDULE_LIST,
+    body=PreviewIn,
+    response=PreviewOut,
+)
+def preview(principal: Principal, body: dict[str, Any]) -> Preview:
+    return services().schedules.preview(
+        body["trigger"], body["timezone"], body["count"], body["after"]
+    )
+
+
+@bp.get("/<schedule_id>")
+@endpoint("Read a schedule", tag=TAG, permission=SCHEDULE_LIST, response=ScheduleOut)
+def get_schedule(principal: Principal, schedule_id: str) -> ScheduleView:
+    return services().schedules.view(principal.tenant_id, schedule_id)
+
+
+@bp.put("/<schedule_id>")
+@endpoint(
+    "Replace a schedule's settings",
+    tag=TAG,
+    permission=SCHEDULE_EDIT,
+    body=ScheduleUpdate,
+    response=ScheduleOut,
+)
+def update_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
+    schedules = services().schedules
+    return schedules.update(
+        principal, schedule_id, schedules.settings_from(body), body["enabled"], body["version"]
+    )
+
+
+@bp.post("/<schedule_id>/enable")
+@endpoint(
+    "Enable a schedule: its first fire is strictly after now",
+    tag=TAG,
+    permission=SCHEDULE_EDIT,
+    body=VersionBody,
+    response=ScheduleOut,
+)
+def enable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
+    return services().schedules.set_enabled(principal, schedule_id, True, body.get("version"))
+
+
+@bp.post("/<schedule_id>/disable")
+@endpoint(
+    "Disable a schedule: it stops planning",
+    tag=TAG,
+    permission=SCHEDULE_EDIT,
+    body=VersionBody,
+    response=ScheduleOut,
+)
+def disable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
+    return services().schedules.set_enabled(principal, schedule_id, False, body.get("version"))
+
+
+@bp.delete("/<schedule_id>")
+@endpoint(
+    "Delete a schedule (its history stays readable)",
+    tag=TAG,
+    permission=SCHEDULE_DELETE,
+    query=VersionQuery,
+    status=204,
+)
+def delete_schedule(principal: Principal, schedule_id: str, query: dict[str, Any]) -> None:
+    services().schedules.delete(principal, schedule_id, query["version"])
+
+
+@bp.get("/<schedule_id>/timeline")
+@endpoint("Every event of the schedule", tag=TAG, permission=AUDIT_READ, response=TimelineOut)
+def schedule_timeline(principal: Principal, schedule_id: str) -> dict[str, list[TimelineEntry]]:
+    return {"items": services().schedules.timeline(principal.tenant_id, schedule_id)}
