@@ -14,6 +14,8 @@ MAX_NAME = 200
 PRESET_ID = r"^[a-z][a-z0-9_-]{0,63}$"
 DEFINITION_KEY = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
 MAX_REVIEW_WINDOW_SECONDS = 366 * 24 * 3600
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(2999, 12, 31, tzinfo=UTC)
 
 
 class UtcDateTime(fields.DateTime):
@@ -28,6 +30,8 @@ class UtcDateTime(fields.DateTime):
         parsed = super()._deserialize(value, attr, data, **kwargs)
         if parsed.tzinfo is None or parsed.utcoffset() is None:
             raise ValidationError("must carry an offset, e.g. 2026-10-01T18:00:00+08:00 or ...Z")
+        if not EARLIEST <= parsed <= LATEST:
+            raise ValidationError("must lie between the years 1970 and 2999")
         return parsed.astimezone(UTC)
 
 

@@ -164,7 +164,8 @@ def test_preview_defaults_to_five_after_now(admin: Api) -> None:
 
 @pytest.mark.parametrize(
     ("change", "field"),
-    [({"after": "2026-03-06T19:00:00"}, "after"), ({"count": 51}, "count"),
+    [({"after": "2026-03-06T19:00:00"}, "after"), ({"after": "0001-01-01T00:00:00+05:00"}, "after"),
+     ({"after": "yesterday"}, "after"), ({"count": 51}, "count"),
      ({"count": 0}, "count"), ({"timezone": "Nope/Nope"}, "timezone"),
      ({"trigger": {"kind": "cron", "expression": "61 * * * *"}}, "trigger.expression")],
 )
