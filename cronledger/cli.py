@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 
@@ -15,6 +15,7 @@ from cronledger.ledger import TimelineEntry, jsonable
 from cronledger.logs import configure_logging
 from cronledger.services import Services, open_services
 from domain.errors import DomainError
+from tick.loops import Loop, stop_on_signals
 
 
 @contextmanager
@@ -57,33 +58,91 @@ def bootstrap(tenant: str, admin: str) -> None:
         click.echo(issued.token)
 
 
+def web_options(command: Callable[..., None]) -> Callable[..., None]:
+    for option in reversed(
+        (
+            click.option("--host", default="127.0.0.1", show_default=True),
+            click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535)),
+            click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 64)),
+        )
+    ):
+        command = option(command)
+    return command
+
+
 @main.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 64))
+@web_options
 def serve(host: str, port: int, threads: int) -> None:
-    """Run the service: the web API (and, as they arrive, the background parts)."""
-    _serve_web(host, port, threads)
+    """Run everything in one process: web API, deadline sweeper and projections."""
+    with opened() as services:
+        _serve_web(services, host, port, threads, background_loops(services))
 
 
 @main.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 64))
+@web_options
 def web(host: str, port: int, threads: int) -> None:
     """Run the web API alone."""
-    _serve_web(host, port, threads)
+    with opened() as services:
+        _serve_web(services, host, port, threads, [])
 
 
-def _serve_web(host: str, port: int, threads: int) -> None:
+@main.command()
+@click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(0.05))
+def sweeper(interval: float) -> None:
+    """Run the deadline sweeper alone: expire instances whose deadline has come."""
+    with opened() as services:
+        _run_alone(Loop("sweeper", interval, services.approvals.sweep))
+
+
+@main.command()
+@click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(0.05))
+def projections(interval: float) -> None:
+    """Run the projections alone: keep the SQL read models up to date."""
+    with opened() as services:
+        _run_alone(Loop("projections", interval, services.projector.catch_up))
+
+
+def background_loops(services: Services) -> list[Loop]:
+    return [
+        Loop("projections", 1.0, services.projector.catch_up),
+        Loop("sweeper", 1.0, services.approvals.sweep),
+    ]
+
+
+def _run_alone(loop: Loop) -> None:
+    stop_on_signals(loop.stop.set)
+    loop.run()
+
+
+def _serve_web(services: Services, host: str, port: int, threads: int, loops: list[Loop]) -> None:
     import waitress
 
     from web import create_app
 
-    with opened() as services:
-        app = create_app({"SERVICES": services})
-        click.echo(f"cronledger listening on http://{host}:{port} ({services.store.kind})")
-        waitress.serve(app, host=host, port=port, threads=threads, ident="cronledger")
+    server = waitress.create_server(
+        create_app({"SERVICES": services}),
+        host=host,
+        port=port,
+        threads=threads,
+        ident="cronledger",
+    )
+
+    def stop() -> None:
+        for loop in loops:
+            loop.stop.set()
+        server.close()
+
+    stop_on_signals(stop)
+    running = [loop.start() for loop in loops]
+    click.echo(f"cronledger listening on http://{host}:{port} ({services.store.kind})")
+    try:
+        server.run()
+    except OSError:
+        pass  # the listening socket was closed by stop()
+    finally:
+        stop()
+        for thread in running:
+            thread.join(timeout=30)
 
 
 @main.group()

@@ -327,13 +327,16 @@ class Directory:
         """What stops the definition or the initiator from being used by a schedule."""
         problems = {
             "definition_id": definition_problem(
-                self._maybe(lambda: self.definition_aggregate(tenant_id, settings.definition_id))
+                self.find_definition(tenant_id, settings.definition_id)
             ),
             "initiator_id": initiator_problem(
                 self._maybe(lambda: self._account(tenant_id, settings.initiator_id))
             ),
         }
         return {field: [problem] for field, problem in problems.items() if problem}
+
+    def find_definition(self, tenant_id: UUID, definition_id: str) -> Definition | None:
+        return self._maybe(lambda: self.definition_aggregate(tenant_id, definition_id))
 
     @staticmethod
     def _maybe(find: Callable[[], T]) -> T | None:

@@ -127,9 +127,3 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
     return value
-
-
-def open_ledger(store: Store, clock: Clock) -> Ledger:
-    """Create the tables if needed (safely, however many processes start at once) and open."""
-    with store.migration_lock():
-        return Ledger(store, clock)

@@ -168,6 +168,18 @@ class Schedules:
         keys, total = page_of(self.directory.tenant(tenant_id).schedule_ids, page, page_size)
         return Page([self.view(tenant_id, key) for key in keys], page, page_size, total)
 
+    def due_backlog(self, tenant_id: UUID) -> tuple[int, float]:
+        """Enabled schedules whose next fire has come, and the oldest one's lag in seconds."""
+        now = self.ledger.clock()
+        due = [
+            s.next_fire_at
+            for s in (
+                self.schedule(tenant_id, k) for k in self.directory.tenant(tenant_id).schedule_ids
+            )
+            if s.next_fire_at is not None and s.next_fire_at <= now
+        ]
+        return len(due), (now - min(due)).total_seconds() if due else 0.0
+
     def timeline(self, tenant_id: UUID, schedule_id: str) -> list[TimelineEntry]:
         """Every event of the schedule, deleted ones included."""
         return self.ledger.timeline(self._find(tenant_id, schedule_id).id)

@@ -3,39 +3,66 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
 
+from cronledger.approvals import Approvals
 from cronledger.audit import Audit
 from cronledger.clock import Clock, system_clock
 from cronledger.config import Settings
 from cronledger.directory import Directory
-from cronledger.ledger import Ledger, open_ledger
+from cronledger.ledger import Ledger
 from cronledger.schedules import Schedules
 from cronledger.store import Store
+from projections.approvals import ApprovalsProjection
+from projections.engine import Projector
 
 
 @dataclass
 class Services:
     settings: Settings
     ledger: Ledger
+    projector: Projector
     directory: Directory
     audit: Audit
     schedules: Schedules
+    approvals: Approvals
 
     @property
     def store(self) -> Store:
         return self.ledger.store
+
+    def backlog(self, tenant_id: UUID) -> dict[str, Any]:
+        """What operations watch (CONTRACT §6); run figures stay 0 until runs exist."""
+        due, oldest_lag = self.schedules.due_backlog(tenant_id)
+        return {
+            "due_schedules": due,
+            "oldest_due_lag_seconds": oldest_lag,
+            "pending_runs": 0,
+            "retry_wait_runs": 0,
+            "dead_letter_runs": 0,
+            **self.approvals.backlog(tenant_id),
+            "projection_lag_events": self.projector.lag(),
+        }
 
     def close(self) -> None:
         self.ledger.close()
 
 
 def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
-    ledger = open_ledger(Store.from_url(settings.database_url), clock)
+    """Open the store, creating its tables first if needed (safe with many processes)."""
+    store = Store.from_url(settings.database_url)
+    with store.migration_lock():
+        ledger = Ledger(store, clock)
+        projector = Projector(ledger, [ApprovalsProjection()])
+        projector.create_tables()
     directory = Directory(ledger, settings.timezone)
     return Services(
         settings=settings,
         ledger=ledger,
+        projector=projector,
         directory=directory,
         audit=Audit(ledger, directory),
         schedules=Schedules(ledger, directory, settings.timezone),
+        approvals=Approvals(ledger, directory, projector),
     )

@@ -7,6 +7,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -20,6 +21,20 @@ from cronledger.config import ConfigError
 URL_VARIABLE = "CRONLEDGER_DATABASE_URL"
 URL_FORMS = "sqlite:///relative/path, sqlite:////absolute/path or postgresql://user@host:port/db"
 MIGRATION_LOCK = zlib.crc32(b"cronledger-migrate")
+
+
+def db_value(kind: str, value: Any) -> Any:
+    """SQLite keeps instants as fixed-width UTC text, so they sort and compare as text."""
+    if isinstance(value, datetime) and kind == "sqlite":
+        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return value
+
+
+def as_instant(value: Any) -> datetime | None:
+    """An instant read back from either store."""
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value))
 
 
 @dataclass(frozen=True)
@@ -91,16 +106,19 @@ class Store:
                 conn.close()
         else:
             with psycopg.connect(
-                make_conninfo("", **self.postgres), connect_timeout=5, autocommit=True
+                make_conninfo("", **self.postgres, options=f"-c search_path={self.schema}"),
+                connect_timeout=5,
+                autocommit=True,
             ) as pg_conn:
                 yield pg_conn
 
     def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run one read; `?` placeholders work on both stores."""
+        """Run one read; `?` placeholders and instants work on both stores."""
         with self.connect() as conn:
             if self.kind == "postgresql":
                 statement = statement.replace("?", "%s")
-            return list(conn.execute(statement, params).fetchall())
+            values = [db_value(self.kind, p) for p in params]
+            return list(conn.execute(statement, values).fetchall())
 
     @contextmanager
     def migration_lock(self) -> Iterator[None]:

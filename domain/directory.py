@@ -254,13 +254,16 @@ class Definition(Aggregate):
         self.published = False
 
 
-def definition_problem(definition: Definition | None) -> str | None:
-    """Why schedules may not start instances of this definition, if they may not."""
+def definition_problem(definition: Definition | None, allow_external: bool = False) -> str | None:
+    """Why instances may not be started from this definition, if they may not.
+
+    Schedules never start external definitions: their business system does (`allow_external`).
+    """
     if definition is None:
         return "no such definition in this tenant"
     if not definition.published:
         return f"definition {definition.key} is not published"
-    if definition.external:
+    if definition.external and not allow_external:
         return f"definition {definition.key} is external: its business system starts it"
     return None
 

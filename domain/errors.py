@@ -29,6 +29,10 @@ class VersionConflict(DomainError):
         )
 
 
+class Forbidden(DomainError):
+    code = "FORBIDDEN"
+
+
 class InvalidState(DomainError):
     code = "INVALID_STATE"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from flask import current_app, g, jsonify, request
@@ -35,6 +35,15 @@ class Either:
 
 
 Body = type[Schema] | Either
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A result whose status depends on what happened, e.g. 409 for a rejected command."""
+
+    body: Any
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,8 @@ def endpoint(
             result = view(**inputs)
             if response is None:
                 return "", status
+            if isinstance(result, Answered):
+                return jsonify(response().dump(result.body)), result.status, result.headers
             return jsonify(response().dump(result)), status
 
         handle.endpoint_spec = spec  # type: ignore[attr-defined]

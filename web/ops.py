@@ -7,10 +7,12 @@ from typing import Any
 from flask import Blueprint, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
+from domain.directory import Principal
+from domain.permissions import SCHEDULE_LIST
 from web.api import endpoint, services
 from web.openapi import build_spec
 from web.problems import Problem
-from web.schemas import HealthOut
+from web.schemas import BacklogOut, HealthOut
 
 bp = Blueprint("ops", __name__)
 
@@ -23,6 +25,17 @@ def healthz() -> dict[str, Any]:
     except Exception as error:
         raise Problem("UNAVAILABLE", f"the {services().store.kind} store is unreachable") from error
     return {"status": "ok", "store": services().store.kind}
+
+
+@bp.get("/api/backlog")
+@endpoint(
+    "Backlogs and lags for operations",
+    tag="operations",
+    permission=SCHEDULE_LIST,
+    response=BacklogOut,
+)
+def backlog(principal: Principal) -> dict[str, Any]:
+    return services().backlog(principal.tenant_id)
 
 
 @bp.get("/api/openapi.json")

@@ -263,3 +263,83 @@ class PreviewIn(StrictSchema):
 class PreviewOut(Schema):
     fire_times = fields.List(UtcDateTime())
     local_times = fields.List(LocalDateTime())
+
+
+def command_id_field() -> fields.String:
+    return fields.String(required=True, validate=validate.Length(1, 128))
+
+
+class ApprovalSubmit(StrictSchema):
+    command_id = command_id_field()
+    definition_id = fields.String(required=True, validate=validate.Length(1, 64))
+    title = name_field(required=True)
+    form_data = fields.Dict(load_default=dict)
+    material_version = strict_int(0, 2**31, required=True)
+    review_deadline_at = UtcDateTime(
+        load_default=None, metadata={"description": "default: now + the review window"}
+    )
+
+
+class ApproveIn(StrictSchema):
+    command_id = command_id_field()
+    material_version = strict_int(0, 2**31, required=True)
+
+
+class WithdrawIn(StrictSchema):
+    command_id = command_id_field()
+
+
+class ExtendDeadlineIn(StrictSchema):
+    command_id = command_id_field()
+    new_deadline_at = UtcDateTime(required=True)
+    reason = fields.String(required=True, validate=validate.Length(1, 500))
+
+
+class SignCallbackIn(StrictSchema):
+    command_id = command_id_field()
+    contract_id = fields.String(required=True, validate=validate.Length(1, 128))
+    material_version = strict_int(0, 2**31, required=True)
+    occurred_at = UtcDateTime(required=True, metadata={"description": "the caller's claim"})
+    source = fields.String(required=True, validate=validate.Length(1, 128))
+
+
+APPROVAL_STATES = ["WAITING_REVIEW", "APPROVED", "WITHDRAWN", "EXPIRED"]
+
+
+class ApprovalListQuery(PageQuery):
+    state = fields.String(validate=validate.OneOf(APPROVAL_STATES), load_default=None)
+
+
+class ApprovalOut(Schema):
+    id = fields.String()
+    definition_id = fields.String()
+    title = fields.String()
+    form_data = fields.Dict()
+    applicant_id = fields.String()
+    state = fields.String(metadata={"enum": APPROVAL_STATES})
+    material_version = fields.Integer()
+    review_deadline_at = UtcDateTime()
+    deadline_policy = fields.Dict()
+    origin = fields.Dict(allow_none=True)
+    submitted_at = UtcDateTime()
+    decided_at = UtcDateTime(allow_none=True)
+    version = fields.Integer()
+    observations = fields.List(fields.Dict())
+
+
+class CommandOut(Schema):
+    outcome = fields.String()
+    state = fields.String()
+    instance = fields.Nested(ApprovalOut)
+    replayed = fields.Boolean()
+
+
+class BacklogOut(Schema):
+    due_schedules = fields.Integer()
+    oldest_due_lag_seconds = fields.Float()
+    pending_runs = fields.Integer()
+    retry_wait_runs = fields.Integer()
+    dead_letter_runs = fields.Integer()
+    expired_unswept_approvals = fields.Integer()
+    oldest_expired_unswept_lag_seconds = fields.Float()
+    projection_lag_events = fields.Integer()

@@ -16,20 +16,36 @@ CRON_9AM = {"kind": "cron", "expression": "0 9 * * *"}
 
 @pytest.fixture
 def definition(admin: Api) -> dict[str, Any]:
-    created = admin.post("/api/definitions", {
-        "key": "daily", "name": "Daily", "external": False, "review_window_seconds": 3600,
-        "schedule_presets": [{"id": "weekday-morning", "title": "Morning check {{date}}",
-                              "timezone": "Europe/London", "form_data": {"shift": "early"},
-                              "trigger": {"kind": "cron", "expression": "0 8 * * MON-FRI"}}],
-    }).json
+    created = admin.post(
+        "/api/definitions",
+        {
+            "key": "daily",
+            "name": "Daily",
+            "external": False,
+            "review_window_seconds": 3600,
+            "schedule_presets": [
+                {
+                    "id": "weekday-morning",
+                    "title": "Morning check {{date}}",
+                    "timezone": "Europe/London",
+                    "form_data": {"shift": "early"},
+                    "trigger": {"kind": "cron", "expression": "0 8 * * MON-FRI"},
+                }
+            ],
+        },
+    ).json
     return admin.post(f"/api/definitions/{created['id']}/publish").json  # type: ignore[no-any-return]
 
 
 @pytest.fixture
 def body(definition: dict[str, Any]) -> dict[str, Any]:
     return {
-        "name": "每日检查", "definition_id": definition["id"], "trigger": CRON_9AM,
-        "timezone": "Asia/Shanghai", "initiator_id": "root", "title_template": "每日检查 {{date}}",
+        "name": "每日检查",
+        "definition_id": definition["id"],
+        "trigger": CRON_9AM,
+        "timezone": "Asia/Shanghai",
+        "initiator_id": "root",
+        "title_template": "每日检查 {{date}}",
         "form_data": {"region": "east"},
     }
 
@@ -94,10 +110,28 @@ def test_omitted_timezone_is_the_business_timezone(admin: Api, body: dict[str, A
         ({"trigger": {"kind": "cron", "expression": "0 0 30 2 *"}}, "trigger.expression"),
         ({"trigger": {"kind": "cron", "expression": "@daily"}}, "trigger.expression"),
         ({"trigger": {"kind": "cron", "expression": "0 9 * * 1#2"}}, "trigger.expression"),
-        ({"trigger": {"kind": "window-interval", "weekdays": [8], "windows": [
-            {"start": "09:30", "end": "11:30"}], "interval_minutes": 5}}, "trigger.weekdays"),
-        ({"trigger": {"kind": "window-interval", "weekdays": [1], "windows": [
-            {"start": "9:30", "end": "11:30"}], "interval_minutes": 5}}, "trigger.windows"),
+        (
+            {
+                "trigger": {
+                    "kind": "window-interval",
+                    "weekdays": [8],
+                    "windows": [{"start": "09:30", "end": "11:30"}],
+                    "interval_minutes": 5,
+                }
+            },
+            "trigger.weekdays",
+        ),
+        (
+            {
+                "trigger": {
+                    "kind": "window-interval",
+                    "weekdays": [1],
+                    "windows": [{"start": "9:30", "end": "11:30"}],
+                    "interval_minutes": 5,
+                }
+            },
+            "trigger.windows",
+        ),
         ({"timezone": "Asia/Beijing"}, "timezone"),
         ({"title_template": "{{week}}"}, "title_template"),
         ({"form_data": "text"}, "form_data"),
@@ -126,33 +160,46 @@ def test_unpublished_external_and_inactive_references_are_refused(
 ) -> None:
     admin.post("/api/accounts", {"id": "gone", "name": "Gone", "roles": ["requester"]})
     admin.post("/api/accounts/gone/deactivate")
-    external = admin.post("/api/definitions", {"key": "ext", "name": "Ext", "external": True,
-                                                "review_window_seconds": 60}).json
+    external = admin.post(
+        "/api/definitions",
+        {"key": "ext", "name": "Ext", "external": True, "review_window_seconds": 60},
+    ).json
     admin.post(f"/api/definitions/{external['id']}/publish")
     for change, field, words in [
         ({"initiator_id": "gone"}, "initiator_id", "deactivated"),
         ({"definition_id": external["id"]}, "definition_id", "external"),
     ]:
-        problem = assert_problem(admin.post("/api/workflows/schedules", {**body, **change}),
-                                 422, "VALIDATION_FAILED")
+        problem = assert_problem(
+            admin.post("/api/workflows/schedules", {**body, **change}), 422, "VALIDATION_FAILED"
+        )
         assert words in problem["errors"][field][0]
     schedule = admin.post("/api/workflows/schedules", body).json
     admin.post(f"/api/definitions/{definition['id']}/unpublish")
     refused = admin.post(f"/api/workflows/schedules/{schedule['id']}/enable")
-    assert "not published" in assert_problem(refused, 422, "VALIDATION_FAILED")["errors"][
-        "definition_id"][0]
+    assert (
+        "not published"
+        in assert_problem(refused, 422, "VALIDATION_FAILED")["errors"]["definition_id"][0]
+    )
 
 
 def test_preview_shows_the_daylight_saving_effect(admin: Api) -> None:
-    response = admin.post("/api/workflows/schedules/preview", {
-        "trigger": {"kind": "cron", "expression": "30 2 * * *"}, "timezone": "America/New_York",
-        "after": "2026-03-06T19:00:00-05:00", "count": 3,
-    })
+    response = admin.post(
+        "/api/workflows/schedules/preview",
+        {
+            "trigger": {"kind": "cron", "expression": "30 2 * * *"},
+            "timezone": "America/New_York",
+            "after": "2026-03-06T19:00:00-05:00",
+            "count": 3,
+        },
+    )
     assert response.status_code == 200
     assert response.json == {
         "fire_times": ["2026-03-07T07:30:00Z", "2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"],
-        "local_times": ["2026-03-07T02:30:00-05:00", "2026-03-08T03:00:00-04:00",
-                        "2026-03-09T02:30:00-04:00"],
+        "local_times": [
+            "2026-03-07T02:30:00-05:00",
+            "2026-03-08T03:00:00-04:00",
+            "2026-03-09T02:30:00-04:00",
+        ],
     }
 
 
@@ -164,43 +211,71 @@ def test_preview_defaults_to_five_after_now(admin: Api) -> None:
 
 @pytest.mark.parametrize(
     ("change", "field"),
-    [({"after": "2026-03-06T19:00:00"}, "after"), ({"after": "0001-01-01T00:00:00+05:00"}, "after"),
-     ({"after": "yesterday"}, "after"), ({"count": 51}, "count"),
-     ({"count": 0}, "count"), ({"timezone": "Nope/Nope"}, "timezone"),
-     ({"trigger": {"kind": "cron", "expression": "61 * * * *"}}, "trigger.expression")],
+    [
+        ({"after": "2026-03-06T19:00:00"}, "after"),
+        ({"after": "0001-01-01T00:00:00+05:00"}, "after"),
+        ({"after": "yesterday"}, "after"),
+        ({"count": 51}, "count"),
+        ({"count": 0}, "count"),
+        ({"timezone": "Nope/Nope"}, "timezone"),
+        ({"trigger": {"kind": "cron", "expression": "61 * * * *"}}, "trigger.expression"),
+    ],
 )
 def test_preview_refuses_bad_input(admin: Api, change: dict[str, Any], field: str) -> None:
     problem = assert_problem(
         admin.post("/api/workflows/schedules/preview", {"trigger": CRON_9AM, **change}),
-        422, "VALIDATION_FAILED",
+        422,
+        "VALIDATION_FAILED",
     )
     assert field in problem["errors"]
 
 
 def test_create_from_a_preset_starts_disabled(admin: Api, definition: dict[str, Any]) -> None:
-    created = admin.post("/api/workflows/schedules", {
-        "definition_id": definition["id"], "preset_id": "weekday-morning", "initiator_id": "root",
-    })
+    created = admin.post(
+        "/api/workflows/schedules",
+        {
+            "definition_id": definition["id"],
+            "preset_id": "weekday-morning",
+            "initiator_id": "root",
+        },
+    )
     assert created.status_code == 201
     schedule = created.json
     assert (schedule["enabled"], schedule["next_fire_at"], schedule["preset_id"]) == (
-        False, None, "weekday-morning")
+        False,
+        None,
+        "weekday-morning",
+    )
     assert (schedule["name"], schedule["title_template"]) == (
-        "Morning check", "Morning check {{date}}")
+        "Morning check",
+        "Morning check {{date}}",
+    )
     assert (schedule["timezone"], schedule["form_data"]) == ("Europe/London", {"shift": "early"})
     assert schedule["trigger"]["expression"] == "0 8 * * MON-FRI"
-    missing = admin.post("/api/workflows/schedules", {
-        "definition_id": definition["id"], "preset_id": "nightly", "initiator_id": "root",
-    })
+    missing = admin.post(
+        "/api/workflows/schedules",
+        {
+            "definition_id": definition["id"],
+            "preset_id": "nightly",
+            "initiator_id": "root",
+        },
+    )
     assert "preset_id" in assert_problem(missing, 422, "VALIDATION_FAILED")["errors"]
 
 
 def test_invalid_presets_are_refused_on_the_definition(admin: Api) -> None:
-    response = admin.post("/api/definitions", {
-        "key": "k", "name": "K", "external": False, "review_window_seconds": 60,
-        "schedule_presets": [{"id": "p", "title": "P",
-                              "trigger": {"kind": "cron", "expression": "0 0 30 2 *"}}],
-    })
+    response = admin.post(
+        "/api/definitions",
+        {
+            "key": "k",
+            "name": "K",
+            "external": False,
+            "review_window_seconds": 60,
+            "schedule_presets": [
+                {"id": "p", "title": "P", "trigger": {"kind": "cron", "expression": "0 0 30 2 *"}}
+            ],
+        },
+    )
     errors = assert_problem(response, 422, "VALIDATION_FAILED")["errors"]
     assert "schedule_presets.0.trigger.expression" in errors
 

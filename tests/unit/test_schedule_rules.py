@@ -65,12 +65,19 @@ def test_edits_that_do_not_touch_timing_keep_the_plan(change: dict[str, Any]) ->
 def test_changing_the_trigger_or_timezone_replans_from_the_edit() -> None:
     planned = schedule()
     edit_at = NOW + timedelta(hours=1)
-    planned.edit(replace(SETTINGS, trigger={"kind": "cron", "expression": "0 12 * * *"}),
-                 True, edit_at, "ops")
+    planned.edit(
+        replace(SETTINGS, trigger={"kind": "cron", "expression": "0 12 * * *"}),
+        True,
+        edit_at,
+        "ops",
+    )
     assert planned.next_fire_at == datetime(2026, 10, 2, 4, 0, tzinfo=UTC)
-    planned.edit(replace(SETTINGS, timezone="UTC", trigger={"kind": "cron",
-                                                            "expression": "0 12 * * *"}),
-                 True, edit_at, "ops")
+    planned.edit(
+        replace(SETTINGS, timezone="UTC", trigger={"kind": "cron", "expression": "0 12 * * *"}),
+        True,
+        edit_at,
+        "ops",
+    )
     assert planned.next_fire_at == datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
 
 
@@ -96,13 +103,39 @@ def test_valid_settings_are_normalised() -> None:
         ({"trigger": {"kind": "cron", "expression": "0 9 * *"}}, "trigger.expression"),
         ({"trigger": {"kind": "cron", "expression": "0 9 L * *"}}, "trigger.expression"),
         ({"trigger": {"kind": "hourly"}}, "trigger.kind"),
-        ({"trigger": {"kind": "window-interval", "weekdays": [0], "windows": [
-            {"start": "09:00", "end": "10:00"}], "interval_minutes": 5}}, "trigger.weekdays"),
-        ({"trigger": {"kind": "window-interval", "weekdays": [1], "windows": [
-            {"start": "11:00", "end": "10:00"}], "interval_minutes": 5}}, "trigger.windows"),
-        ({"trigger": {"kind": "window-interval", "weekdays": [1], "windows": [
-            {"start": "09:00", "end": "10:00"}], "interval_minutes": 1441}},
-         "trigger.interval_minutes"),
+        (
+            {
+                "trigger": {
+                    "kind": "window-interval",
+                    "weekdays": [0],
+                    "windows": [{"start": "09:00", "end": "10:00"}],
+                    "interval_minutes": 5,
+                }
+            },
+            "trigger.weekdays",
+        ),
+        (
+            {
+                "trigger": {
+                    "kind": "window-interval",
+                    "weekdays": [1],
+                    "windows": [{"start": "11:00", "end": "10:00"}],
+                    "interval_minutes": 5,
+                }
+            },
+            "trigger.windows",
+        ),
+        (
+            {
+                "trigger": {
+                    "kind": "window-interval",
+                    "weekdays": [1],
+                    "windows": [{"start": "09:00", "end": "10:00"}],
+                    "interval_minutes": 1441,
+                }
+            },
+            "trigger.interval_minutes",
+        ),
         ({"title_template": "{{ date }}"}, "title_template"),
         ({"title_template": "{{time}}"}, "title_template"),
         ({"title_template": "report {{date}"}, "title_template"),
@@ -140,5 +173,6 @@ def test_presets_are_checked_like_schedules() -> None:
     with pytest.raises(ValidationFailed) as caught:
         check_presets([good, bad, never], "UTC", NOW)
     assert set(caught.value.errors) == {
-        "schedule_presets.1.timezone", "schedule_presets.2.trigger.expression",
+        "schedule_presets.1.timezone",
+        "schedule_presets.2.trigger.expression",
     }

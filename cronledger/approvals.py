@@ -1,0 +1,268 @@
+"""Approval commands and queries: every entry point goes through the instance's one rule."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import IntegrityError
+
+from cronledger.directory import Directory, Page
+from cronledger.ledger import Ledger, TimelineEntry, jsonable
+from cronledger.store import as_instant
+from domain.approvals import (
+    SWEEP,
+    WAITING_REVIEW,
+    Answer,
+    ApprovalInstance,
+    Command,
+    CommandIdReused,
+    approval_uuid,
+)
+from domain.directory import Principal, definition_problem
+from domain.errors import Forbidden, NotFound, ValidationFailed
+from projections.engine import Projector
+
+SWEEPER = "system:sweeper"
+MAX_DEADLINE_AHEAD = timedelta(days=366)
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    id: str
+    definition_id: str
+    title: str
+    form_data: dict[str, Any]
+    applicant_id: str
+    state: str
+    material_version: int
+    review_deadline_at: datetime
+    deadline_policy: dict[str, Any]
+    origin: dict[str, Any] | None
+    submitted_at: datetime
+    decided_at: datetime | None
+    version: int
+    observations: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, instance: ApprovalInstance) -> ApprovalView:
+        return cls(
+            id=str(instance.id),
+            definition_id=instance.definition_id,
+            title=instance.title,
+            form_data=instance.form_data,
+            applicant_id=instance.applicant_id,
+            state=instance.state,
+            material_version=instance.material_version,
+            review_deadline_at=instance.review_deadline_at,
+            deadline_policy=jsonable(instance.deadline_policy),
+            origin=jsonable(instance.origin),
+            submitted_at=instance.submitted_at,
+            decided_at=instance.decided_at,
+            version=instance.version,
+            observations=jsonable(instance.observations),
+        )
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    outcome: str
+    state: str
+    accepted: bool
+    instance: ApprovalView
+    replayed: bool
+
+    @classmethod
+    def of(cls, answer: Answer, instance: ApprovalInstance, replayed: bool) -> CommandResult:
+        return cls(
+            answer.outcome, answer.state, answer.accepted, ApprovalView.of(instance), replayed
+        )
+
+
+@dataclass(frozen=True)
+class Submission:
+    command_id: str
+    definition_id: str
+    title: str
+    form_data: dict[str, Any]
+    material_version: int
+    review_deadline_at: datetime | None
+
+    @property
+    def fingerprint(self) -> str:
+        payload = {k: v for k, v in self.__dict__.items() if k != "command_id"}
+        return Command("submit", None, payload).fingerprint
+
+
+class Approvals:
+    def __init__(self, ledger: Ledger, directory: Directory, projector: Projector) -> None:
+        self.ledger = ledger
+        self.directory = directory
+        self.projector = projector
+
+    def submit(self, actor: Principal, submission: Submission) -> tuple[ApprovalView, bool]:
+        """The new instance, or the one this command id already made (then True)."""
+        return self.ledger.retrying(lambda: self._submit(actor, submission))
+
+    def _submit(self, actor: Principal, submission: Submission) -> tuple[ApprovalView, bool]:
+        instance_id = approval_uuid(actor.tenant_id, actor.account_id, submission.command_id)
+        if self.ledger.exists(instance_id):
+            first = self.ledger.find(ApprovalInstance, instance_id, "approval", instance_id)
+            if first.submission_fingerprint != submission.fingerprint:
+                raise CommandIdReused(submission.command_id)
+            return ApprovalView.of(first), True
+        now = self.ledger.clock()
+        deadline, policy = self._deadline(actor.tenant_id, submission, now)
+        instance = ApprovalInstance(
+            tenant_id=actor.tenant_id,
+            definition_id=submission.definition_id,
+            applicant_id=actor.account_id,
+            title=submission.title,
+            form_data=submission.form_data,
+            material_version=submission.material_version,
+            review_deadline_at=deadline,
+            deadline_policy=policy,
+            origin=None,
+            command_id=submission.command_id,
+            fingerprint=submission.fingerprint,
+            at=now,
+            actor=actor.account_id,
+        )
+        self._save(instance)
+        return ApprovalView.of(instance), False
+
+    def _deadline(
+        self, tenant_id: UUID, submission: Submission, now: datetime
+    ) -> tuple[datetime, dict[str, Any]]:
+        definition = self.directory.find_definition(tenant_id, submission.definition_id)
+        problem = definition_problem(definition, allow_external=True)
+        if problem or definition is None:
+            raise ValidationFailed.of("definition_id", problem or "not found")
+        explicit = submission.review_deadline_at
+        if explicit is None:
+            window = definition.review_window_seconds
+            return now + timedelta(seconds=window), {
+                "source": "definition",
+                "review_window_seconds": window,
+            }
+        if not now < explicit <= now + MAX_DEADLINE_AHEAD:
+            raise ValidationFailed.of(
+                "review_deadline_at", "must be after now and within 366 days of it"
+            )
+        return explicit, {"source": "explicit"}
+
+    def command(self, actor: Principal, instance_id: str, command: Command) -> CommandResult:
+        """Decide a command by the instance's one rule at the server's time of acceptance."""
+        return self.ledger.retrying(lambda: self._command(actor, instance_id, command))
+
+    def _command(self, actor: Principal, instance_id: str, command: Command) -> CommandResult:
+        instance = self.instance(actor.tenant_id, instance_id)
+        if command.kind == "withdraw" and instance.applicant_id != actor.account_id:
+            raise Forbidden("only the applicant may withdraw an instance")
+        first = instance.answer_to(command)
+        if first is not None:
+            return CommandResult.of(first, instance, replayed=True)
+        answer = instance.handle(command, self.ledger.clock(), actor.account_id)
+        self._save(instance)
+        return CommandResult.of(answer, instance, replayed=False)
+
+    def sweep(self, limit: int = 500) -> int:
+        """Expire every waiting instance whose deadline has come; how many were expired."""
+        self.projector.catch_up()
+        due = self._due_ids(self.ledger.clock(), limit)
+        expired = 0
+        for chunk in (due[i : i + 100] for i in range(0, len(due), 100)):
+            expired += self._expire(chunk)
+        return expired
+
+    def _due_ids(self, now: datetime, limit: int) -> list[UUID]:
+        rows = self.ledger.store.query(
+            "SELECT id FROM approvals WHERE state = ? AND review_deadline_at <= ? "
+            "ORDER BY review_deadline_at LIMIT ?",
+            (WAITING_REVIEW, now, limit),
+        )
+        return [UUID(row[0]) for row in rows]
+
+    def _expire(self, ids: Sequence[UUID]) -> int:
+        """One transaction for the chunk; if another writer got there first, one at a time."""
+        instances = [self.ledger.find(ApprovalInstance, i, "approval", i) for i in ids]
+        for instance in instances:
+            instance.handle(Command(SWEEP, None), self.ledger.clock(), SWEEPER)
+        changed = [i for i in instances if i.pending_events]
+        try:
+            self._save(*changed)
+        except IntegrityError:
+            return sum(self._expire_one(instance_id) for instance_id in ids)
+        return len(changed)
+
+    def _expire_one(self, instance_id: UUID) -> int:
+        return self.ledger.retrying(lambda: self._try_expire_one(instance_id))
+
+    def _try_expire_one(self, instance_id: UUID) -> int:
+        instance = self.ledger.find(ApprovalInstance, instance_id, "approval", instance_id)
+        instance.handle(Command(SWEEP, None), self.ledger.clock(), SWEEPER)
+        if not instance.pending_events:
+            return 0
+        self._save(instance)
+        return 1
+
+    def _save(self, *instances: ApprovalInstance) -> None:
+        """Save, then bring the read model up to this write so a following read sees it."""
+        recordings = self.ledger.save(*instances)
+        if recordings:
+            self.projector.catch_up(until=recordings[-1].notification.id)
+
+    def view(self, tenant_id: UUID, instance_id: str) -> ApprovalView:
+        return ApprovalView.of(self.instance(tenant_id, instance_id))
+
+    def list_page(
+        self, tenant_id: UUID, state: str | None, page: int, page_size: int
+    ) -> Page[ApprovalView]:
+        where, params = "tenant_id = ?", [str(tenant_id)]
+        if state:
+            where, params = where + " AND state = ?", [*params, state]
+        total = self.ledger.store.query(
+            f"SELECT COUNT(*) FROM approvals WHERE {where}",  # noqa: S608 (fixed clauses)
+            params,
+        )
+        rows = self.ledger.store.query(
+            f"SELECT id FROM approvals WHERE {where} "  # noqa: S608 (fixed clauses)
+            "ORDER BY submitted_at DESC, id LIMIT ? OFFSET ?",
+            (*params, page_size, (page - 1) * page_size),
+        )
+        items = [self.view(tenant_id, row[0]) for row in rows]
+        return Page(items, page, page_size, int(total[0][0]))
+
+    def timeline(self, tenant_id: UUID, instance_id: str) -> list[TimelineEntry]:
+        return self.ledger.timeline(self.instance(tenant_id, instance_id).id)
+
+    def instance(self, tenant_id: UUID, instance_id: str) -> ApprovalInstance:
+        """An instance of this tenant; another tenant's is not found."""
+        try:
+            aggregate_id = UUID(instance_id)
+        except ValueError:
+            raise NotFound("approval", instance_id) from None
+        instance = self.ledger.find(ApprovalInstance, aggregate_id, "approval", instance_id)
+        if instance.tenant_id != tenant_id:
+            raise NotFound("approval", instance_id)
+        return instance
+
+    def backlog(self, tenant_id: UUID) -> dict[str, Any]:
+        """Instances past their deadline but not yet expired, and the oldest one's lag."""
+        now = self.ledger.clock()
+        rows = self.ledger.store.query(
+            "SELECT COUNT(*), MIN(review_deadline_at) FROM approvals "
+            "WHERE tenant_id = ? AND state = ? AND review_deadline_at <= ?",
+            (str(tenant_id), WAITING_REVIEW, now),
+        )
+        count, oldest = rows[0]
+        oldest_at = as_instant(oldest)
+        return {
+            "expired_unswept_approvals": int(count),
+            "oldest_expired_unswept_lag_seconds": (
+                (now - oldest_at).total_seconds() if oldest_at else 0.0
+            ),
+        }

@@ -1,0 +1,256 @@
+"""Approval instances (审批实例): one rule decides every command against a durable deadline."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.directory import NAMESPACE
+from domain.errors import DomainError, ValidationFailed
+
+WAITING_REVIEW = "WAITING_REVIEW"
+APPROVED = "APPROVED"
+WITHDRAWN = "WITHDRAWN"
+EXPIRED = "EXPIRED"
+TERMINAL = frozenset({APPROVED, WITHDRAWN, EXPIRED})
+MAX_EXTENSION = timedelta(days=30)
+
+APPROVE, WITHDRAW, EXTEND, SIGN, SWEEP = "approve", "withdraw", "extend-deadline", "sign", "sweep"
+
+
+def approval_uuid(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
+    """One submission per applicant and command id: a repeated submission finds the first."""
+    return uuid5(NAMESPACE, f"tenant/{tenant_id}/approval/{applicant_id}/{command_id}")
+
+
+class CommandIdReused(DomainError):
+    code = "COMMAND_ID_REUSED"
+
+    def __init__(self, command_id: str) -> None:
+        super().__init__(
+            f"command_id {command_id} was already used with a different body; use a new one"
+        )
+
+
+@dataclass(frozen=True)
+class Command:
+    """What someone asks of an instance; `payload` is everything but the command id."""
+
+    kind: str
+    command_id: str | None
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> str:
+        canonical = json.dumps([self.kind, self.payload], sort_keys=True, default=str)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: str
+    state: str
+    accepted: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a command got; a repeat of the command gets it again."""
+
+    outcome: str
+    state: str
+    accepted: bool
+    reason: str
+    fingerprint: str
+
+
+def decide(
+    state: str, deadline: datetime, material_version: int, command: Command, now: datetime
+) -> Decision:
+    """The one transition rule (CONTRACT §5), whatever the entry point."""
+    if state == WAITING_REVIEW and now >= deadline:
+        reason = f"the review deadline {deadline.isoformat()} had passed at {now.isoformat()}"
+        return Decision(EXPIRED, EXPIRED, command.kind == SWEEP, reason)
+    if state in TERMINAL and command.kind == SWEEP:
+        return Decision("NOT_DUE", state, True, f"the instance is already {state}")
+    if state in TERMINAL:
+        outcome = "LATE_OR_CONFLICT" if command.kind == SIGN else "CONFLICT"
+        return Decision(outcome, state, False, f"the instance is already {state}")
+    return _decide_waiting(material_version, command)
+
+
+def _decide_waiting(material_version: int, command: Command) -> Decision:
+    if command.kind == APPROVE:
+        offered = command.payload["material_version"]
+        if offered != material_version:
+            reason = f"material version {offered} is not the current {material_version}"
+            return Decision("STALE_MATERIAL", WAITING_REVIEW, False, reason)
+        return Decision(APPROVED, APPROVED, True, "approved before the deadline")
+    if command.kind == WITHDRAW:
+        return Decision(WITHDRAWN, WITHDRAWN, True, "withdrawn before the deadline")
+    if command.kind == EXTEND:
+        return Decision("EXTENDED", WAITING_REVIEW, True, command.payload["reason"])
+    if command.kind == SIGN:
+        return Decision("OBSERVED", WAITING_REVIEW, True, "callback recorded as an observation")
+    return Decision("NOT_DUE", WAITING_REVIEW, True, "the deadline has not come")
+
+
+def check_new_deadline(current: datetime, new: datetime, now: datetime) -> None:
+    if new <= current:
+        raise ValidationFailed.of(
+            "new_deadline_at", f"must be later than the current deadline {current.isoformat()}"
+        )
+    if new > now + MAX_EXTENSION:
+        raise ValidationFailed.of("new_deadline_at", "must be within 30 days of now")
+
+
+class ApprovalInstance(Aggregate):
+    """An instance waiting for review until an absolute deadline."""
+
+    @staticmethod
+    def create_id(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
+        return approval_uuid(tenant_id, applicant_id, command_id)
+
+    @event("Submitted")
+    def __init__(
+        self,
+        tenant_id: UUID,
+        definition_id: str,
+        applicant_id: str,
+        title: str,
+        form_data: dict[str, Any],
+        material_version: int,
+        review_deadline_at: datetime,
+        deadline_policy: dict[str, Any],
+        origin: dict[str, Any] | None,
+        command_id: str,
+        fingerprint: str,
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.tenant_id = tenant_id
+        self.definition_id = definition_id
+        self.applicant_id = applicant_id
+        self.title = title
+        self.form_data = form_data
+        self.material_version = material_version
+        self.review_deadline_at = review_deadline_at
+        self.deadline_policy = deadline_policy
+        self.origin = origin
+        self.submitted_at = at
+        self.state = WAITING_REVIEW
+        self.decided_at: datetime | None = None
+        self.observations: list[dict[str, Any]] = []
+        self.answers: dict[str, dict[str, Any]] = {}
+        self.submission_fingerprint = fingerprint
+
+    def answer_to(self, command: Command) -> Answer | None:
+        """The first answer to a repeated command id, or None for a new one."""
+        if command.command_id is None or command.command_id not in self.answers:
+            return None
+        first = Answer(**self.answers[command.command_id])
+        if first.fingerprint != command.fingerprint:
+            raise CommandIdReused(command.command_id)
+        return first
+
+    def handle(self, command: Command, at: datetime, actor: str) -> Answer:
+        """Decide `command` at server time `at` and record it, winner or loser."""
+        decision = decide(self.state, self.review_deadline_at, self.material_version, command, at)
+        if decision.outcome == "EXTENDED":
+            check_new_deadline(self.review_deadline_at, command.payload["new_deadline_at"], at)
+        if decision.outcome != "NOT_DUE":
+            self.trigger_event(
+                EVENT_OF_OUTCOME[decision.outcome],
+                command=command.kind,
+                command_id=command.command_id,
+                payload=command.payload,
+                outcome=decision.outcome,
+                reason=decision.reason,
+                accepted=decision.accepted,
+                fingerprint=command.fingerprint,
+                at=at,
+                actor=actor,
+            )
+        return Answer(**asdict(decision), fingerprint=command.fingerprint)
+
+    class CommandHandled(Aggregate.Event):
+        """A command and what it got; subclasses name the outcome's kind."""
+
+        command: str
+        command_id: str | None
+        payload: dict[str, Any]
+        outcome: str
+        reason: str
+        accepted: bool
+        fingerprint: str
+        at: datetime
+        actor: str
+
+        def apply(self, aggregate: Aggregate) -> None:
+            assert isinstance(aggregate, ApprovalInstance)
+            aggregate.record(self)
+
+    class Approved(CommandHandled):
+        pass
+
+    class Withdrawn(CommandHandled):
+        pass
+
+    class Expired(CommandHandled):
+        pass
+
+    class DeadlineExtended(CommandHandled):
+        pass
+
+    class CallbackObserved(CommandHandled):
+        pass
+
+    class CommandRejected(CommandHandled):
+        pass
+
+    def record(self, handled: CommandHandled) -> None:
+        """Apply a handled command: its answer, any observation, any change of state."""
+        state = STATE_AFTER.get(handled.outcome, self.state)
+        if handled.command_id is not None:
+            self.answers[handled.command_id] = {
+                "outcome": handled.outcome,
+                "state": state,
+                "accepted": handled.accepted,
+                "reason": handled.reason,
+                "fingerprint": handled.fingerprint,
+            }
+        if handled.command == SIGN:
+            self.observations.append(
+                {
+                    **handled.payload,
+                    "outcome": handled.outcome,
+                    "recorded_at": handled.at,
+                    "command_id": handled.command_id,
+                }
+            )
+        if handled.outcome == "EXTENDED":
+            self.review_deadline_at = handled.payload["new_deadline_at"]
+            self.deadline_policy = {"source": "extended", "reason": handled.reason}
+        if state != self.state:
+            self.state = state
+            self.decided_at = handled.at
+
+
+STATE_AFTER = {APPROVED: APPROVED, WITHDRAWN: WITHDRAWN, EXPIRED: EXPIRED}
+EVENT_OF_OUTCOME: dict[str, type[ApprovalInstance.CommandHandled]] = {
+    APPROVED: ApprovalInstance.Approved,
+    WITHDRAWN: ApprovalInstance.Withdrawn,
+    EXPIRED: ApprovalInstance.Expired,
+    "EXTENDED": ApprovalInstance.DeadlineExtended,
+    "OBSERVED": ApprovalInstance.CallbackObserved,
+    "STALE_MATERIAL": ApprovalInstance.CommandRejected,
+    "CONFLICT": ApprovalInstance.CommandRejected,
+    "LATE_OR_CONFLICT": ApprovalInstance.CommandRejected,
+}

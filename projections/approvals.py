@@ -1,0 +1,92 @@
+"""The `approvals` table: one row per approval instance, its state, deadline and decision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cronledger.store import as_instant
+from domain.approvals import EXPIRED, TERMINAL
+from projections.engine import Handler, Projection, Sql
+
+
+class ApprovalsProjection(Projection):
+    name = "approvals"
+
+    def ddl(self, sql: Sql) -> list[str]:
+        ts = sql.timestamp_type
+        return [
+            "CREATE TABLE IF NOT EXISTS approvals ("
+            "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, definition_id TEXT NOT NULL, "
+            "applicant_id TEXT NOT NULL, title TEXT NOT NULL, state TEXT NOT NULL, "
+            f"review_deadline_at {ts} NOT NULL, submitted_at {ts} NOT NULL, "
+            f"decided_at {ts}, outcome TEXT, expiry_lag_seconds DOUBLE PRECISION, "
+            "schedule_id TEXT, run_id TEXT, version INTEGER NOT NULL, position BIGINT NOT NULL)",
+            "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
+            "ON approvals (tenant_id, state, submitted_at)",
+            "CREATE INDEX IF NOT EXISTS approvals_by_deadline "
+            "ON approvals (state, review_deadline_at)",
+        ]
+
+    def handlers(self) -> dict[str, Handler]:
+        handled = {
+            f"ApprovalInstance.{name}": self.handled
+            for name in (
+                "Approved",
+                "Withdrawn",
+                "Expired",
+                "DeadlineExtended",
+                "CallbackObserved",
+                "CommandRejected",
+            )
+        }
+        return {"ApprovalInstance.Submitted": self.submitted, **handled}
+
+    @staticmethod
+    def submitted(sql: Sql, event: Any, position: int) -> None:
+        origin = event.origin or {}
+        sql.execute(
+            "INSERT INTO approvals (id, tenant_id, definition_id, applicant_id, title, state, "
+            "review_deadline_at, submitted_at, schedule_id, run_id, version, position) "
+            "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?)",
+            (
+                str(event.originator_id),
+                str(event.tenant_id),
+                event.definition_id,
+                event.applicant_id,
+                event.title,
+                event.review_deadline_at,
+                event.at,
+                origin.get("schedule_id"),
+                origin.get("run_id"),
+                event.originator_version,
+                position,
+            ),
+        )
+
+    @staticmethod
+    def handled(sql: Sql, event: Any, position: int) -> None:
+        key = (event.originator_version, position, str(event.originator_id))
+        if event.outcome == "EXTENDED":
+            sql.execute(
+                "UPDATE approvals SET review_deadline_at = ?, version = ?, position = ? "
+                "WHERE id = ?",
+                (event.payload["new_deadline_at"], *key),
+            )
+        elif event.outcome in TERMINAL:
+            deadline = sql.execute(
+                "SELECT review_deadline_at FROM approvals WHERE id = ?", (key[2],)
+            ).fetchone()[0]
+            lag = _seconds_between(deadline, event.at) if event.outcome == EXPIRED else None
+            sql.execute(
+                "UPDATE approvals SET state = ?, decided_at = ?, outcome = ?, "
+                "expiry_lag_seconds = ?, version = ?, position = ? WHERE id = ?",
+                (event.outcome, event.at, event.outcome, lag, *key),
+            )
+        else:
+            sql.execute("UPDATE approvals SET version = ?, position = ? WHERE id = ?", key)
+
+
+def _seconds_between(deadline: Any, at: Any) -> float:
+    start = as_instant(deadline)
+    assert start is not None
+    return float((at - start).total_seconds())

@@ -1,0 +1,159 @@
+"""Projections: the log, replayed in batches into SQL tables, exactly once.
+
+Each projection keeps its position in `projection_positions`, written in the same transaction
+as its rows, so a crash mid-batch rolls both back and the batch is simply done again. A batch
+takes the projection's row lock (PostgreSQL `FOR UPDATE`, SQLite `BEGIN IMMEDIATE`), so any
+number of processes may run the same projection: they take turns and never double count.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from cronledger.ledger import Ledger
+from cronledger.store import db_value
+
+Handler = Callable[["Sql", Any, int], None]
+
+POSITIONS_DDL = (
+    "CREATE TABLE IF NOT EXISTS projection_positions ("
+    "name TEXT PRIMARY KEY, position BIGINT NOT NULL)"
+)
+
+
+class Sql:
+    """One connection with one dialect: `?` placeholders and instants on both stores."""
+
+    def __init__(self, kind: str, connection: Any) -> None:
+        self.kind = kind
+        self.connection = connection
+
+    @property
+    def timestamp_type(self) -> str:
+        return "TIMESTAMPTZ" if self.kind == "postgresql" else "TEXT"
+
+    def execute(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        return self.connection.execute(self._native(statement), [self.value(p) for p in params])
+
+    def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        cursor = self.connection.cursor()
+        cursor.executemany(self._native(statement), [[self.value(p) for p in r] for r in rows])
+
+    def value(self, param: Any) -> Any:
+        return db_value(self.kind, param)
+
+    def _native(self, statement: str) -> str:
+        return statement.replace("?", "%s") if self.kind == "postgresql" else statement
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        if self.kind == "postgresql":
+            with self.connection.transaction():
+                yield
+            return
+        self.connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+        self.connection.execute("COMMIT")
+
+
+class Projection:
+    """A read model: its tables and one handler per event type it cares about."""
+
+    name: str = ""
+
+    def ddl(self, sql: Sql) -> list[str]:
+        raise NotImplementedError
+
+    def handlers(self) -> dict[str, Handler]:
+        raise NotImplementedError
+
+
+class Projector:
+    """Runs projections over the ledger's log, in batches, each batch one transaction."""
+
+    def __init__(self, ledger: Ledger, projections: Sequence[Projection], batch: int = 1000):
+        self.ledger = ledger
+        self.projections = list(projections)
+        self.batch = batch
+        self._lock = threading.Lock()
+
+    def create_tables(self) -> None:
+        with self._sql() as sql:
+            sql.execute(POSITIONS_DDL)
+            for projection in self.projections:
+                for statement in projection.ddl(sql):
+                    sql.execute(statement)
+                sql.execute(
+                    "INSERT INTO projection_positions (name, position) VALUES (?, 0) "
+                    "ON CONFLICT (name) DO NOTHING",
+                    (projection.name,),
+                )
+
+    def catch_up(self, until: int | None = None) -> int:
+        """Project until the log's end (or `until`); the number of events projected."""
+        done = 0
+        with self._lock, self._sql() as sql:
+            for projection in self.projections:
+                while True:
+                    count, position = self._run_batch(sql, projection)
+                    done += count
+                    if until is not None and position >= until:
+                        break
+                    if count == 0 and position >= self._end():
+                        break
+        return done
+
+    def lag(self) -> int:
+        """How many positions the slowest projection is behind the log."""
+        with self._sql() as sql:
+            rows = sql.execute("SELECT MIN(position) FROM projection_positions").fetchall()
+        return self._end() - int(rows[0][0] or 0)
+
+    def _end(self) -> int:
+        return self.ledger.recorder.max_notification_id() or 0
+
+    def _run_batch(self, sql: Sql, projection: Projection) -> tuple[int, int]:
+        """Read a batch first, then apply it under the lock if nobody applied it meanwhile.
+
+        Reading outside the lock matters on SQLite: a write lock held while waiting for the
+        recorder's reader would deadlock with a writer waiting for that lock.
+        """
+        handlers = projection.handlers()
+        start = self._position(sql, projection.name)
+        notifications = self.ledger.recorder.select_notifications(start=start + 1, limit=self.batch)
+        if not notifications:
+            return 0, start
+        with sql.transaction():
+            if self._position(sql, projection.name, lock=True) != start:
+                return 0, start  # another projector applied it; read again
+            for notification in notifications:
+                event = self.ledger.mapper.to_domain_event(notification)
+                handler = handlers.get(type(event).__qualname__)
+                if handler is not None:
+                    handler(sql, event, notification.id)
+            sql.execute(
+                "UPDATE projection_positions SET position = ? WHERE name = ?",
+                (notifications[-1].id, projection.name),
+            )
+        return len(notifications), notifications[-1].id
+
+    @staticmethod
+    def _position(sql: Sql, name: str, lock: bool = False) -> int:
+        suffix = " FOR UPDATE" if lock and sql.kind == "postgresql" else ""
+        rows = sql.execute(
+            f"SELECT position FROM projection_positions WHERE name = ?{suffix}",  # noqa: S608
+            (name,),
+        ).fetchall()
+        return int(rows[0][0])
+
+    @contextmanager
+    def _sql(self) -> Iterator[Sql]:
+        with self.ledger.store.connect() as connection:
+            yield Sql(self.ledger.store.kind, connection)

@@ -1,0 +1,200 @@
+"""The one transition rule of approval instances (CONTRACT §5, seed 004), with no store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+from domain.approvals import (
+    APPROVE,
+    EXTEND,
+    SIGN,
+    SWEEP,
+    WITHDRAW,
+    ApprovalInstance,
+    Command,
+    CommandIdReused,
+    decide,
+)
+from domain.errors import ValidationFailed
+
+DEADLINE = datetime(2026, 10, 1, 10, 0, tzinfo=UTC)  # 18:00 in Beijing
+BEFORE = DEADLINE - timedelta(seconds=1)
+SIGNED = {"contract_id": "c-1", "material_version": 2, "occurred_at": BEFORE, "source": "esign"}
+
+
+def instance() -> ApprovalInstance:
+    return ApprovalInstance(
+        tenant_id=uuid4(),
+        definition_id="d",
+        applicant_id="sales",
+        title="Open account",
+        form_data={},
+        material_version=2,
+        review_deadline_at=DEADLINE,
+        deadline_policy={"source": "explicit"},
+        origin=None,
+        command_id="submit-1",
+        fingerprint="f",
+        at=DEADLINE - timedelta(days=3),
+        actor="sales",
+    )
+
+
+def approve(command_id: str = "approve-1", material_version: int = 2) -> Command:
+    return Command(APPROVE, command_id, {"material_version": material_version})
+
+
+def withdraw(command_id: str = "withdraw-1") -> Command:
+    return Command(WITHDRAW, command_id, {})
+
+
+def recorded(subject: ApprovalInstance) -> list[tuple[str, str]]:
+    return [(type(e).__name__, getattr(e, "outcome", "")) for e in subject.collect_events()][1:]
+
+
+@pytest.mark.parametrize(
+    ("state", "now", "command", "outcome", "after", "accepted"),
+    [
+        ("WAITING_REVIEW", BEFORE, approve(), "APPROVED", "APPROVED", True),
+        (
+            "WAITING_REVIEW",
+            BEFORE,
+            approve(material_version=1),
+            "STALE_MATERIAL",
+            "WAITING_REVIEW",
+            False,
+        ),
+        ("WAITING_REVIEW", BEFORE, withdraw(), "WITHDRAWN", "WITHDRAWN", True),
+        (
+            "WAITING_REVIEW",
+            BEFORE,
+            Command(EXTEND, "e", {"reason": "r"}),
+            "EXTENDED",
+            "WAITING_REVIEW",
+            True,
+        ),
+        ("WAITING_REVIEW", BEFORE, Command(SIGN, "s", SIGNED), "OBSERVED", "WAITING_REVIEW", True),
+        ("WAITING_REVIEW", BEFORE, Command(SWEEP, None), "NOT_DUE", "WAITING_REVIEW", True),
+        ("WAITING_REVIEW", DEADLINE, approve(), "EXPIRED", "EXPIRED", False),
+        ("WAITING_REVIEW", DEADLINE, withdraw(), "EXPIRED", "EXPIRED", False),
+        ("WAITING_REVIEW", DEADLINE, Command(SIGN, "s", SIGNED), "EXPIRED", "EXPIRED", False),
+        ("WAITING_REVIEW", DEADLINE, Command(SWEEP, None), "EXPIRED", "EXPIRED", True),
+        ("APPROVED", BEFORE, withdraw(), "CONFLICT", "APPROVED", False),
+        ("WITHDRAWN", BEFORE, approve(), "CONFLICT", "WITHDRAWN", False),
+        ("EXPIRED", DEADLINE, Command(EXTEND, "e", {"reason": "r"}), "CONFLICT", "EXPIRED", False),
+        ("EXPIRED", DEADLINE, Command(SIGN, "s", SIGNED), "LATE_OR_CONFLICT", "EXPIRED", False),
+        ("APPROVED", DEADLINE, Command(SWEEP, None), "NOT_DUE", "APPROVED", True),
+    ],
+)
+def test_the_contract_table(
+    state: str, now: datetime, command: Command, outcome: str, after: str, accepted: bool
+) -> None:
+    decision = decide(state, DEADLINE, 2, command, now)
+    assert (decision.outcome, decision.state, decision.accepted) == (outcome, after, accepted)
+
+
+def test_approve_then_withdraw_withdraw_conflicts() -> None:
+    subject = instance()
+    assert subject.handle(approve(), BEFORE, "ops").outcome == "APPROVED"
+    assert subject.handle(withdraw(), BEFORE, "sales").outcome == "CONFLICT"
+    assert subject.state == "APPROVED"
+    assert recorded(subject) == [("Approved", "APPROVED"), ("CommandRejected", "CONFLICT")]
+
+
+def test_withdraw_then_approve_approve_conflicts() -> None:
+    subject = instance()
+    subject.handle(withdraw(), BEFORE, "sales")
+    assert subject.handle(approve(), BEFORE, "ops").outcome == "CONFLICT"
+    assert subject.state == "WITHDRAWN"
+
+
+def test_approve_at_exactly_the_deadline_expires_and_is_recorded() -> None:
+    subject = instance()
+    answer = subject.handle(approve(), DEADLINE, "ops")
+    assert (answer.outcome, answer.accepted, subject.state) == ("EXPIRED", False, "EXPIRED")
+    assert subject.decided_at == DEADLINE
+    assert recorded(subject) == [("Expired", "EXPIRED")]
+
+
+def test_a_late_sign_callback_is_observed_but_changes_nothing() -> None:
+    subject = instance()
+    subject.handle(Command(SWEEP, None), DEADLINE + timedelta(minutes=5), "system:sweeper")
+    answer = subject.handle(Command(SIGN, "cb-1", SIGNED), DEADLINE + timedelta(hours=1), "esign")
+    assert (answer.outcome, subject.state) == ("LATE_OR_CONFLICT", "EXPIRED")
+    assert [o["outcome"] for o in subject.observations] == ["LATE_OR_CONFLICT"]
+    assert subject.observations[0]["contract_id"] == "c-1"
+
+
+def test_a_sign_callback_in_time_is_only_an_observation() -> None:
+    subject = instance()
+    assert subject.handle(Command(SIGN, "cb-1", SIGNED), BEFORE, "esign").outcome == "OBSERVED"
+    assert subject.state == "WAITING_REVIEW"
+    assert len(subject.observations) == 1
+
+
+def test_a_repeated_command_id_gets_the_first_answer() -> None:
+    subject = instance()
+    subject.handle(approve(), BEFORE, "ops")
+    first = subject.answer_to(approve())
+    assert first is not None
+    assert first.outcome == "APPROVED"
+    with pytest.raises(CommandIdReused):
+        subject.answer_to(approve(material_version=1))
+    assert subject.answer_to(approve("approve-2")) is None
+
+
+def test_a_new_command_id_cannot_approve_twice() -> None:
+    subject = instance()
+    subject.handle(approve(), BEFORE, "ops")
+    assert subject.handle(approve("approve-2"), BEFORE, "ops").outcome == "CONFLICT"
+
+
+def test_stale_material_is_rejected_and_recorded() -> None:
+    subject = instance()
+    answer = subject.handle(approve(material_version=1), BEFORE, "ops")
+    assert (answer.outcome, subject.state) == ("STALE_MATERIAL", "WAITING_REVIEW")
+    assert recorded(subject) == [("CommandRejected", "STALE_MATERIAL")]
+
+
+def extend(new: datetime) -> Command:
+    return Command(EXTEND, "extend-1", {"new_deadline_at": new, "reason": "customer asked"})
+
+
+def test_extension_moves_the_deadline_and_keeps_the_reason() -> None:
+    subject = instance()
+    later = DEADLINE + timedelta(days=2)
+    assert subject.handle(extend(later), BEFORE, "ops").outcome == "EXTENDED"
+    assert subject.review_deadline_at == later
+    assert subject.deadline_policy == {"source": "extended", "reason": "customer asked"}
+    assert subject.handle(approve(), DEADLINE + timedelta(days=1), "ops").outcome == "APPROVED"
+
+
+@pytest.mark.parametrize(
+    "new", [DEADLINE, DEADLINE - timedelta(hours=1), BEFORE + timedelta(days=30, seconds=1)]
+)
+def test_extension_must_be_later_and_within_30_days(new: datetime) -> None:
+    subject = instance()
+    with pytest.raises(ValidationFailed) as caught:
+        subject.handle(extend(new), BEFORE, "ops")
+    assert "new_deadline_at" in caught.value.errors
+    assert recorded(subject) == []
+
+
+def test_sweep_before_the_deadline_records_nothing() -> None:
+    subject = instance()
+    assert subject.handle(Command(SWEEP, None), BEFORE, "system:sweeper").outcome == "NOT_DUE"
+    assert recorded(subject) == []
+
+
+def test_the_sweep_records_the_true_deadline_and_its_own_time() -> None:
+    subject = instance()
+    late = DEADLINE + timedelta(hours=2)
+    subject.handle(Command(SWEEP, None), late, "system:sweeper")
+    event: Any = subject.collect_events()[-1]
+    assert (event.at, event.actor, event.outcome) == (late, "system:sweeper", "EXPIRED")
+    assert DEADLINE.isoformat() in event.reason
+    assert late.isoformat() in event.reason

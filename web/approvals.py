@@ -1,0 +1,142 @@
+"""Approval instances over HTTP (CONTRACT §5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint
+
+from cronledger.approvals import ApprovalView, CommandResult, Submission
+from cronledger.directory import Page
+from cronledger.ledger import TimelineEntry
+from domain.approvals import APPROVE, EXTEND, SIGN, WITHDRAW, Command
+from domain.directory import Principal
+from domain.permissions import (
+    APPROVAL_CALLBACK,
+    APPROVAL_DECIDE,
+    APPROVAL_LIST,
+    APPROVAL_SUBMIT,
+    AUDIT_READ,
+)
+from web.api import Answered, endpoint, services
+from web.schemas import (
+    ApprovalListQuery,
+    ApprovalOut,
+    ApprovalSubmit,
+    ApproveIn,
+    CommandOut,
+    ExtendDeadlineIn,
+    SignCallbackIn,
+    TimelineOut,
+    WithdrawIn,
+    page_of,
+)
+
+bp = Blueprint("approvals", __name__, url_prefix="/api/approvals")
+TAG = "approvals"
+
+
+@bp.post("")
+@endpoint(
+    "Submit an approval instance (a repeated command_id answers the first instance)",
+    tag=TAG,
+    permission=APPROVAL_SUBMIT,
+    body=ApprovalSubmit,
+    response=ApprovalOut,
+    status=201,
+)
+def submit(principal: Principal, body: dict[str, Any]) -> Answered:
+    instance, replayed = services().approvals.submit(principal, Submission(**body))
+    return Answered(instance, 201, {"Idempotent-Replayed": "true"} if replayed else {})
+
+
+@bp.get("")
+@endpoint(
+    "List approval instances, newest first",
+    tag=TAG,
+    permission=APPROVAL_LIST,
+    query=ApprovalListQuery,
+    response=page_of(ApprovalOut),
+)
+def list_approvals(principal: Principal, query: dict[str, Any]) -> Page[ApprovalView]:
+    return services().approvals.list_page(
+        principal.tenant_id, query["state"], query["page"], query["page_size"]
+    )
+
+
+@bp.get("/<instance_id>")
+@endpoint(
+    "Read an instance, with its observations",
+    tag=TAG,
+    permission=APPROVAL_LIST,
+    response=ApprovalOut,
+)
+def get_approval(principal: Principal, instance_id: str) -> ApprovalView:
+    return services().approvals.view(principal.tenant_id, instance_id)
+
+
+@bp.get("/<instance_id>/timeline")
+@endpoint(
+    "Every command the instance got, winners and losers",
+    tag=TAG,
+    permission=AUDIT_READ,
+    response=TimelineOut,
+)
+def approval_timeline(principal: Principal, instance_id: str) -> dict[str, list[TimelineEntry]]:
+    return {"items": services().approvals.timeline(principal.tenant_id, instance_id)}
+
+
+def _answer(principal: Principal, instance_id: str, kind: str, body: dict[str, Any]) -> Answered:
+    payload = {k: v for k, v in body.items() if k != "command_id"}
+    result: CommandResult = services().approvals.command(
+        principal, instance_id, Command(kind, body["command_id"], payload)
+    )
+    return Answered(result, 200 if result.accepted else 409)
+
+
+@bp.post("/<instance_id>/approve")
+@endpoint(
+    "Approve (200 APPROVED, or 409 with the losing outcome)",
+    tag=TAG,
+    permission=APPROVAL_DECIDE,
+    body=ApproveIn,
+    response=CommandOut,
+)
+def approve(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _answer(principal, instance_id, APPROVE, body)
+
+
+@bp.post("/<instance_id>/withdraw")
+@endpoint(
+    "Withdraw your own instance",
+    tag=TAG,
+    permission=APPROVAL_SUBMIT,
+    body=WithdrawIn,
+    response=CommandOut,
+)
+def withdraw(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _answer(principal, instance_id, WITHDRAW, body)
+
+
+@bp.post("/<instance_id>/extend-deadline")
+@endpoint(
+    "Move the deadline later (at most 30 days from now)",
+    tag=TAG,
+    permission=APPROVAL_DECIDE,
+    body=ExtendDeadlineIn,
+    response=CommandOut,
+)
+def extend_deadline(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _answer(principal, instance_id, EXTEND, body)
+
+
+@bp.post("/<instance_id>/callbacks/sign")
+@endpoint(
+    "Record an external signing callback as an observation",
+    tag=TAG,
+    permission=APPROVAL_CALLBACK,
+    body=SignCallbackIn,
+    response=CommandOut,
+)
+def sign_callback(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _answer(principal, instance_id, SIGN, body)
