@@ -122,3 +122,41 @@ def test_a_bad_database_url_is_refused_by_name() -> None:
     result = run_cli("mysql://nowhere/db", "migrate")
     assert result.returncode == 1
     assert "CRONLEDGER_DATABASE_URL" in result.stderr
+
+
+def test_serve_sweeps_deadlines_by_itself(server: str, token: str) -> None:
+    _, definition = request(
+        f"{server}/api/definitions",
+        token,
+        {"key": "k", "name": "K", "external": False, "review_window_seconds": 1},
+    )
+    request(f"{server}/api/definitions/{definition['id']}/publish", token, {})
+    status, instance = request(
+        f"{server}/api/approvals",
+        token,
+        {"command_id": "c", "definition_id": definition["id"], "title": "T",
+         "material_version": 1},
+    )
+    assert status == 201
+    state = instance["state"]
+    for _ in range(100):
+        state = request(f"{server}/api/approvals/{instance['id']}", token)[1]["state"]
+        if state == "EXPIRED":
+            break
+        time.sleep(0.1)
+    assert state == "EXPIRED"
+
+
+@pytest.mark.parametrize("command", ["serve", "sweeper", "projections"])
+def test_sigterm_stops_gracefully(store_url: str, command: str) -> None:
+    env = {**os.environ, "CRONLEDGER_DATABASE_URL": store_url}
+    arguments = ["--port", str(free_port())] if command == "serve" else []
+    process = subprocess.Popen(
+        [CLI, command, *arguments], env=env, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 30
+    assert process.stderr is not None
+    while time.monotonic() < deadline and "loop started" not in process.stderr.readline():
+        pass
+    process.terminate()
+    assert process.wait(15) == 0
