@@ -2,10 +2,18 @@
 
 Pure: no I/O apart from reading the zone database in `load_zone`, and no clock reads.
 
-Cron expressions are parsed here rather than by croniter, whose parser disagrees with the Vixie
-rules the contract promises (`0 0 */2 * MON` is OR-ed, `5-5` means every minute). Fire times are
-computed on the naive local wall clock, one matching local date at a time, and every local time
-is resolved to real instants with an explicit daylight-saving policy:
+croniter expands the cron fields into value lists; this module is the thin layer on top. A
+pre-pass keeps croniter to the contract's syntax (no L, W, #, H, R, @ macros or year field) and to
+the Vixie meaning of ranges, which croniter bends (`5-5` is every minute to it, `5-1` wraps round).
+Two rules are ours because croniter's differ from the contract's:
+
+- the Vixie day rule, taken from the raw field text: the day of month and the day of week are
+  OR-ed only when neither field starts with `*` nor is `?`. croniter decides from the expanded
+  lists, so it OR-s `0 0 */2 * MON` (the contract: Mondays on odd days);
+- the daylight-saving policy (§9). croniter fires a fixed-time job twice in a repeated hour.
+
+Fire times are computed on the naive local wall clock, one matching local date at a time, and
+every local time is resolved to real instants with an explicit daylight-saving policy:
 
 - fixed-time cron (seconds, minute and hour fields all not starting with `*`): the first
   occurrence of a repeated local time, the first instant after the gap for a skipped one;
@@ -26,16 +34,15 @@ from functools import lru_cache
 from typing import Any, cast
 from zoneinfo import ZoneInfo, available_timezones
 
+from croniter import CroniterError, croniter
+from croniter.croniter import DOW_ALPHAS, M_ALPHAS
+
 _SECOND = timedelta(seconds=1)
 _DAY = timedelta(days=1)
 _CYCLE = timedelta(days=146_097)  # 400 years: a day pattern unmatched that long never matches
 _FIRST_DAY = date(1, 1, 5)
 _LAST_DAY = date(MAXYEAR - 1, 12, 31)
 
-_MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
-_DAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
-_ITEM = re.compile(r"(?:(\*)|([0-9A-Za-z]+)(?:-([0-9A-Za-z]+))?)(?:/([0-9]+))?")
-_L_OR_W = re.compile(r"[0-9]*[LW][0-9]*|LW", re.IGNORECASE)
 _HH_MM = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])")
 _ZONE_NAME = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*")
 _WINDOW_KEYS = frozenset({"kind", "weekdays", "windows", "interval_minutes"})
@@ -220,7 +227,8 @@ def local_time(instant: datetime, zone: ZoneInfo) -> datetime:
 
 
 # ---------------------------------------------------------------------------------------------
-# Cron expressions
+# Cron expressions: croniter expands the fields; the checks and rewrites here keep it to the
+# contract's syntax and to the Vixie meaning of ranges
 
 
 @dataclass(frozen=True)
@@ -228,22 +236,28 @@ class _Field:
     name: str
     low: int
     high: int
-    names: tuple[str, ...] = ()
-    everything: range = range(0)
+    size: int  # how many values `*` stands for, from `low`; also the largest step
+    names: Mapping[str, int]
 
-    def values(self) -> range:
-        return self.everything or range(self.low, self.high + 1)
+    def every(self) -> range:
+        return range(self.low, self.low + self.size)
 
 
 _FIELDS = (
-    _Field("second", 0, 59),
-    _Field("minute", 0, 59),
-    _Field("hour", 0, 23),
-    _Field("day-of-month", 1, 31),
-    _Field("month", 1, 12, _MONTHS),
-    _Field("day-of-week", 0, 7, _DAYS, range(7)),  # 7 is Sunday too; `*` means 0-6
+    _Field("second", 0, 59, 60, {}),
+    _Field("minute", 0, 59, 60, {}),
+    _Field("hour", 0, 23, 24, {}),
+    _Field("day-of-month", 1, 31, 31, {}),
+    _Field("month", 1, 12, 12, M_ALPHAS),
+    _Field("day-of-week", 0, 7, 7, DOW_ALPHAS),  # 7 is Sunday again; `*` means 0-6
 )
 _DOM, _DOW = 3, 5
+_ITEM = re.compile(r"([^-/]+)(?:-([^-/]+))?(?:/([0-9]+))?")
+_UNSUPPORTED = (
+    (re.compile(r"#"), "# (nth weekday of the month) is not supported"),
+    (re.compile(r"(?<![a-z])(?:[0-9]*[lw][0-9]*|lw)(?![a-z])", re.I), "L and W are not supported"),
+    (re.compile(r"(?<![a-z])[hr](?![a-z])", re.I), "H and R (hashed and random) are not supported"),
+)
 
 
 Resolver = Callable[[datetime, ZoneInfo], tuple[datetime, ...]]
@@ -268,7 +282,25 @@ class _Plan:
 
 @lru_cache(maxsize=256)
 def _compile_cron(expression: str) -> _Plan:
-    parts = expression.split()
+    parts = _check_shape(expression.split())
+    fields = _FIELDS[-len(parts) :]
+    seconds, minutes, hours, doms, months, dows = _expand(
+        [_prepare(field, text) for field, text in zip(fields, parts, strict=True)]
+    )
+    texts = parts if len(parts) == 6 else ["0", *parts]
+    day_text = (texts[_DOM], texts[_DOW])
+    return _Plan(
+        months=frozenset(months),
+        doms=frozenset(doms),
+        dows=frozenset(day % 7 for day in dows),
+        day_or=not any(text.startswith("*") or text == "?" for text in day_text),
+        times=array("l", (h * 3600 + m * 60 + s for h in hours for m in minutes for s in seconds)),
+        resolve=_wildcard if any(text.startswith("*") for text in texts[:3]) else _fixed,
+    )
+
+
+def _check_shape(parts: list[str]) -> list[str]:
+    """The fields, once free of what the contract leaves out but croniter would accept."""
     if any(part.startswith("@") for part in parts):
         raise TriggerError("expression", "@ macros such as @daily are not supported")
     if len(parts) not in (5, 6):
@@ -278,72 +310,71 @@ def _compile_cron(expression: str) -> _Plan:
             f"needs 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds "
             f"first, not {len(parts)}{hint}",
         )
-    if len(parts) == 5:
-        parts.insert(0, "0")
-    seconds, minutes, hours, doms, months, dows = (
-        _parse_field(spec, text, index in (_DOM, _DOW))
-        for index, (spec, text) in enumerate(zip(_FIELDS, parts, strict=True))
-    )
-    day_text = (parts[_DOM], parts[_DOW])
-    return _Plan(
-        months=frozenset(months),
-        doms=frozenset(doms),
-        dows=frozenset(day % 7 for day in dows),
-        day_or=not any(text.startswith("*") or text == "?" for text in day_text),
-        times=array("l", (h * 3600 + m * 60 + s for h in hours for m in minutes for s in seconds)),
-        resolve=_wildcard if any(text.startswith("*") for text in parts[:3]) else _fixed,
-    )
+    for pattern, message in _UNSUPPORTED:
+        if any(pattern.search(part) for part in parts):
+            raise TriggerError("expression", message)
+    return parts
 
 
-def _parse_field(spec: _Field, text: str, question_ok: bool) -> list[int]:
-    """The sorted values a field matches."""
-    if "?" in text:
-        if not question_ok or text != "?":
-            raise TriggerError("expression", "? is only allowed alone as day-of-month or -week")
-        return list(spec.values())
-    if "#" in text:
-        raise TriggerError("expression", "# (nth weekday of the month) is not supported")
-    values: set[int] = set()
-    for item in text.split(","):
-        values.update(_parse_item(spec, item))
-    return sorted(values)
+def _prepare(field: _Field, text: str) -> str:
+    """The field as croniter should read it, its steps and values checked against the contract."""
+    return ",".join(_prepare_item(field, item) for item in text.split(","))
 
 
-def _parse_item(spec: _Field, item: str) -> range:
+def _prepare_item(field: _Field, item: str) -> str:
+    """One list item, rewritten where croniter's reading differs from Vixie cron's.
+
+    croniter reads `A-A` (also `A-A/S`) as the whole field and a backwards range as wrapping
+    round: Vixie cron means just A by the one and rejects the other. croniter's `A/S` stops
+    day-of-week at 6, so `1/2` would miss Sunday (7).
+    """
     match = _ITEM.fullmatch(item)
     if match is None:
-        raise TriggerError("expression", f"{spec.name} item {item!r} is not valid cron syntax")
-    star, first, last, step_text = match.groups()
-    step = 1 if step_text is None else int(step_text)
-    if not 1 <= step <= len(spec.values()):
+        return item  # croniter names the syntax error
+    first, last, step = match.groups()
+    if step is not None and not 1 <= int(step) <= field.size:
         raise TriggerError(
-            "expression", f"{spec.name} step {step} must be from 1 to {len(spec.values())}"
+            "expression", f"{field.name} step {int(step)} must be from 1 to {field.size}"
         )
-    if star:
-        values = spec.values()
-        return range(values.start, values.stop, step)
-    low = _parse_value(spec, first)
-    if last is None:
-        return range(low, (spec.high if step_text else low) + 1, step)
-    high = _parse_value(spec, last)
+    if field is _FIELDS[_DOW] and last is None and step is not None and first != "*":
+        last, item = "7", f"{first}-7/{step}"  # A/S runs to the field's end: 7 for day-of-week
+    low, high = _value(field, first), _value(field, last)
+    if low is None or high is None or low < high:
+        return item
     if low > high:
-        raise TriggerError("expression", f"{spec.name} range {item!r} runs backwards")
-    return range(low, high + 1, step)
+        raise TriggerError("expression", f"{field.name} range {first}-{last} runs backwards")
+    return first
 
 
-def _parse_value(spec: _Field, text: str) -> int:
-    if text.isdigit():
-        value = int(text)
-        if not spec.low <= value <= spec.high:
-            raise TriggerError(
-                "expression", f"{spec.name} {value} is out of range {spec.low}-{spec.high}"
-            )
-        return value
-    if text.upper() in spec.names:
-        return spec.names.index(text.upper()) + spec.low
-    if _L_OR_W.fullmatch(text):
-        raise TriggerError("expression", "L and W are not supported")
-    raise TriggerError("expression", f"{spec.name} value {text!r} is not recognised")
+def _value(field: _Field, text: str | None) -> int | None:
+    """A range end as a number, checked against the field; None for what croniter must judge."""
+    if text is None or not (text.isascii() and text.isdigit()):
+        return None if text is None else field.names.get(text.lower())
+    number = int(text)
+    if not field.low <= number <= field.high:
+        raise TriggerError(
+            "expression", f"{field.name} {number} is out of range {field.low}-{field.high}"
+        )
+    return number
+
+
+def _expand(texts: list[str]) -> list[Sequence[int]]:
+    """Each field's values, seconds first.
+
+    croniter puts seconds last, and writes `*` for every value, alone or in a list (`*,5`). Its
+    nth-weekday map stays empty: `#` and `L` are refused before.
+    """
+    try:
+        found, _ = croniter.expand(" ".join(texts), second_at_beginning=True)
+    except CroniterError as error:
+        raise TriggerError("expression", f"is not valid cron: {error}") from None
+    if len(found) == 5:
+        found.append([0])
+    ordered = [found[-1], *found[:-1]]
+    return [
+        field.every() if "*" in values else sorted(values)
+        for field, values in zip(_FIELDS, ordered, strict=True)
+    ]
 
 
 # ---------------------------------------------------------------------------------------------

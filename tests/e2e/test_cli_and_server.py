@@ -134,8 +134,7 @@ def test_serve_sweeps_deadlines_by_itself(server: str, token: str) -> None:
     status, instance = request(
         f"{server}/api/approvals",
         token,
-        {"command_id": "c", "definition_id": definition["id"], "title": "T",
-         "material_version": 1},
+        {"command_id": "c", "definition_id": definition["id"], "title": "T", "material_version": 1},
     )
     assert status == 201
     state = instance["state"]

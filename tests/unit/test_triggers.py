@@ -283,6 +283,25 @@ SYNTAX_CASES = [
     ),
     ("0 0 1 feb-MAR/1 *", "2026-01-01T00:00", "2026-02-01T00:00 2026-03-01T00:00"),
     ("5-5 * * * *", "2026-01-01T00:00", "2026-01-01T00:05 01:05"),
+    # single-value ranges are that value (croniter alone reads them as the whole field)
+    ("1-1/3 * * * *", "2026-01-01T00:00", "2026-01-01T00:01 01:01"),
+    ("0 0 1 JAN-JAN *", "2026-01-01T00:00", "2027-01-01T00:00 2028-01-01T00:00"),
+    ("0 0 * * sun-SUN", "2026-01-01T00:00", "2026-01-04T00:00 2026-01-11T00:00"),
+    ("0 0 * * 7-7/2", "2026-01-01T00:00", "2026-01-04T00:00 2026-01-11T00:00"),
+    ("0 0 09-9 * *", "2026-01-01T00:00", "2026-01-09T00:00 2026-02-09T00:00"),
+    # day-of-week runs to 7 (Sunday): `A/S` and `A-7/S` reach it when the step lands on 7
+    (
+        "0 0 * * 6/1",
+        "2026-01-01T00:00",
+        "2026-01-03T00:00 2026-01-04T00:00 2026-01-10T00:00",
+    ),
+    (
+        "0 0 * * 3-7/2",
+        "2026-01-04T00:00",
+        "2026-01-07T00:00 2026-01-09T00:00 2026-01-11T00:00",
+    ),
+    ("0 0 * * SUN-7", "2026-01-01T00:00", "2026-01-02T00:00 2026-01-03T00:00"),
+    ("0 0 *,5 * MON", "2026-01-01T00:00", "2026-01-05T00:00 2026-01-12T00:00"),
     ("59/15 * * * *", "2026-01-01T00:00", "2026-01-01T00:59 01:59"),
     (
         "10/15 * * * *",
@@ -451,6 +470,15 @@ CRON_ERRORS = [
     "-1 * * * *",
     "1.5 * * * *",
     "١ * * * *",
+    "R * * * *",
+    "R/5 * * * *",
+    "H(0-5) * * * *",
+    "0 0 W15 * *",
+    "0 0 * * L5",
+    "* * * * 7-SUN",
+    "* * * * */8",
+    "* * * * 5-5/8",
+    "5-5/x * * * *",
 ]
 
 
@@ -470,6 +498,12 @@ def test_unsupported_cron_is_rejected(expression: str) -> None:
         ("@daily", "@ macros such as @daily are not supported"),
         ("61 * * * *", "minute 61 is out of range 0-59"),
         ("0 0 0 1 1 * 2026", "a year field is not supported"),
+        ("R/5 * * * *", "H and R (hashed and random) are not supported"),
+        ("5-1 * * * *", "minute range 5-1 runs backwards"),
+        ("* * * * SAT-SUN", "day-of-week range SAT-SUN runs backwards"),
+        ("*/61 * * * *", "minute step 61 must be from 1 to 60"),
+        ("0 0 32 * * *", "hour 32 is out of range 0-23"),
+        ("* * * FOO *", "is not valid cron: "),
     ],
 )
 def test_cron_error_messages(expression: str, message: str) -> None:
