@@ -73,7 +73,7 @@ def web_options(command: Callable[..., None]) -> Callable[..., None]:
 @main.command()
 @web_options
 def serve(host: str, port: int, threads: int) -> None:
-    """Run everything in one process: web API, deadline sweeper and projections."""
+    """Run everything in one process: web API, tick, deadline sweeper and projections."""
     with opened() as services:
         _serve_web(services, host, port, threads, background_loops(services))
 
@@ -102,9 +102,17 @@ def projections(interval: float) -> None:
         _run_alone(Loop("projections", interval, services.projector.catch_up))
 
 
+@main.command()
+def tick() -> None:
+    """Run the tick alone: register every due cycle, every CRONLEDGER_TICK_SECONDS."""
+    with opened() as services:
+        _run_alone(Loop("tick", services.settings.tick_seconds, services.ticker.scan))
+
+
 def background_loops(services: Services) -> list[Loop]:
     return [
         Loop("projections", 1.0, services.projector.catch_up),
+        Loop("tick", services.settings.tick_seconds, services.ticker.scan),
         Loop("sweeper", 1.0, services.approvals.sweep),
     ]
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.domain import Aggregate, MutableOrImmutableAggregate
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.application import AggregateNotFoundError, Application, project_aggregate
+from eventsourcing.domain import Aggregate, DomainEventProtocol, MutableOrImmutableAggregate
+from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.utils import Environment, EnvType
 
 from cronledger.clock import Clock
@@ -25,6 +25,7 @@ T = TypeVar("T")
 
 ENVELOPE = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic"})
 NAMED = ("at", "actor", "command_id", "outcome", "reason")
+GET_MANY_CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,82 @@ class Ledger(Application[UUID]):
             _entry(positions.get(e.originator_version, 0), e) for e in self.events.get(aggregate_id)
         ]
 
+    def get_many(self, ids: Sequence[UUID]) -> dict[UUID, Aggregate]:
+        """What `repository.get` gives for each id that exists, in two queries per 500 ids."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[UUID, Aggregate] = {}
+        for start in range(0, len(wanted), GET_MANY_CHUNK):
+            found.update(self._get_chunk(wanted[start : start + GET_MANY_CHUNK]))
+        return found
+
+    def _get_chunk(self, ids: list[UUID]) -> dict[UUID, Aggregate]:
+        """Each id's latest snapshot, then only the events after it, folded like the repository."""
+        histories: dict[UUID, list[DomainEventProtocol[UUID]]] = {
+            s.originator_id: [s]
+            for s in self._decoded(
+                _latest_snapshots_sql(self._snapshots_table(), len(ids)),
+                [self._stored_id(i) for i in ids],
+            )
+        }
+        after = {i: h[0].originator_version for i, h in histories.items()}
+        for event in self._decoded(
+            _events_after_sql(self.store.events_table, len(ids)),
+            [v for i in ids for v in (self._stored_id(i), after.get(i, 0))],
+        ):
+            histories.setdefault(event.originator_id, []).append(event)
+        found: dict[UUID, Aggregate] = {}
+        for aggregate_id, history in histories.items():
+            aggregate: Aggregate | None = project_aggregate(None, history)
+            if aggregate is not None:
+                found[aggregate_id] = aggregate
+        return found
+
+    def _decoded(self, statement: str, params: list[Any]) -> list[DomainEventProtocol[UUID]]:
+        """Rows of (originator_id, originator_version, topic, state) as domain events."""
+        return [
+            self.mapper.to_domain_event(
+                StoredEvent(
+                    originator_id=self._loaded_id(originator_id),
+                    originator_version=version,
+                    topic=topic,
+                    state=bytes(state),
+                )
+            )
+            for originator_id, version, topic, state in self.store.query(statement, params)
+        ]
+
+    def _snapshots_table(self) -> str:
+        if self.store.kind == "sqlite":
+            return "stored_snapshots"
+        return f'"{self.store.schema}".cronledger_snapshots'
+
     def _stored_id(self, aggregate_id: UUID) -> Any:
         return aggregate_id.hex if self.store.kind == "sqlite" else aggregate_id
+
+    def _loaded_id(self, stored: Any) -> UUID:
+        return UUID(hex=stored) if self.store.kind == "sqlite" else stored
+
+
+def _latest_snapshots_sql(table: str, count: int) -> str:
+    """The newest snapshot of each of `count` ids (one `?` per id)."""
+    marks = ", ".join(["?"] * count)
+    return (
+        f"SELECT s.originator_id, s.originator_version, s.topic, s.state FROM {table} s "  # noqa: S608
+        f"JOIN (SELECT originator_id, MAX(originator_version) AS version FROM {table} "
+        f"WHERE originator_id IN ({marks}) GROUP BY originator_id) latest "
+        "ON s.originator_id = latest.originator_id AND s.originator_version = latest.version"
+    )
+
+
+def _events_after_sql(table: str, count: int) -> str:
+    """The events of `count` ids after a version each (a `?, ?` pair per id), oldest first."""
+    pairs = ", ".join(["(?, ?)"] * count)
+    return (
+        f"WITH wanted(id, after) AS (VALUES {pairs}) "  # noqa: S608
+        f"SELECT e.originator_id, e.originator_version, e.topic, e.state FROM {table} e "
+        "JOIN wanted ON e.originator_id = wanted.id AND e.originator_version > wanted.after "
+        "ORDER BY e.originator_id, e.originator_version"
+    )
 
 
 def _entry(position: int, event: Any) -> TimelineEntry:

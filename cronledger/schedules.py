@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from eventsourcing.persistence import IntegrityError
+
+from cronledger.config import Settings
 from cronledger.directory import Directory, Page, page_of
 from cronledger.ledger import Ledger, TimelineEntry
+from cronledger.runs import Runs, RunView
+from cronledger.store import as_instant
 from domain.directory import Principal, check_expected_version
-from domain.errors import NotFound, ValidationFailed
+from domain.errors import InFlight, NotFound, ValidationFailed
+from domain.runs import MISSED_GRACE, RunPolicy, manual_run_uuid
 from domain.schedules import (
     Schedule,
     ScheduleSettings,
@@ -19,6 +26,12 @@ from domain.schedules import (
     untemplated,
 )
 from domain.triggers import fire_times, load_zone, local_time, parse_trigger
+
+
+def run_policy(settings: Settings) -> RunPolicy:
+    """A cycle registered more than one tick plus 5 seconds late counts as missed."""
+    grace = timedelta(seconds=settings.tick_seconds) + MISSED_GRACE
+    return RunPolicy(grace=grace, max_attempts=settings.max_attempts)
 
 
 @dataclass(frozen=True)
@@ -43,17 +56,17 @@ class ScheduleView:
     last_run: dict[str, Any] | None
 
     @classmethod
-    def of(cls, schedule: Schedule) -> ScheduleView:
+    def of(cls, schedule: Schedule, last_run: dict[str, Any] | None = None) -> ScheduleView:
         return cls(
             id=str(schedule.id),
             **asdict(schedule.settings),
             enabled=schedule.enabled,
-            version=schedule.version,
+            version=schedule.revision,
             created_at=schedule.created_at,
             updated_at=schedule.updated_at,
             updated_by=schedule.updated_by,
             next_fire_at=schedule.next_fire_at,
-            last_run=None,
+            last_run=last_run,
         )
 
 
@@ -64,10 +77,14 @@ class Preview:
 
 
 class Schedules:
-    def __init__(self, ledger: Ledger, directory: Directory, default_timezone: str) -> None:
+    def __init__(
+        self, ledger: Ledger, directory: Directory, runs: Runs, settings: Settings
+    ) -> None:
         self.ledger = ledger
         self.directory = directory
-        self.default_timezone = default_timezone
+        self.runs = runs
+        self.default_timezone = settings.timezone
+        self.policy = run_policy(settings)
 
     def settings_from(self, fields: dict[str, Any]) -> ScheduleSettings:
         """Settings from request fields; an omitted timezone is the business timezone."""
@@ -96,7 +113,7 @@ class Schedules:
         schedule = Schedule.create(actor.tenant_id, settings, enabled, at, actor.account_id)
         tenant.add_schedule(str(schedule.id))
         self.ledger.save(schedule, tenant)
-        return ScheduleView.of(schedule)
+        return self.view_of(schedule)
 
     def create_from_preset(
         self,
@@ -131,68 +148,108 @@ class Schedules:
         enabled: bool,
         version: int,
     ) -> ScheduleView:
+        """Replace the settings; cycles due under the old plan are registered first."""
+        self.schedule(actor.tenant_id, schedule_id)
+        settings = self._checked(actor.tenant_id, settings, self.ledger.clock())
+        return self.ledger.retrying(
+            lambda: self._edit(actor, schedule_id, settings, enabled, version)
+        )
+
+    def _edit(
+        self,
+        actor: Principal,
+        schedule_id: str,
+        settings: ScheduleSettings,
+        enabled: bool,
+        version: int | None,
+    ) -> ScheduleView:
         schedule = self.schedule(actor.tenant_id, schedule_id, version)
         at = self.ledger.clock()
-        settings = self._checked(actor.tenant_id, settings, at)
-        schedule.edit(settings, enabled, at, actor.account_id)
-        self.ledger.save(schedule)
-        return ScheduleView.of(schedule)
+        runs = schedule.edit(settings, enabled, at, actor.account_id, self.policy)
+        self.ledger.save(schedule, *runs)
+        return self.view_of(schedule)
 
     def set_enabled(
         self, actor: Principal, schedule_id: str, enabled: bool, version: int | None
     ) -> ScheduleView:
         schedule = self.schedule(actor.tenant_id, schedule_id, version)
         if schedule.enabled == enabled:
-            return ScheduleView.of(schedule)
-        at = self.ledger.clock()
+            return self.view_of(schedule)
         if enabled:
-            self._checked(actor.tenant_id, schedule.settings, at)
-        schedule.edit(schedule.settings, enabled, at, actor.account_id)
-        self.ledger.save(schedule)
-        return ScheduleView.of(schedule)
+            self._checked(actor.tenant_id, schedule.settings, self.ledger.clock())
+        return self.ledger.retrying(
+            lambda: self._edit(actor, schedule_id, schedule.settings, enabled, version)
+        )
 
     def delete(self, actor: Principal, schedule_id: str, version: int) -> None:
         self.ledger.retrying(lambda: self._delete(actor, schedule_id, version))
 
     def _delete(self, actor: Principal, schedule_id: str, version: int) -> None:
         schedule = self.schedule(actor.tenant_id, schedule_id, version)
+        unfinished = self.runs.unfinished(schedule.id)
+        if unfinished:
+            raise InFlight(
+                f"{unfinished} cycle(s) of this schedule are pending, running or waiting to "
+                "retry: cancel them or let them finish first"
+            )
         tenant = self.directory.tenant(actor.tenant_id)
         schedule.delete(self.ledger.clock(), actor.account_id)
         tenant.remove_schedule(schedule_id)
         self.ledger.save(schedule, tenant)
 
+    def run_now(self, actor: Principal, schedule_id: str, request_id: str) -> RunView:
+        """A manual cycle at the accepted time; the same request id answers the same run."""
+        schedule = self.schedule(actor.tenant_id, schedule_id)
+        existing = manual_run_uuid(schedule.id, request_id)
+        if self.ledger.exists(existing):
+            return self.runs.view(actor.tenant_id, schedule.id, str(existing))
+        at = self.ledger.clock()
+        self._checked(actor.tenant_id, schedule.settings, at)
+        run = schedule.manual_run(request_id, at, actor.account_id, self.policy)
+        with suppress(IntegrityError):  # the same request, accepted a moment ago elsewhere
+            self.ledger.save(run)
+        return self.runs.view(actor.tenant_id, schedule.id, str(existing))
+
+    def view_of(self, schedule: Schedule) -> ScheduleView:
+        return ScheduleView.of(schedule, self.runs.last_run(schedule.id))
+
     def view(self, tenant_id: UUID, schedule_id: str) -> ScheduleView:
-        return ScheduleView.of(self.schedule(tenant_id, schedule_id))
+        return self.view_of(self.schedule(tenant_id, schedule_id))
 
     def list_page(self, tenant_id: UUID, page: int, page_size: int) -> Page[ScheduleView]:
         keys, total = page_of(self.directory.tenant(tenant_id).schedule_ids, page, page_size)
-        return Page([self.view(tenant_id, key) for key in keys], page, page_size, total)
+        found = self.ledger.get_many([UUID(key) for key in keys])
+        views = [self.view_of(s) for s in found.values() if isinstance(s, Schedule)]
+        order = {key: n for n, key in enumerate(keys)}
+        views.sort(key=lambda view: order[view.id])
+        return Page(views, page, page_size, total)
 
     def due_backlog(self, tenant_id: UUID) -> tuple[int, float]:
         """Enabled schedules whose next fire has come, and the oldest one's lag in seconds."""
         now = self.ledger.clock()
-        due = [
-            s.next_fire_at
-            for s in (
-                self.schedule(tenant_id, k) for k in self.directory.tenant(tenant_id).schedule_ids
-            )
-            if s.next_fire_at is not None and s.next_fire_at <= now
-        ]
-        return len(due), (now - min(due)).total_seconds() if due else 0.0
+        rows = self.ledger.store.query(
+            "SELECT COUNT(*), MIN(next_fire_at) FROM schedule_plans "
+            "WHERE tenant_id = ? AND next_fire_at <= ?",
+            (str(tenant_id), now),
+        )
+        count, oldest = rows[0]
+        oldest_at = as_instant(oldest)
+        return int(count), (now - oldest_at).total_seconds() if oldest_at else 0.0
 
     def timeline(self, tenant_id: UUID, schedule_id: str) -> list[TimelineEntry]:
         """Every event of the schedule, deleted ones included."""
-        return self.ledger.timeline(self._find(tenant_id, schedule_id).id)
+        return self.ledger.timeline(self.find(tenant_id, schedule_id).id)
 
     def schedule(self, tenant_id: UUID, schedule_id: str, version: int | None = None) -> Schedule:
         """A live schedule of this tenant, at the expected version if one is named."""
-        schedule = self._find(tenant_id, schedule_id)
+        schedule = self.find(tenant_id, schedule_id)
         if schedule.deleted:
             raise NotFound("schedule", schedule_id)
-        check_expected_version("schedule", schedule.version, version)
+        check_expected_version("schedule", schedule.revision, version)
         return schedule
 
-    def _find(self, tenant_id: UUID, schedule_id: str) -> Schedule:
+    def find(self, tenant_id: UUID, schedule_id: str) -> Schedule:
+        """A schedule of this tenant, deleted ones included."""
         try:
             aggregate_id = UUID(schedule_id)
         except ValueError:

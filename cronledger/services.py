@@ -12,10 +12,13 @@ from cronledger.clock import Clock, system_clock
 from cronledger.config import Settings
 from cronledger.directory import Directory
 from cronledger.ledger import Ledger
+from cronledger.runs import Runs
 from cronledger.schedules import Schedules
 from cronledger.store import Store
+from cronledger.ticker import Ticker
 from projections.approvals import ApprovalsProjection
 from projections.engine import Projector
+from projections.schedules import RunsProjection, SchedulePlansProjection
 
 
 @dataclass
@@ -26,6 +29,8 @@ class Services:
     directory: Directory
     audit: Audit
     schedules: Schedules
+    runs: Runs
+    ticker: Ticker
     approvals: Approvals
 
     @property
@@ -33,20 +38,19 @@ class Services:
         return self.ledger.store
 
     def backlog(self, tenant_id: UUID) -> dict[str, Any]:
-        """What operations watch (CONTRACT §6); run figures stay 0 until runs exist."""
+        """What operations watch (CONTRACT §6), for one tenant."""
         due, oldest_lag = self.schedules.due_backlog(tenant_id)
         return {
             "due_schedules": due,
             "oldest_due_lag_seconds": oldest_lag,
-            "pending_runs": 0,
-            "retry_wait_runs": 0,
-            "dead_letter_runs": 0,
+            **self.runs.backlog(tenant_id),
             **self.approvals.backlog(tenant_id),
             "projection_lag_events": self.projector.lag(),
         }
 
     def close(self) -> None:
         self.ledger.close()
+        self.store.close()
 
 
 def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
@@ -54,15 +58,20 @@ def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
     store = Store.from_url(settings.database_url)
     with store.migration_lock():
         ledger = Ledger(store, clock)
-        projector = Projector(ledger, [ApprovalsProjection()])
+        projector = Projector(
+            ledger, [ApprovalsProjection(), SchedulePlansProjection(), RunsProjection()]
+        )
         projector.create_tables()
     directory = Directory(ledger, settings.timezone)
+    runs = Runs(ledger)
     return Services(
         settings=settings,
         ledger=ledger,
         projector=projector,
         directory=directory,
         audit=Audit(ledger, directory),
-        schedules=Schedules(ledger, directory, settings.timezone),
+        schedules=Schedules(ledger, directory, runs, settings),
+        runs=runs,
+        ticker=Ticker(ledger, projector, settings),
         approvals=Approvals(ledger, directory, projector),
     )

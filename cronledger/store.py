@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from psycopg_pool import ConnectionPool
 
 from cronledger.config import ConfigError
 
@@ -37,7 +38,7 @@ def as_instant(value: Any) -> datetime | None:
     return datetime.fromisoformat(str(value))
 
 
-@dataclass(frozen=True)
+@dataclass
 class Store:
     """A parsed database URL: which recorder, and how to reach it."""
 
@@ -45,6 +46,7 @@ class Store:
     sqlite_path: str = ""
     postgres: dict[str, str] = field(default_factory=dict)
     schema: str = "public"
+    _pool: ConnectionPool[Any] | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def from_url(cls, url: str) -> Store:
@@ -105,12 +107,24 @@ class Store:
             finally:
                 conn.close()
         else:
-            with psycopg.connect(
-                make_conninfo("", **self.postgres, options=f"-c search_path={self.schema}"),
-                connect_timeout=5,
-                autocommit=True,
-            ) as pg_conn:
+            with self._postgres_pool().connection() as pg_conn:
                 yield pg_conn
+
+    def _postgres_pool(self) -> ConnectionPool[Any]:
+        """Read-model connections, reused: opening one costs milliseconds."""
+        if self._pool is None:
+            self._pool = ConnectionPool(
+                make_conninfo("", **self.postgres, options=f"-c search_path={self.schema}"),
+                kwargs={"autocommit": True, "connect_timeout": 5},
+                min_size=1,
+                max_size=10,
+                open=True,
+            )
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
 
     def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one read; `?` placeholders and instants work on both stores."""
@@ -127,7 +141,9 @@ class Store:
             Path(self.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
             yield
             return
-        with self.connect() as conn:
+        with psycopg.connect(
+            make_conninfo("", **self.postgres), connect_timeout=5, autocommit=True
+        ) as conn:
             conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
             try:
                 conn.execute(

@@ -37,6 +37,10 @@ class InvalidState(DomainError):
     code = "INVALID_STATE"
 
 
+class InFlight(DomainError):
+    code = "IN_FLIGHT"
+
+
 class ValidationFailed(DomainError):
     """Input broke a rule; `errors` maps each field to its messages."""
 

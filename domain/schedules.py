@@ -12,6 +12,7 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate, event
 
 from domain.errors import InvalidState, ValidationFailed
+from domain.runs import Cycle, Run, RunPolicy, plan_due_cycles
 from domain.triggers import (
     TriggerError,
     check_fires_within,
@@ -26,6 +27,8 @@ OVERLAP_POLICIES = ("allow", "skip")
 PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
 PLACEHOLDERS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M"}
 MAX_FORM_DATA_BYTES = 64 * 1024
+MAX_CYCLES_BEFORE_EDIT = 1_000_000
+TICK_ACTOR = "system:tick"
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,7 @@ class Schedule(Aggregate):
         self.settings = ScheduleSettings(**settings)
         self.enabled = enabled
         self.next_fire_at = next_fire_at
+        self.revision = 1
         self.created_at = at
         self.updated_at = at
         self.updated_by = actor
@@ -175,13 +179,94 @@ class Schedule(Aggregate):
             actor=actor,
         )
 
-    def edit(self, settings: ScheduleSettings, enabled: bool, at: datetime, actor: str) -> None:
-        """Replace the settings; the plan moves only if the timing or the enabled state did."""
+    def edit(
+        self,
+        settings: ScheduleSettings,
+        enabled: bool,
+        at: datetime,
+        actor: str,
+        policy: RunPolicy,
+    ) -> list[Run]:
+        """Replace the settings; the plan moves only if the timing or the enabled state did.
+
+        Cycles already due under the old plan are registered first (all of them), so an edit
+        never drops or delays a cycle that came due before it.
+        """
         self.check_not_deleted()
+        runs: list[Run] = []
+        if self._plan_after_edit(settings, enabled, at) != self.next_fire_at:
+            runs = self.register_due(at, MAX_CYCLES_BEFORE_EDIT, policy)
         self._updated(
             settings=asdict(settings),
             enabled=enabled,
             next_fire_at=self._plan_after_edit(settings, enabled, at),
+            at=at,
+            actor=actor,
+        )
+        return runs
+
+    def register_due(
+        self, now: datetime, limit: int, policy: RunPolicy, actor: str = TICK_ACTOR
+    ) -> list[Run]:
+        """Register the cycles due at `now` (per the misfire policy) and advance the plan."""
+        if self.next_fire_at is None or self.next_fire_at > now:
+            return []
+        settings = self.settings
+        plan = plan_due_cycles(
+            settings.trigger,
+            settings.timezone,
+            settings.misfire_policy,
+            self.next_fire_at,
+            now,
+            limit,
+            policy.grace,
+        )
+        runs = [
+            self._run(c.planned_at, c, None, "schedule", policy, now, actor) for c in plan.cycles
+        ]
+        self._plan_advanced(next_fire_at=plan.next_fire_at, cycles=len(runs), at=now, actor=actor)
+        return runs
+
+    def manual_run(self, request_id: str, at: datetime, actor: str, policy: RunPolicy) -> Run:
+        """A cycle planned at the time the request was accepted; the plan stays as it is."""
+        self.check_not_deleted()
+        return self._run(at, Cycle(at), request_id, "manual", policy, at, actor)
+
+    def _run(
+        self,
+        planned_at: datetime,
+        cycle: Cycle,
+        request_id: str | None,
+        trigger: str,
+        policy: RunPolicy,
+        at: datetime,
+        actor: str,
+    ) -> Run:
+        settings = self.settings
+        frozen = {
+            "title": render_title(
+                settings.title_template, settings.name, planned_at, settings.timezone
+            ),
+            "form_data": settings.form_data,
+            "initiator_id": settings.initiator_id,
+            "definition_id": settings.definition_id,
+            "schedule_name": settings.name,
+            "schedule_revision": self.revision,
+            "schedule_trigger": settings.trigger,
+            "timezone": settings.timezone,
+            "saved_by": self.updated_by,
+        }
+        return Run(
+            tenant_id=self.tenant_id,
+            schedule_id=self.id,
+            planned_at=planned_at,
+            request_id=request_id,
+            trigger=trigger,
+            status=cycle.status,
+            skipped_count=cycle.skipped_count,
+            missed_until=cycle.missed_until,
+            frozen=frozen,
+            max_attempts=policy.max_attempts,
             at=at,
             actor=actor,
         )
@@ -215,11 +300,19 @@ class Schedule(Aggregate):
         self.settings = ScheduleSettings(**settings)
         self.enabled = enabled
         self.next_fire_at = next_fire_at
+        self.revision += 1
         self.updated_at = at
         self.updated_by = actor
 
+    @event("PlanAdvanced")
+    def _plan_advanced(
+        self, next_fire_at: datetime | None, cycles: int, at: datetime, actor: str
+    ) -> None:
+        self.next_fire_at = next_fire_at
+
     @event("Deleted")
     def _deleted(self, at: datetime, actor: str) -> None:
+        self.revision += 1
         self.deleted = True
         self.enabled = False
         self.next_fire_at = None

@@ -8,6 +8,7 @@ from flask import Blueprint
 
 from cronledger.directory import Page
 from cronledger.ledger import TimelineEntry
+from cronledger.runs import RunView
 from cronledger.schedules import Preview, ScheduleView
 from domain.directory import Principal
 from domain.permissions import (
@@ -22,6 +23,10 @@ from web.schemas import (
     PageQuery,
     PreviewIn,
     PreviewOut,
+    RunDetailOut,
+    RunListQuery,
+    RunNowIn,
+    RunOut,
     ScheduleFieldsIn,
     ScheduleFromPresetIn,
     ScheduleOut,
@@ -141,3 +146,38 @@ def delete_schedule(principal: Principal, schedule_id: str, query: dict[str, Any
 @endpoint("Every event of the schedule", tag=TAG, permission=AUDIT_READ, response=TimelineOut)
 def schedule_timeline(principal: Principal, schedule_id: str) -> dict[str, list[TimelineEntry]]:
     return {"items": services().schedules.timeline(principal.tenant_id, schedule_id)}
+
+
+@bp.post("/<schedule_id>/run")
+@endpoint(
+    "Run now: a manual cycle at the accepted time (the plan does not move)",
+    tag=TAG,
+    permission=SCHEDULE_EDIT,
+    body=RunNowIn,
+    response=RunDetailOut,
+    status=202,
+)
+def run_now(principal: Principal, schedule_id: str, body: dict[str, Any]) -> RunView:
+    return services().schedules.run_now(principal, schedule_id, body["request_id"])
+
+
+@bp.get("/<schedule_id>/runs")
+@endpoint(
+    "The schedule's runs, newest planned first",
+    tag=TAG,
+    permission=SCHEDULE_LIST,
+    query=RunListQuery,
+    response=page_of(RunOut),
+)
+def list_runs(principal: Principal, schedule_id: str, query: dict[str, Any]) -> Page[RunView]:
+    schedule = services().schedules.schedule(principal.tenant_id, schedule_id)
+    return services().runs.list_page(
+        schedule.id, query["status"], query["page"], query["page_size"]
+    )
+
+
+@bp.get("/<schedule_id>/runs/<run_id>")
+@endpoint("A run with its attempts", tag=TAG, permission=SCHEDULE_LIST, response=RunDetailOut)
+def get_run(principal: Principal, schedule_id: str, run_id: str) -> RunView:
+    schedule = services().schedules.find(principal.tenant_id, schedule_id)
+    return services().runs.view(principal.tenant_id, schedule.id, run_id)

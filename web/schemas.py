@@ -343,3 +343,63 @@ class BacklogOut(Schema):
     expired_unswept_approvals = fields.Integer()
     oldest_expired_unswept_lag_seconds = fields.Float()
     projection_lag_events = fields.Integer()
+
+
+RUN_STATUSES = [
+    "PENDING",
+    "RUNNING",
+    "RETRY_WAIT",
+    "SUCCEEDED",
+    "FAILED",
+    "DEAD_LETTER",
+    "CANCELLED",
+    "SKIPPED_OVERLAP",
+    "SKIPPED_MISSED",
+]
+
+
+class RunNowIn(StrictSchema):
+    request_id = fields.String(required=True, validate=validate.Length(1, 128))
+
+
+class RunListQuery(PageQuery):
+    status = fields.String(validate=validate.OneOf(RUN_STATUSES), load_default=None)
+
+
+class ErrorOut(Schema):
+    code = fields.String()
+    message = fields.String()
+
+
+class AttemptOut(Schema):
+    number = fields.Integer()
+    started_at = fields.String()
+    finished_at = fields.String(allow_none=True)
+    outcome = fields.String(allow_none=True)
+    error = fields.Nested(ErrorOut, allow_none=True)
+    instance_id = fields.String(allow_none=True)
+    worker = fields.String()
+
+
+class RunOut(Schema):
+    id = fields.String()
+    schedule_id = fields.String()
+    planned_at = UtcDateTime()
+    trigger = fields.String(metadata={"enum": ["schedule", "manual"]})
+    status = fields.String(metadata={"enum": RUN_STATUSES})
+    title = fields.String()
+    form_data = fields.Dict()
+    initiator_id = fields.String()
+    attempt_count = fields.Integer()
+    max_attempts = fields.Integer()
+    next_attempt_at = UtcDateTime(allow_none=True)
+    last_error = fields.Nested(ErrorOut, allow_none=True)
+    instance_id = fields.String(allow_none=True)
+    registered_at = UtcDateTime()
+    finished_at = UtcDateTime(allow_none=True)
+    skipped_count = fields.Integer()
+    missed_until = UtcDateTime(allow_none=True)
+
+
+class RunDetailOut(RunOut):
+    attempts = fields.List(fields.Nested(AttemptOut))

@@ -10,6 +10,7 @@ from uuid import uuid4
 import pytest
 
 from domain.errors import ValidationFailed
+from domain.runs import RunPolicy
 from domain.schedules import (
     Schedule,
     ScheduleSettings,
@@ -19,6 +20,7 @@ from domain.schedules import (
 )
 
 NOW = datetime(2026, 10, 1, 9, 0, 30, tzinfo=UTC)
+POLICY = RunPolicy(grace=timedelta(seconds=6), max_attempts=5)
 SETTINGS = ScheduleSettings(
     name="Daily check",
     definition_id="d1",
@@ -58,7 +60,7 @@ def test_enabled_schedule_plans_its_first_fire_after_creation() -> None:
 def test_edits_that_do_not_touch_timing_keep_the_plan(change: dict[str, Any]) -> None:
     planned = schedule()
     before = planned.next_fire_at
-    planned.edit(replace(SETTINGS, **change), True, NOW + timedelta(days=3), "ops")
+    planned.edit(replace(SETTINGS, **change), True, NOW + timedelta(days=3), "ops", POLICY)
     assert planned.next_fire_at == before
 
 
@@ -70,6 +72,7 @@ def test_changing_the_trigger_or_timezone_replans_from_the_edit() -> None:
         True,
         edit_at,
         "ops",
+        POLICY,
     )
     assert planned.next_fire_at == datetime(2026, 10, 2, 4, 0, tzinfo=UTC)
     planned.edit(
@@ -77,6 +80,7 @@ def test_changing_the_trigger_or_timezone_replans_from_the_edit() -> None:
         True,
         edit_at,
         "ops",
+        POLICY,
     )
     assert planned.next_fire_at == datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
 
@@ -84,9 +88,9 @@ def test_changing_the_trigger_or_timezone_replans_from_the_edit() -> None:
 def test_enabling_plans_strictly_after_the_enable_time_and_disabling_clears() -> None:
     planned = schedule(enabled=False)
     enable_at = datetime(2026, 10, 9, 1, 0, tzinfo=UTC)  # exactly 09:00 in Shanghai
-    planned.edit(SETTINGS, True, enable_at, "ops")
+    planned.edit(SETTINGS, True, enable_at, "ops", POLICY)
     assert planned.next_fire_at == datetime(2026, 10, 10, 1, 0, tzinfo=UTC)
-    planned.edit(SETTINGS, False, enable_at, "ops")
+    planned.edit(SETTINGS, False, enable_at, "ops", POLICY)
     assert planned.next_fire_at is None
 
 

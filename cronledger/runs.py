@@ -1,0 +1,131 @@
+"""Run queries: the cycles of a schedule, newest planned first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from cronledger.directory import Page
+from cronledger.ledger import Ledger, jsonable
+from cronledger.store import as_instant
+from domain.errors import NotFound
+from domain.runs import DEAD_LETTER, PENDING, RETRY_WAIT, RUNNING, Run
+
+UNFINISHED = (PENDING, RUNNING, RETRY_WAIT)
+
+
+@dataclass(frozen=True)
+class RunView:
+    id: str
+    schedule_id: str
+    planned_at: datetime
+    trigger: str
+    status: str
+    title: str
+    form_data: dict[str, Any]
+    initiator_id: str
+    attempt_count: int
+    max_attempts: int
+    next_attempt_at: datetime | None
+    last_error: dict[str, str] | None
+    instance_id: str | None
+    registered_at: datetime
+    finished_at: datetime | None
+    skipped_count: int
+    missed_until: datetime | None
+    attempts: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, run: Run) -> RunView:
+        return cls(
+            id=str(run.id),
+            schedule_id=str(run.schedule_id),
+            planned_at=run.planned_at,
+            trigger=run.trigger,
+            status=run.status,
+            title=run.frozen["title"],
+            form_data=run.frozen["form_data"],
+            initiator_id=run.frozen["initiator_id"],
+            attempt_count=len(run.attempts),
+            max_attempts=run.max_attempts,
+            next_attempt_at=run.next_attempt_at,
+            last_error=run.last_error,
+            instance_id=run.instance_id,
+            registered_at=run.registered_at,
+            finished_at=run.finished_at,
+            skipped_count=run.skipped_count,
+            missed_until=run.missed_until,
+            attempts=jsonable(run.attempts),
+        )
+
+
+class Runs:
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def run(self, tenant_id: UUID, schedule_id: UUID, run_id: str) -> Run:
+        """A run of this schedule in this tenant; anything else is not found."""
+        try:
+            aggregate_id = UUID(run_id)
+        except ValueError:
+            raise NotFound("run", run_id) from None
+        run = self.ledger.find(Run, aggregate_id, "run", run_id)
+        if (run.tenant_id, run.schedule_id) != (tenant_id, schedule_id):
+            raise NotFound("run", run_id)
+        return run
+
+    def view(self, tenant_id: UUID, schedule_id: UUID, run_id: str) -> RunView:
+        return RunView.of(self.run(tenant_id, schedule_id, run_id))
+
+    def list_page(
+        self, schedule_id: UUID, status: str | None, page: int, page_size: int
+    ) -> Page[RunView]:
+        where, params = "schedule_id = ?", [str(schedule_id)]
+        if status:
+            where, params = where + " AND status = ?", [*params, status]
+        store = self.ledger.store
+        total = store.query(f"SELECT COUNT(*) FROM runs WHERE {where}", params)  # noqa: S608
+        rows = store.query(
+            f"SELECT id FROM runs WHERE {where} "  # noqa: S608 (fixed clauses)
+            "ORDER BY planned_at DESC, id LIMIT ? OFFSET ?",
+            (*params, page_size, (page - 1) * page_size),
+        )
+        found = self.ledger.get_many([UUID(row[0]) for row in rows])
+        items = [RunView.of(run) for run in found.values() if isinstance(run, Run)]
+        items.sort(key=lambda v: (v.planned_at, v.id), reverse=True)
+        return Page(items, page, page_size, int(total[0][0]))
+
+    def last_run(self, schedule_id: UUID) -> dict[str, Any] | None:
+        rows = self.ledger.store.query(
+            "SELECT id, planned_at, status FROM runs WHERE schedule_id = ? "
+            "ORDER BY planned_at DESC, id DESC LIMIT 1",
+            (str(schedule_id),),
+        )
+        if not rows:
+            return None
+        run_id, planned_at, status = rows[0]
+        return {"run_id": run_id, "planned_at": jsonable(as_instant(planned_at)), "status": status}
+
+    def backlog(self, tenant_id: UUID) -> dict[str, int]:
+        """How many runs wait to launch, wait to retry, or lie in the dead letter."""
+        rows = self.ledger.store.query(
+            "SELECT status, COUNT(*) FROM runs WHERE tenant_id = ? AND status IN (?, ?, ?) "
+            "GROUP BY status",
+            (str(tenant_id), PENDING, RETRY_WAIT, DEAD_LETTER),
+        )
+        counts = {status: int(count) for status, count in rows}
+        return {
+            "pending_runs": counts.get(PENDING, 0),
+            "retry_wait_runs": counts.get(RETRY_WAIT, 0),
+            "dead_letter_runs": counts.get(DEAD_LETTER, 0),
+        }
+
+    def unfinished(self, schedule_id: UUID) -> int:
+        marks = ", ".join("?" for _ in UNFINISHED)
+        rows = self.ledger.store.query(
+            f"SELECT COUNT(*) FROM runs WHERE schedule_id = ? AND status IN ({marks})",  # noqa: S608
+            (str(schedule_id), *UNFINISHED),
+        )
+        return int(rows[0][0])

@@ -1,0 +1,185 @@
+"""Runs (周期): one per schedule and planned instant, frozen when registered."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.directory import NAMESPACE
+from domain.triggers import fire_times, load_zone, next_fire, parse_trigger
+
+PENDING = "PENDING"
+RUNNING = "RUNNING"
+RETRY_WAIT = "RETRY_WAIT"
+SUCCEEDED = "SUCCEEDED"
+FAILED = "FAILED"
+DEAD_LETTER = "DEAD_LETTER"
+CANCELLED = "CANCELLED"
+SKIPPED_OVERLAP = "SKIPPED_OVERLAP"
+SKIPPED_MISSED = "SKIPPED_MISSED"
+RUN_STATUSES = (
+    PENDING,
+    RUNNING,
+    RETRY_WAIT,
+    SUCCEEDED,
+    FAILED,
+    DEAD_LETTER,
+    CANCELLED,
+    SKIPPED_OVERLAP,
+    SKIPPED_MISSED,
+)
+MISSED_GRACE = timedelta(seconds=5)
+MAX_MISSED_COUNTED = 1_000_000
+
+
+def run_uuid(schedule_id: UUID, planned_at: datetime) -> UUID:
+    """The one run of a schedule at a planned instant, whoever registers it."""
+    instant = planned_at.astimezone(UTC).isoformat()
+    return uuid5(NAMESPACE, f"schedule/{schedule_id}/run/{instant}")
+
+
+def manual_run_uuid(schedule_id: UUID, request_id: str) -> UUID:
+    return uuid5(NAMESPACE, f"schedule/{schedule_id}/manual/{request_id}")
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    """How late a cycle may be registered before it counts as missed, and how often it runs."""
+
+    grace: timedelta
+    max_attempts: int
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """A planned instant to register, or a summary of missed ones."""
+
+    planned_at: datetime
+    status: str = PENDING
+    skipped_count: int = 0
+    missed_until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class CyclePlan:
+    cycles: list[Cycle]
+    next_fire_at: datetime | None
+
+
+def plan_due_cycles(
+    trigger: dict[str, Any],
+    timezone: str,
+    misfire_policy: str,
+    next_fire_at: datetime,
+    now: datetime,
+    limit: int,
+    grace: timedelta,
+) -> CyclePlan:
+    """The cycles due at `now`, from the plan's next fire on, and the plan's next fire after.
+
+    A cycle is missed when `now` is more than `grace` past it. `catch_up` registers every due
+    cycle, at most `limit` at a time (the rest stay due); `skip` summarises the missed ones in one
+    SKIPPED_MISSED run and registers those still on time; `once` also registers the newest
+    missed cycle.
+    """
+    parsed, zone = parse_trigger(trigger), load_zone(timezone)
+    times = fire_times(parsed, zone, next_fire_at - _JUST_BEFORE)
+    if misfire_policy == "catch_up":
+        return _catch_up(times, now, limit)
+    plan = _skipping(times, now, grace, keep_newest=misfire_policy == "once")
+    if plan.next_fire_at is None and plan.cycles:
+        return CyclePlan(plan.cycles, next_fire(parsed, zone, now))
+    return plan
+
+
+_JUST_BEFORE = timedelta(microseconds=1)
+
+
+def _catch_up(times: Iterator[datetime], now: datetime, limit: int) -> CyclePlan:
+    cycles: list[Cycle] = []
+    for instant in times:
+        if instant > now or len(cycles) == limit:
+            return CyclePlan(cycles, instant)
+        cycles.append(Cycle(instant))
+    return CyclePlan(cycles, None)
+
+
+def _skipping(
+    times: Iterator[datetime], now: datetime, grace: timedelta, keep_newest: bool
+) -> CyclePlan:
+    missed: list[datetime] = []  # the first and the last two missed instants
+    count = 0
+    on_time: list[Cycle] = []
+    upcoming = None
+    for instant in times:
+        if instant > now:
+            upcoming = instant
+            break
+        if now - instant <= grace:
+            on_time.append(Cycle(instant))
+            continue
+        count += 1
+        missed = [missed[0], *missed[1:][-1:], instant] if missed else [instant]
+        if count == MAX_MISSED_COUNTED:
+            break  # counted enough; planning resumes after now
+    return CyclePlan(_missed_cycles(missed, count, keep_newest) + on_time, upcoming)
+
+
+def _missed_cycles(missed: list[datetime], count: int, keep_newest: bool) -> list[Cycle]:
+    """One summary of the missed cycles; with `once`, the newest is registered instead."""
+    if count == 0:
+        return []
+    if not keep_newest:
+        return [Cycle(missed[0], SKIPPED_MISSED, count, missed[-1])]
+    newest = Cycle(missed[-1])
+    if count == 1:
+        return [newest]
+    return [Cycle(missed[0], SKIPPED_MISSED, count - 1, missed[-2]), newest]
+
+
+class Run(Aggregate):
+    """One cycle of a schedule, with what it was frozen with when registered."""
+
+    @staticmethod
+    def create_id(schedule_id: UUID, planned_at: datetime, request_id: str | None) -> UUID:
+        if request_id is not None:
+            return manual_run_uuid(schedule_id, request_id)
+        return run_uuid(schedule_id, planned_at)
+
+    @event("Registered")
+    def __init__(
+        self,
+        tenant_id: UUID,
+        schedule_id: UUID,
+        planned_at: datetime,
+        request_id: str | None,
+        trigger: str,
+        status: str,
+        skipped_count: int,
+        missed_until: datetime | None,
+        frozen: dict[str, Any],
+        max_attempts: int,
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.tenant_id = tenant_id
+        self.schedule_id = schedule_id
+        self.planned_at = planned_at
+        self.request_id = request_id
+        self.trigger = trigger
+        self.status = status
+        self.skipped_count = skipped_count
+        self.missed_until = missed_until
+        self.frozen = frozen
+        self.max_attempts = max_attempts
+        self.registered_at = at
+        self.finished_at = at if status == SKIPPED_MISSED else None
+        self.attempts: list[dict[str, Any]] = []
+        self.next_attempt_at = at if status == PENDING else None
+        self.instance_id: str | None = None
+        self.last_error: dict[str, str] | None = None
