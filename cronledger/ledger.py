@@ -10,14 +10,17 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application, project_aggregate
+from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate, DomainEventProtocol, MutableOrImmutableAggregate
 from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.utils import Environment, EnvType
 
 from cronledger.clock import Clock
 from cronledger.store import Store
+from domain.approvals import ApprovalInstance
 from domain.directory import Account, Definition, Tenant
+from domain.runs import Run
+from domain.schedules import Schedule
 from domain.errors import NotFound
 
 A = TypeVar("A", bound=Aggregate)
@@ -47,6 +50,9 @@ class Ledger(Application[UUID]):
         Tenant: 100,
         Account: 50,
         Definition: 50,
+        Schedule: 50,
+        Run: 50,
+        ApprovalInstance: 50,
     }
 
     def __init__(self, store: Store, clock: Clock) -> None:
@@ -122,7 +128,7 @@ class Ledger(Application[UUID]):
             histories.setdefault(event.originator_id, []).append(event)
         found: dict[UUID, Aggregate] = {}
         for aggregate_id, history in histories.items():
-            aggregate: Aggregate | None = project_aggregate(None, history)
+            aggregate = _fold(history)
             if aggregate is not None:
                 found[aggregate_id] = aggregate
         return found
@@ -189,6 +195,14 @@ def _entry(position: int, event: Any) -> TimelineEntry:
         reason=named["reason"],
         data=jsonable(state),
     )
+
+
+def _fold(history: list[Any]) -> Aggregate | None:
+    """What eventsourcing's `project_aggregate` does, without its costly protocol checks."""
+    aggregate = None
+    for event in history:
+        aggregate = event.mutate(aggregate)
+    return aggregate
 
 
 def jsonable(value: Any) -> Any:

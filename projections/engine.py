@@ -49,6 +49,15 @@ class Sql:
         return statement.replace("?", "%s") if self.kind == "postgresql" else statement
 
     @contextmanager
+    def pipeline(self) -> Iterator[None]:
+        """On PostgreSQL, send statements without waiting for each answer."""
+        if self.kind != "postgresql":
+            yield
+            return
+        with self.connection.pipeline():
+            yield
+
+    @contextmanager
     def transaction(self) -> Iterator[None]:
         if self.kind == "postgresql":
             with self.connection.transaction():
@@ -97,61 +106,70 @@ class Projector:
                 )
 
     def catch_up(self, until: int | None = None) -> int:
-        """Project until the log's end (or `until`); the number of events projected."""
+        """Project until the log's end (or `until`); the number of events projected.
+
+        The projections furthest behind go first, together: each batch is read and decoded
+        once for all of them.
+        """
         done = 0
         with self._lock, self._sql() as sql:
-            for projection in self.projections:
-                while True:
-                    count, position = self._run_batch(sql, projection)
-                    done += count
-                    if until is not None and position >= until:
-                        break
-                    if count == 0 and position >= self._end():
-                        break
+            while True:
+                count, lowest = self._run_batch(sql)
+                done += count
+                if until is not None and lowest >= until:
+                    break
+                if count == 0 and lowest >= self._end():
+                    break
         return done
 
     def lag(self) -> int:
         """How many positions the slowest projection is behind the log."""
         with self._sql() as sql:
-            rows = sql.execute("SELECT MIN(position) FROM projection_positions").fetchall()
-        return self._end() - int(rows[0][0] or 0)
+            return self._end() - min(self._positions(sql).values())
 
     def _end(self) -> int:
         return self.ledger.recorder.max_notification_id() or 0
 
-    def _run_batch(self, sql: Sql, projection: Projection) -> tuple[int, int]:
+    def _run_batch(self, sql: Sql) -> tuple[int, int]:
         """Read a batch first, then apply it under the lock if nobody applied it meanwhile.
 
         Reading outside the lock matters on SQLite: a write lock held while waiting for the
         recorder's reader would deadlock with a writer waiting for that lock.
         """
-        handlers = projection.handlers()
-        start = self._position(sql, projection.name)
+        positions = self._positions(sql)
+        start = min(positions.values())
+        group = [p for p in self.projections if positions[p.name] == start]
         notifications = self.ledger.recorder.select_notifications(start=start + 1, limit=self.batch)
         if not notifications:
             return 0, start
         with sql.transaction():
-            if self._position(sql, projection.name, lock=True) != start:
+            if any(self._positions(sql, lock=True)[p.name] != start for p in group):
                 return 0, start  # another projector applied it; read again
-            for notification in notifications:
-                event = self.ledger.mapper.to_domain_event(notification)
-                handler = handlers.get(type(event).__qualname__)
-                if handler is not None:
-                    handler(sql, event, notification.id)
-            sql.execute(
+            self._apply(sql, group, notifications)
+            sql.executemany(
                 "UPDATE projection_positions SET position = ? WHERE name = ?",
-                (notifications[-1].id, projection.name),
+                [(notifications[-1].id, p.name) for p in group],
             )
         return len(notifications), notifications[-1].id
 
-    @staticmethod
-    def _position(sql: Sql, name: str, lock: bool = False) -> int:
+    def _apply(self, sql: Sql, group: list[Projection], notifications: Sequence[Any]) -> None:
+        handlers = [p.handlers() for p in group]
+        with sql.pipeline():
+            for notification in notifications:
+                event = self.ledger.mapper.to_domain_event(notification)
+                name = type(event).__qualname__
+                for handler in (h[name] for h in handlers if name in h):
+                    handler(sql, event, notification.id)
+
+    def _positions(self, sql: Sql, lock: bool = False) -> dict[str, int]:
         suffix = " FOR UPDATE" if lock and sql.kind == "postgresql" else ""
+        names = [p.name for p in self.projections]
+        marks = ", ".join("?" for _ in names)
         rows = sql.execute(
-            f"SELECT position FROM projection_positions WHERE name = ?{suffix}",  # noqa: S608
-            (name,),
+            f"SELECT name, position FROM projection_positions WHERE name IN ({marks}){suffix}",  # noqa: S608
+            names,
         ).fetchall()
-        return int(rows[0][0])
+        return {name: int(position) for name, position in rows}
 
     @contextmanager
     def _sql(self) -> Iterator[Sql]:

@@ -1,0 +1,244 @@
+"""The tick against real stores: downtime, misfire policies, edits, several tick processes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from cronledger.config import Settings
+from cronledger.directory import DefinitionFields
+from cronledger.services import Services, open_services
+from cronledger.store import as_instant
+from domain.directory import Principal
+from domain.triggers import fire_times, load_zone, parse_trigger
+from tests.support import FakeClock
+
+T0 = datetime(2026, 10, 1, 0, 0, 30, tzinfo=UTC)
+
+Opener = Callable[..., Services]
+
+
+@pytest.fixture
+def open_with(store_url: str) -> Iterator[Opener]:
+    """Services on the test's store, with their own clock and settings."""
+    opened: list[Services] = []
+
+    def open_one(clock: FakeClock, **settings: Any) -> Services:
+        services = open_services(Settings(database_url=store_url, **settings), clock)
+        opened.append(services)
+        return services
+
+    yield open_one
+    for services in opened:
+        services.close()
+
+
+@pytest.fixture
+def world(open_with: Opener) -> tuple[Services, FakeClock, Principal, str]:
+    clock = FakeClock(T0)
+    services = open_with(clock)
+    root = services.directory.authenticate(services.directory.bootstrap("acme", "root").token)
+    assert root is not None
+    definition = services.directory.create_definition(
+        root, "daily", DefinitionFields("Daily", False, 3600, [])
+    )
+    services.directory.set_published(root, definition.id, True, None)
+    return services, clock, root, definition.id
+
+
+def schedule(services: Services, root: Principal, definition_id: str, expression: str,
+             enabled: bool = True, **fields: Any) -> str:
+    body = {"name": fields.pop("name", expression), "definition_id": definition_id,
+            "trigger": {"kind": "cron", "expression": expression}, "timezone": "UTC",
+            "initiator_id": "root", "title_template": "Check {{datetime}}", **fields}
+    return services.schedules.create(root, services.schedules.settings_from(body), enabled).id
+
+
+def planned(services: Services, schedule_id: str) -> list[datetime | None]:
+    services.projector.catch_up()
+    rows = services.store.query(
+        "SELECT planned_at FROM runs WHERE schedule_id = ? AND trigger = 'schedule' "
+        "ORDER BY planned_at", (schedule_id,))
+    return [as_instant(row[0]) for row in rows]
+
+
+def runs_of(services: Services, schedule_id: str) -> list[Any]:
+    services.projector.catch_up()
+    return services.runs.list_page(UUID(schedule_id), None, 1, 200).items
+
+
+def every_minute_between(start: datetime, end: datetime) -> list[datetime]:
+    first = start.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    count = int((end - first).total_seconds() // 60) + 1
+    return [first + timedelta(minutes=n) for n in range(count)]
+
+
+def test_three_hours_down_catches_up_in_bounded_rounds_without_starving_others(
+    world: tuple[Services, FakeClock, Principal, str],
+) -> None:
+    services, clock, root, definition_id = world
+    backlog = schedule(services, root, definition_id, "* * * * *", name="backlog")
+    clock.advance(3 * 3600)
+    fresh = schedule(services, root, definition_id, "* * * * *", name="fresh")
+    rounds = 0
+    while True:
+        clock.advance(60)
+        rounds += 1
+        before = len(planned(services, fresh))
+        report = services.ticker.scan()
+        assert report.registered <= 100
+        assert len(planned(services, fresh)) == before + 1, "the fresh schedule missed a round"
+        if services.schedules.view(root.tenant_id, backlog).next_fire_at > clock.now:
+            break
+    instants = planned(services, backlog)
+    assert instants == every_minute_between(T0, clock.now)
+    assert len(instants) >= 180
+    assert rounds == 10  # 180 + rounds minutes at 20 per round
+    first = runs_of(services, backlog)[-1]
+    assert (first.planned_at, first.title) == (T0 + timedelta(seconds=30),
+                                               "Check 2026-10-01 00:01")
+
+
+def test_skip_records_one_summary_and_moves_to_the_future(
+    world: tuple[Services, FakeClock, Principal, str],
+) -> None:
+    services, clock, root, definition_id = world
+    skipping = schedule(services, root, definition_id, "* * * * *", misfire_policy="skip")
+    clock.advance(3 * 3600)
+    services.ticker.scan()
+    runs = runs_of(services, skipping)
+    assert [(r.status, r.skipped_count) for r in runs] == [("SKIPPED_MISSED", 180)]
+    assert (runs[0].planned_at, runs[0].missed_until) == (
+        datetime(2026, 10, 1, 0, 1, tzinfo=UTC), datetime(2026, 10, 1, 3, 0, tzinfo=UTC))
+    view = services.schedules.view(root.tenant_id, skipping)
+    assert view.next_fire_at == datetime(2026, 10, 1, 3, 1, tzinfo=UTC)
+    assert view.last_run is not None and view.last_run["status"] == "SKIPPED_MISSED"
+
+
+def test_once_registers_the_newest_and_summarises_the_rest(
+    world: tuple[Services, FakeClock, Principal, str],
+) -> None:
+    services, clock, root, definition_id = world
+    once = schedule(services, root, definition_id, "* * * * *", misfire_policy="once")
+    clock.advance(3 * 3600)
+    services.ticker.scan()
+    runs = runs_of(services, once)
+    assert [(r.status, r.skipped_count, r.planned_at.hour, r.planned_at.minute) for r in runs] == [
+        ("PENDING", 0, 3, 0), ("SKIPPED_MISSED", 179, 0, 1)]
+
+
+def test_a_cron_change_registers_the_old_due_cycles_first(
+    world: tuple[Services, FakeClock, Principal, str],
+) -> None:
+    services, clock, root, definition_id = world
+    hourly = schedule(services, root, definition_id, "0 * * * *")
+    clock.advance(3 * 3600)  # 01:00, 02:00, 03:00 are due under the old rule
+    settings = services.schedules.schedule(root.tenant_id, hourly).settings
+    new = replace(settings, trigger={"kind": "cron", "expression": "30 * * * *"})
+    edited = services.schedules.update(root, hourly, new, True, 1)
+    assert [i.hour for i in planned(services, hourly)] == [1, 2, 3]
+    assert edited.next_fire_at == datetime(2026, 10, 1, 3, 30, tzinfo=UTC)
+    assert edited.version == 2
+
+
+def test_renaming_a_due_schedule_does_not_delay_its_cycle(
+    world: tuple[Services, FakeClock, Principal, str],
+) -> None:
+    services, clock, root, definition_id = world
+    hourly = schedule(services, root, definition_id, "0 * * * *")
+    clock.advance(3600)
+    settings = services.schedules.schedule(root.tenant_id, hourly).settings
+    services.schedules.update(root, hourly, replace(settings, name="renamed"), True, 1)
+    services.ticker.scan()
+    assert planned(services, hourly) == [datetime(2026, 10, 1, 1, 0, tzinfo=UTC)]
+    assert runs_of(services, hourly)[0].title == "Check 2026-10-01 01:00"
+
+
+def test_enabling_after_a_week_disabled_registers_nothing_for_that_week(
+    world: tuple[Services, FakeClock, Principal, str],
+) -> None:
+    services, clock, root, definition_id = world
+    hourly = schedule(services, root, definition_id, "0 * * * *", enabled=False)
+    clock.advance(7 * 24 * 3600)
+    services.ticker.scan()
+    enabled = services.schedules.set_enabled(root, hourly, True, None)
+    services.ticker.scan()
+    assert planned(services, hourly) == []
+    assert enabled.next_fire_at == T0.replace(second=0) + timedelta(days=7, hours=1)
+
+
+def test_disabling_keeps_registered_cycles_and_stops_planning(
+    world: tuple[Services, FakeClock, Principal, str],
+) -> None:
+    services, clock, root, definition_id = world
+    hourly = schedule(services, root, definition_id, "0 * * * *")
+    clock.advance(3600 + 60)
+    services.ticker.scan()
+    services.schedules.set_enabled(root, hourly, False, None)
+    clock.advance(5 * 3600)
+    services.ticker.scan()
+    assert len(planned(services, hourly)) == 1
+
+
+def test_manual_runs_leave_the_plan_alone_and_are_idempotent(
+    world: tuple[Services, FakeClock, Principal, str],
+) -> None:
+    services, clock, root, definition_id = world
+    hourly = schedule(services, root, definition_id, "0 * * * *")
+    before = services.schedules.view(root.tenant_id, hourly).next_fire_at
+    clock.advance(5)
+    first = services.schedules.run_now(root, hourly, "req-1")
+    again = services.schedules.run_now(root, hourly, "req-1")
+    other = services.schedules.run_now(root, hourly, "req-2")
+    assert first.id == again.id != other.id
+    assert (first.trigger, first.status, first.planned_at) == ("manual", "PENDING", clock.now)
+    assert services.schedules.view(root.tenant_id, hourly).next_fire_at == before
+
+
+def day_of_schedules(services: Services, root: Principal, definition_id: str,
+                     count: int) -> list[str]:
+    return [schedule(services, root, definition_id, f"{n % 60} */{1 + n % 3} * * *",
+                     name=f"s{n}") for n in range(count)]
+
+
+def expected_instants(expression: str, start: datetime, end: datetime) -> list[datetime]:
+    times = fire_times(parse_trigger({"kind": "cron", "expression": expression}),
+                       load_zone("UTC"), start)
+    found = []
+    for instant in times:
+        if instant > end:
+            return found
+        found.append(instant)
+    return found
+
+
+def test_two_tick_processes_with_skewed_clocks_register_each_cycle_once(
+    world: tuple[Services, FakeClock, Principal, str], open_with: Opener,
+) -> None:
+    services, clock, root, definition_id = world
+    ids = day_of_schedules(services, root, definition_id, 1000)
+    clocks = [FakeClock(T0), FakeClock(T0 + timedelta(seconds=4))]
+    ticks = [open_with(c, catchup_per_scan=2000, catchup_per_schedule=50) for c in clocks]
+    for _ in range(24 * 6):
+        for tick_clock in clocks:
+            tick_clock.advance(600)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            list(pool.map(lambda t: t.ticker.scan(), ticks))
+    while any(t.ticker.scan().registered for t in ticks):
+        pass
+    services.projector.catch_up()
+    end = clocks[0].now
+    rows = services.store.query("SELECT schedule_id, planned_at FROM runs")
+    assert len(rows) == len({(r[0], str(r[1])) for r in rows})
+    by_schedule: dict[str, int] = {}
+    for schedule_id, _ in rows:
+        by_schedule[schedule_id] = by_schedule.get(schedule_id, 0) + 1
+    for n, schedule_id in enumerate(ids):
+        expected = expected_instants(f"{n % 60} */{1 + n % 3} * * *", T0, end)
+        assert by_schedule.get(schedule_id, 0) == len(expected), schedule_id
