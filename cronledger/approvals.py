@@ -131,7 +131,7 @@ class Approvals:
             at=now,
             actor=actor.account_id,
         )
-        self._save(instance)
+        self.ledger.save(instance)
         return ApprovalView.of(instance), False
 
     def _deadline(
@@ -166,7 +166,7 @@ class Approvals:
         if first is not None:
             return CommandResult.of(first, instance, replayed=True)
         answer = instance.handle(command, self.ledger.clock(), actor.account_id)
-        self._save(instance)
+        self.ledger.save(instance)
         return CommandResult.of(answer, instance, replayed=False)
 
     def sweep(self, limit: int = 500) -> int:
@@ -193,7 +193,7 @@ class Approvals:
             instance.handle(Command(SWEEP, None), self.ledger.clock(), SWEEPER)
         changed = [i for i in instances if i.pending_events]
         try:
-            self._save(*changed)
+            self.ledger.save(*changed)
         except IntegrityError:
             return sum(self._expire_one(instance_id) for instance_id in ids)
         return len(changed)
@@ -206,14 +206,8 @@ class Approvals:
         instance.handle(Command(SWEEP, None), self.ledger.clock(), SWEEPER)
         if not instance.pending_events:
             return 0
-        self._save(instance)
+        self.ledger.save(instance)
         return 1
-
-    def _save(self, *instances: ApprovalInstance) -> None:
-        """Save, then bring the read model up to this write so a following read sees it."""
-        recordings = self.ledger.save(*instances)
-        if recordings:
-            self.projector.catch_up(until=recordings[-1].notification.id)
 
     def view(self, tenant_id: UUID, instance_id: str) -> ApprovalView:
         return ApprovalView.of(self.instance(tenant_id, instance_id))

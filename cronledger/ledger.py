@@ -12,16 +12,16 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate, DomainEventProtocol, MutableOrImmutableAggregate
-from eventsourcing.persistence import IntegrityError, StoredEvent
+from eventsourcing.persistence import IntegrityError, Recording, StoredEvent
 from eventsourcing.utils import Environment, EnvType
 
 from cronledger.clock import Clock
 from cronledger.store import Store
 from domain.approvals import ApprovalInstance
 from domain.directory import Account, Definition, Tenant
+from domain.errors import NotFound
 from domain.runs import Run
 from domain.schedules import Schedule
-from domain.errors import NotFound
 
 A = TypeVar("A", bound=Aggregate)
 T = TypeVar("T")
@@ -58,7 +58,13 @@ class Ledger(Application[UUID]):
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
         self.clock = clock
+        self.after_save: Callable[[int], object] | None = None
         super().__init__(store.eventsourcing_env())
+
+    def _notify(self, recordings: list[Recording[UUID]]) -> None:
+        """After each save: let the read models reach it, so a read that follows sees it."""
+        if recordings and self.after_save is not None:
+            self.after_save(max(r.notification.id for r in recordings))
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         """Only cronledger's own settings; stray POSTGRES_* variables are never read."""

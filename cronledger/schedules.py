@@ -19,6 +19,7 @@ from domain.directory import Principal, check_expected_version
 from domain.errors import InFlight, NotFound, ValidationFailed
 from domain.runs import MISSED_GRACE, RunPolicy, manual_run_uuid
 from domain.schedules import (
+    MAX_CYCLES_BEFORE_EDIT,
     Schedule,
     ScheduleSettings,
     checked_settings,
@@ -165,9 +166,20 @@ class Schedules:
     ) -> ScheduleView:
         schedule = self.schedule(actor.tenant_id, schedule_id, version)
         at = self.ledger.clock()
+        if schedule.replans(settings, enabled, at):
+            schedule = self._register_backlog(schedule, at)
         runs = schedule.edit(settings, enabled, at, actor.account_id, self.policy)
         self.ledger.save(schedule, *runs)
         return self.view_of(schedule)
+
+    def _register_backlog(self, schedule: Schedule, at: datetime) -> Schedule:
+        """Register the cycles due under the old plan, in bounded transactions, before the edit."""
+        while True:
+            runs = schedule.register_due(at, MAX_CYCLES_BEFORE_EDIT, self.policy)
+            if schedule.pending_events:
+                self.ledger.save(schedule, *runs)
+            if len(runs) < MAX_CYCLES_BEFORE_EDIT:
+                return schedule
 
     def set_enabled(
         self, actor: Principal, schedule_id: str, enabled: bool, version: int | None

@@ -62,6 +62,7 @@ def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
             ledger, [ApprovalsProjection(), SchedulePlansProjection(), RunsProjection()]
         )
         projector.create_tables()
+    ledger.after_save = lambda position: projector.catch_up(until=position)
     directory = Directory(ledger, settings.timezone)
     runs = Runs(ledger)
     return Services(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -18,7 +18,7 @@ from domain.schedules import Schedule
 from projections.engine import Projector
 
 log = logging.getLogger("cronledger.tick")
-SCHEDULES_PER_TRANSACTION = 500
+EVENTS_PER_TRANSACTION = 2000  # far larger appends stalled psycopg's pipeline on PostgreSQL
 DUE_PER_SCAN_READ = 10_000
 
 Batch = list[tuple[Schedule, list[Run], int]]  # a schedule, its new runs, the limit used
@@ -95,8 +95,7 @@ class Ticker:
     def _save(self, batch: Batch) -> int:
         """Many schedules per transaction; if another writer won any of them, one at a time."""
         registered = 0
-        for start in range(0, len(batch), SCHEDULES_PER_TRANSACTION):
-            chunk = batch[start : start + SCHEDULES_PER_TRANSACTION]
+        for chunk in _chunks(batch):
             try:
                 self.ledger.save(*(a for schedule, runs, _ in chunk for a in (schedule, *runs)))
                 registered += sum(len(runs) for _, runs, _ in chunk)
@@ -115,3 +114,17 @@ class Ticker:
             return len(runs)
 
         return self.ledger.retrying(attempt)
+
+
+def _chunks(batch: Batch) -> Iterator[Batch]:
+    """Consecutive parts of the batch of about EVENTS_PER_TRANSACTION events each."""
+    chunk: Batch = []
+    size = 0
+    for entry in batch:
+        chunk.append(entry)
+        size += 1 + len(entry[1])
+        if size >= EVENTS_PER_TRANSACTION:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk

@@ -27,7 +27,7 @@ OVERLAP_POLICIES = ("allow", "skip")
 PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
 PLACEHOLDERS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M"}
 MAX_FORM_DATA_BYTES = 64 * 1024
-MAX_CYCLES_BEFORE_EDIT = 1_000_000
+MAX_CYCLES_BEFORE_EDIT = 1000  # per transaction; the service saves a longer backlog first
 TICK_ACTOR = "system:tick"
 
 
@@ -189,12 +189,13 @@ class Schedule(Aggregate):
     ) -> list[Run]:
         """Replace the settings; the plan moves only if the timing or the enabled state did.
 
-        Cycles already due under the old plan are registered first (all of them), so an edit
-        never drops or delays a cycle that came due before it.
+        Cycles already due under the old plan are registered first, so an edit never drops or
+        delays a cycle that came due before it (a backlog longer than MAX_CYCLES_BEFORE_EDIT
+        is the caller's to register beforehand, see `replans`).
         """
         self.check_not_deleted()
         runs: list[Run] = []
-        if self._plan_after_edit(settings, enabled, at) != self.next_fire_at:
+        if self.replans(settings, enabled, at):
             runs = self.register_due(at, MAX_CYCLES_BEFORE_EDIT, policy)
         self._updated(
             settings=asdict(settings),
@@ -204,6 +205,10 @@ class Schedule(Aggregate):
             actor=actor,
         )
         return runs
+
+    def replans(self, settings: ScheduleSettings, enabled: bool, at: datetime) -> bool:
+        """Whether this edit would move the plan."""
+        return self._plan_after_edit(settings, enabled, at) != self.next_fire_at
 
     def register_due(
         self, now: datetime, limit: int, policy: RunPolicy, actor: str = TICK_ACTOR

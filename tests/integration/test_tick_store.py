@@ -52,11 +52,23 @@ def world(open_with: Opener) -> tuple[Services, FakeClock, Principal, str]:
     return services, clock, root, definition.id
 
 
-def schedule(services: Services, root: Principal, definition_id: str, expression: str,
-             enabled: bool = True, **fields: Any) -> str:
-    body = {"name": fields.pop("name", expression), "definition_id": definition_id,
-            "trigger": {"kind": "cron", "expression": expression}, "timezone": "UTC",
-            "initiator_id": "root", "title_template": "Check {{datetime}}", **fields}
+def schedule(
+    services: Services,
+    root: Principal,
+    definition_id: str,
+    expression: str,
+    enabled: bool = True,
+    **fields: Any,
+) -> str:
+    body = {
+        "name": fields.pop("name", expression),
+        "definition_id": definition_id,
+        "trigger": {"kind": "cron", "expression": expression},
+        "timezone": "UTC",
+        "initiator_id": "root",
+        "title_template": "Check {{datetime}}",
+        **fields,
+    }
     return services.schedules.create(root, services.schedules.settings_from(body), enabled).id
 
 
@@ -64,7 +76,9 @@ def planned(services: Services, schedule_id: str) -> list[datetime | None]:
     services.projector.catch_up()
     rows = services.store.query(
         "SELECT planned_at FROM runs WHERE schedule_id = ? AND trigger = 'schedule' "
-        "ORDER BY planned_at", (schedule_id,))
+        "ORDER BY planned_at",
+        (schedule_id,),
+    )
     return [as_instant(row[0]) for row in rows]
 
 
@@ -101,8 +115,7 @@ def test_three_hours_down_catches_up_in_bounded_rounds_without_starving_others(
     assert len(instants) >= 180
     assert rounds == 10  # 180 + rounds minutes at 20 per round
     first = runs_of(services, backlog)[-1]
-    assert (first.planned_at, first.title) == (T0 + timedelta(seconds=30),
-                                               "Check 2026-10-01 00:01")
+    assert (first.planned_at, first.title) == (T0 + timedelta(seconds=30), "Check 2026-10-01 00:01")
 
 
 def test_skip_records_one_summary_and_moves_to_the_future(
@@ -115,10 +128,13 @@ def test_skip_records_one_summary_and_moves_to_the_future(
     runs = runs_of(services, skipping)
     assert [(r.status, r.skipped_count) for r in runs] == [("SKIPPED_MISSED", 180)]
     assert (runs[0].planned_at, runs[0].missed_until) == (
-        datetime(2026, 10, 1, 0, 1, tzinfo=UTC), datetime(2026, 10, 1, 3, 0, tzinfo=UTC))
+        datetime(2026, 10, 1, 0, 1, tzinfo=UTC),
+        datetime(2026, 10, 1, 3, 0, tzinfo=UTC),
+    )
     view = services.schedules.view(root.tenant_id, skipping)
     assert view.next_fire_at == datetime(2026, 10, 1, 3, 1, tzinfo=UTC)
-    assert view.last_run is not None and view.last_run["status"] == "SKIPPED_MISSED"
+    assert view.last_run is not None
+    assert view.last_run["status"] == "SKIPPED_MISSED"
 
 
 def test_once_registers_the_newest_and_summarises_the_rest(
@@ -130,7 +146,9 @@ def test_once_registers_the_newest_and_summarises_the_rest(
     services.ticker.scan()
     runs = runs_of(services, once)
     assert [(r.status, r.skipped_count, r.planned_at.hour, r.planned_at.minute) for r in runs] == [
-        ("PENDING", 0, 3, 0), ("SKIPPED_MISSED", 179, 0, 1)]
+        ("PENDING", 0, 3, 0),
+        ("SKIPPED_MISSED", 179, 0, 1),
+    ]
 
 
 def test_a_cron_change_registers_the_old_due_cycles_first(
@@ -201,15 +219,19 @@ def test_manual_runs_leave_the_plan_alone_and_are_idempotent(
     assert services.schedules.view(root.tenant_id, hourly).next_fire_at == before
 
 
-def day_of_schedules(services: Services, root: Principal, definition_id: str,
-                     count: int) -> list[str]:
-    return [schedule(services, root, definition_id, f"{n % 60} */{1 + n % 3} * * *",
-                     name=f"s{n}") for n in range(count)]
+def day_of_schedules(
+    services: Services, root: Principal, definition_id: str, count: int
+) -> list[str]:
+    return [
+        schedule(services, root, definition_id, f"{n % 60} */{1 + n % 3} * * *", name=f"s{n}")
+        for n in range(count)
+    ]
 
 
 def expected_instants(expression: str, start: datetime, end: datetime) -> list[datetime]:
-    times = fire_times(parse_trigger({"kind": "cron", "expression": expression}),
-                       load_zone("UTC"), start)
+    times = fire_times(
+        parse_trigger({"kind": "cron", "expression": expression}), load_zone("UTC"), start
+    )
     found = []
     for instant in times:
         if instant > end:
@@ -219,9 +241,10 @@ def expected_instants(expression: str, start: datetime, end: datetime) -> list[d
 
 
 def test_two_tick_processes_with_skewed_clocks_register_each_cycle_once(
-    world: tuple[Services, FakeClock, Principal, str], open_with: Opener,
+    world: tuple[Services, FakeClock, Principal, str],
+    open_with: Opener,
 ) -> None:
-    services, clock, root, definition_id = world
+    services, _clock, root, definition_id = world
     ids = day_of_schedules(services, root, definition_id, 1000)
     clocks = [FakeClock(T0), FakeClock(T0 + timedelta(seconds=4))]
     ticks = [open_with(c, catchup_per_scan=2000, catchup_per_schedule=50) for c in clocks]
@@ -242,3 +265,16 @@ def test_two_tick_processes_with_skewed_clocks_register_each_cycle_once(
     for n, schedule_id in enumerate(ids):
         expected = expected_instants(f"{n % 60} */{1 + n % 3} * * *", T0, end)
         assert by_schedule.get(schedule_id, 0) == len(expected), schedule_id
+
+
+def test_a_cron_change_after_a_long_outage_registers_the_whole_backlog(
+    world: tuple[Services, FakeClock, Principal, str],
+) -> None:
+    services, clock, root, definition_id = world
+    minutely = schedule(services, root, definition_id, "* * * * *")
+    clock.advance(2 * 24 * 3600)
+    settings = services.schedules.schedule(root.tenant_id, minutely).settings
+    new = replace(settings, trigger={"kind": "cron", "expression": "0 0 * * *"})
+    services.schedules.update(root, minutely, new, True, 1)
+    assert planned(services, minutely) == every_minute_between(T0, clock.now)
+    assert len(planned(services, minutely)) == 2880

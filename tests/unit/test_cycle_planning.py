@@ -15,8 +15,9 @@ def minutes(*offsets: int) -> list[datetime]:
     return [T0 + timedelta(minutes=m) for m in offsets]
 
 
-def plan(policy: str, now: datetime, limit: int = 20) -> tuple[list[tuple[datetime, str, int]],
-                                                              datetime | None]:
+def plan(
+    policy: str, now: datetime, limit: int = 20
+) -> tuple[list[tuple[datetime, str, int]], datetime | None]:
     result = plan_due_cycles(EVERY_MINUTE, "UTC", policy, T0, now, limit, GRACE)
     return [(c.planned_at, c.status, c.skipped_count) for c in result.cycles], result.next_fire_at
 
@@ -42,11 +43,15 @@ def test_skip_summarises_the_missed_and_plans_after_now() -> None:
 
 
 def test_skip_records_first_and_last_missed_instant() -> None:
-    result = plan_due_cycles(EVERY_MINUTE, "UTC", "skip", T0, T0 + timedelta(minutes=10, seconds=30),
-                             20, GRACE)
+    result = plan_due_cycles(
+        EVERY_MINUTE, "UTC", "skip", T0, T0 + timedelta(minutes=10, seconds=30), 20, GRACE
+    )
     summary = result.cycles[0]
     assert (summary.planned_at, summary.missed_until, summary.skipped_count) == (
-        T0, T0 + timedelta(minutes=10), 11)
+        T0,
+        T0 + timedelta(minutes=10),
+        11,
+    )
 
 
 def test_once_registers_the_newest_missed_and_summarises_the_rest() -> None:
