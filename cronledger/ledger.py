@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import random
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
@@ -44,6 +46,10 @@ class TimelineEntry:
     data: dict[str, Any]
 
 
+class _Deferring(threading.local):
+    active = False
+
+
 class Ledger(Application[UUID]):
     name = "cronledger"
     snapshotting_intervals: ClassVar[dict[type[MutableOrImmutableAggregate[Any]], int]] = {
@@ -59,12 +65,22 @@ class Ledger(Application[UUID]):
         self.store = store
         self.clock = clock
         self.after_save: Callable[[int], object] | None = None
+        self._deferring = _Deferring()
         super().__init__(store.eventsourcing_env())
 
     def _notify(self, recordings: list[Recording[UUID]]) -> None:
         """After each save: let the read models reach it, so a read that follows sees it."""
-        if recordings and self.after_save is not None:
+        if recordings and self.after_save is not None and not self._deferring.active:
             self.after_save(max(r.notification.id for r in recordings))
+
+    @contextmanager
+    def projections_deferred(self) -> Iterator[None]:
+        """Saves in this block (this thread) do not wait for the read models."""
+        self._deferring.active = True
+        try:
+            yield
+        finally:
+            self._deferring.active = False
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         """Only cronledger's own settings; stray POSTGRES_* variables are never read."""
@@ -166,13 +182,14 @@ class Ledger(Application[UUID]):
 
 
 def _latest_snapshots_sql(table: str, count: int) -> str:
-    """The newest snapshot of each of `count` ids (one `?` per id)."""
-    marks = ", ".join(["?"] * count)
+    """The newest snapshot of each of `count` ids (one `?` per id), found by primary key."""
+    marks = ", ".join(["(?)"] * count)
     return (
-        f"SELECT s.originator_id, s.originator_version, s.topic, s.state FROM {table} s "  # noqa: S608
-        f"JOIN (SELECT originator_id, MAX(originator_version) AS version FROM {table} "
-        f"WHERE originator_id IN ({marks}) GROUP BY originator_id) latest "
-        "ON s.originator_id = latest.originator_id AND s.originator_version = latest.version"
+        f"WITH wanted(id) AS (VALUES {marks}) "  # noqa: S608
+        f"SELECT s.originator_id, s.originator_version, s.topic, s.state FROM {table} s "
+        "JOIN wanted ON s.originator_id = wanted.id "
+        f"WHERE s.originator_version = (SELECT MAX(m.originator_version) FROM {table} m "
+        "WHERE m.originator_id = wanted.id)"
     )
 
 

@@ -12,6 +12,7 @@ from cronledger.ledger import Ledger, jsonable
 from cronledger.store import as_instant
 from domain.errors import NotFound
 from domain.runs import DEAD_LETTER, PENDING, RETRY_WAIT, RUNNING, Run
+from projections.engine import Projector
 
 UNFINISHED = (PENDING, RUNNING, RETRY_WAIT)
 
@@ -62,8 +63,9 @@ class RunView:
 
 
 class Runs:
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, projector: Projector) -> None:
         self.ledger = ledger
+        self.projector = projector
 
     def run(self, tenant_id: UUID, schedule_id: UUID, run_id: str) -> Run:
         """A run of this schedule in this tenant; anything else is not found."""
@@ -123,6 +125,8 @@ class Runs:
         }
 
     def unfinished(self, schedule_id: UUID) -> int:
+        """Runs of the schedule not yet finished, counting every run committed so far."""
+        self.projector.catch_up()
         marks = ", ".join("?" for _ in UNFINISHED)
         rows = self.ledger.store.query(
             f"SELECT COUNT(*) FROM runs WHERE schedule_id = ? AND status IN ({marks})",  # noqa: S608

@@ -11,7 +11,7 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError
 
 from cronledger.config import Settings
-from cronledger.directory import Directory, Page, page_of
+from cronledger.directory import Directory, Page
 from cronledger.ledger import Ledger, TimelineEntry
 from cronledger.runs import Runs, RunView
 from cronledger.store import as_instant
@@ -105,15 +105,8 @@ class Schedules:
     def create(self, actor: Principal, settings: ScheduleSettings, enabled: bool) -> ScheduleView:
         at = self.ledger.clock()
         settings = self._checked(actor.tenant_id, settings, at)
-        return self.ledger.retrying(lambda: self._create(actor, settings, enabled, at))
-
-    def _create(
-        self, actor: Principal, settings: ScheduleSettings, enabled: bool, at: datetime
-    ) -> ScheduleView:
-        tenant = self.directory.tenant(actor.tenant_id)
         schedule = Schedule.create(actor.tenant_id, settings, enabled, at, actor.account_id)
-        tenant.add_schedule(str(schedule.id))
-        self.ledger.save(schedule, tenant)
+        self.ledger.save(schedule)
         return self.view_of(schedule)
 
     def create_from_preset(
@@ -204,10 +197,8 @@ class Schedules:
                 f"{unfinished} cycle(s) of this schedule are pending, running or waiting to "
                 "retry: cancel them or let them finish first"
             )
-        tenant = self.directory.tenant(actor.tenant_id)
         schedule.delete(self.ledger.clock(), actor.account_id)
-        tenant.remove_schedule(schedule_id)
-        self.ledger.save(schedule, tenant)
+        self.ledger.save(schedule)
 
     def run_now(self, actor: Principal, schedule_id: str, request_id: str) -> RunView:
         """A manual cycle at the accepted time; the same request id answers the same run."""
@@ -229,12 +220,20 @@ class Schedules:
         return self.view_of(self.schedule(tenant_id, schedule_id))
 
     def list_page(self, tenant_id: UUID, page: int, page_size: int) -> Page[ScheduleView]:
-        keys, total = page_of(self.directory.tenant(tenant_id).schedule_ids, page, page_size)
+        """Live schedules of the tenant, oldest first (from the `schedule_plans` table)."""
+        store = self.ledger.store
+        total = store.query(
+            "SELECT COUNT(*) FROM schedule_plans WHERE tenant_id = ?", (str(tenant_id),)
+        )
+        rows = store.query(
+            "SELECT schedule_id FROM schedule_plans WHERE tenant_id = ? "
+            "ORDER BY created_at, schedule_id LIMIT ? OFFSET ?",
+            (str(tenant_id), page_size, (page - 1) * page_size),
+        )
+        keys = [row[0] for row in rows]
         found = self.ledger.get_many([UUID(key) for key in keys])
-        views = [self.view_of(s) for s in found.values() if isinstance(s, Schedule)]
-        order = {key: n for n, key in enumerate(keys)}
-        views.sort(key=lambda view: order[view.id])
-        return Page(views, page, page_size, total)
+        views = {str(s.id): self.view_of(s) for s in found.values() if isinstance(s, Schedule)}
+        return Page([views[key] for key in keys if key in views], page, page_size, int(total[0][0]))
 
     def due_backlog(self, tenant_id: UUID) -> tuple[int, float]:
         """Enabled schedules whose next fire has come, and the oldest one's lag in seconds."""

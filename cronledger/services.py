@@ -64,7 +64,7 @@ def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
         projector.create_tables()
     ledger.after_save = lambda position: projector.catch_up(until=position)
     directory = Directory(ledger, settings.timezone)
-    runs = Runs(ledger)
+    runs = Runs(ledger, projector)
     return Services(
         settings=settings,
         ledger=ledger,

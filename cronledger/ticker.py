@@ -18,7 +18,7 @@ from domain.schedules import Schedule
 from projections.engine import Projector
 
 log = logging.getLogger("cronledger.tick")
-EVENTS_PER_TRANSACTION = 2000  # far larger appends stalled psycopg's pipeline on PostgreSQL
+EVENTS_PER_TRANSACTION = 1000  # appends of many thousands stalled psycopg (pipeline mode)
 DUE_PER_SCAN_READ = 10_000
 
 Batch = list[tuple[Schedule, list[Run], int]]  # a schedule, its new runs, the limit used
@@ -52,7 +52,8 @@ class Ticker:
         now = self.ledger.clock()
         due = self._fair_order(self._due_ids(now))
         batch = self._plan(due, now)
-        registered = self._save(batch)
+        with self.ledger.projections_deferred():  # the next scan, or the projections loop
+            registered = self._save(batch)
         if registered:
             log.info("registered cycles", extra={"cycles": registered, "schedules": len(batch)})
         return ScanReport(registered, len(batch), len(due) - len(batch))

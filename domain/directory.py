@@ -79,7 +79,6 @@ class Tenant(Aggregate):
         self.name = name
         self.account_ids: list[str] = []
         self.definition_ids: list[str] = []
-        self.schedule_ids: list[str] = []
 
     @event("AccountAdded")
     def add_account(self, account_id: str) -> None:
@@ -88,14 +87,6 @@ class Tenant(Aggregate):
     @event("DefinitionAdded")
     def add_definition(self, definition_id: str) -> None:
         self.definition_ids.append(definition_id)
-
-    @event("ScheduleAdded")
-    def add_schedule(self, schedule_id: str) -> None:
-        self.schedule_ids.append(schedule_id)
-
-    @event("ScheduleRemoved")
-    def remove_schedule(self, schedule_id: str) -> None:
-        self.schedule_ids.remove(schedule_id)
 
 
 class Account(Aggregate):

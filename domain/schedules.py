@@ -27,7 +27,7 @@ OVERLAP_POLICIES = ("allow", "skip")
 PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
 PLACEHOLDERS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M"}
 MAX_FORM_DATA_BYTES = 64 * 1024
-MAX_CYCLES_BEFORE_EDIT = 1000  # per transaction; the service saves a longer backlog first
+MAX_CYCLES_BEFORE_EDIT = 500  # per transaction; the service saves a longer backlog first
 TICK_ACTOR = "system:tick"
 
 
@@ -138,8 +138,12 @@ def render_title(template: str, name: str, planned_at: datetime, timezone: str) 
     """The run's title: placeholders filled from the planned instant in the schedule's zone."""
     if not template:
         return name
+    if "{{" not in template:
+        return template
     local = planned_at.astimezone(load_zone(timezone))
-    return PLACEHOLDER.sub(lambda m: local.strftime(PLACEHOLDERS[m.group(1)]), template)
+    for placeholder, pattern in PLACEHOLDERS.items():
+        template = template.replace("{{" + placeholder + "}}", local.strftime(pattern))
+    return template
 
 
 class Schedule(Aggregate):

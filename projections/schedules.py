@@ -17,7 +17,9 @@ class SchedulePlansProjection(Projection):
             "CREATE TABLE IF NOT EXISTS schedule_plans ("
             "schedule_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, name TEXT NOT NULL, "
             f"enabled BOOLEAN NOT NULL, next_fire_at {sql.timestamp_type}, "
-            "version INTEGER NOT NULL)",
+            f"created_at {sql.timestamp_type} NOT NULL, version INTEGER NOT NULL)",
+            "CREATE INDEX IF NOT EXISTS schedule_plans_by_tenant "
+            "ON schedule_plans (tenant_id, created_at)",
             "CREATE INDEX IF NOT EXISTS schedule_plans_due ON schedule_plans (next_fire_at)",
         ]
 
@@ -34,8 +36,8 @@ class SchedulePlansProjection(Projection):
         tenant = str(getattr(event, "tenant_id", ""))
         sql.execute(
             "INSERT INTO schedule_plans (schedule_id, tenant_id, name, enabled, next_fire_at, "
-            "version) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (schedule_id) DO UPDATE SET "
-            "name = excluded.name, enabled = excluded.enabled, "
+            "created_at, version) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (schedule_id) DO "
+            "UPDATE SET name = excluded.name, enabled = excluded.enabled, "
             "next_fire_at = excluded.next_fire_at, version = excluded.version",
             (
                 str(event.originator_id),
@@ -43,6 +45,7 @@ class SchedulePlansProjection(Projection):
                 event.settings["name"],
                 event.enabled,
                 event.next_fire_at,
+                event.at,
                 event.originator_version,
             ),
         )

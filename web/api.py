@@ -86,6 +86,8 @@ def endpoint(
                 inputs["body"] = load(shape(), data)
             if query is not None:
                 inputs["query"] = load(query(unknown="exclude"), request.args.to_dict())
+            if request.method == "GET" and permission is not None:
+                services().projector.catch_up()  # reads include every write committed so far
             result = view(**inputs)
             if response is None:
                 return "", status

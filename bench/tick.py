@@ -1,0 +1,145 @@
+"""10,000 simultaneously due cycles: the tick beside plain SQL doing the same work."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import uuid4
+
+from bench.stores import empty_store
+from cronledger.config import Settings
+from cronledger.services import Services, open_services
+from cronledger.store import db_value
+from domain.directory import Principal
+from domain.runs import run_uuid
+from domain.schedules import Schedule, ScheduleSettings
+from domain.triggers import load_zone, next_fire, parse_trigger
+from tests.support import FakeClock
+
+CYCLES = 10_000
+T0 = datetime(2026, 10, 1, 8, 0, tzinfo=UTC)
+DUE = datetime(2026, 10, 1, 9, 0, 0, 500000, tzinfo=UTC)
+DAILY = {"kind": "cron", "expression": "0 9 * * *"}
+
+
+def run() -> list[str]:
+    return [line for kind in ("sqlite", "postgresql") for line in _measure(kind)]
+
+
+def _measure(kind: str) -> list[str]:
+    with empty_store(kind) as url:
+        tick = _tick_seconds(url)
+    with empty_store(kind) as url:
+        baseline = _baseline_seconds(url)
+    return [
+        f"tick {kind}: {CYCLES:,} due cycles registered in {tick:.2f} s ({CYCLES / tick:,.0f}/s); "
+        f"plain SQL baseline {baseline:.2f} s ({CYCLES / baseline:,.0f}/s); "
+        f"throughput {baseline / tick:.2f} of the baseline's"
+    ]
+
+
+def _tick_seconds(url: str) -> float:
+    clock = FakeClock(T0)
+    settings = Settings(database_url=url, catchup_per_scan=CYCLES, scan_budget_seconds=600)
+    services = open_services(settings, clock)
+    try:
+        _schedules(services, clock)
+        clock.now = DUE
+        started = time.perf_counter()
+        registered = 0
+        while registered < CYCLES:
+            registered += services.ticker.scan().registered
+        return time.perf_counter() - started
+    finally:
+        services.close()
+
+
+def _schedules(services: Services, clock: FakeClock) -> None:
+    """10,000 enabled daily schedules, written in big batches (set-up, not measured)."""
+    token = services.directory.bootstrap("bench", "root").token
+    root = services.directory.authenticate(token)
+    assert isinstance(root, Principal)
+    settings = ScheduleSettings("daily", "d", DAILY, "UTC", "root", "Daily {{date}}", {"n": 1})
+    for _ in range(CYCLES // 1000):
+        batch = [
+            Schedule.create(root.tenant_id, settings, True, clock.now, "root") for _ in range(1000)
+        ]
+        services.ledger.save(*batch)
+
+
+def _baseline_seconds(url: str) -> float:
+    """The same work as raw SQL: read due plans, insert-if-absent each run, advance each plan."""
+    services = open_services(Settings(database_url=url))
+    store = services.store
+    try:
+        with store.connect() as conn:
+            _baseline_tables(conn, store.kind)
+            rows = [
+                (str(uuid4()), db_value(store.kind, DUE - timedelta(seconds=0.5)))
+                for _ in range(CYCLES)
+            ]
+            _many(conn, store.kind, "INSERT INTO baseline_plans VALUES (?, ?)", rows)
+            started = time.perf_counter()
+            _baseline_scan(conn, store.kind)
+            return time.perf_counter() - started
+    finally:
+        services.close()
+
+
+def _baseline_scan(conn: Any, kind: str) -> None:
+    zone, trigger = load_zone("UTC"), parse_trigger(DAILY)
+    _begin(conn, kind)
+    due = conn.execute(
+        _native(kind, "SELECT id, next_fire_at FROM baseline_plans WHERE next_fire_at <= ?"),
+        (db_value(kind, DUE),),
+    ).fetchall()
+    runs, plans = [], []
+    for schedule_id, _ in due:
+        planned = DUE - timedelta(seconds=0.5)
+        runs.append(
+            (
+                str(run_uuid(uuid4(), planned)),
+                schedule_id,
+                db_value(kind, planned),
+                "Daily 2026-10-01",
+                json.dumps({"n": 1}),
+                "root",
+                "PENDING",
+            )
+        )
+        plans.append((db_value(kind, next_fire(trigger, zone, planned)), schedule_id))
+    _many(
+        conn,
+        kind,
+        "INSERT INTO baseline_runs VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+        runs,
+    )
+    _many(conn, kind, "UPDATE baseline_plans SET next_fire_at = ? WHERE id = ?", plans)
+    conn.execute("COMMIT")
+
+
+def _baseline_tables(conn: Any, kind: str) -> None:
+    ts = "TIMESTAMPTZ" if kind == "postgresql" else "TEXT"
+    conn.execute(f"CREATE TABLE baseline_plans (id TEXT PRIMARY KEY, next_fire_at {ts})")
+    conn.execute(
+        f"CREATE TABLE baseline_runs (id TEXT PRIMARY KEY, schedule_id TEXT, planned_at {ts}, "
+        "title TEXT, form_data TEXT, initiator_id TEXT, status TEXT)"
+    )
+
+
+def _begin(conn: Any, kind: str) -> None:
+    conn.execute("BEGIN" if kind == "postgresql" else "BEGIN IMMEDIATE")
+
+
+def _many(conn: Any, kind: str, statement: str, rows: list[tuple[Any, ...]]) -> None:
+    conn.cursor().executemany(_native(kind, statement), rows)
+
+
+def _native(kind: str, statement: str) -> str:
+    return statement.replace("?", "%s") if kind == "postgresql" else statement
+
+
+if __name__ == "__main__":
+    print("\n".join(run()))
