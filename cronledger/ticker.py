@@ -20,6 +20,7 @@ from projections.engine import Projector
 log = logging.getLogger("cronledger.tick")
 EVENTS_PER_TRANSACTION = 1000  # appends of many thousands stalled psycopg (pipeline mode)
 DUE_PER_SCAN_READ = 10_000
+KNOWN_SCHEDULES_KEPT = 200_000
 
 Batch = list[tuple[Schedule, list[Run], int]]  # a schedule, its new runs, the limit used
 
@@ -45,6 +46,7 @@ class Ticker:
         self.policy = run_policy(settings)
         self.timer = timer
         self._turn = 0
+        self._known: dict[UUID, Schedule] = {}  # schedules as last saved by this tick
 
     def scan(self) -> ScanReport:
         """Register what is due now: at most N per schedule and M per scan, within a budget."""
@@ -58,28 +60,38 @@ class Ticker:
             log.info("registered cycles", extra={"cycles": registered, "schedules": len(batch)})
         return ScanReport(registered, len(batch), len(due) - len(batch))
 
-    def _due_ids(self, now: object) -> list[UUID]:
+    def _due_ids(self, now: object) -> list[tuple[UUID, int]]:
         rows = self.ledger.store.query(
-            "SELECT schedule_id FROM schedule_plans WHERE next_fire_at <= ? "
+            "SELECT schedule_id, version FROM schedule_plans WHERE next_fire_at <= ? "
             "ORDER BY next_fire_at, schedule_id LIMIT ?",
             (now, DUE_PER_SCAN_READ),
         )
-        return [UUID(row[0]) for row in rows]
+        return [(UUID(row[0]), int(row[1])) for row in rows]
 
-    def _fair_order(self, due: list[UUID]) -> list[UUID]:
+    def _load(self, due: Sequence[tuple[UUID, int]]) -> dict[UUID, Schedule]:
+        """The due schedules: this tick's own copy when still current, else from the log."""
+        stale = [i for i, version in due if getattr(self._known.get(i), "version", 0) != version]
+        for schedule in self.ledger.get_many(stale).values():
+            if isinstance(schedule, Schedule):
+                self._known[schedule.id] = schedule
+        if len(self._known) > KNOWN_SCHEDULES_KEPT:
+            self._known = {i: self._known[i] for i, _ in due if i in self._known}
+        return {i: self._known[i] for i, _ in due if i in self._known}
+
+    def _fair_order(self, due: list[tuple[UUID, int]]) -> list[tuple[UUID, int]]:
         """Round-robin: each scan starts where the last one stopped serving."""
         if not due:
             return due
         start = self._turn % len(due)
         return due[start:] + due[:start]
 
-    def _plan(self, due: Sequence[UUID], now: object) -> Batch:
+    def _plan(self, due: Sequence[tuple[UUID, int]], now: object) -> Batch:
         settings = self.settings
         deadline = self.timer() + settings.scan_budget_seconds
-        loaded = self.ledger.get_many(due)
+        loaded = self._load(due)
         batch: Batch = []
         room = settings.catchup_per_scan
-        for schedule_id in due:
+        for schedule_id, _ in due:
             schedule = loaded.get(schedule_id)
             if room <= 0 or self.timer() > deadline:
                 break
@@ -101,6 +113,8 @@ class Ticker:
                 self.ledger.save(*(a for schedule, runs, _ in chunk for a in (schedule, *runs)))
                 registered += sum(len(runs) for _, runs, _ in chunk)
             except IntegrityError:
+                for schedule, _, _ in chunk:
+                    self._known.pop(schedule.id, None)  # what was saved is unknown: reload
                 registered += sum(self._register_one(s.id, limit) for s, _, limit in chunk)
         return registered
 

@@ -278,3 +278,19 @@ def test_a_cron_change_after_a_long_outage_registers_the_whole_backlog(
     services.schedules.update(root, minutely, new, True, 1)
     assert planned(services, minutely) == every_minute_between(T0, clock.now)
     assert len(planned(services, minutely)) == 2880
+
+
+def test_the_tick_uses_a_schedule_edited_since_its_last_scan(
+    world: tuple[Services, FakeClock, Principal, str],
+    open_with: Opener,
+) -> None:
+    services, clock, root, definition_id = world
+    hourly = schedule(services, root, definition_id, "0 * * * *")
+    tick = open_with(clock)  # a separate tick process, with its own copies of schedules
+    clock.advance(3600)
+    tick.ticker.scan()
+    settings = services.schedules.schedule(root.tenant_id, hourly).settings
+    services.schedules.update(root, hourly, replace(settings, title_template="Edited"), True, 1)
+    clock.advance(3600)
+    tick.ticker.scan()
+    assert [r.title for r in runs_of(services, hourly)] == ["Edited", "Check 2026-10-01 01:00"]
