@@ -215,20 +215,11 @@ class Approvals:
     def list_page(
         self, tenant_id: UUID, state: str | None, page: int, page_size: int
     ) -> Page[ApprovalView]:
-        where, params = "tenant_id = ?", [str(tenant_id)]
-        if state:
-            where, params = where + " AND state = ?", [*params, state]
-        total = self.ledger.store.query(
-            f"SELECT COUNT(*) FROM approvals WHERE {where}",  # noqa: S608 (fixed clauses)
-            params,
+        filters = {"tenant_id": str(tenant_id), **({"state": state} if state else {})}
+        keys, total = self.ledger.store.page_of_ids(
+            "approvals", filters, "submitted_at DESC, id", page, page_size
         )
-        rows = self.ledger.store.query(
-            f"SELECT id FROM approvals WHERE {where} "  # noqa: S608 (fixed clauses)
-            "ORDER BY submitted_at DESC, id LIMIT ? OFFSET ?",
-            (*params, page_size, (page - 1) * page_size),
-        )
-        items = [self.view(tenant_id, row[0]) for row in rows]
-        return Page(items, page, page_size, int(total[0][0]))
+        return Page([self.view(tenant_id, key) for key in keys], page, page_size, total)
 
     def timeline(self, tenant_id: UUID, instance_id: str) -> list[TimelineEntry]:
         return self.ledger.timeline(self.instance(tenant_id, instance_id).id)

@@ -84,20 +84,14 @@ class Runs:
     def list_page(
         self, schedule_id: UUID, status: str | None, page: int, page_size: int
     ) -> Page[RunView]:
-        where, params = "schedule_id = ?", [str(schedule_id)]
-        if status:
-            where, params = where + " AND status = ?", [*params, status]
-        store = self.ledger.store
-        total = store.query(f"SELECT COUNT(*) FROM runs WHERE {where}", params)  # noqa: S608
-        rows = store.query(
-            f"SELECT id FROM runs WHERE {where} "  # noqa: S608 (fixed clauses)
-            "ORDER BY planned_at DESC, id LIMIT ? OFFSET ?",
-            (*params, page_size, (page - 1) * page_size),
+        filters = {"schedule_id": str(schedule_id), **({"status": status} if status else {})}
+        keys, total = self.ledger.store.page_of_ids(
+            "runs", filters, "planned_at DESC, id", page, page_size
         )
-        found = self.ledger.get_many([UUID(row[0]) for row in rows])
+        found = self.ledger.get_many([UUID(key) for key in keys])
         items = [RunView.of(run) for run in found.values() if isinstance(run, Run)]
         items.sort(key=lambda v: (v.planned_at, v.id), reverse=True)
-        return Page(items, page, page_size, int(total[0][0]))
+        return Page(items, page, page_size, total)
 
     def last_run(self, schedule_id: UUID) -> dict[str, Any] | None:
         rows = self.ledger.store.query(

@@ -221,19 +221,17 @@ class Schedules:
 
     def list_page(self, tenant_id: UUID, page: int, page_size: int) -> Page[ScheduleView]:
         """Live schedules of the tenant, oldest first (from the `schedule_plans` table)."""
-        store = self.ledger.store
-        total = store.query(
-            "SELECT COUNT(*) FROM schedule_plans WHERE tenant_id = ?", (str(tenant_id),)
+        keys, total = self.ledger.store.page_of_ids(
+            "schedule_plans",
+            {"tenant_id": str(tenant_id)},
+            "created_at, schedule_id",
+            page,
+            page_size,
+            key="schedule_id",
         )
-        rows = store.query(
-            "SELECT schedule_id FROM schedule_plans WHERE tenant_id = ? "
-            "ORDER BY created_at, schedule_id LIMIT ? OFFSET ?",
-            (str(tenant_id), page_size, (page - 1) * page_size),
-        )
-        keys = [row[0] for row in rows]
         found = self.ledger.get_many([UUID(key) for key in keys])
         views = {str(s.id): self.view_of(s) for s in found.values() if isinstance(s, Schedule)}
-        return Page([views[key] for key in keys if key in views], page, page_size, int(total[0][0]))
+        return Page([views[key] for key in keys if key in views], page, page_size, total)
 
     def due_backlog(self, tenant_id: UUID) -> tuple[int, float]:
         """Enabled schedules whose next fire has come, and the oldest one's lag in seconds."""

@@ -134,6 +134,29 @@ class Store:
             values = [db_value(self.kind, p) for p in params]
             return list(conn.execute(statement, values).fetchall())
 
+    def page_of_ids(
+        self,
+        table: str,
+        filters: dict[str, Any],
+        order_by: str,
+        page: int,
+        page_size: int,
+        key: str = "id",
+    ) -> tuple[list[str], int]:
+        """One page of a read-model table's keys matching `column = value` filters, and the total.
+
+        `table`, `order_by` and `key` are the caller's fixed SQL, never user input.
+        """
+        where = " AND ".join(f"{column} = ?" for column in filters) or "TRUE"
+        params = list(filters.values())
+        total = self.query(f"SELECT COUNT(*) FROM {table} WHERE {where}", params)  # noqa: S608
+        rows = self.query(
+            f"SELECT {key} FROM {table} WHERE {where} ORDER BY {order_by} "  # noqa: S608
+            "LIMIT ? OFFSET ?",
+            [*params, page_size, (page - 1) * page_size],
+        )
+        return [str(row[0]) for row in rows], int(total[0][0])
+
     @contextmanager
     def migration_lock(self) -> Iterator[None]:
         """Serialise table creation across processes starting together."""
