@@ -95,6 +95,7 @@ class Store:
             "POSTGRES_SCHEMA": self.schema,
             "POSTGRES_CONNECT_TIMEOUT": "5",
             "POSTGRES_POOL_SIZE": "10",
+            "APPLICATION_RECORDER_TOPIC": "cronledger.pgrecorder:BinaryAppendRecorder",
         }
 
     @contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -88,16 +89,14 @@ def plan_due_cycles(
     missed cycle.
     """
     parsed, zone = parse_trigger(trigger), load_zone(timezone)
-    times = fire_times(parsed, zone, next_fire_at - _JUST_BEFORE)
+    following = fire_times(parsed, zone, next_fire_at)
+    times = itertools.chain((next_fire_at,), following)  # the plan's instant is a fire time
     if misfire_policy == "catch_up":
         return _catch_up(times, now, limit)
     plan = _skipping(times, now, grace, keep_newest=misfire_policy == "once")
     if plan.next_fire_at is None and plan.cycles:
         return CyclePlan(plan.cycles, next_fire(parsed, zone, now))
     return plan
-
-
-_JUST_BEFORE = timedelta(microseconds=1)
 
 
 def _catch_up(times: Iterator[datetime], now: datetime, limit: int) -> CyclePlan:

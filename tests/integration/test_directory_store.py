@@ -163,3 +163,14 @@ def test_processes_starting_together_on_an_empty_store_all_succeed(store_url: st
     for process in processes:
         process.join(60)
     assert [p.exitcode for p in processes] == [0, 0, 0, 0]
+
+
+def test_awkward_text_round_trips_through_the_store(services: Services) -> None:
+    root = acting_admin(services)
+    awkward = 'Zoë "quoted" \\back\\slash, {braces} (parens) 每日检查 \u2028 end'
+    services.directory.create_account(root, "odd", awkward, ["requester"])
+    assert services.directory.account(root.tenant_id, "odd").name == awkward
+    if services.store.kind == "postgresql":
+        from cronledger.pgrecorder import BinaryAppendRecorder
+
+        assert isinstance(services.ledger.recorder, BinaryAppendRecorder)
