@@ -215,10 +215,6 @@ class Directory:
     def _account(self, tenant_id: UUID, account_id: str) -> Account:
         return self.ledger.find(Account, account_uuid(tenant_id, account_id), "account", account_id)
 
-    def account_uuid(self, tenant_id: UUID, account_id: str) -> UUID:
-        """The log id of an account, once it is known to exist in that tenant."""
-        return self._account(tenant_id, account_id).id
-
     # -- tokens --------------------------------------------------------------
 
     def issue_token(self, actor: Principal, account_id: str) -> IssuedToken:

@@ -9,7 +9,7 @@ import pytest
 
 from cronledger.config import Settings
 from cronledger.services import Services, open_services
-from domain.directory import SYSTEM_ACTOR, Principal, tenant_uuid
+from domain.directory import SYSTEM_ACTOR, Principal, account_uuid, tenant_uuid
 from domain.errors import InvalidState, NotFound, ValidationFailed
 from tests.support import FakeClock
 
@@ -136,16 +136,12 @@ def test_audit_finds_an_account_in_any_tenant_and_asks_when_ambiguous(
 ) -> None:
     acme, globex = acting_admin(services, "acme"), acting_admin(services, "globex")
     services.directory.create_account(acme, "only-acme", "A", ["operator"])
-    assert services.audit.resolve("only-acme") == services.directory.account_uuid(
-        acme.tenant_id, "only-acme"
-    )
+    assert services.audit.resolve("only-acme") == account_uuid(acme.tenant_id, "only-acme")
     services.directory.create_account(globex, "shared", "G", ["operator"])
     services.directory.create_account(acme, "shared", "A", ["operator"])
     with pytest.raises(InvalidState, match="--tenant"):
         services.audit.resolve("shared")
-    assert services.audit.resolve("shared", "globex") == services.directory.account_uuid(
-        globex.tenant_id, "shared"
-    )
+    assert services.audit.resolve("shared", "globex") == account_uuid(globex.tenant_id, "shared")
     with pytest.raises(NotFound):
         services.audit.resolve("nobody")
     assert services.audit.timeline("root", "acme")[0].actor == SYSTEM_ACTOR
