@@ -23,7 +23,7 @@ from domain.approvals import (
     approval_uuid,
 )
 from domain.directory import Principal, definition_problem
-from domain.errors import Forbidden, NotFound, ValidationFailed
+from domain.errors import Forbidden, ValidationFailed
 from projections.engine import Projector
 
 SWEEPER = "system:sweeper"
@@ -226,14 +226,7 @@ class Approvals:
 
     def instance(self, tenant_id: UUID, instance_id: str) -> ApprovalInstance:
         """An instance of this tenant; another tenant's is not found."""
-        try:
-            aggregate_id = UUID(instance_id)
-        except ValueError:
-            raise NotFound("approval", instance_id) from None
-        instance = self.ledger.find(ApprovalInstance, aggregate_id, "approval", instance_id)
-        if instance.tenant_id != tenant_id:
-            raise NotFound("approval", instance_id)
-        return instance
+        return self.ledger.find_in_tenant(ApprovalInstance, instance_id, "approval", tenant_id)
 
     def backlog(self, tenant_id: UUID) -> dict[str, Any]:
         """Instances past their deadline but not yet expired, and the oldest one's lag."""

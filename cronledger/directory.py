@@ -343,11 +343,4 @@ class Directory:
 
     def definition_aggregate(self, tenant_id: UUID, definition_id: str) -> Definition:
         """A definition of this tenant; another tenant's is not found, never forbidden."""
-        try:
-            aggregate_id = UUID(definition_id)
-        except ValueError:
-            raise NotFound("definition", definition_id) from None
-        definition = self.ledger.find(Definition, aggregate_id, "definition", definition_id)
-        if definition.tenant_id != tenant_id:
-            raise NotFound("definition", definition_id)
-        return definition
+        return self.ledger.find_in_tenant(Definition, definition_id, "definition", tenant_id)

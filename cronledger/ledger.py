@@ -99,6 +99,17 @@ class Ledger(Application[UUID]):
             raise NotFound(label, key)
         return aggregate
 
+    def find_in_tenant(self, kind: type[A], key: str, label: str, tenant_id: UUID) -> A:
+        """The aggregate a public id names, if the tenant owns it; else not found, never 403."""
+        try:
+            aggregate_id = UUID(key)
+        except ValueError:
+            raise NotFound(label, key) from None
+        aggregate = self.find(kind, aggregate_id, label, key)
+        if getattr(aggregate, "tenant_id", None) != tenant_id:
+            raise NotFound(label, key)
+        return aggregate
+
     def exists(self, aggregate_id: UUID) -> bool:
         return aggregate_id in self.repository
 

@@ -69,12 +69,8 @@ class Runs:
 
     def run(self, tenant_id: UUID, schedule_id: UUID, run_id: str) -> Run:
         """A run of this schedule in this tenant; anything else is not found."""
-        try:
-            aggregate_id = UUID(run_id)
-        except ValueError:
-            raise NotFound("run", run_id) from None
-        run = self.ledger.find(Run, aggregate_id, "run", run_id)
-        if (run.tenant_id, run.schedule_id) != (tenant_id, schedule_id):
+        run = self.ledger.find_in_tenant(Run, run_id, "run", tenant_id)
+        if run.schedule_id != schedule_id:
             raise NotFound("run", run_id)
         return run
 

@@ -259,14 +259,7 @@ class Schedules:
 
     def find(self, tenant_id: UUID, schedule_id: str) -> Schedule:
         """A schedule of this tenant, deleted ones included."""
-        try:
-            aggregate_id = UUID(schedule_id)
-        except ValueError:
-            raise NotFound("schedule", schedule_id) from None
-        schedule = self.ledger.find(Schedule, aggregate_id, "schedule", schedule_id)
-        if schedule.tenant_id != tenant_id:
-            raise NotFound("schedule", schedule_id)
-        return schedule
+        return self.ledger.find_in_tenant(Schedule, schedule_id, "schedule", tenant_id)
 
     def preview(
         self, trigger: dict[str, Any], timezone: str | None, count: int, after: datetime | None
