@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import uuid4
 
+from eventsourcing.domain import Aggregate, event
+
 from bench._stores import empty_store
 from cronledger.config import Settings
 from cronledger.services import Services, open_services
@@ -15,7 +17,7 @@ from cronledger.store import db_value
 from domain.directory import Principal
 from domain.runs import run_uuid
 from domain.schedules import Schedule, ScheduleSettings
-from domain.triggers import load_zone, next_fire, parse_trigger
+from domain.triggers import following_fire, load_zone, parse_trigger
 from tests.support import FakeClock
 
 CYCLES = 10_000
@@ -33,11 +35,14 @@ def _measure(kind: str) -> list[str]:
         cold, warm = _tick_seconds(url)
     with empty_store(kind) as url:
         baseline = _baseline_seconds(url)
+    with empty_store(kind) as url:
+        floor = _floor_seconds(url)
     return [
         f"tick {kind}: {CYCLES:,} due cycles registered in {cold:.2f} s by a tick that just "
         f"started ({baseline / cold:.2f} of the baseline's throughput), {warm:.2f} s by one "
         f"that ran the day before ({baseline / warm:.2f}); plain SQL baseline {baseline:.2f} s "
-        f"({CYCLES / baseline:,.0f}/s)"
+        f"({CYCLES / baseline:,.0f}/s); bare eventsourcing floor {floor:.2f} s "
+        f"({baseline / floor:.2f})"
     ]
 
 
@@ -76,6 +81,37 @@ def _schedules(services: Services, clock: FakeClock) -> None:
             Schedule.create(root.tenant_id, settings, True, clock.now, "root") for _ in range(1000)
         ]
         services.ledger.save(*batch)
+
+
+class _Bare(Aggregate):
+    """The least a cycle can cost on the log: a one-field aggregate created, another changed."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    @event("Changed")
+    def change(self, n: int) -> None:
+        self.n = n
+
+
+def _floor_seconds(url: str) -> float:
+    """Two one-field events per cycle through the same ledger, nothing loaded or computed."""
+    services = open_services(Settings(database_url=url))
+    try:
+        plans = [_Bare(n=0) for _ in range(CYCLES)]
+        for start in range(0, CYCLES, 1000):
+            services.ledger.save(*plans[start : start + 1000])
+        started = time.perf_counter()
+        with services.ledger.projections_deferred():
+            for start in range(0, CYCLES, 500):
+                cycles: list[_Bare] = []
+                for plan in plans[start : start + 500]:
+                    plan.change(n=1)
+                    cycles += [_Bare(n=1), plan]
+                services.ledger.save(*cycles)
+        return time.perf_counter() - started
+    finally:
+        services.close()
 
 
 def _baseline_seconds(url: str) -> float:
@@ -118,7 +154,7 @@ def _baseline_scan(conn: Any, kind: str) -> None:
                 "PENDING",
             )
         )
-        plans.append((db_value(kind, next_fire(trigger, zone, planned)), schedule_id))
+        plans.append((db_value(kind, following_fire(trigger, zone, planned)), schedule_id))
     _many(
         conn,
         kind,

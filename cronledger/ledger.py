@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate, DomainEventProtocol, MutableOrImmutableAggregate
 from eventsourcing.persistence import IntegrityError, Recording, StoredEvent
 from eventsourcing.utils import Environment, EnvType
@@ -67,6 +67,30 @@ class Ledger(Application[UUID]):
         self.after_save: Callable[[int], object] | None = None
         self._deferring = _Deferring()
         super().__init__(store.eventsourcing_env())
+
+    def save(
+        self,
+        *objs: MutableOrImmutableAggregate[UUID] | DomainEventProtocol[UUID] | None,
+        **kwargs: Any,
+    ) -> list[Recording[UUID]]:
+        """`Application.save`, collecting aggregates without Python 3.11's slow protocol checks.
+
+        `ProcessingEvent.collect_events` asks `isinstance` of two runtime-checkable protocols
+        per object, which 3.11 answers by listing the protocol's attributes every time: a
+        sixth of a big tick's cost. Anything but an `Aggregate` still goes that way.
+        """
+        processing_event = ProcessingEvent[UUID]()
+        for obj in objs:
+            if isinstance(obj, Aggregate):
+                processing_event.events.extend(obj.collect_events())
+                processing_event.aggregates[obj.id] = obj
+            else:
+                processing_event.collect_events(obj)
+        processing_event.saved_kwargs.update(kwargs)
+        recordings = self._record(processing_event)
+        self._take_snapshots(processing_event)
+        self._notify(recordings)
+        return recordings
 
     def _notify(self, recordings: list[Recording[UUID]]) -> None:
         """After each save: let the read models reach it, so a read that follows sees it."""

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid5
+from zoneinfo import ZoneInfo
 
 from eventsourcing.domain import Aggregate, event
 
 from domain.directory import NAMESPACE
-from domain.triggers import fire_times, load_zone, next_fire, parse_trigger
+from domain.triggers import Trigger, fire_times, following_fire, load_zone, next_fire, parse_trigger
 
 PENDING = "PENDING"
 RUNNING = "RUNNING"
@@ -89,14 +89,22 @@ def plan_due_cycles(
     missed cycle.
     """
     parsed, zone = parse_trigger(trigger), load_zone(timezone)
-    following = fire_times(parsed, zone, next_fire_at)
-    times = itertools.chain((next_fire_at,), following)  # the plan's instant is a fire time
+    times = _fires_from(parsed, zone, next_fire_at)
     if misfire_policy == "catch_up":
         return _catch_up(times, now, limit)
     plan = _skipping(times, now, grace, keep_newest=misfire_policy == "once")
     if plan.next_fire_at is None and plan.cycles:
         return CyclePlan(plan.cycles, next_fire(parsed, zone, now))
     return plan
+
+
+def _fires_from(trigger: Trigger, zone: ZoneInfo, first: datetime) -> Iterator[datetime]:
+    """The plan's instant (a fire time) and the fires after it, the second one from the memo."""
+    yield first
+    second = following_fire(trigger, zone, first)
+    if second is not None:
+        yield second
+        yield from fire_times(trigger, zone, second)
 
 
 def _catch_up(times: Iterator[datetime], now: datetime, limit: int) -> CyclePlan:

@@ -473,6 +473,12 @@ def next_fire(trigger: Trigger, zone: ZoneInfo, after: datetime) -> datetime | N
     return next(fire_times(trigger, zone, after), None)
 
 
+@lru_cache(maxsize=4096)
+def following_fire(trigger: Trigger, zone: ZoneInfo, fire: datetime) -> datetime | None:
+    """`next_fire`, remembered: schedules due together mostly share their trigger and zone."""
+    return next_fire(trigger, zone, fire)
+
+
 def check_fires_within(trigger: Trigger, zone: ZoneInfo, now: datetime, years: int = 5) -> None:
     """Reject a trigger that does not fire within `years` years after `now`."""
     first = next_fire(trigger, zone, now)
