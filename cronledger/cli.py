@@ -73,7 +73,7 @@ def web_options(command: Callable[..., None]) -> Callable[..., None]:
 @main.command()
 @web_options
 def serve(host: str, port: int, threads: int) -> None:
-    """Run everything in one process: web API, tick, deadline sweeper and projections."""
+    """Run everything in one process: web API, tick, worker, deadline sweeper, projections."""
     with opened() as services:
         _serve_web(services, host, port, threads, background_loops(services))
 
@@ -109,12 +109,27 @@ def tick() -> None:
         _run_alone(Loop("tick", services.settings.tick_seconds, services.ticker.scan))
 
 
+@main.command()
+@click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(0.05))
+def worker(interval: float) -> None:
+    """Run the worker alone: launch due runs as approval instances, with retries."""
+    with opened() as services:
+        _run_alone(_worker_loop(services, interval))
+
+
 def background_loops(services: Services) -> list[Loop]:
     return [
         Loop("projections", 1.0, services.projector.catch_up),
         Loop("tick", services.settings.tick_seconds, services.ticker.scan),
+        _worker_loop(services, 1.0),
         Loop("sweeper", 1.0, services.approvals.sweep),
     ]
+
+
+def _worker_loop(services: Services, interval: float) -> Loop:
+    """Stopping it stops claiming; the attempts already claimed finish."""
+    worker = services.worker
+    return Loop("worker", interval, worker.drain, stop=worker.stopping)
 
 
 def _run_alone(loop: Loop) -> None:
@@ -150,7 +165,7 @@ def _serve_web(services: Services, host: str, port: int, threads: int, loops: li
     finally:
         stop()
         for thread in running:
-            thread.join(timeout=30)
+            thread.join(timeout=services.settings.shutdown_grace_seconds)
 
 
 @main.group()

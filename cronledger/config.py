@@ -42,6 +42,9 @@ class Settings:
     retry_base_seconds: float = 30.0
     max_attempts: int = 5
     lease_seconds: float = 60.0
+    worker_concurrency: int = 8
+    schedule_concurrency: int = 4
+    shutdown_grace_seconds: float = 30.0
     catchup_per_schedule: int = 20
     catchup_per_scan: int = 100
     scan_budget_seconds: float = 5.0

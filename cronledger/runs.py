@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -10,6 +11,7 @@ from uuid import UUID
 from cronledger.directory import Page
 from cronledger.ledger import Ledger, jsonable
 from cronledger.store import as_instant
+from domain.directory import Principal, check_expected_version
 from domain.errors import NotFound
 from domain.runs import DEAD_LETTER, PENDING, RETRY_WAIT, RUNNING, Run
 from projections.engine import Projector
@@ -37,6 +39,7 @@ class RunView:
     skipped_count: int
     missed_until: datetime | None
     attempts: list[dict[str, Any]]
+    version: int
 
     @classmethod
     def of(cls, run: Run) -> RunView:
@@ -59,6 +62,7 @@ class RunView:
             skipped_count=run.skipped_count,
             missed_until=run.missed_until,
             attempts=jsonable(run.attempts),
+            version=run.version,
         )
 
 
@@ -73,6 +77,35 @@ class Runs:
         if run.schedule_id != schedule_id:
             raise NotFound("run", run_id)
         return run
+
+    def retry(
+        self, actor: Principal, schedule_id: UUID, run_id: str, version: int | None
+    ) -> RunView:
+        """A new round of attempts for a failed, dead-lettered or cancelled run."""
+        return self._act(actor, schedule_id, run_id, version, Run.retry)
+
+    def cancel(
+        self, actor: Principal, schedule_id: UUID, run_id: str, version: int | None
+    ) -> RunView:
+        """No further attempts for a run that is pending or waiting to retry."""
+        return self._act(actor, schedule_id, run_id, version, Run.cancel)
+
+    def _act(
+        self,
+        actor: Principal,
+        schedule_id: UUID,
+        run_id: str,
+        version: int | None,
+        command: Callable[[Run, datetime, str], None],
+    ) -> RunView:
+        def attempt() -> RunView:
+            run = self.run(actor.tenant_id, schedule_id, run_id)
+            check_expected_version("run", run.version, version)
+            command(run, self.ledger.clock(), actor.account_id)
+            self.ledger.save(run)
+            return RunView.of(run)
+
+        return self.ledger.retrying(attempt)
 
     def view(self, tenant_id: UUID, schedule_id: UUID, run_id: str) -> RunView:
         return RunView.of(self.run(tenant_id, schedule_id, run_id))

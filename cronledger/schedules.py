@@ -32,7 +32,11 @@ from domain.triggers import fire_times, load_zone, local_time, parse_trigger
 def run_policy(settings: Settings) -> RunPolicy:
     """A cycle registered more than one tick plus 5 seconds late counts as missed."""
     grace = timedelta(seconds=settings.tick_seconds) + MISSED_GRACE
-    return RunPolicy(grace=grace, max_attempts=settings.max_attempts)
+    return RunPolicy(
+        grace=grace,
+        max_attempts=settings.max_attempts,
+        retry_base=timedelta(seconds=settings.retry_base_seconds),
+    )
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from cronledger.runs import Runs
 from cronledger.schedules import Schedules
 from cronledger.store import Store
 from cronledger.ticker import Ticker
+from cronledger.worker import Worker
 from projections.approvals import ApprovalsProjection
 from projections.engine import Projector
 from projections.schedules import RunsProjection, SchedulePlansProjection
@@ -31,6 +32,7 @@ class Services:
     schedules: Schedules
     runs: Runs
     ticker: Ticker
+    worker: Worker
     approvals: Approvals
 
     @property
@@ -74,5 +76,6 @@ def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
         schedules=Schedules(ledger, directory, runs, settings),
         runs=runs,
         ticker=Ticker(ledger, projector, settings),
+        worker=Worker(ledger, projector, settings),
         approvals=Approvals(ledger, directory, projector),
     )

@@ -83,6 +83,7 @@ class Store:
                 "PERSISTENCE_MODULE": "eventsourcing.sqlite",
                 "SQLITE_DBNAME": self.sqlite_path,
                 "SQLITE_LOCK_TIMEOUT": "10",
+                "APPLICATION_RECORDER_TOPIC": "cronledger.recorders:CheckingSQLiteRecorder",
             }
         pg = self.postgres
         return {
@@ -95,7 +96,7 @@ class Store:
             "POSTGRES_SCHEMA": self.schema,
             "POSTGRES_CONNECT_TIMEOUT": "5",
             "POSTGRES_POOL_SIZE": "10",
-            "APPLICATION_RECORDER_TOPIC": "cronledger.pgrecorder:BinaryAppendRecorder",
+            "APPLICATION_RECORDER_TOPIC": "cronledger.recorders:BinaryAppendRecorder",
         }
 
     @contextmanager

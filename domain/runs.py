@@ -11,7 +11,10 @@ from zoneinfo import ZoneInfo
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.directory import NAMESPACE
+from domain.approvals import ApprovalInstance, Command, approval_uuid
+from domain.directory import NAMESPACE, Account, Definition
+from domain.errors import DomainError, InvalidState
+from domain.permissions import SCHEDULE_EDIT
 from domain.triggers import Trigger, fire_times, following_fire, load_zone, next_fire, parse_trigger
 
 PENDING = "PENDING"
@@ -34,6 +37,10 @@ RUN_STATUSES = (
     SKIPPED_OVERLAP,
     SKIPPED_MISSED,
 )
+UNFINISHED = frozenset({PENDING, RUNNING, RETRY_WAIT})
+RETRYABLE = frozenset({FAILED, DEAD_LETTER, CANCELLED})
+CANCELLABLE = frozenset({PENDING, RETRY_WAIT})
+INTERRUPTED = "INTERRUPTED"
 MISSED_GRACE = timedelta(seconds=5)
 MAX_MISSED_COUNTED = 1_000_000
 
@@ -54,6 +61,49 @@ class RunPolicy:
 
     grace: timedelta
     max_attempts: int
+    retry_base: timedelta = timedelta(seconds=30)
+
+    def retry_delay(self, attempt_in_round: int) -> timedelta:
+        """Attempt n+1 waits base x 2^(n-1): 30, 60, 120, 240 s by default."""
+        return self.retry_base * float(2 ** (attempt_in_round - 1))
+
+
+class LaunchFailed(Exception):
+    """Why a launch created no instance; a `permanent` failure is not retried by itself."""
+
+    def __init__(self, code: str, message: str, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.permanent = permanent
+
+
+def checked_launch(
+    initiator: Account | None, definition: Definition | None, saver: Account | None
+) -> tuple[Account, Definition]:
+    """The initiator and definition to launch with, checked at every attempt (seeds 000-002)."""
+    if initiator is None:
+        raise LaunchFailed("INITIATOR_NOT_FOUND", "the initiator is not in the tenant", True)
+    if not initiator.active:
+        raise LaunchFailed("INITIATOR_INACTIVE", f"initiator {initiator.account_id} is inactive")
+    if definition is None:
+        raise LaunchFailed("DEFINITION_NOT_FOUND", "the definition is not in the tenant", True)
+    if not definition.published:
+        raise LaunchFailed("DEFINITION_UNPUBLISHED", f"definition {definition.key} is unpublished")
+    if definition.external:
+        raise LaunchFailed("DEFINITION_EXTERNAL", f"definition {definition.key} is external")
+    if saver is None or not saver.active:
+        raise LaunchFailed("SAVER_INACTIVE", "the account that saved the schedule is inactive")
+    if SCHEDULE_EDIT not in saver.permissions:
+        message = f"account {saver.account_id}, which saved the schedule, lost {SCHEDULE_EDIT}"
+        raise LaunchFailed("SAVER_NOT_PERMITTED", message)
+    return initiator, definition
+
+
+class LeaseLost(DomainError):
+    code = "INVALID_STATE"
+
+    def __init__(self, number: int, worker: str) -> None:
+        super().__init__(f"attempt {number} is no longer held by worker {worker}")
 
 
 @dataclass(frozen=True)
@@ -190,3 +240,249 @@ class Run(Aggregate):
         self.next_attempt_at = at if status == PENDING else None
         self.instance_id: str | None = None
         self.last_error: dict[str, str] | None = None
+        self.round_start = 0  # attempts before it belong to earlier rounds (manual retries)
+
+    @property
+    def attempts_in_round(self) -> int:
+        return len(self.attempts) - self.round_start
+
+    @property
+    def lease_expires_at(self) -> datetime | None:
+        return self.attempts[-1]["lease_expires_at"] if self.status == RUNNING else None
+
+    @property
+    def initiator_id(self) -> str:
+        return str(self.frozen["initiator_id"])
+
+    @property
+    def definition_id(self) -> str:
+        return str(self.frozen["definition_id"])
+
+    @property
+    def saved_by(self) -> str:
+        return str(self.frozen["saved_by"])
+
+    @property
+    def skips_overlap(self) -> bool:
+        """Overlap policy `skip`, and no attempt made yet: an earlier unfinished cycle blocks it."""
+        return self.frozen.get("overlap_policy") == "skip" and not self.attempts
+
+    @property
+    def instance_command_id(self) -> str:
+        return f"run:{self.id}"
+
+    @property
+    def instance_id_to_launch(self) -> UUID:
+        """The one instance this run can create: retries and recoveries find it again."""
+        return approval_uuid(self.tenant_id, self.initiator_id, self.instance_command_id)
+
+    def approval(self, definition: Definition, at: datetime) -> ApprovalInstance:
+        """The instance this run launches: frozen values, on the initiator's behalf."""
+        payload = {
+            "definition_id": self.definition_id,
+            "title": self.frozen["title"],
+            "form_data": self.frozen["form_data"],
+            "material_version": 1,
+            "review_deadline_at": None,
+        }
+        window = definition.review_window_seconds
+        return ApprovalInstance(
+            tenant_id=self.tenant_id,
+            definition_id=self.definition_id,
+            applicant_id=self.initiator_id,
+            title=self.frozen["title"],
+            form_data=self.frozen["form_data"],
+            material_version=1,
+            review_deadline_at=at + timedelta(seconds=window),
+            deadline_policy={"source": "definition", "review_window_seconds": window},
+            origin={
+                "source": "schedule",
+                "schedule_id": str(self.schedule_id),
+                "schedule_name": self.frozen["schedule_name"],
+                "run_id": str(self.id),
+                "scheduled_for": self.planned_at,
+                "trigger_kind": self.trigger,
+                "trigger": self.frozen["schedule_trigger"],
+            },
+            command_id=self.instance_command_id,
+            fingerprint=Command("submit", None, payload).fingerprint,
+            at=at,
+            actor=self.initiator_id,
+        )
+
+    def is_due(self, now: datetime) -> bool:
+        """Whether a worker may claim it now: due to (re)try, or its attempt's lease ran out."""
+        if self.status == RUNNING:
+            return bool(self.attempts[-1]["lease_expires_at"] <= now)
+        return (
+            self.status in CANCELLABLE
+            and self.next_attempt_at is not None
+            and (self.next_attempt_at <= now)
+        )
+
+    def claim(self, worker: str, now: datetime, lease: timedelta) -> int:
+        """Start the next attempt; one whose lease ran out is recorded INTERRUPTED first."""
+        if not self.is_due(now):
+            raise InvalidState(f"run {self.id} is {self.status}, not due for an attempt")
+        if self.status == RUNNING:
+            exhausted = self.attempts_in_round >= self.max_attempts
+            self._interrupted(
+                number=len(self.attempts),
+                status=DEAD_LETTER if exhausted else RETRY_WAIT,
+                next_attempt_at=None if exhausted else now,
+                at=now,
+                actor=worker,
+            )
+        if self.status == DEAD_LETTER:
+            return 0
+        number = len(self.attempts) + 1
+        self._attempt_started(
+            number=number, worker=worker, lease_expires_at=now + lease, at=now, actor=worker
+        )
+        return number
+
+    def holds(self, number: int, worker: str) -> bool:
+        """Whether `worker` still holds attempt `number` (no one took its lease over)."""
+        current = self.attempts[-1] if self.attempts else None
+        return (
+            self.status == RUNNING
+            and current is not None
+            and (current["number"], current["worker"]) == (number, worker)
+        )
+
+    def succeed(self, number: int, worker: str, instance_id: str, at: datetime) -> None:
+        self.check_holds(number, worker)
+        self._attempt_succeeded(number=number, instance_id=instance_id, at=at, actor=worker)
+
+    def fail(
+        self, number: int, worker: str, failure: LaunchFailed, policy: RunPolicy, at: datetime
+    ) -> None:
+        """Record the failure: wait and retry, or stop (dead letter, or failed for good)."""
+        self.check_holds(number, worker)
+        if failure.permanent:
+            status, retry_at = FAILED, None
+        elif self.attempts_in_round >= self.max_attempts:
+            status, retry_at = DEAD_LETTER, None
+        else:
+            status, retry_at = RETRY_WAIT, at + policy.retry_delay(self.attempts_in_round)
+        self._attempt_failed(
+            number=number,
+            code=failure.code,
+            message=str(failure),
+            status=status,
+            next_attempt_at=retry_at,
+            at=at,
+            actor=worker,
+        )
+
+    def reject_outcome(self, number: int, worker: str, outcome: str, at: datetime) -> None:
+        """A worker that lost its lease reported anyway: recorded, never applied."""
+        self._outcome_rejected(number=number, outcome=outcome, worker=worker, at=at, actor=worker)
+
+    def skip_overlap(self, earlier_run_id: str, at: datetime, actor: str) -> None:
+        """Overlap policy `skip`: an earlier cycle of the schedule is not finished."""
+        self._skipped_overlap(earlier_run_id=earlier_run_id, at=at, actor=actor)
+
+    def check_holds(self, number: int, worker: str) -> None:
+        if not self.holds(number, worker):
+            raise LeaseLost(number, worker)
+
+    def retry(self, at: datetime, actor: str) -> None:
+        """Manual retry: a new round of attempts on the same run."""
+        if self.status not in RETRYABLE:
+            raise InvalidState(
+                f"run {self.id} is {self.status}: only FAILED, DEAD_LETTER or CANCELLED runs retry"
+            )
+        self._retried(at=at, actor=actor)
+
+    def cancel(self, at: datetime, actor: str) -> None:
+        if self.status not in CANCELLABLE:
+            raise InvalidState(
+                f"run {self.id} is {self.status}: only PENDING or RETRY_WAIT runs can be cancelled"
+            )
+        self._cancelled(at=at, actor=actor)
+
+    @event("AttemptStarted")
+    def _attempt_started(
+        self, number: int, worker: str, lease_expires_at: datetime, at: datetime, actor: str
+    ) -> None:
+        self.status = RUNNING
+        self.next_attempt_at = None
+        self.attempts = [
+            *self.attempts,
+            {
+                "number": number,
+                "started_at": at,
+                "finished_at": None,
+                "outcome": None,
+                "error": None,
+                "instance_id": None,
+                "worker": worker,
+                "lease_expires_at": lease_expires_at,
+            },
+        ]
+
+    @event("AttemptSucceeded")
+    def _attempt_succeeded(self, number: int, instance_id: str, at: datetime, actor: str) -> None:
+        self._end_attempt("SUCCEEDED", None, instance_id, at)
+        self.status = SUCCEEDED
+        self.instance_id = instance_id
+        self.finished_at = at
+
+    @event("AttemptFailed")
+    def _attempt_failed(
+        self,
+        number: int,
+        code: str,
+        message: str,
+        status: str,
+        next_attempt_at: datetime | None,
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.last_error = {"code": code, "message": message}
+        self._end_attempt(FAILED, self.last_error, None, at)
+        self.status = status
+        self.next_attempt_at = next_attempt_at
+        self.finished_at = None if status == RETRY_WAIT else at
+
+    @event("AttemptInterrupted")
+    def _interrupted(
+        self, number: int, status: str, next_attempt_at: datetime | None, at: datetime, actor: str
+    ) -> None:
+        self.last_error = {"code": INTERRUPTED, "message": "the worker's lease ran out"}
+        self._end_attempt(INTERRUPTED, self.last_error, None, at)
+        self.status = status
+        self.next_attempt_at = next_attempt_at
+        self.finished_at = at if status == DEAD_LETTER else None
+
+    @event("OutcomeRejected")
+    def _outcome_rejected(
+        self, number: int, outcome: str, worker: str, at: datetime, actor: str
+    ) -> None:
+        pass
+
+    @event("SkippedOverlap")
+    def _skipped_overlap(self, earlier_run_id: str, at: datetime, actor: str) -> None:
+        self.status = SKIPPED_OVERLAP
+        self.next_attempt_at = None
+        self.finished_at = at
+
+    @event("Retried")
+    def _retried(self, at: datetime, actor: str) -> None:
+        self.status = PENDING
+        self.round_start = len(self.attempts)
+        self.next_attempt_at = at
+        self.finished_at = None
+
+    @event("Cancelled")
+    def _cancelled(self, at: datetime, actor: str) -> None:
+        self.status = CANCELLED
+        self.next_attempt_at = None
+        self.finished_at = at
+
+    def _end_attempt(
+        self, outcome: str, error: dict[str, str] | None, instance_id: str | None, at: datetime
+    ) -> None:
+        last = {**self.attempts[-1], "finished_at": at, "outcome": outcome}
+        self.attempts = [*self.attempts[:-1], {**last, "error": error, "instance_id": instance_id}]

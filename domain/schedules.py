@@ -263,6 +263,7 @@ class Schedule(Aggregate):
             "schedule_revision": self.revision,
             "schedule_trigger": settings.trigger,
             "timezone": settings.timezone,
+            "overlap_policy": settings.overlap_policy,
             "saved_by": self.updated_by,
         }
         return Run(

@@ -181,3 +181,33 @@ def list_runs(principal: Principal, schedule_id: str, query: dict[str, Any]) -> 
 def get_run(principal: Principal, schedule_id: str, run_id: str) -> RunView:
     schedule = services().schedules.find(principal.tenant_id, schedule_id)
     return services().runs.view(principal.tenant_id, schedule.id, run_id)
+
+
+@bp.post("/<schedule_id>/runs/<run_id>/retry")
+@endpoint(
+    "Retry a FAILED, DEAD_LETTER or CANCELLED run: a new round of attempts",
+    tag=TAG,
+    permission=SCHEDULE_EDIT,
+    body=VersionBody,
+    response=RunDetailOut,
+    status=202,
+)
+def retry_run(principal: Principal, schedule_id: str, run_id: str, body: dict[str, Any]) -> RunView:
+    schedule = services().schedules.find(principal.tenant_id, schedule_id)
+    return services().runs.retry(principal, schedule.id, run_id, body.get("version"))
+
+
+@bp.post("/<schedule_id>/runs/<run_id>/cancel")
+@endpoint(
+    "Cancel a PENDING or RETRY_WAIT run: no further attempts",
+    tag=TAG,
+    permission=SCHEDULE_EDIT,
+    body=VersionBody,
+    response=RunDetailOut,
+    status=202,
+)
+def cancel_run(
+    principal: Principal, schedule_id: str, run_id: str, body: dict[str, Any]
+) -> RunView:
+    schedule = services().schedules.find(principal.tenant_id, schedule_id)
+    return services().runs.cancel(principal, schedule.id, run_id, body.get("version"))

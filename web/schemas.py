@@ -399,6 +399,7 @@ class RunOut(Schema):
     finished_at = UtcDateTime(allow_none=True)
     skipped_count = fields.Integer()
     missed_until = UtcDateTime(allow_none=True)
+    version = fields.Integer()
 
 
 class RunDetailOut(RunOut):

@@ -167,6 +167,6 @@ def test_awkward_text_round_trips_through_the_store(services: Services) -> None:
     services.directory.create_account(root, "odd", awkward, ["requester"])
     assert services.directory.account(root.tenant_id, "odd").name == awkward
     if services.store.kind == "postgresql":
-        from cronledger.pgrecorder import BinaryAppendRecorder
+        from cronledger.recorders import BinaryAppendRecorder
 
         assert isinstance(services.ledger.recorder, BinaryAppendRecorder)

@@ -1,0 +1,90 @@
+"""eventsourcing's recorders with two additions: binary appends on PostgreSQL, and appends that
+commit only while the aggregates a command read are still as it read them (`unchanged=`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import IntegrityError, StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
+from psycopg import Cursor
+from psycopg.rows import DictRow
+from psycopg.sql import SQL, Identifier
+
+Unchanged = Sequence[tuple[UUID, int]]  # aggregate id, the version the command read
+
+
+class AggregatesMoved(IntegrityError):
+    """An aggregate the command read changed before the command committed; nothing was written."""
+
+    def __init__(self, moved: Sequence[UUID]) -> None:
+        super().__init__(f"changed since read: {', '.join(str(i) for i in moved)}")
+
+
+def check_unchanged(unchanged: Unchanged, latest: Mapping[UUID, int]) -> None:
+    moved = [i for i, version in unchanged if latest.get(i) != version]
+    if moved:
+        raise AggregatesMoved(moved)
+
+
+class BinaryAppendRecorder(PostgresApplicationRecorder):
+    """eventsourcing's recorder, sending the array of new events as binary (`%b`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        names = {
+            "schema": Identifier(self.datastore.schema),
+            "table": Identifier(self.events_table_name),
+        }
+        self.insert_events_statement = SQL(
+            "INSERT INTO {schema}.{table} AS t (originator_id, originator_version, topic, state)"
+            " SELECT originator_id, originator_version, topic, state"
+            " FROM unnest(%b::{schema}.{stored_event_type}[]) RETURNING notification_id"
+        ).format(**names, stored_event_type=Identifier(self.stored_event_type_name))
+        self.latest_versions_statement = SQL(
+            "SELECT originator_id, MAX(originator_version) AS version FROM {schema}.{table}"
+            " WHERE originator_id = ANY(%s) GROUP BY originator_id"
+        ).format(**names)
+
+    def _insert_events(
+        self,
+        curs: Cursor[DictRow],
+        stored_events: Sequence[StoredEvent],
+        *,
+        unchanged: Unchanged = (),
+        **kwargs: Any,
+    ) -> None:
+        """Take the append lock first, so what is checked stays true until the commit."""
+        if unchanged:
+            self._lock_table(curs)
+            curs.execute(self.latest_versions_statement, ([i for i, _ in unchanged],))
+            check_unchanged(
+                unchanged, {row["originator_id"]: row["version"] for row in curs.fetchall()}
+            )
+        super()._insert_events(curs, stored_events, **kwargs)
+
+
+class CheckingSQLiteRecorder(SQLiteApplicationRecorder):
+    """eventsourcing's recorder; the check runs after the inserts, under the write lock."""
+
+    def _insert_events(
+        self,
+        c: SQLiteCursor,
+        stored_events: Sequence[StoredEvent],
+        *,
+        unchanged: Unchanged = (),
+        **kwargs: Any,
+    ) -> Sequence[int] | None:
+        ids = super()._insert_events(c, stored_events, **kwargs)
+        if unchanged:
+            marks = ", ".join("?" for _ in unchanged)
+            c.execute(
+                f"SELECT originator_id, MAX(originator_version) FROM {self.events_table_name} "  # noqa: S608
+                f"WHERE originator_id IN ({marks}) GROUP BY originator_id",
+                [i.hex for i, _ in unchanged],
+            )
+            check_unchanged(unchanged, {UUID(hex=row[0]): row[1] for row in c.fetchall()})
+        return ids

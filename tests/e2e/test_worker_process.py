@@ -1,0 +1,70 @@
+"""The worker as a process: killed with SIGKILL mid-batch, restarted: one instance per run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from datetime import UTC, datetime, timedelta
+
+from cronledger.config import Settings
+from cronledger.directory import DefinitionFields
+from cronledger.services import Services, open_services
+from tests.e2e.test_cli_and_server import CLI
+from tests.support import FakeClock
+
+HOURLY = {"kind": "cron", "expression": "0 * * * *"}
+SCHEDULES = 20
+
+
+def test_sigkill_mid_batch_then_restart_launches_each_run_once(store_url: str) -> None:
+    created_at = datetime.now(UTC) - timedelta(days=1)
+    services = open_services(
+        Settings(database_url=store_url, catchup_per_scan=10_000), FakeClock(created_at)
+    )
+    root = services.directory.authenticate(services.directory.bootstrap("acme", "root").token)
+    assert root is not None
+    definition = services.directory.create_definition(
+        root, "d", DefinitionFields("D", False, 3600, [])
+    )
+    services.directory.set_published(root, definition.id, True, None)
+    for n in range(SCHEDULES):
+        body = {
+            "name": f"s{n}",
+            "definition_id": definition.id,
+            "trigger": HOURLY,
+            "timezone": "UTC",
+            "initiator_id": "root",
+        }
+        services.schedules.create(root, services.schedules.settings_from(body), True)
+    services.ledger.clock = lambda: datetime.now(UTC)
+    while services.ticker.scan().registered:
+        pass
+    env = {**os.environ, "CRONLEDGER_DATABASE_URL": store_url, "CRONLEDGER_LEASE_SECONDS": "1"}
+    process = subprocess.Popen([CLI, "worker"], env=env, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    while "loop started" not in process.stderr.readline():
+        pass
+    time.sleep(0.5)
+    process.send_signal(signal.SIGKILL)
+    process.wait(10)
+
+    restarted = open_services(Settings(database_url=store_url, lease_seconds=1))
+    deadline = time.monotonic() + 60
+    while _unfinished(restarted) and time.monotonic() < deadline:
+        restarted.worker.drain()
+        time.sleep(0.2)  # a lease the killed worker held runs out
+    runs = restarted.store.query("SELECT status, instance_id FROM runs")
+    assert len(runs) >= SCHEDULES * 24
+    assert {status for status, _ in runs} == {"SUCCEEDED"}
+    instances = restarted.store.query("SELECT id FROM approvals")
+    assert sorted(i for _, i in runs) == sorted(row[0] for row in instances)
+    restarted.close()
+    services.close()
+
+
+def _unfinished(services: Services) -> int:
+    services.projector.catch_up()
+    rows = services.store.query("SELECT COUNT(*) FROM runs WHERE status <> 'SUCCEEDED'")
+    return int(rows[0][0])

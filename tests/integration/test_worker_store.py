@@ -1,0 +1,294 @@
+"""The worker against real stores: retries, dead letter, restarts, leases, races, overlap."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from cronledger.config import Settings
+from cronledger.directory import DefinitionFields
+from cronledger.recorders import AggregatesMoved
+from cronledger.services import Services, open_services
+from cronledger.worker import Claim, WorkReport
+from domain.approvals import ApprovalInstance
+from domain.directory import Principal
+from domain.runs import Run
+from tests.support import FakeClock
+
+T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
+RACING_RUNS = 80
+
+Opener = Callable[..., Services]
+
+
+@pytest.fixture
+def open_with(store_url: str) -> Iterator[Opener]:
+    opened: list[Services] = []
+
+    def open_one(clock: FakeClock, **settings: Any) -> Services:
+        services = open_services(Settings(database_url=store_url, **settings), clock)
+        opened.append(services)
+        return services
+
+    yield open_one
+    for services in opened:
+        services.close()
+
+
+class World:
+    """A tenant with an admin, an initiator `ann`, a published definition and a schedule."""
+
+    def __init__(self, services: Services, clock: FakeClock, **schedule: Any) -> None:
+        self.services, self.clock = services, clock
+        directory = services.directory
+        root = directory.authenticate(directory.bootstrap("acme", "root").token)
+        assert root is not None
+        self.root: Principal = root
+        directory.create_account(root, "ann", "Ann", ["requester"])
+        self.definition = directory.create_definition(
+            root, "daily", DefinitionFields("Daily", False, 3600, [])
+        ).id
+        directory.set_published(root, self.definition, True, None)
+        body = {
+            "name": "Daily",
+            "definition_id": self.definition,
+            "trigger": {"kind": "cron", "expression": "0 0 1 1 *"},
+            "timezone": "UTC",
+            "initiator_id": "ann",
+            "title_template": "Daily {{date}}",
+            "form_data": {"n": 1},
+            **schedule,
+        }
+        settings = services.schedules.settings_from(body)
+        self.schedule = services.schedules.create(root, settings, False).id
+
+    def run_now(self, request_id: str = "r1") -> str:
+        return self.services.schedules.run_now(self.root, self.schedule, request_id).id
+
+    def set_ann_active(self, active: bool) -> None:
+        self.services.directory.set_active(self.root, "ann", active, None)
+
+    def run(self, run_id: str, services: Services | None = None) -> Run:
+        ledger = (services or self.services).ledger
+        return ledger.find(Run, UUID(run_id), "run", run_id)
+
+    def instances(self) -> list[ApprovalInstance]:
+        self.services.projector.catch_up()
+        rows = self.services.store.query("SELECT id FROM approvals")
+        found = self.services.ledger.get_many([UUID(row[0]) for row in rows])
+        return [i for i in found.values() if isinstance(i, ApprovalInstance)]
+
+
+@pytest.fixture
+def world(open_with: Opener) -> World:
+    clock = FakeClock(T0)
+    return World(open_with(clock), clock)
+
+
+def seconds_after(start: datetime, instants: list[Any]) -> list[float]:
+    return [(datetime.fromisoformat(str(i)) - start).total_seconds() for i in instants]
+
+
+def test_a_launch_creates_the_instance_on_the_initiators_behalf(world: World) -> None:
+    run_id = world.run_now()
+    assert world.services.worker.poll() == WorkReport(claimed=1, succeeded=1)
+    run = world.run(run_id)
+    (instance,) = world.instances()
+    assert (run.status, run.instance_id) == ("SUCCEEDED", str(instance.id))
+    assert (instance.applicant_id, instance.title, instance.state) == (
+        "ann",
+        "Daily 2026-10-01",
+        "WAITING_REVIEW",
+    )
+    assert instance.review_deadline_at == T0 + timedelta(seconds=3600)
+    assert instance.origin is not None
+    assert instance.origin["source"] == "schedule"
+    assert (instance.origin["schedule_id"], instance.origin["run_id"]) == (world.schedule, run_id)
+    assert world.services.worker.poll() == WorkReport()
+
+
+def test_always_failing_launch_dead_letters_and_a_restart_keeps_the_count(
+    open_with: Opener, world: World
+) -> None:
+    run_id = world.run_now()
+    world.set_ann_active(False)
+    services = world.services
+    for step in (0, 30, 60):
+        world.clock.advance(step)
+        assert services.worker.poll().failed == 1
+    services.close()
+    restarted = open_with(world.clock)  # a new process: new worker name, same store
+    for step in (120, 240, 480, 10_000):
+        world.clock.advance(step)
+        restarted.worker.poll()
+    run = world.run(run_id, restarted)
+    starts = seconds_after(T0, [a["started_at"] for a in run.attempts])
+    assert starts == [0, 30, 90, 210, 450]
+    assert run.status == "DEAD_LETTER"
+    assert {a["error"]["code"] for a in run.attempts} == {"INITIATOR_INACTIVE"}
+
+    world.services = restarted
+    world.set_ann_active(True)
+    restarted.runs.retry(world.root, UUID(world.schedule), run_id, None)
+    assert restarted.worker.poll().succeeded == 1
+    (instance,) = world.instances()
+    assert instance.origin is not None
+    assert instance.origin["run_id"] == run_id
+    assert world.run(run_id, restarted).attempts[-1]["outcome"] == "SUCCEEDED"
+
+
+def test_a_worker_that_lost_its_lease_cannot_record_an_outcome(
+    open_with: Opener, world: World
+) -> None:
+    run_id = world.run_now()
+    paused = open_with(world.clock, lease_seconds=60).worker
+    (claim,) = paused._claim(paused._due(), WorkReport())  # then it stops (SIGSTOP)
+    world.clock.advance(61)
+    assert world.services.worker.poll().succeeded == 1
+    late = WorkReport()
+    paused._launch(claim, late)  # it resumes
+    assert late == WorkReport(rejected=1)
+    run = world.run(run_id)
+    assert [a["outcome"] for a in run.attempts] == ["INTERRUPTED", "SUCCEEDED"]
+    assert run.status == "SUCCEEDED"
+    assert len(world.instances()) == 1
+    events = [e.type for e in world.services.ledger.timeline(run.id)]
+    assert events[-1] == "Run.OutcomeRejected"
+
+
+def test_a_crash_after_claiming_is_recovered_after_the_lease(
+    open_with: Opener, world: World
+) -> None:
+    run_id = world.run_now()
+    crashed = open_with(world.clock).worker
+    crashed._claim(crashed._due(), WorkReport())  # kill -9 before launching
+    assert world.services.worker.poll() == WorkReport()  # the lease still holds
+    world.clock.advance(60)
+    assert world.services.worker.poll().succeeded == 1
+    assert world.run(run_id).status == "SUCCEEDED"
+    assert len(world.instances()) == 1
+
+
+def test_an_instance_whose_attempt_outcome_was_lost_is_reused(world: World) -> None:
+    run_id = world.run_now()
+    run = world.run(run_id)
+    definition = world.services.directory.definition_aggregate(
+        world.root.tenant_id, world.definition
+    )
+    world.services.ledger.save(run.approval(definition, T0))  # committed, outcome never was
+    assert world.services.worker.poll().succeeded == 1
+    (instance,) = world.instances()
+    assert world.run(run_id).instance_id == str(instance.id)
+
+
+def test_two_workers_never_launch_one_run_twice(open_with: Opener, world: World) -> None:
+    run_ids = [world.run_now(f"r{n}") for n in range(12)]
+    workers = [open_with(world.clock).worker for _ in range(3)]
+    threads = [threading.Thread(target=w.drain) for w in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    runs = [world.run(i) for i in run_ids]
+    assert {r.status for r in runs} == {"SUCCEEDED"}
+    assert all(len(r.attempts) == 1 for r in runs)
+    assert len(world.instances()) == 12
+
+
+def test_no_instance_is_created_after_the_initiators_deactivation(
+    open_with: Opener, world: World
+) -> None:
+    for n in range(RACING_RUNS):
+        world.run_now(f"r{n}")
+    workers = [open_with(world.clock, worker_concurrency=2).worker for _ in range(2)]
+    threads = [threading.Thread(target=w.drain) for w in workers]
+    for thread in threads:
+        thread.start()
+    while len(world.instances()) < 3:  # deactivate while the launches are under way
+        time.sleep(0.001)
+    world.set_ann_active(False)
+    for thread in threads:
+        thread.join()
+    store, ledger = world.services.store, world.services.ledger
+    world.services.projector.catch_up()
+    (deactivated,) = [
+        e.position
+        for e in ledger.timeline(world.services.directory._account(world.root.tenant_id, "ann").id)
+        if e.type == "Account.Deactivated"
+    ]
+    created = [ledger.timeline(i.id)[0].position for i in world.instances()]
+    assert all(position < deactivated for position in created)
+    failed = store.query("SELECT COUNT(*) FROM runs WHERE status = 'RETRY_WAIT'")[0][0]
+    assert 3 <= len(created) < RACING_RUNS
+    assert len(created) + int(failed) == RACING_RUNS
+
+
+def test_overlap_skip_records_skipped_overlap_while_an_instance_is_in_review(
+    open_with: Opener,
+) -> None:
+    clock = FakeClock(T0)
+    world = World(open_with(clock), clock, overlap_policy="skip")
+    first = world.run_now("r1")
+    world.services.worker.poll()
+    clock.advance(1)
+    second = world.run_now("r2")
+    assert world.services.worker.poll() == WorkReport(skipped=1)
+    assert world.run(first).status == "SUCCEEDED"
+    assert world.run(second).status == "SKIPPED_OVERLAP"
+    assert len(world.instances()) == 1
+
+
+def test_at_most_four_attempts_of_one_schedule_at_once(open_with: Opener) -> None:
+    clock = FakeClock(T0)
+    world = World(open_with(clock), clock)
+    for n in range(6):
+        world.run_now(f"r{n}")
+    worker = world.services.worker
+    claims = worker._claim(worker._due(), WorkReport())
+    assert len(claims) == 4
+    assert all(isinstance(c, Claim) for c in claims)
+
+
+def test_a_launch_commits_only_while_the_initiator_is_as_it_was_read(world: World) -> None:
+    ledger, directory = world.services.ledger, world.services.directory
+    run = world.run(world.run_now())
+    ann = directory._account(world.root.tenant_id, "ann")
+    number = run.claim("w", T0, timedelta(seconds=60))
+    ledger.save(run)
+    instance = run.approval(directory.definition_aggregate(run.tenant_id, run.definition_id), T0)
+    run.succeed(number, "w", str(instance.id), T0)
+    world.set_ann_active(False)  # commits after the read, before the launch
+    with pytest.raises(AggregatesMoved):
+        ledger.save(instance, run, unchanged=[(ann.id, ann.version)])
+    assert not ledger.exists(instance.id)
+    assert world.run(str(run.id)).status == "RUNNING"
+
+
+def test_a_deactivation_between_the_checks_and_the_commit_fails_the_launch(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_id = world.run_now()
+    worker = world.services.worker
+    read = worker._launch_inputs
+    deactivated: list[bool] = []
+
+    def read_then_deactivate(run: Run) -> Any:
+        inputs = read(run)
+        if not deactivated:
+            world.set_ann_active(False)
+            deactivated.append(True)
+        return inputs
+
+    monkeypatch.setattr(worker, "_launch_inputs", read_then_deactivate)
+    assert worker.poll() == WorkReport(claimed=1, failed=1)
+    assert world.instances() == []
+    assert world.run(run_id).last_error == {
+        "code": "INITIATOR_INACTIVE",
+        "message": "initiator ann is inactive",
+    }
