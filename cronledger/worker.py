@@ -12,9 +12,10 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TypeVar
 from uuid import UUID, uuid4
 
@@ -31,12 +32,15 @@ from projections.engine import Projector
 
 log = logging.getLogger("cronledger.worker")
 A = TypeVar("A", bound=Aggregate)
+LaunchInputs = tuple[Account | None, Definition | None, Account | None]
 DUE_READ_FACTOR = 4  # due runs read per free slot, so that busy schedules can be passed over
 
 
 @dataclass(frozen=True)
 class Claim:
-    run_id: UUID
+    """An attempt this worker started: the run as saved with it, and its number."""
+
+    run: Run
     number: int
 
 
@@ -66,8 +70,8 @@ class Worker:
         """Claim up to `worker_concurrency` due attempts, then launch them."""
         report = WorkReport()
         self.projector.catch_up()
-        for claim in self._claim(self._due(), report):
-            self._launch(claim, report)
+        with self.ledger.projections_deferred():  # the next poll catches them up
+            self._launch(self._claim(self._due(), report), report)
         if report.claimed:
             log.info("launched runs", extra={"worker": self.name, **report.__dict__})
         return report
@@ -86,10 +90,9 @@ class Worker:
         """Due runs, oldest due first, leaving out schedules already at their limit."""
         now = self.ledger.clock()
         rows = self.ledger.store.query(
-            "SELECT id, schedule_id FROM runs WHERE (status IN (?, ?) AND next_attempt_at <= ?)"
-            " OR (status = ? AND lease_expires_at <= ?)"
-            " ORDER BY COALESCE(next_attempt_at, lease_expires_at), planned_at, id LIMIT ?",
-            ("PENDING", "RETRY_WAIT", now, RUNNING, now, self.slots * DUE_READ_FACTOR),
+            "SELECT id, schedule_id FROM runs WHERE due_at <= ? ORDER BY due_at, planned_at, id "
+            "LIMIT ?",
+            (now, self.slots * DUE_READ_FACTOR),
         )
         running = self._running_per_schedule({schedule for _, schedule in rows})
         chosen: list[tuple[UUID, str]] = []
@@ -143,7 +146,7 @@ class Worker:
             report.skipped += 1
             return None
         number = run.claim(self.name, now, self.lease)
-        return Claim(run.id, number) if number else None
+        return Claim(run, number) if number else None
 
     def _unfinished_earlier(self, run: Run) -> str | None:
         """An earlier cycle of the schedule not finished, or its instance still in review."""
@@ -158,45 +161,78 @@ class Worker:
 
     # -- launching -----------------------------------------------------------
 
-    def _launch(self, claim: Claim, report: WorkReport) -> None:
-        outcome = self.ledger.retrying(lambda: self._attempt(claim))
-        setattr(report, outcome, getattr(report, outcome) + 1)
+    def _launch(self, claims: Sequence[Claim], report: WorkReport) -> None:
+        """One transaction for the batch; if anything moved meanwhile, one at a time."""
+        try:
+            outcomes = self._launched(claims)
+        except IntegrityError:
+            outcomes = [self.ledger.retrying(partial(self._relaunch, claim)) for claim in claims]
+        for outcome in outcomes:
+            setattr(report, outcome, getattr(report, outcome) + 1)
 
-    def _attempt(self, claim: Claim) -> str:
-        """Launch the claimed attempt; which outcome counter it adds to."""
-        run = self.ledger.find(Run, claim.run_id, "run", claim.run_id)
-        now = self.ledger.clock()
+    def _relaunch(self, claim: Claim) -> str:
+        """Launch one attempt from a fresh read; a lost lease is recorded, never acted on."""
+        run = self.ledger.find(Run, claim.run.id, "run", claim.run.id)
         if not run.holds(claim.number, self.name):
-            run.reject_outcome(claim.number, self.name, "launch", now)
+            run.reject_outcome(claim.number, self.name, "launch", self.ledger.clock())
             self.ledger.save(run)
             return "rejected"
-        try:
-            initiator, definition = checked_launch(*self._launch_inputs(run))
-        except LaunchFailed as failure:
-            run.fail(claim.number, self.name, failure, self.policy, now)
-            self.ledger.save(run)
-            return "failed"
-        instance_id = run.instance_id_to_launch
-        if self.ledger.exists(instance_id):  # made by an attempt whose outcome was lost
-            run.succeed(claim.number, self.name, str(instance_id), now)
-            self.ledger.save(run)
-            return "succeeded"
-        instance = run.approval(definition, now)
-        run.succeed(claim.number, self.name, str(instance.id), now)
-        self.ledger.save(instance, run, unchanged=[(initiator.id, initiator.version)])
-        return "succeeded"
+        made = self.ledger.exists(run.instance_id_to_launch)  # by an attempt that lost its outcome
+        return self._launched([Claim(run, claim.number)], reuse=made)[0]
 
-    def _launch_inputs(self, run: Run) -> tuple[Account | None, Definition | None, Account | None]:
-        """The initiator, the definition and the schedule's last saver, as of now."""
-        initiator = account_uuid(run.tenant_id, run.initiator_id)
-        saver = account_uuid(run.tenant_id, run.saved_by)
-        definition = _uuid_or_none(run.definition_id)
-        found = self.ledger.get_many([initiator, saver, *([definition] if definition else [])])
-        return (
-            _owned(found.get(initiator), Account, run.tenant_id),
-            _owned(found.get(definition) if definition else None, Definition, run.tenant_id),
-            _owned(found.get(saver), Account, run.tenant_id),
-        )
+    def _launched(self, claims: Sequence[Claim], reuse: bool = False) -> list[str]:
+        """Check, create and record every claimed attempt, all in one commit; the outcomes.
+
+        The commit goes through only while each initiator's account is as the checks read it.
+        If an instance exists already, the commit fails and each attempt goes again alone,
+        then reusing (`reuse`) the instance that one run made.
+        """
+        now = self.ledger.clock()
+        inputs = self._launch_inputs([claim.run for claim in claims])
+        changed: list[Aggregate] = []
+        unchanged: dict[UUID, int] = {}
+        outcomes: list[str] = []
+        for claim in claims:
+            run = claim.run
+            try:
+                initiator, definition = checked_launch(*inputs[run.id])
+            except LaunchFailed as failure:
+                run.fail(claim.number, self.name, failure, self.policy, now)
+                outcomes.append("failed")
+            else:
+                instance_id = run.instance_id_to_launch
+                if not reuse:
+                    changed.append(run.approval(definition, now))
+                run.succeed(claim.number, self.name, str(instance_id), now)
+                unchanged[initiator.id] = initiator.version
+                outcomes.append("succeeded")
+            changed.append(run)
+        self.ledger.save(*changed, unchanged=list(unchanged.items()))
+        return outcomes
+
+    def _launch_inputs(self, runs: Sequence[Run]) -> dict[UUID, LaunchInputs]:
+        """Each run's initiator, definition and schedule's last saver, as of now."""
+        wanted = {
+            run.id: (
+                account_uuid(run.tenant_id, run.initiator_id),
+                _uuid_or_none(run.definition_id),
+                account_uuid(run.tenant_id, run.saved_by),
+            )
+            for run in runs
+        }
+        found = self.ledger.get_many([i for ids in wanted.values() for i in ids if i])
+        return {run.id: _resolved(run.tenant_id, wanted[run.id], found) for run in runs}
+
+
+def _resolved(
+    tenant_id: UUID, ids: tuple[UUID, UUID | None, UUID], found: Mapping[UUID, Aggregate]
+) -> LaunchInputs:
+    initiator, definition, saver = ids
+    return (
+        _owned(found.get(initiator), Account, tenant_id),
+        _owned(found.get(definition) if definition else None, Definition, tenant_id),
+        _owned(found.get(saver), Account, tenant_id),
+    )
 
 
 def _owned(aggregate: Aggregate | None, kind: type[A], tenant_id: UUID) -> A | None:

@@ -71,7 +71,10 @@ class SchedulePlansProjection(Projection):
 
 
 class RunsProjection(Projection):
-    """One row per cycle: planned, registered, status, attempts, instance, finish, lag."""
+    """One row per cycle: planned, registered, status, attempts, instance, finish, lag.
+
+    `due_at` is when a worker may next claim it: its next attempt, or its lease's expiry.
+    """
 
     name = "runs"
 
@@ -83,12 +86,12 @@ class RunsProjection(Projection):
             f"planned_at {ts} NOT NULL, trigger TEXT NOT NULL, status TEXT NOT NULL, "
             "title TEXT NOT NULL, initiator_id TEXT NOT NULL, definition_id TEXT NOT NULL, "
             "attempt_count INTEGER NOT NULL, instance_id TEXT, "
-            f"next_attempt_at {ts}, lease_expires_at {ts}, "
+            f"next_attempt_at {ts}, lease_expires_at {ts}, due_at {ts}, "
             f"registered_at {ts} NOT NULL, finished_at {ts}, skipped_count INTEGER NOT NULL, "
             "registration_lag_seconds DOUBLE PRECISION NOT NULL, version INTEGER NOT NULL)",
             "CREATE INDEX IF NOT EXISTS runs_by_schedule ON runs (schedule_id, planned_at)",
             "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status)",
-            "CREATE INDEX IF NOT EXISTS runs_due ON runs (status, next_attempt_at)",
+            "CREATE INDEX IF NOT EXISTS runs_due ON runs (due_at)",
         ]
 
     def handlers(self) -> dict[str, Handler]:
@@ -109,9 +112,9 @@ class RunsProjection(Projection):
         lag = (event.at - event.planned_at).total_seconds()
         sql.execute(
             "INSERT INTO runs (id, tenant_id, schedule_id, planned_at, trigger, status, title, "
-            "initiator_id, definition_id, attempt_count, instance_id, next_attempt_at, "
+            "initiator_id, definition_id, attempt_count, instance_id, next_attempt_at, due_at, "
             "registered_at, finished_at, skipped_count, registration_lag_seconds, version) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -122,6 +125,7 @@ class RunsProjection(Projection):
                 frozen["title"],
                 frozen["initiator_id"],
                 frozen["definition_id"],
+                event.at if event.status == PENDING else None,
                 event.at if event.status == PENDING else None,
                 event.at,
                 event.at if event.status == SKIPPED_MISSED else None,
@@ -140,6 +144,7 @@ class RunsProjection(Projection):
             attempt_count=event.number,
             next_attempt_at=None,
             lease_expires_at=event.lease_expires_at,
+            due_at=event.lease_expires_at,
         )
 
     @staticmethod
@@ -150,6 +155,7 @@ class RunsProjection(Projection):
             status=SUCCEEDED,
             instance_id=event.instance_id,
             lease_expires_at=None,
+            due_at=None,
             finished_at=event.at,
         )
 
@@ -163,19 +169,24 @@ class RunsProjection(Projection):
             status=event.status,
             next_attempt_at=event.next_attempt_at,
             lease_expires_at=None,
+            due_at=event.next_attempt_at,
             finished_at=finished,
         )
 
     @staticmethod
     def stopped(status: str) -> Handler:
         def handler(sql: Sql, event: Any, position: int) -> None:
-            _update(sql, event, status=status, next_attempt_at=None, finished_at=event.at)
+            _update(
+                sql, event, status=status, next_attempt_at=None, due_at=None, finished_at=event.at
+            )
 
         return handler
 
     @staticmethod
     def retried(sql: Sql, event: Any, position: int) -> None:
-        _update(sql, event, status=PENDING, next_attempt_at=event.at, finished_at=None)
+        _update(
+            sql, event, status=PENDING, next_attempt_at=event.at, due_at=event.at, finished_at=None
+        )
 
 
 def _update(sql: Sql, event: Any, **columns: Any) -> None:

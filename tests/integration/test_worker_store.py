@@ -152,7 +152,7 @@ def test_a_worker_that_lost_its_lease_cannot_record_an_outcome(
     world.clock.advance(61)
     assert world.services.worker.poll().succeeded == 1
     late = WorkReport()
-    paused._launch(claim, late)  # it resumes
+    paused._launch([claim], late)  # it resumes
     assert late == WorkReport(rejected=1)
     run = world.run(run_id)
     assert [a["outcome"] for a in run.attempts] == ["INTERRUPTED", "SUCCEEDED"]
