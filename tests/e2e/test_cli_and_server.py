@@ -146,7 +146,37 @@ def test_serve_sweeps_deadlines_by_itself(server: str, token: str) -> None:
     assert state == "EXPIRED"
 
 
-@pytest.mark.parametrize("command", ["serve", "sweeper", "projections"])
+def test_serve_registers_and_launches_cycles_by_itself(server: str, token: str) -> None:
+    _, definition = request(
+        f"{server}/api/definitions",
+        token,
+        {"key": "k", "name": "K", "external": False, "review_window_seconds": 600},
+    )
+    request(f"{server}/api/definitions/{definition['id']}/publish", token, {})
+    status, schedule = request(
+        f"{server}/api/workflows/schedules",
+        token,
+        {
+            "name": "every second",
+            "definition_id": definition["id"],
+            "trigger": {"kind": "cron", "expression": "* * * * * *"},
+            "initiator_id": "admin",
+            "enabled": True,
+        },
+    )
+    assert status == 201, schedule
+    runs: list[Any] = []
+    for _ in range(100):
+        runs = request(f"{server}/api/workflows/schedules/{schedule['id']}/runs", token)[1]["items"]
+        if any(run["status"] == "SUCCEEDED" for run in runs):
+            break
+        time.sleep(0.1)
+    launched = next(run for run in runs if run["status"] == "SUCCEEDED")
+    _, instance = request(f"{server}/api/approvals/{launched['instance_id']}", token)
+    assert (instance["applicant_id"], instance["origin"]["run_id"]) == ("admin", launched["id"])
+
+
+@pytest.mark.parametrize("command", ["serve", "worker", "sweeper", "projections"])
 def test_sigterm_stops_gracefully(store_url: str, command: str) -> None:
     env = {**os.environ, "CRONLEDGER_DATABASE_URL": store_url}
     arguments = ["--port", str(free_port())] if command == "serve" else []
