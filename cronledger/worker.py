@@ -94,7 +94,7 @@ class Worker:
             "LIMIT ?",
             (now, self.slots * DUE_READ_FACTOR),
         )
-        running = self._running_per_schedule({schedule for _, schedule in rows})
+        running = self._running_per_schedule({schedule for _, schedule in rows}, now)
         chosen: list[tuple[UUID, str]] = []
         for run_id, schedule_id in rows:
             if len(chosen) == self.slots or running.get(schedule_id, 0) >= self.per_schedule:
@@ -103,14 +103,15 @@ class Worker:
             chosen.append((UUID(run_id), schedule_id))
         return chosen
 
-    def _running_per_schedule(self, schedule_ids: set[str]) -> dict[str, int]:
+    def _running_per_schedule(self, schedule_ids: set[str], now: datetime) -> dict[str, int]:
+        """Attempts still held (lease not run out) per schedule: an abandoned one blocks none."""
         if not schedule_ids:
             return {}
         marks = ", ".join("?" for _ in schedule_ids)
         rows = self.ledger.store.query(
             f"SELECT schedule_id, COUNT(*) FROM runs WHERE status = ? "  # noqa: S608
-            f"AND schedule_id IN ({marks}) GROUP BY schedule_id",
-            (RUNNING, *schedule_ids),
+            f"AND lease_expires_at > ? AND schedule_id IN ({marks}) GROUP BY schedule_id",
+            (RUNNING, now, *schedule_ids),
         )
         return {schedule_id: int(count) for schedule_id, count in rows}
 

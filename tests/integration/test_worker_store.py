@@ -175,6 +175,18 @@ def test_a_crash_after_claiming_is_recovered_after_the_lease(
     assert len(world.instances()) == 1
 
 
+def test_a_crash_holding_a_schedules_every_slot_is_recovered(
+    open_with: Opener, world: World
+) -> None:
+    for n in range(4):
+        world.run_now(f"r{n}")
+    crashed = open_with(world.clock).worker
+    assert len(crashed._claim(crashed._due(), WorkReport())) == 4  # then kill -9
+    world.clock.advance(60)
+    assert world.services.worker.poll().succeeded == 4
+    assert len(world.instances()) == 4
+
+
 def test_an_instance_whose_attempt_outcome_was_lost_is_reused(world: World) -> None:
     run_id = world.run_now()
     run = world.run(run_id)
