@@ -123,9 +123,10 @@ class Runs:
         return Page(items, page, page_size, total)
 
     def last_run(self, schedule_id: UUID) -> dict[str, Any] | None:
+        """The schedule's newest planned run (kept on its `schedules` row)."""
         rows = self.ledger.store.query(
-            "SELECT id, planned_at, status FROM runs WHERE schedule_id = ? "
-            "ORDER BY planned_at DESC, id DESC LIMIT 1",
+            "SELECT last_run_id, last_run_planned_at, last_run_status FROM schedules "
+            "WHERE schedule_id = ? AND last_run_id IS NOT NULL",
             (str(schedule_id),),
         )
         if not rows:

@@ -224,10 +224,10 @@ class Schedules:
         return self.view_of(self.schedule(tenant_id, schedule_id))
 
     def list_page(self, tenant_id: UUID, page: int, page_size: int) -> Page[ScheduleView]:
-        """Live schedules of the tenant, oldest first (from the `schedule_plans` table)."""
+        """Live schedules of the tenant, oldest first (from the `schedules` table)."""
         keys, total = self.ledger.store.page_of_ids(
-            "schedule_plans",
-            {"tenant_id": str(tenant_id)},
+            "schedules",
+            {"tenant_id": str(tenant_id), "deleted_at": None},
             "created_at, schedule_id",
             page,
             page_size,
@@ -241,7 +241,7 @@ class Schedules:
         """Enabled schedules whose next fire has come, and the oldest one's lag in seconds."""
         now = self.ledger.clock()
         rows = self.ledger.store.query(
-            "SELECT COUNT(*), MIN(next_fire_at) FROM schedule_plans "
+            "SELECT COUNT(*), MIN(next_fire_at) FROM schedules "
             "WHERE tenant_id = ? AND next_fire_at <= ?",
             (str(tenant_id), now),
         )

@@ -17,9 +17,8 @@ from cronledger.schedules import Schedules
 from cronledger.store import Store
 from cronledger.ticker import Ticker
 from cronledger.worker import Worker
-from projections.approvals import ApprovalsProjection
+from projections.catalog import all_projections
 from projections.engine import Projector
-from projections.schedules import RunsProjection, SchedulePlansProjection
 
 
 @dataclass
@@ -60,9 +59,7 @@ def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
     store = Store.from_url(settings.database_url)
     with store.migration_lock():
         ledger = Ledger(store, clock)
-        projector = Projector(
-            ledger, [ApprovalsProjection(), SchedulePlansProjection(), RunsProjection()]
-        )
+        projector = Projector(ledger, all_projections())
         projector.create_tables()
     ledger.after_save = lambda position: projector.catch_up(until=position)
     directory = Directory(ledger, settings.timezone)

@@ -147,10 +147,15 @@ class Store:
     ) -> tuple[list[str], int]:
         """One page of a read-model table's keys matching `column = value` filters, and the total.
 
+        A filter of None matches `column IS NULL`.
+
         `table`, `order_by` and `key` are the caller's fixed SQL, never user input.
         """
-        where = " AND ".join(f"{column} = ?" for column in filters) or "TRUE"
-        params = list(filters.values())
+        where = (
+            " AND ".join(f"{c} IS NULL" if v is None else f"{c} = ?" for c, v in filters.items())
+            or "TRUE"
+        )
+        params = [value for value in filters.values() if value is not None]
         total = self.query(f"SELECT COUNT(*) FROM {table} WHERE {where}", params)  # noqa: S608
         rows = self.query(
             f"SELECT {key} FROM {table} WHERE {where} ORDER BY {order_by} "  # noqa: S608

@@ -62,7 +62,7 @@ class Ticker:
 
     def _due_ids(self, now: object) -> list[tuple[UUID, int]]:
         rows = self.ledger.store.query(
-            "SELECT schedule_id, version FROM schedule_plans WHERE next_fire_at <= ? "
+            "SELECT schedule_id, version FROM schedules WHERE next_fire_at <= ? "
             "ORDER BY next_fire_at, schedule_id LIMIT ?",
             (now, DUE_PER_SCAN_READ),
         )

@@ -10,7 +10,10 @@ from projections.engine import Handler, Projection, Sql
 
 
 class ApprovalsProjection(Projection):
+    """One row per instance (`approvals`) and one per command it got (`approval_commands`)."""
+
     name = "approvals"
+    tables = ("approvals", "approval_commands")
 
     def ddl(self, sql: Sql) -> list[str]:
         ts = sql.timestamp_type
@@ -19,12 +22,20 @@ class ApprovalsProjection(Projection):
             "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, definition_id TEXT NOT NULL, "
             "applicant_id TEXT NOT NULL, title TEXT NOT NULL, state TEXT NOT NULL, "
             f"review_deadline_at {ts} NOT NULL, submitted_at {ts} NOT NULL, "
-            f"decided_at {ts}, outcome TEXT, expiry_lag_seconds DOUBLE PRECISION, "
-            "schedule_id TEXT, run_id TEXT, version INTEGER NOT NULL, position BIGINT NOT NULL)",
+            f"decided_at {ts}, outcome TEXT, decision_seconds DOUBLE PRECISION, "
+            "expiry_lag_seconds DOUBLE PRECISION, schedule_id TEXT, run_id TEXT, "
+            "version INTEGER NOT NULL, position BIGINT NOT NULL)",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
             "CREATE INDEX IF NOT EXISTS approvals_by_deadline "
             "ON approvals (state, review_deadline_at)",
+            "CREATE TABLE IF NOT EXISTS approval_commands ("
+            "instance_id TEXT NOT NULL, version INTEGER NOT NULL, tenant_id TEXT NOT NULL, "
+            "position BIGINT NOT NULL, command TEXT NOT NULL, command_id TEXT, "
+            "outcome TEXT NOT NULL, accepted BOOLEAN NOT NULL, reason TEXT NOT NULL, "
+            f"actor TEXT NOT NULL, at {ts} NOT NULL, PRIMARY KEY (instance_id, version))",
+            "CREATE INDEX IF NOT EXISTS approval_commands_by_tenant "
+            "ON approval_commands (tenant_id, at)",
         ]
 
     def handlers(self) -> dict[str, Handler]:
@@ -62,9 +73,20 @@ class ApprovalsProjection(Projection):
                 position,
             ),
         )
+        _command(sql, event, position, "submit", event.command_id, "SUBMITTED", True, "submitted")
 
     @staticmethod
     def handled(sql: Sql, event: Any, position: int) -> None:
+        _command(
+            sql,
+            event,
+            position,
+            event.command,
+            event.command_id,
+            event.outcome,
+            event.accepted,
+            event.reason,
+        )
         key = (event.originator_version, position, str(event.originator_id))
         if event.outcome == "EXTENDED":
             sql.execute(
@@ -73,17 +95,55 @@ class ApprovalsProjection(Projection):
                 (event.payload["new_deadline_at"], *key),
             )
         elif event.outcome in TERMINAL:
-            deadline = sql.execute(
-                "SELECT review_deadline_at FROM approvals WHERE id = ?", (key[2],)
-            ).fetchone()[0]
+            deadline, submitted = sql.execute(
+                "SELECT review_deadline_at, submitted_at FROM approvals WHERE id = ?", (key[2],)
+            ).fetchone()
             lag = _seconds_between(deadline, event.at) if event.outcome == EXPIRED else None
             sql.execute(
                 "UPDATE approvals SET state = ?, decided_at = ?, outcome = ?, "
-                "expiry_lag_seconds = ?, version = ?, position = ? WHERE id = ?",
-                (event.outcome, event.at, event.outcome, lag, *key),
+                "decision_seconds = ?, expiry_lag_seconds = ?, version = ?, position = ? "
+                "WHERE id = ?",
+                (
+                    event.outcome,
+                    event.at,
+                    event.outcome,
+                    _seconds_between(submitted, event.at),
+                    lag,
+                    *key,
+                ),
             )
         else:
             sql.execute("UPDATE approvals SET version = ?, position = ? WHERE id = ?", key)
+
+
+def _command(
+    sql: Sql,
+    event: Any,
+    position: int,
+    command: str,
+    command_id: str | None,
+    outcome: str,
+    accepted: bool,
+    reason: str,
+) -> None:
+    """One row of `approval_commands`: the command, what it got, who and when."""
+    sql.execute(
+        "INSERT INTO approval_commands (instance_id, version, tenant_id, position, command, "
+        "command_id, outcome, accepted, reason, actor, at) SELECT id, ?, tenant_id, ?, ?, ?, ?, "
+        "?, ?, ?, ? FROM approvals WHERE id = ?",
+        (
+            event.originator_version,
+            position,
+            command,
+            command_id,
+            outcome,
+            accepted,
+            reason,
+            event.actor,
+            event.at,
+            str(event.originator_id),
+        ),
+    )
 
 
 def _seconds_between(deadline: Any, at: Any) -> float:

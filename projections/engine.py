@@ -13,8 +13,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from eventsourcing.persistence import Notification
+
 from cronledger.ledger import Ledger
-from cronledger.store import db_value
+from cronledger.store import Store, db_value
 
 Handler = Callable[["Sql", Any, int], None]
 
@@ -76,6 +78,7 @@ class Projection:
     """A read model: its tables and one handler per event type it cares about."""
 
     name: str = ""
+    tables: tuple[str, ...] = ()  # what it owns, in the order a rebuild copies them
 
     def ddl(self, sql: Sql) -> list[str]:
         raise NotImplementedError
@@ -83,14 +86,29 @@ class Projection:
     def handlers(self) -> dict[str, Handler]:
         raise NotImplementedError
 
+    def apply(self, sql: Sql, batch: Sequence[tuple[Notification, Any]]) -> None:
+        """Apply a batch of (stored notification, decoded event), oldest first."""
+        handlers = self.handlers()
+        for notification, event in batch:
+            handler = handlers.get(type(event).__qualname__)
+            if handler is not None:
+                handler(sql, event, notification.id)
+
 
 class Projector:
     """Runs projections over the ledger's log, in batches, each batch one transaction."""
 
-    def __init__(self, ledger: Ledger, projections: Sequence[Projection], batch: int = 1000):
+    def __init__(
+        self,
+        ledger: Ledger,
+        projections: Sequence[Projection],
+        batch: int = 1000,
+        tables: Store | None = None,
+    ) -> None:
         self.ledger = ledger
         self.projections = list(projections)
         self.batch = batch
+        self.tables = tables or ledger.store  # where the rows go (a scratch store to rebuild)
         self._lock = threading.Lock()
 
     def create_tables(self) -> None:
@@ -105,16 +123,17 @@ class Projector:
                     (projection.name,),
                 )
 
-    def catch_up(self, until: int | None = None) -> int:
+    def catch_up(self, until: int | None = None, exactly: bool = False) -> int:
         """Project until the log's end (or `until`); the number of events projected.
 
         The projections furthest behind go first, together: each batch is read and decoded
-        once for all of them.
+        once for all of them. With `exactly`, no projection goes past `until`.
         """
         done = 0
+        stop = until if exactly else None
         with self._lock, self._sql() as sql:
             while True:
-                count, lowest = self._run_batch(sql)
+                count, lowest = self._run_batch(sql, stop)
                 done += count
                 if until is not None and lowest >= until:
                     break
@@ -130,7 +149,11 @@ class Projector:
     def _end(self) -> int:
         return self.ledger.recorder.max_notification_id() or 0
 
-    def _run_batch(self, sql: Sql) -> tuple[int, int]:
+    def positions(self) -> dict[str, int]:
+        with self._sql() as sql:
+            return self._positions(sql)
+
+    def _run_batch(self, sql: Sql, stop: int | None = None) -> tuple[int, int]:
         """Read a batch first, then apply it under the lock if nobody applied it meanwhile.
 
         Reading outside the lock matters on SQLite: a write lock held while waiting for the
@@ -139,9 +162,13 @@ class Projector:
         positions = self._positions(sql)
         start = min(positions.values())
         group = [p for p in self.projections if positions[p.name] == start]
-        notifications = self.ledger.recorder.select_notifications(start=start + 1, limit=self.batch)
-        if not notifications:
+        if stop is not None and start >= stop:
             return 0, start
+        notifications = self.ledger.recorder.select_notifications(
+            start=start + 1, limit=self.batch, stop=stop
+        )
+        if not notifications:
+            return 0, start if stop is None else stop
         with sql.transaction():
             if any(self._positions(sql, lock=True)[p.name] != start for p in group):
                 return 0, start  # another projector applied it; read again
@@ -152,14 +179,13 @@ class Projector:
             )
         return len(notifications), notifications[-1].id
 
-    def _apply(self, sql: Sql, group: list[Projection], notifications: Sequence[Any]) -> None:
-        handlers = [p.handlers() for p in group]
+    def _apply(
+        self, sql: Sql, group: list[Projection], notifications: Sequence[Notification]
+    ) -> None:
+        batch = [(n, self.ledger.mapper.to_domain_event(n)) for n in notifications]
         with sql.pipeline():
-            for notification in notifications:
-                event = self.ledger.mapper.to_domain_event(notification)
-                name = type(event).__qualname__
-                for handler in (h[name] for h in handlers if name in h):
-                    handler(sql, event, notification.id)
+            for projection in group:
+                projection.apply(sql, batch)
 
     def _positions(self, sql: Sql, lock: bool = False) -> dict[str, int]:
         suffix = " FOR UPDATE" if lock and sql.kind == "postgresql" else ""
@@ -173,5 +199,5 @@ class Projector:
 
     @contextmanager
     def _sql(self) -> Iterator[Sql]:
-        with self.ledger.store.connect() as connection:
-            yield Sql(self.ledger.store.kind, connection)
+        with self.tables.connect() as connection:
+            yield Sql(self.tables.kind, connection)

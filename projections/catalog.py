@@ -1,0 +1,26 @@
+"""Every read model the service keeps."""
+
+from __future__ import annotations
+
+from projections.approvals import ApprovalsProjection
+from projections.engine import Projection
+from projections.rollup import ScheduleDailyProjection
+from projections.schedules import RunsProjection, SchedulesProjection
+
+
+def all_projections() -> list[Projection]:
+    return [
+        SchedulesProjection(),
+        RunsProjection(),
+        ApprovalsProjection(),
+        ScheduleDailyProjection(),
+    ]
+
+
+def projection_named(name: str) -> Projection:
+    """The projection called `name`; ValueError lists the names there are."""
+    for projection in all_projections():
+        if projection.name == name:
+            return projection
+    names = ", ".join(p.name for p in all_projections())
+    raise ValueError(f"no projection {name!r}: there are {names}")

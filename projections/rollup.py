@@ -1,0 +1,121 @@
+"""`schedule_daily`: per schedule and UTC day of the planned instant, what its cycles did."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cronledger.store import as_instant
+from domain.runs import DEAD_LETTER
+from projections.engine import Handler, Projection, Sql
+
+DECISIONS = ("Approved", "Withdrawn", "Expired")
+
+
+class ScheduleDailyProjection(Projection):
+    """Cycles, successes, dead letters, mean registration lag and mean time to decision.
+
+    A run counts on the day (UTC) of its planned instant, whenever its attempts happen; its
+    instance's decision counts there too. `schedule_daily_keys` remembers, for each run and
+    each launched instance, the row it counts in.
+    """
+
+    name = "schedule_daily"
+    tables = ("schedule_daily", "schedule_daily_keys")
+
+    def ddl(self, sql: Sql) -> list[str]:
+        return [
+            "CREATE TABLE IF NOT EXISTS schedule_daily ("
+            "schedule_id TEXT NOT NULL, day TEXT NOT NULL, tenant_id TEXT NOT NULL, "
+            "cycles INTEGER NOT NULL, successes INTEGER NOT NULL, dead_letters INTEGER NOT NULL, "
+            "registration_lag_total_seconds DOUBLE PRECISION NOT NULL, "
+            "mean_registration_lag_seconds DOUBLE PRECISION NOT NULL, "
+            "decisions INTEGER NOT NULL, decision_total_seconds DOUBLE PRECISION NOT NULL, "
+            "mean_decision_seconds DOUBLE PRECISION, PRIMARY KEY (schedule_id, day))",
+            "CREATE INDEX IF NOT EXISTS schedule_daily_by_tenant "
+            "ON schedule_daily (tenant_id, day)",
+            "CREATE TABLE IF NOT EXISTS schedule_daily_keys ("
+            "key TEXT PRIMARY KEY, schedule_id TEXT NOT NULL, day TEXT NOT NULL, "
+            f"started_at {sql.timestamp_type})",
+        ]
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "Run.Registered": self.registered,
+            "Run.AttemptSucceeded": self.counted("successes"),
+            "Run.AttemptFailed": self.dead_lettered,
+            "Run.AttemptInterrupted": self.dead_lettered,
+            "ApprovalInstance.Submitted": self.submitted,
+            **{f"ApprovalInstance.{name}": self.decided for name in DECISIONS},
+        }
+
+    @staticmethod
+    def registered(sql: Sql, event: Any, position: int) -> None:
+        day = event.planned_at.date().isoformat()
+        schedule_id = str(event.schedule_id)
+        lag = (event.at - event.planned_at).total_seconds()
+        sql.execute(
+            "INSERT INTO schedule_daily_keys (key, schedule_id, day) VALUES (?, ?, ?)",
+            (str(event.originator_id), schedule_id, day),
+        )
+        sql.execute(
+            "INSERT INTO schedule_daily (schedule_id, day, tenant_id, cycles, successes, "
+            "dead_letters, registration_lag_total_seconds, mean_registration_lag_seconds, "
+            "decisions, decision_total_seconds) VALUES (?, ?, ?, 1, 0, 0, ?, ?, 0, 0) "
+            "ON CONFLICT (schedule_id, day) DO UPDATE SET cycles = schedule_daily.cycles + 1, "
+            "registration_lag_total_seconds = schedule_daily.registration_lag_total_seconds "
+            "+ excluded.registration_lag_total_seconds, mean_registration_lag_seconds = "
+            "(schedule_daily.registration_lag_total_seconds "
+            "+ excluded.registration_lag_total_seconds) / (schedule_daily.cycles + 1)",
+            (schedule_id, day, str(event.tenant_id), lag, lag),
+        )
+
+    @staticmethod
+    def counted(column: str) -> Handler:
+        def handler(sql: Sql, event: Any, position: int) -> None:
+            _add_one(sql, column, str(event.originator_id))
+
+        return handler
+
+    @staticmethod
+    def dead_lettered(sql: Sql, event: Any, position: int) -> None:
+        if event.status == DEAD_LETTER:
+            _add_one(sql, "dead_letters", str(event.originator_id))
+
+    @staticmethod
+    def submitted(sql: Sql, event: Any, position: int) -> None:
+        """An instance a run launched counts its decision in that run's row."""
+        run_id = (event.origin or {}).get("run_id")
+        if run_id:
+            sql.execute(
+                "INSERT INTO schedule_daily_keys (key, schedule_id, day, started_at) "
+                "SELECT ?, schedule_id, day, ? FROM schedule_daily_keys WHERE key = ?",
+                (str(event.originator_id), event.at, run_id),
+            )
+
+    @staticmethod
+    def decided(sql: Sql, event: Any, position: int) -> None:
+        row = sql.execute(
+            "SELECT schedule_id, day, started_at FROM schedule_daily_keys WHERE key = ?",
+            (str(event.originator_id),),
+        ).fetchone()
+        if row is None or row[2] is None:
+            return
+        started = as_instant(row[2])
+        assert started is not None
+        seconds = (event.at - started).total_seconds()
+        sql.execute(
+            "UPDATE schedule_daily SET decisions = decisions + 1, "
+            "decision_total_seconds = decision_total_seconds + ?, "
+            "mean_decision_seconds = (decision_total_seconds + ?) / (decisions + 1) "
+            "WHERE schedule_id = ? AND day = ?",
+            (seconds, seconds, row[0], row[1]),
+        )
+
+
+def _add_one(sql: Sql, column: str, key: str) -> None:
+    sql.execute(
+        f"UPDATE schedule_daily SET {column} = {column} + 1 "  # noqa: S608
+        "WHERE schedule_id = (SELECT schedule_id FROM schedule_daily_keys WHERE key = ?) "
+        "AND day = (SELECT day FROM schedule_daily_keys WHERE key = ?)",
+        (key, key),
+    )
