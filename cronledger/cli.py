@@ -7,14 +7,18 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
+from datetime import datetime
 
 import click
+from tqdm import tqdm
 
 from cronledger.config import ConfigError, Settings
 from cronledger.ledger import TimelineEntry, jsonable
 from cronledger.logs import configure_logging
 from cronledger.services import Services, open_services
 from domain.errors import DomainError
+from projections.catalog import projection_named, rebuildable_projections
+from projections.maintenance import rebuild as rebuild_projections
 from tick.loops import Loop, stop_on_signals
 
 
@@ -94,12 +98,31 @@ def sweeper(interval: float) -> None:
         _run_alone(Loop("sweeper", interval, services.approvals.sweep))
 
 
-@main.command()
+@main.group(invoke_without_command=True)
 @click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(0.05))
-def projections(interval: float) -> None:
+@click.pass_context
+def projections(context: click.Context, interval: float) -> None:
     """Run the projections alone: keep the SQL read models up to date."""
+    if context.invoked_subcommand is None:
+        with opened() as services:
+            _run_alone(Loop("projections", interval, services.projector.catch_up))
+
+
+@projections.command()
+@click.argument("name", required=False)
+def rebuild(name: str | None) -> None:
+    """Rebuild one projection (or all) from position zero into fresh tables, then swap them in."""
     with opened() as services:
-        _run_alone(Loop("projections", interval, services.projector.catch_up))
+        try:
+            chosen = [projection_named(name)] if name else rebuildable_projections()
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None
+        with _progress(services, f"rebuild {name or 'all'}") as advance:
+            try:
+                rebuild_projections(services.ledger, chosen, advance)
+            except ValueError as error:
+                raise click.ClickException(str(error)) from None
+        click.echo(f"rebuilt {', '.join(p.name for p in chosen)}")
 
 
 @main.command()
@@ -187,6 +210,85 @@ def timeline(key: str, tenant: str | None, as_json: bool) -> None:
         return
     for entry in entries:
         click.echo(_line(entry))
+
+
+@audit.command()
+@click.argument("key")
+@click.option("--at", "at_text", required=True, help="An instant with its offset (ISO 8601).")
+@click.option("--tenant", help="Tenant of an account id (needed only if several have it).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
+def state(key: str, at_text: str, tenant: str | None, as_json: bool) -> None:
+    """An aggregate as it was at a past instant."""
+    at = _instant(at_text)
+    with opened() as services:
+        found = services.audit.state(key, at, tenant)
+    if as_json:
+        click.echo(json.dumps(found, indent=2, ensure_ascii=False))
+        return
+    last = found["last_event"]
+    click.echo(
+        f"{found['type']} {found['id']} v{found['version']} as of {found['as_of']} "
+        f"(last event #{last['position']} {last['type']})"
+    )
+    for field, value in found["state"].items():
+        click.echo(f"  {field} = {json.dumps(value, ensure_ascii=False)}")
+
+
+@audit.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
+def replay(as_json: bool) -> None:
+    """Rebuild every projection from the log and compare it with the live tables."""
+    with opened() as services, _progress(services, "replay") as advance:
+        differences = services.audit.replay(advance)
+    if as_json:
+        rows = [
+            {"table": d.table, "side": d.side, "row": jsonable(list(d.row))} for d in differences
+        ]
+        click.echo(json.dumps({"differences": rows}, indent=2, ensure_ascii=False))
+    else:
+        for d in differences:
+            where = "only in the live table" if d.side == "live" else "only in the replay"
+            click.echo(f"{d.table}: {where}: {jsonable(list(d.row))}")
+        click.echo("no difference" if not differences else f"{len(differences)} differences")
+    if differences:
+        sys.exit(1)
+
+
+@audit.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
+def verify(as_json: bool) -> None:
+    """Recompute the hash chain over the log; name the first position that no longer matches."""
+    with opened() as services, _progress(services, "verify") as advance:
+        found = services.audit.verify(advance)
+    if as_json:
+        broken = {"position": found.position, "problem": found.problem} if found else None
+        click.echo(json.dumps({"intact": found is None, "break": broken}))
+    elif found is None:
+        click.echo("the log matches its hash chain")
+    else:
+        click.echo(f"the log no longer matches at position {found.position}: {found.problem}")
+    if found is not None:
+        sys.exit(1)
+
+
+@contextmanager
+def _progress(services: Services, label: str) -> Iterator[Callable[[int], object]]:
+    """A progress bar on standard error over the log's events (done, rate, time left)."""
+    total = services.ledger.recorder.max_notification_id() or 0
+    with tqdm(total=total, desc=label, unit=" events", file=sys.stderr) as bar:
+        yield bar.update
+
+
+def _instant(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r} is not an ISO 8601 instant", param_hint="--at"
+        ) from None
+    if moment.utcoffset() is None:
+        raise click.BadParameter(f"{text!r} needs an offset (Z or +08:00)", param_hint="--at")
+    return moment
 
 
 def _line(entry: TimelineEntry) -> str:

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
@@ -157,7 +157,8 @@ class Ledger(Application[UUID]):
             )
         }
         return [
-            _entry(positions.get(e.originator_version, 0), e) for e in self.events.get(aggregate_id)
+            timeline_entry(positions.get(e.originator_version, 0), e)
+            for e in self.events.get(aggregate_id)
         ]
 
     def get_many(self, ids: Sequence[UUID]) -> dict[UUID, Aggregate]:
@@ -239,7 +240,8 @@ def _events_after_sql(table: str, count: int) -> str:
     )
 
 
-def _entry(position: int, event: Any) -> TimelineEntry:
+def timeline_entry(position: int, event: Any) -> TimelineEntry:
+    """One event as a timeline entry: its envelope, the named fields, the rest as `data`."""
     state = {k: v for k, v in event.__dict__.items() if k not in ENVELOPE}
     named = {k: state.pop(k, None) for k in NAMED}
     return TimelineEntry(
@@ -264,9 +266,11 @@ def _fold(history: list[Any]) -> Aggregate | None:
 
 
 def jsonable(value: Any) -> Any:
-    """Event data as JSON values: ids as strings, instants as UTC ISO 8601 with `Z`."""
+    """JSON values: ids as strings, instants as UTC ISO 8601 with `Z`, dataclasses as objects."""
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
+    if is_dataclass(value) and not isinstance(value, type):
+        return jsonable(asdict(value))
     if isinstance(value, list | tuple | set | frozenset):
         return [jsonable(v) for v in value]
     if isinstance(value, UUID):

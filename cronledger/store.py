@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import uuid
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -163,6 +164,33 @@ class Store:
             [*params, page_size, (page - 1) * page_size],
         )
         return [str(row[0]) for row in rows], int(total[0][0])
+
+    @contextmanager
+    def scratch(self) -> Iterator[Store]:
+        """An empty store beside this one (a file, or a schema), removed afterwards."""
+        tag = uuid.uuid4().hex[:10]
+        if self.kind == "sqlite":
+            scratch = Store(kind="sqlite", sqlite_path=f"{self.sqlite_path}.scratch-{tag}")
+        else:
+            scratch = Store(kind=self.kind, postgres=self.postgres, schema=f"scratch_{tag}")
+        with scratch.migration_lock():
+            pass
+        try:
+            yield scratch
+        finally:
+            scratch.close()
+            scratch.drop()
+
+    def drop(self) -> None:
+        """Remove the whole store: its file, or its schema. Only ever for scratch stores."""
+        if self.kind == "sqlite":
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(self.sqlite_path + suffix).unlink(missing_ok=True)
+            return
+        with psycopg.connect(make_conninfo("", **self.postgres), autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema))
+            )
 
     @contextmanager
     def migration_lock(self) -> Iterator[None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from projections.approvals import ApprovalsProjection
+from projections.chain import HashChainProjection
 from projections.engine import Projection
 from projections.rollup import ScheduleDailyProjection
 from projections.schedules import RunsProjection, SchedulesProjection
@@ -14,6 +15,7 @@ def all_projections() -> list[Projection]:
         RunsProjection(),
         ApprovalsProjection(),
         ScheduleDailyProjection(),
+        HashChainProjection(),
     ]
 
 
@@ -24,3 +26,7 @@ def projection_named(name: str) -> Projection:
             return projection
     names = ", ".join(p.name for p in all_projections())
     raise ValueError(f"no projection {name!r}: there are {names}")
+
+
+def rebuildable_projections() -> list[Projection]:
+    return [p for p in all_projections() if p.rebuildable]

@@ -79,6 +79,7 @@ class Projection:
 
     name: str = ""
     tables: tuple[str, ...] = ()  # what it owns, in the order a rebuild copies them
+    rebuildable = True
 
     def ddl(self, sql: Sql) -> list[str]:
         raise NotImplementedError
@@ -123,7 +124,12 @@ class Projector:
                     (projection.name,),
                 )
 
-    def catch_up(self, until: int | None = None, exactly: bool = False) -> int:
+    def catch_up(
+        self,
+        until: int | None = None,
+        exactly: bool = False,
+        progress: Callable[[int], object] | None = None,
+    ) -> int:
         """Project until the log's end (or `until`); the number of events projected.
 
         The projections furthest behind go first, together: each batch is read and decoded
@@ -135,6 +141,8 @@ class Projector:
             while True:
                 count, lowest = self._run_batch(sql, stop)
                 done += count
+                if progress is not None:
+                    progress(count)
                 if until is not None and lowest >= until:
                     break
                 if count == 0 and lowest >= self._end():

@@ -18,7 +18,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The Flask app; `config["SERVICES"]` injects ready services (tests), else env settings."""
     from cronledger.config import Settings
     from cronledger.services import open_services
-    from web import approvals, directory, ops, schedules
+    from web import approvals, directory, events, ops, schedules
     from web.problems import register_error_handlers
 
     app = Flask(__name__)
@@ -32,6 +32,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(directory.bp)
     app.register_blueprint(schedules.bp)
     app.register_blueprint(approvals.bp)
+    app.register_blueprint(events.bp)
     app.before_request(_start_request)
     app.after_request(_log_request)
     return app

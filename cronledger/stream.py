@@ -1,0 +1,203 @@
+"""One caller's live view of the log: its tenant's new events that its permissions can read.
+
+The stream polls the log after a position and yields what the caller may see, in log order,
+with a `Checkpoint` at the start and after each quiet spell: every position up to a
+checkpoint has been examined, so a client that resumes after it misses nothing. Commits reach
+the log in position order on both stores (PostgreSQL appends under a table lock, SQLite has
+one writer), so a reader never passes over a position that is filled in later.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, DomainEventProtocol
+from eventsourcing.persistence import Notification
+
+from cronledger.ledger import Ledger, TimelineEntry, timeline_entry
+from domain.approvals import ApprovalInstance
+from domain.directory import Account, Definition, Principal, Tenant
+from domain.permissions import APPROVAL_LIST, AUDIT_READ, DIRECTORY_MANAGE, SCHEDULE_LIST
+from domain.runs import Run
+from domain.schedules import Schedule
+
+DIRECTORY_READERS = frozenset({DIRECTORY_MANAGE, AUDIT_READ})
+# The only aggregate kinds ever streamed, each to a caller holding any of its permissions.
+# Absent on purpose: ApiToken (a token's metadata), TenantRegistry (every tenant's name).
+READERS: dict[str, frozenset[str]] = {
+    Schedule.__name__: frozenset({SCHEDULE_LIST}),
+    Run.__name__: frozenset({SCHEDULE_LIST}),
+    ApprovalInstance.__name__: frozenset({APPROVAL_LIST}),
+    Account.__name__: DIRECTORY_READERS,
+    Definition.__name__: DIRECTORY_READERS,
+    Tenant.__name__: DIRECTORY_READERS,
+}
+# Token ids are shown once, to whoever issues a token; the API never lists them.
+WITHHELD_TYPES = frozenset({"Account.TokenIssued", "Account.TokenRevoked"})
+
+
+@dataclass(frozen=True)
+class StreamedEvent:
+    aggregate_id: UUID
+    entry: TimelineEntry
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Every position up to `position` has been examined and what the caller may see was sent."""
+
+    position: int
+
+
+StreamItem = StreamedEvent | Checkpoint
+
+
+def kind_of(event: object) -> str:
+    """The aggregate class an event belongs to, from its nested class name (`Run.Registered`)."""
+    return type(event).__qualname__.partition(".")[0]
+
+
+def readable_kinds(principal: Principal) -> frozenset[str]:
+    """The aggregate kinds whose events this caller may be streamed."""
+    return frozenset(kind for kind, needs in READERS.items() if needs & principal.permissions)
+
+
+def never() -> bool:
+    return False
+
+
+class Owners:
+    """The tenant of each aggregate, from its first event; the most recent ones remembered."""
+
+    LIMIT: ClassVar[int] = 10_000
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self._tenants: OrderedDict[UUID, UUID | None] = OrderedDict()
+
+    def tenant_of(self, event: DomainEventProtocol[UUID]) -> UUID | None:
+        """The tenant owning the event's aggregate; None for an aggregate of no tenant."""
+        if kind_of(event) == Tenant.__name__:
+            return event.originator_id
+        aggregate_id = event.originator_id
+        if aggregate_id not in self._tenants:
+            self._tenants[aggregate_id] = self._tenant_in(self._created(event))
+            if len(self._tenants) > self.LIMIT:
+                self._tenants.popitem(last=False)
+        self._tenants.move_to_end(aggregate_id)
+        return self._tenants[aggregate_id]
+
+    def _created(self, event: DomainEventProtocol[UUID]) -> DomainEventProtocol[UUID] | None:
+        """The event that created the aggregate: this one, or its first one read from the log."""
+        if event.originator_version == Aggregate.INITIAL_VERSION:
+            return event
+        first = self.ledger.events.get(event.originator_id, lte=Aggregate.INITIAL_VERSION)
+        return next(first, None)
+
+    @staticmethod
+    def _tenant_in(created: DomainEventProtocol[UUID] | None) -> UUID | None:
+        tenant_id = getattr(created, "tenant_id", None)
+        return tenant_id if isinstance(tenant_id, UUID) else None
+
+
+class EventStream:
+    """The caller's tenant's events after `after`, as they are committed, until `should_stop`."""
+
+    POLL_SECONDS: ClassVar[float] = 0.2
+    KEEP_ALIVE_SECONDS: ClassVar[float] = 15.0
+    BATCH: ClassVar[int] = 500
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        principal: Principal,
+        after: int,
+        *,
+        sleep: Callable[[float], object] = time.sleep,
+        should_stop: Callable[[], bool] = never,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ledger = ledger
+        self.principal = principal
+        self.position = after
+        self.sleep = sleep
+        self.should_stop = should_stop
+        self.clock = clock
+        self.kinds = readable_kinds(principal)
+        self.owners = Owners(ledger)
+
+    def __iter__(self) -> Iterator[StreamItem]:
+        yield Checkpoint(self.position)
+        last_sent = self.clock()
+        while not self.should_stop():
+            events, more = self._read()
+            yield from events
+            if events:
+                last_sent = self.clock()
+            elif self.clock() - last_sent >= self.KEEP_ALIVE_SECONDS:
+                yield Checkpoint(self.position)
+                last_sent = self.clock()
+            if not more:
+                self.sleep(self.POLL_SECONDS)
+
+    def _read(self) -> tuple[list[StreamedEvent], bool]:
+        """The next batch's visible events, and whether more is waiting after the batch."""
+        notifications = self.ledger.recorder.select_notifications(
+            start=self.position + 1, limit=self.BATCH
+        )
+        if notifications:
+            self.position = notifications[-1].id
+        return self._visible(notifications), len(notifications) == self.BATCH
+
+    def _visible(self, notifications: Sequence[Notification]) -> list[StreamedEvent]:
+        streamed = []
+        for notification in notifications:
+            event = self.ledger.mapper.to_domain_event(notification)
+            if self._may_see(event):
+                entry = timeline_entry(notification.id, event)
+                streamed.append(StreamedEvent(event.originator_id, entry))
+        return streamed
+
+    def _may_see(self, event: DomainEventProtocol[UUID]) -> bool:
+        return (
+            kind_of(event) in self.kinds
+            and type(event).__qualname__ not in WITHHELD_TYPES
+            and self.owners.tenant_of(event) == self.principal.tenant_id
+        )
+
+
+class Lifetime:
+    """Stops a stream at its deadline, or once its token no longer stands for the same caller.
+
+    A revoked token, a deactivated account or changed roles end the stream within
+    `RECHECK_SECONDS`; the client reconnects and is answered 401, 403 or its new view.
+    """
+
+    RECHECK_SECONDS: ClassVar[float] = 5.0
+
+    def __init__(
+        self,
+        seconds: float,
+        principal: Principal,
+        authenticate: Callable[[], Principal | None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.principal = principal
+        self.authenticate = authenticate
+        self.clock = clock
+        self.deadline = clock() + seconds
+        self.next_check = clock() + self.RECHECK_SECONDS
+
+    def __call__(self) -> bool:
+        now = self.clock()
+        if now >= self.deadline:
+            return True
+        if now < self.next_check:
+            return False
+        self.next_check = now + self.RECHECK_SECONDS
+        return self.authenticate() != self.principal

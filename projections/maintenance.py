@@ -1,0 +1,146 @@
+"""Rebuilding read models from position zero, and replaying them to compare with the live ones.
+
+Both build into a scratch store (a SQLite file beside the live one, or a PostgreSQL schema)
+while the service keeps answering from the live tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from cronledger.ledger import Ledger
+from cronledger.store import Store
+from projections.engine import Projection, Projector, Sql
+
+Progress = Callable[[int], object]  # events projected since the last call
+SHOWN_ROWS = 20
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A row the live table has and the replay has not (`live`), or the other way round."""
+
+    table: str
+    side: str
+    row: tuple[Any, ...]
+
+
+def rebuild(ledger: Ledger, projections: Sequence[Projection], progress: Progress) -> None:
+    """Build the projections' tables afresh from the whole log, then swap them in."""
+    refused = [p.name for p in projections if not p.rebuildable]
+    if refused:
+        raise ValueError(f"{', '.join(refused)} cannot be rebuilt: replay and verify it instead")
+    with ledger.store.scratch() as scratch:
+        built = Projector(ledger, projections, tables=scratch)
+        built.create_tables()
+        built.catch_up(progress=progress)
+        positions = built.positions()  # the live projector goes on from there after the swap
+        with _live(ledger.store, scratch) as (sql, prefix), sql.transaction():
+            _lock_positions(sql, projections)
+            for projection in projections:
+                _swap(sql, projection, prefix, positions[projection.name])
+
+
+def replay(
+    ledger: Ledger, projections: Sequence[Projection], progress: Progress
+) -> list[Difference]:
+    """Rebuild every projection in scratch and compare it, row for row, with the live tables."""
+    Projector(ledger, projections).catch_up()
+    with ledger.store.scratch() as scratch:
+        built = Projector(ledger, projections, tables=scratch)
+        built.create_tables()
+        built.catch_up(progress=progress)
+        with _live(ledger.store, scratch) as (sql, prefix), _still(sql, projections):
+            live_positions = _positions(sql, projections)
+            differences = []
+            for projection in projections:
+                alone = Projector(ledger, [projection], tables=scratch)
+                alone.catch_up(until=live_positions[projection.name], exactly=True)
+                for table in projection.tables:
+                    differences += _compare(sql, table, prefix)
+            return differences
+
+
+@contextmanager
+def _live(store: Store, scratch: Store) -> Iterator[tuple[Sql, str]]:
+    """A live connection that can read the scratch tables, and their qualifier."""
+    with store.connect() as connection:
+        if store.kind == "sqlite":
+            connection.execute("ATTACH DATABASE ? AS scratch", (scratch.sqlite_path,))
+            yield Sql(store.kind, connection), "scratch."
+            connection.execute("DETACH DATABASE scratch")
+            return
+        yield Sql(store.kind, connection), f'"{scratch.schema}".'
+
+
+@contextmanager
+def _still(sql: Sql, projections: Sequence[Projection]) -> Iterator[None]:
+    """The live tables as of one moment, while the scratch ones catch up to it.
+
+    SQLite: a read transaction's snapshot (the scratch file is read only later, so its rows
+    committed meanwhile are seen). PostgreSQL: the live projectors are held off instead, since
+    a snapshot would hide the scratch rows committed after it.
+    """
+    sql.execute("BEGIN")
+    try:
+        _lock_positions(sql, projections)
+        yield
+    finally:
+        sql.execute("ROLLBACK")
+
+
+def _lock_positions(sql: Sql, projections: Sequence[Projection]) -> None:
+    """Hold the live projectors off these projections until the swap commits."""
+    if sql.kind == "postgresql":
+        marks = ", ".join("?" for _ in projections)
+        sql.execute(
+            f"SELECT position FROM projection_positions WHERE name IN ({marks}) FOR UPDATE",  # noqa: S608
+            [p.name for p in projections],
+        )
+
+
+def _positions(sql: Sql, projections: Sequence[Projection]) -> dict[str, int]:
+    rows = sql.execute("SELECT name, position FROM projection_positions").fetchall()
+    found = {str(name): int(position) for name, position in rows}
+    return {p.name: found[p.name] for p in projections}
+
+
+def _swap(sql: Sql, projection: Projection, scratch: str, position: int) -> None:
+    """Replace the live tables with the rebuilt ones (layout included) and move the position."""
+    for table in projection.tables:
+        sql.execute(f"DROP TABLE IF EXISTS {table}")
+    for statement in projection.ddl(sql):
+        sql.execute(statement)
+    for table in projection.tables:
+        sql.execute(f"INSERT INTO {table} SELECT * FROM {scratch}{table}")  # noqa: S608
+    sql.execute(
+        "UPDATE projection_positions SET position = ? WHERE name = ?", (position, projection.name)
+    )
+
+
+def _compare(sql: Sql, table: str, scratch: str) -> list[Difference]:
+    columns = ", ".join(_columns(sql, table, scratch))
+    live, rebuilt = f"SELECT {columns} FROM {table}", f"SELECT {columns} FROM {scratch}{table}"  # noqa: S608
+    differences = []
+    for side, statement in (
+        ("live", f"{live} EXCEPT {rebuilt}"),
+        ("replay", f"{rebuilt} EXCEPT {live}"),
+    ):
+        rows = sql.execute(f"{statement} LIMIT {SHOWN_ROWS}").fetchall()
+        differences += [Difference(table, side, tuple(row)) for row in rows]
+    return differences
+
+
+def _columns(sql: Sql, table: str, scratch: str) -> list[str]:
+    """The rebuilt table's columns, in order."""
+    if sql.kind == "sqlite":
+        return [row[1] for row in sql.execute(f"PRAGMA scratch.table_info({table})").fetchall()]
+    rows = sql.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = ? "
+        "AND table_name = ? ORDER BY ordinal_position",
+        (scratch.strip('".'), table),
+    ).fetchall()
+    return [str(row[0]) for row in rows]

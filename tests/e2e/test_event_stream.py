@@ -1,0 +1,396 @@
+"""`GET /api/events/stream`: a tenant's new events as Server-Sent Events, live and resumable.
+
+Every stream a test opens ends by itself after `SECONDS` (`?max_seconds=`), and every read
+has a deadline, so a missing event fails the test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
+
+from cronledger.services import Services
+from cronledger.stream import Checkpoint, EventStream, Lifetime, StreamedEvent, StreamItem
+from domain.directory import Principal
+from domain.permissions import SCHEDULE_LIST
+from tests.e2e.test_cli_and_server import request, server, token  # noqa: F401 (fixtures)
+from tests.e2e.test_directory_http import account, assert_problem, other_tenant
+from tests.e2e.test_schedules_http import body, definition  # noqa: F401 (fixtures)
+from tests.support import Api
+
+SECONDS = 5
+RUN_TYPES = ["Run.Registered", "Run.AttemptStarted", "Run.AttemptSucceeded"]
+
+
+@dataclass
+class Frame:
+    id: int | None = None
+    event: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    comments: list[str] = field(default_factory=list)
+    arrived: float = 0.0
+
+
+def parse(text: str) -> Frame:
+    frame = Frame(arrived=time.monotonic())
+    for line in text.split("\n"):
+        name, _, value = line.partition(": ")
+        if name == "id":
+            frame.id = int(value)
+        elif name == "event":
+            frame.event = value
+        elif name == "data":
+            frame.data = json.loads(value)
+        else:
+            assert name == "", f"unexpected line {line!r}"
+            frame.comments.append(value)
+    return frame
+
+
+class Stream:
+    """An open stream, read frame by frame; it ends by itself after `SECONDS`."""
+
+    def __init__(self, response: TestResponse) -> None:
+        self.raw = ""
+        self._chunks = response.iter_encoded()
+        self._pending = ""
+
+    def next_frame(self) -> Frame | None:
+        while "\n\n" not in self._pending:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return None
+            self._pending += chunk.decode()
+            self.raw += chunk.decode()
+        text, self._pending = self._pending.split("\n\n", 1)
+        return parse(text)
+
+    def events_until(self, done: Callable[[Frame], bool], timeout: float = SECONDS) -> list[Frame]:
+        """The event frames up to and including the first that is `done`."""
+        deadline = time.monotonic() + timeout
+        events: list[Frame] = []
+        while time.monotonic() < deadline and (frame := self.next_frame()) is not None:
+            if frame.event is not None:
+                events.append(frame)
+                if done(frame):
+                    return events
+        raise AssertionError(f"not seen in {timeout}s; got {[f.event for f in events]}")
+
+
+@contextmanager
+def open_stream(api: Api, query: str = "", **headers: str) -> Iterator[Stream]:
+    response = api.get(
+        f"/api/events/stream?max_seconds={SECONDS}{query}", headers=headers, buffered=False
+    )
+    assert response.status_code == 200, response.get_data(as_text=True)
+    try:
+        yield Stream(response)
+    finally:
+        response.close()
+
+
+def opening(stream: Stream) -> int:
+    """The checkpoint every stream opens with: the position it starts after."""
+    frame = stream.next_frame()
+    assert frame is not None
+    assert (frame.event, frame.comments) == (None, ["keep-alive"])
+    assert frame.id is not None
+    return frame.id
+
+
+def types_of(frames: list[Frame]) -> list[str | None]:
+    return [f.event for f in frames]
+
+
+def is_type(name: str) -> Callable[[Frame], bool]:
+    return lambda frame: frame.event == name
+
+
+def is_account(account_id: str) -> Callable[[Frame], bool]:
+    """The frame of that account's registration."""
+    return lambda frame: (
+        frame.event == "Account.Registered" and frame.data["data"]["account_id"] == account_id
+    )
+
+
+def body_of(response: TestResponse) -> dict[str, Any]:
+    answer = response.json
+    assert isinstance(answer, dict), response.status_code
+    return answer
+
+
+@pytest.fixture
+def schedule_id(admin: Api, body: dict[str, Any]) -> str:  # noqa: F811
+    created = admin.post("/api/workflows/schedules", body)
+    assert created.status_code == 201
+    return str(body_of(created)["id"])
+
+
+def run_now(admin: Api, schedule_id: str, request_id: str) -> str:
+    accepted = admin.post(f"/api/workflows/schedules/{schedule_id}/run", {"request_id": request_id})
+    assert accepted.status_code == 202
+    return str(body_of(accepted)["id"])
+
+
+def test_a_connected_client_sees_a_runs_events_within_a_second(
+    admin: Api, schedule_id: str, services: Services
+) -> None:
+    committed: dict[str, float] = {}  # just before each commit: latencies are upper bounds
+
+    def run_and_launch() -> None:
+        caller = services.directory.authenticate(admin.token)
+        assert caller is not None
+        time.sleep(0.3)  # the client is waiting by now
+        committed["run"] = time.monotonic()
+        services.schedules.run_now(caller, schedule_id, "ops-1")
+        time.sleep(0.3)
+        committed["launch"] = time.monotonic()
+        services.worker.poll()
+
+    with open_stream(admin) as stream:
+        start = opening(stream)
+        writer = threading.Thread(target=run_and_launch)
+        writer.start()
+        frames = stream.events_until(is_type("Run.AttemptSucceeded"))
+        writer.join(SECONDS)
+    run = [f for f in frames if f.event and f.event.startswith("Run.")]
+    assert types_of(run) == RUN_TYPES
+    assert "ApprovalInstance.Submitted" in types_of(frames)
+    assert run[0].arrived - committed["run"] < 1.0
+    assert all(f.arrived - committed["launch"] < 1.0 for f in run[1:])
+    ids = [f.id or 0 for f in frames]
+    assert ids == sorted(set(ids))
+    assert ids[0] > start
+    assert [f.data["position"] for f in frames] == ids
+    first = run[0].data
+    assert (first["type"], first["version"], first["actor"]) == ("Run.Registered", 1, "root")
+    assert first["data"]["schedule_id"] == schedule_id
+    assert {f.data["aggregate_id"] for f in run} == {first["aggregate_id"]}
+
+
+def test_a_reconnect_with_last_event_id_resumes_without_gap_or_repeat(
+    admin: Api, schedule_id: str, services: Services
+) -> None:
+    with open_stream(admin) as first:
+        start = opening(first)
+        run_now(admin, schedule_id, "ops-1")
+        services.worker.poll()
+        seen = first.events_until(is_type("Run.AttemptStarted"))
+    second_run = run_now(admin, schedule_id, "ops-2")  # while disconnected
+    services.worker.poll()
+    last = str(seen[-1].id)
+    with open_stream(admin, "&after=0", **{"Last-Event-ID": last}) as resumed:
+        assert opening(resumed) == seen[-1].id  # the header wins over ?after=
+        rest = resumed.events_until(
+            lambda f: f.event == "Run.AttemptSucceeded" and f.data["aggregate_id"] == second_run
+        )
+    with open_stream(admin, f"&after={start}") as replay:
+        assert opening(replay) == start
+        everything = replay.events_until(lambda f: f.id == rest[-1].id)
+    assert [f.id for f in seen + rest] == [f.id for f in everything]
+    assert [f.data for f in seen + rest] == [f.data for f in everything]
+    assert types_of(rest).count("Run.Registered") == 1  # ops-2's; ops-1's came before
+
+
+def test_without_a_position_the_stream_starts_at_the_logs_end(
+    admin: Api, schedule_id: str, services: Services
+) -> None:
+    run_now(admin, schedule_id, "before")
+    end = services.ledger.recorder.max_notification_id()
+    with open_stream(admin) as stream:
+        assert opening(stream) == end
+    with open_stream(admin, f"&after={10**9}") as beyond:
+        assert opening(beyond) == end  # never past the end
+    for bad in ("-1", "x", "1.5"):
+        answer = admin.get("/api/events/stream", headers={"Last-Event-ID": bad})
+        assert "Last-Event-ID" in assert_problem(answer, 422, "VALIDATION_FAILED")["errors"]
+    assert_problem(admin.get("/api/events/stream?max_seconds=3601"), 422, "VALIDATION_FAILED")
+
+
+def test_each_tenant_sees_its_own_events_only(
+    admin: Api, schedule_id: str, services: Services, client: FlaskClient
+) -> None:
+    globex = other_tenant(services, client)
+    with open_stream(admin) as acme_stream, open_stream(globex) as globex_stream:
+        opening(acme_stream)
+        opening(globex_stream)
+        run_id = run_now(admin, schedule_id, "ops-1")
+        services.worker.poll()
+        admin.post(f"/api/workflows/schedules/{schedule_id}/enable")  # an aggregate made before
+        globex.post("/api/accounts", {"id": "gina", "name": "Gina", "roles": ["operator"]})
+        admin.post("/api/accounts", {"id": "marker", "name": "M", "roles": []})
+        acme = acme_stream.events_until(is_account("marker"))
+        globex_own = globex_stream.events_until(is_account("gina"))
+    assert types_of(globex_own) == ["Account.Registered"]  # nothing of acme's came before it
+    assert schedule_id not in globex_stream.raw
+    assert run_id not in globex_stream.raw
+    assert "Schedule.Updated" in types_of(acme)
+    assert run_id in {f.data["aggregate_id"] for f in acme}
+    assert "gina" not in acme_stream.raw
+
+
+def test_permissions_decide_who_streams_what(
+    admin: Api, schedule_id: str, services: Services, client: FlaskClient
+) -> None:
+    assert_problem(client.get("/api/events/stream"), 401, "UNAUTHENTICATED")
+    assert_problem(Api(client, "clt_forged").get("/api/events/stream"), 401, "UNAUTHENTICATED")
+    hook = account(admin, "hook", ["integration"])
+    forbidden = assert_problem(hook.get("/api/events/stream"), 403, "FORBIDDEN")
+    assert "workflow:approval:list" in forbidden["detail"]
+    requester = account(admin, "req", ["requester"])
+    with open_stream(requester) as stream:
+        opening(stream)
+        admin.post("/api/accounts", {"id": "late", "name": "L", "roles": []})
+        run_now(admin, schedule_id, "ops-1")
+        services.worker.poll()
+        seen = stream.events_until(is_type("ApprovalInstance.Submitted"))
+    assert types_of(seen) == ["ApprovalInstance.Submitted"]  # no Account, Schedule or Run
+
+
+def test_tokens_and_the_tenant_registry_are_never_streamed(admin: Api) -> None:
+    with open_stream(admin, "&after=0") as stream:
+        assert opening(stream) == 0
+        admin.post("/api/accounts", {"id": "ann", "name": "Ann", "roles": ["operator"]})
+        issued = body_of(admin.post("/api/accounts/ann/tokens"))
+        admin.delete(f"/api/accounts/ann/tokens/{issued['token_id']}")
+        admin.post("/api/accounts", {"id": "marker", "name": "M", "roles": []})
+        frames = stream.events_until(is_account("marker"))
+    types = set(types_of(frames))
+    assert {"Tenant.Registered", "Account.Registered", "Tenant.AccountAdded"} <= types
+    assert not {t for t in types if t and t.startswith(("ApiToken.", "TenantRegistry."))}
+    assert not types & {"Account.TokenIssued", "Account.TokenRevoked"}
+    assert issued["token_id"] not in stream.raw
+    assert issued["token"] not in stream.raw
+    assert admin.token not in stream.raw
+
+
+def test_a_revoked_token_ends_its_stream(admin: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Lifetime, "RECHECK_SECONDS", 0.2)
+    admin.post("/api/accounts", {"id": "ops", "name": "Ops", "roles": ["auditor"]})
+    issued = body_of(admin.post("/api/accounts/ops/tokens"))
+    ops = Api(admin.client, issued["token"])
+    with open_stream(ops) as stream:
+        opening(stream)
+        admin.delete(f"/api/accounts/ops/tokens/{issued['token_id']}")
+        revoked = time.monotonic()
+        assert stream.next_frame() is None  # ended, long before `max_seconds`
+        assert time.monotonic() - revoked < 1.0
+    assert_problem(ops.get("/api/events/stream"), 401, "UNAUTHENTICATED")
+
+
+# -- the stream itself, without HTTP ------------------------------------------------------
+
+
+@dataclass
+class FakeTime:
+    now: float = 0.0
+    sleeps: int = 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.sleeps += 1
+
+
+def principal_of(services: Services, admin: Api) -> Principal:
+    principal = services.directory.authenticate(admin.token)
+    assert principal is not None
+    return principal
+
+
+def test_a_quiet_stream_sends_a_checkpoint_every_fifteen_seconds(
+    admin: Api, services: Services
+) -> None:
+    fake = FakeTime()
+    end = services.ledger.recorder.max_notification_id() or 0
+    stream = EventStream(
+        services.ledger,
+        principal_of(services, admin),
+        end,
+        sleep=fake.sleep,
+        should_stop=lambda: fake.now >= 31,
+        clock=fake,
+    )
+    items: list[tuple[float, StreamItem]] = [(fake.now, item) for item in stream]
+    assert [item for _, item in items] == [Checkpoint(end)] * 3
+    assert [round(at) for at, _ in items] == [0, 15, 30]
+    assert fake.sleeps == pytest.approx(31 / EventStream.POLL_SECONDS, abs=1)
+
+
+def test_the_stream_reads_a_backlog_in_batches_without_waiting(
+    admin: Api, services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(5):
+        admin.post("/api/accounts", {"id": f"a{n}", "name": "A", "roles": []})
+    monkeypatch.setattr(EventStream, "BATCH", 2)
+    fake = FakeTime()
+    stream = EventStream(
+        services.ledger,
+        principal_of(services, admin),
+        0,
+        sleep=fake.sleep,
+        should_stop=lambda: fake.sleeps > 0,
+        clock=fake,
+    )
+    events = [item for item in stream if isinstance(item, StreamedEvent)]
+    registered = [e for e in events if e.entry.type == "Account.Registered"]
+    assert [e.entry.data["account_id"] for e in registered] == [
+        "root",
+        *(f"a{n}" for n in range(5)),
+    ]
+    assert fake.sleeps == 1  # full batches are read back to back
+
+
+def test_a_lifetime_ends_once_the_token_stops_standing_for_the_caller() -> None:
+    fake = FakeTime()
+    caller = Principal(uuid4(), "ann", frozenset({SCHEDULE_LIST}))
+    answers = [caller, replace(caller, permissions=frozenset())]
+    lifetime = Lifetime(60, caller, lambda: answers.pop(0), clock=fake)
+    while not lifetime():
+        fake.sleep(1)
+    assert fake.now == 2 * Lifetime.RECHECK_SECONDS  # the second check found the roles changed
+
+
+def test_a_lifetime_ends_at_its_deadline() -> None:
+    fake = FakeTime()
+    caller = Principal(uuid4(), "ann", frozenset({SCHEDULE_LIST}))
+    lifetime = Lifetime(12, caller, lambda: caller, clock=fake)
+    while not lifetime():
+        fake.sleep(1)
+    assert fake.now == 12
+
+
+def test_a_served_stream_delivers_within_a_second(server: str, token: str) -> None:  # noqa: F811
+    stream = urllib.request.Request(
+        f"{server}/api/events/stream?max_seconds={SECONDS}",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(stream, timeout=SECONDS) as response:
+        assert response.headers["Content-Type"] == "text/event-stream"
+        assert response.headers["Cache-Control"] == "no-cache"
+        assert response.readline().startswith(b"id: ")
+        status, _ = request(
+            f"{server}/api/definitions",
+            token,
+            {"key": "k", "name": "K", "external": False, "review_window_seconds": 60},
+        )
+        committed = time.monotonic()
+        assert status == 201
+        deadline = committed + SECONDS
+        while time.monotonic() < deadline:
+            if response.readline() == b"event: Definition.Registered\n":
+                break
+        assert time.monotonic() - committed < 1.0

@@ -1,0 +1,180 @@
+"""Read models against real stores: crash and resume, rebuild, replay, hash chain, past states."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from cronledger.services import Services
+from domain.approvals import Command
+from projections.catalog import all_projections, projection_named
+from projections.maintenance import rebuild, replay
+from tests.integration.test_worker_store import T0, Opener, World, open_with  # noqa: F401
+from tests.support import FakeClock
+
+
+@pytest.fixture
+def busy(open_with: Opener) -> World:  # noqa: F811
+    """A tenant after a day of work: cycles, launches, a failure, decisions, an expiry."""
+    clock = FakeClock(T0)
+    world = World(open_with(clock, retry_base_seconds=1, max_attempts=2), clock)
+    services = world.services
+    schedule = services.schedules.schedule(world.root.tenant_id, world.schedule)
+    body = {"trigger": {"kind": "cron", "expression": "*/10 * * * *"}, "enabled": True}
+    settings = services.schedules.settings_from({**_settings_of(schedule), **body})
+    clock.advance(60)
+    services.schedules.update(world.root, world.schedule, settings, True, schedule.revision)
+    for _ in range(6):
+        clock.advance(600)
+        services.ticker.scan()
+        services.worker.drain()
+    world.run_now("manual-1")
+    world.set_ann_active(False)
+    for _ in range(3):
+        services.worker.drain()
+        clock.advance(2)
+    world.set_ann_active(True)
+    instances = world.instances()
+    services.approvals.command(
+        world.root, str(instances[0].id), Command("approve", "a1", {"material_version": 1})
+    )
+    clock.advance(3600)
+    services.approvals.sweep()
+    services.projector.catch_up()
+    return world
+
+
+def _settings_of(schedule: Any) -> dict[str, Any]:
+    settings = schedule.settings
+    return {
+        "name": settings.name,
+        "definition_id": settings.definition_id,
+        "trigger": settings.trigger,
+        "timezone": settings.timezone,
+        "initiator_id": settings.initiator_id,
+        "title_template": settings.title_template,
+        "form_data": settings.form_data,
+    }
+
+
+def differences(services: Services) -> list[Any]:
+    return replay(services.ledger, all_projections(), lambda _: None)
+
+
+def test_the_busy_day_has_something_in_every_table(busy: World) -> None:
+    counts = {
+        table: busy.services.store.query(f"SELECT COUNT(*) FROM {table}")[0][0]
+        for projection in all_projections()
+        for table in projection.tables
+        if table != "chain_checkpoints"  # one per 10,000 events
+    }
+    assert all(counts.values()), counts
+    dead = busy.services.store.query("SELECT COUNT(*) FROM runs WHERE status = 'DEAD_LETTER'")
+    assert dead[0][0] == 1
+
+
+def test_replay_finds_no_difference_then_names_an_altered_row(busy: World) -> None:
+    services = busy.services
+    assert differences(services) == []
+    (run_id,) = services.store.query("SELECT id FROM runs WHERE status = 'DEAD_LETTER'")[0]
+    with services.store.connect() as conn:
+        conn.execute(
+            "UPDATE runs SET status = 'SUCCEEDED' WHERE id = "
+            + ("?" if services.store.kind == "sqlite" else "%s"),
+            (run_id,),
+        )
+    found = differences(services)
+    assert {(d.table, d.side) for d in found} == {("runs", "live"), ("runs", "replay")}
+    assert all(run_id in d.row for d in found)
+
+
+def test_rebuild_restores_an_altered_table_and_resumes_from_its_position(busy: World) -> None:
+    services = busy.services
+    with services.store.connect() as conn:
+        conn.execute("DELETE FROM attempts")
+    rebuild(services.ledger, [projection_named("runs")], lambda _: None)
+    assert differences(services) == []
+    busy.clock.advance(600)
+    services.ticker.scan()
+    services.worker.drain()
+    services.projector.catch_up()
+    assert differences(services) == []
+
+
+def test_the_hash_chain_cannot_be_rebuilt(busy: World) -> None:
+    with pytest.raises(ValueError, match="audit_chain cannot be rebuilt"):
+        rebuild(busy.services.ledger, [projection_named("audit_chain")], lambda _: None)
+
+
+def test_a_crash_mid_batch_then_a_restart_equals_a_rebuild(
+    busy: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services = busy.services
+    services.projector.catch_up()
+    busy.clock.advance(600)
+    with services.ledger.projections_deferred():
+        for n in range(30):
+            busy.run_now(f"late-{n}")
+    runs = projection_named("runs")
+    handlers = runs.handlers()
+    calls = {"n": 0}
+
+    def crashing(sql: Any, event: Any, position: int) -> None:
+        calls["n"] += 1
+        if calls["n"] == 20:
+            raise KeyboardInterrupt("killed mid-batch")
+        handlers["Run.Registered"](sql, event, position)
+
+    projector = services.projector
+    target = next(p for p in projector.projections if p.name == "runs")
+    monkeypatch.setattr(target, "handlers", lambda: {**handlers, "Run.Registered": crashing})
+    with pytest.raises(KeyboardInterrupt):
+        projector.catch_up()
+    monkeypatch.undo()
+    assert services.store.query("SELECT COUNT(*) FROM runs")[0][0] == 7
+    projector.catch_up()
+    assert services.store.query("SELECT COUNT(*) FROM runs")[0][0] == 37
+    assert differences(services) == []
+
+
+def test_verify_names_the_position_of_an_altered_or_deleted_event(busy: World) -> None:
+    services, store = busy.services, busy.services.store
+    assert services.audit.verify(lambda _: None) is None
+    positions = [
+        row[0]
+        for row in store.query(
+            f"SELECT {store.position_column} FROM {store.events_table} "
+            f"ORDER BY {store.position_column}"
+        )
+    ]
+    altered, deleted = positions[len(positions) // 2], positions[len(positions) // 3]
+    mark = "?" if store.kind == "sqlite" else "%s"
+    with store.connect() as conn:
+        conn.execute(
+            f"UPDATE {store.events_table} SET state = {mark} "
+            f"WHERE {store.position_column} = {mark}",
+            (b'{"forged":true}', altered),
+        )
+    broken = services.audit.verify(lambda _: None)
+    assert broken is not None
+    assert (broken.position, broken.problem.split(" (")[0]) == (altered, "the event was altered")
+    with store.connect() as conn:
+        conn.execute(
+            f"DELETE FROM {store.events_table} WHERE {store.position_column} = {mark}", (deleted,)
+        )
+    broken = services.audit.verify(lambda _: None)
+    assert broken is not None
+    assert (broken.position, broken.problem.split(" (")[0]) == (deleted, "an event was deleted")
+
+
+def test_state_at_a_past_instant(busy: World) -> None:
+    services = busy.services
+    early = services.audit.state(busy.schedule, T0 + timedelta(seconds=1))
+    now = services.audit.state(busy.schedule, busy.clock.now)
+    assert early["state"]["enabled"] is False
+    assert early["state"]["settings"]["trigger"]["expression"] == "0 0 1 1 *"
+    assert now["state"]["enabled"] is True
+    assert now["state"]["settings"]["trigger"]["expression"] == "*/10 * * * *"
+    assert now["version"] > early["version"]
