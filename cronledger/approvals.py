@@ -12,7 +12,7 @@ from eventsourcing.persistence import IntegrityError
 
 from cronledger.directory import Directory, Page
 from cronledger.ledger import Ledger, TimelineEntry, jsonable
-from cronledger.store import as_instant
+from cronledger.store import as_instant, tenant_scope
 from domain.approvals import (
     SWEEP,
     WAITING_REVIEW,
@@ -228,13 +228,17 @@ class Approvals:
         """An instance of this tenant; another tenant's is not found."""
         return self.ledger.find_in_tenant(ApprovalInstance, instance_id, "approval", tenant_id)
 
-    def backlog(self, tenant_id: UUID) -> dict[str, Any]:
-        """Instances past their deadline but not yet expired, and the oldest one's lag."""
+    def backlog(self, tenant_id: UUID | None) -> dict[str, Any]:
+        """Instances past their deadline but not yet expired, and the oldest one's lag.
+
+        For one tenant, or for all (None).
+        """
         now = self.ledger.clock()
+        scope, params = tenant_scope(tenant_id)
         rows = self.ledger.store.query(
-            "SELECT COUNT(*), MIN(review_deadline_at) FROM approvals "
-            "WHERE tenant_id = ? AND state = ? AND review_deadline_at <= ?",
-            (str(tenant_id), WAITING_REVIEW, now),
+            "SELECT COUNT(*), MIN(review_deadline_at) FROM approvals "  # noqa: S608
+            f"WHERE {scope} state = ? AND review_deadline_at <= ?",
+            (*params, WAITING_REVIEW, now),
         )
         count, oldest = rows[0]
         oldest_at = as_instant(oldest)

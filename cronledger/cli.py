@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -16,6 +17,7 @@ from cronledger.config import ConfigError, Settings
 from cronledger.ledger import TimelineEntry, jsonable
 from cronledger.logs import configure_logging
 from cronledger.services import Services, open_services
+from cronledger.wakeup import AppendWakeup
 from domain.errors import DomainError
 from projections.catalog import projection_named, rebuildable_projections
 from projections.maintenance import rebuild as rebuild_projections
@@ -105,7 +107,7 @@ def projections(context: click.Context, interval: float) -> None:
     """Run the projections alone: keep the SQL read models up to date."""
     if context.invoked_subcommand is None:
         with opened() as services:
-            _run_alone(Loop("projections", interval, services.projector.catch_up))
+            _run_alone(_projections_loop(services, interval))
 
 
 @projections.command()
@@ -142,11 +144,18 @@ def worker(interval: float) -> None:
 
 def background_loops(services: Services) -> list[Loop]:
     return [
-        Loop("projections", 1.0, services.projector.catch_up),
+        _projections_loop(services, 1.0),
         Loop("tick", services.settings.tick_seconds, services.ticker.scan),
         _worker_loop(services, 1.0),
         Loop("sweeper", 1.0, services.approvals.sweep),
     ]
+
+
+def _projections_loop(services: Services, interval: float) -> Loop:
+    """On PostgreSQL it wakes on each append's NOTIFY, and polls every `interval` as well."""
+    stop = threading.Event()
+    wakeup = AppendWakeup(services.ledger, stop)
+    return Loop("projections", interval, services.projector.catch_up, stop, wakeup.wait)
 
 
 def _worker_loop(services: Services, interval: float) -> Loop:

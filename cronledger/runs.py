@@ -10,7 +10,7 @@ from uuid import UUID
 
 from cronledger.directory import Page
 from cronledger.ledger import Ledger, jsonable
-from cronledger.store import as_instant
+from cronledger.store import as_instant, tenant_scope
 from domain.directory import Principal, check_expected_version
 from domain.errors import NotFound
 from domain.runs import DEAD_LETTER, PENDING, RETRY_WAIT, RUNNING, Run
@@ -134,12 +134,13 @@ class Runs:
         run_id, planned_at, status = rows[0]
         return {"run_id": run_id, "planned_at": jsonable(as_instant(planned_at)), "status": status}
 
-    def backlog(self, tenant_id: UUID) -> dict[str, int]:
+    def backlog(self, tenant_id: UUID | None) -> dict[str, int]:
         """How many runs wait to launch, wait to retry, or lie in the dead letter."""
+        scope, params = tenant_scope(tenant_id)
         rows = self.ledger.store.query(
-            "SELECT status, COUNT(*) FROM runs WHERE tenant_id = ? AND status IN (?, ?, ?) "
+            f"SELECT status, COUNT(*) FROM runs WHERE {scope} status IN (?, ?, ?) "  # noqa: S608
             "GROUP BY status",
-            (str(tenant_id), PENDING, RETRY_WAIT, DEAD_LETTER),
+            (*params, PENDING, RETRY_WAIT, DEAD_LETTER),
         )
         counts = {status: int(count) for status, count in rows}
         return {

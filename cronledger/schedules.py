@@ -14,7 +14,7 @@ from cronledger.config import Settings
 from cronledger.directory import Directory, Page
 from cronledger.ledger import Ledger, TimelineEntry
 from cronledger.runs import Runs, RunView
-from cronledger.store import as_instant
+from cronledger.store import as_instant, tenant_scope
 from domain.directory import Principal, check_expected_version
 from domain.errors import InFlight, NotFound, ValidationFailed
 from domain.runs import MISSED_GRACE, RunPolicy, manual_run_uuid
@@ -237,13 +237,13 @@ class Schedules:
         views = {str(s.id): self.view_of(s) for s in found.values() if isinstance(s, Schedule)}
         return Page([views[key] for key in keys if key in views], page, page_size, total)
 
-    def due_backlog(self, tenant_id: UUID) -> tuple[int, float]:
-        """Enabled schedules whose next fire has come, and the oldest one's lag in seconds."""
+    def due_backlog(self, tenant_id: UUID | None) -> tuple[int, float]:
+        """Schedules whose next fire has come, and the oldest one's lag (one tenant, or all)."""
         now = self.ledger.clock()
+        scope, params = tenant_scope(tenant_id)
         rows = self.ledger.store.query(
-            "SELECT COUNT(*), MIN(next_fire_at) FROM schedules "
-            "WHERE tenant_id = ? AND next_fire_at <= ?",
-            (str(tenant_id), now),
+            f"SELECT COUNT(*), MIN(next_fire_at) FROM schedules WHERE {scope} next_fire_at <= ?",  # noqa: S608
+            (*params, now),
         )
         count, oldest = rows[0]
         oldest_at = as_instant(oldest)

@@ -38,8 +38,8 @@ class Services:
     def store(self) -> Store:
         return self.ledger.store
 
-    def backlog(self, tenant_id: UUID) -> dict[str, Any]:
-        """What operations watch (CONTRACT §6), for one tenant."""
+    def backlog(self, tenant_id: UUID | None) -> dict[str, Any]:
+        """What operations watch (CONTRACT §6), for one tenant or (None) for all."""
         due, oldest_lag = self.schedules.due_backlog(tenant_id)
         return {
             "due_schedules": due,

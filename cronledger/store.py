@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
+from uuid import UUID
 
 import psycopg
 from psycopg import sql
@@ -37,6 +38,11 @@ def as_instant(value: Any) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
     return datetime.fromisoformat(str(value))
+
+
+def tenant_scope(tenant_id: UUID | None) -> tuple[str, tuple[str, ...]]:
+    """A `tenant_id = ? AND` condition and its parameter, or nothing for every tenant."""
+    return ("tenant_id = ? AND", (str(tenant_id),)) if tenant_id else ("", ())
 
 
 @dataclass

@@ -13,12 +13,14 @@ log = logging.getLogger("cronledger.loops")
 
 @dataclass
 class Loop:
-    """`work` every `interval` seconds; a failure is logged and the loop goes on."""
+    """`work` every `interval` seconds (or sooner, when `pause` returns early); a failure is
+    logged and the loop goes on."""
 
     name: str
     interval: float
     work: Callable[[], object]
     stop: threading.Event = field(default_factory=threading.Event)
+    pause: Callable[[float], object] | None = None  # waits up to `interval`; may return early
 
     def run(self) -> None:
         log.info("loop started", extra={"loop": self.name, "interval": self.interval})
@@ -27,7 +29,7 @@ class Loop:
                 self.work()
             except Exception:
                 log.exception("loop iteration failed", extra={"loop": self.name})
-            self.stop.wait(self.interval)
+            (self.pause or self.stop.wait)(self.interval)
         log.info("loop stopped", extra={"loop": self.name})
 
     def start(self) -> threading.Thread:

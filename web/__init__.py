@@ -18,7 +18,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The Flask app; `config["SERVICES"]` injects ready services (tests), else env settings."""
     from cronledger.config import Settings
     from cronledger.services import open_services
-    from web import approvals, directory, events, ops, schedules
+    from web import approvals, directory, events, metrics, ops, schedules
     from web.problems import register_error_handlers
 
     app = Flask(__name__)
@@ -26,9 +26,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update(config or {})
     services = app.config.get("SERVICES") or open_services(Settings.from_env())
     app.extensions["cronledger"] = services
+    app.extensions["metrics"] = metrics.registry_for(services)
     app.json.sort_keys = False  # type: ignore[attr-defined]
     register_error_handlers(app)
     app.register_blueprint(ops.bp)
+    app.register_blueprint(metrics.bp)
     app.register_blueprint(directory.bp)
     app.register_blueprint(schedules.bp)
     app.register_blueprint(approvals.bp)

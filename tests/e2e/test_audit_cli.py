@@ -1,0 +1,136 @@
+"""The auditor's commands on a store the served service produced, and a killed projector."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from cronledger.config import Settings
+from cronledger.services import open_services
+from cronledger.store import Store
+from domain.schedules import Schedule
+from projections.catalog import all_projections
+from projections.maintenance import replay
+from tests.e2e.test_cli_and_server import CLI, request, run_cli, server, token  # noqa: F401
+from tests.support import FakeClock
+
+EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}
+
+
+def served_activity(base: str, bearer: str) -> str:
+    """Schedules firing every second, launched by the served worker; a run id once one exists."""
+    _, definition = request(
+        f"{base}/api/definitions",
+        bearer,
+        {"key": "k", "name": "K", "external": False, "review_window_seconds": 600},
+    )
+    request(f"{base}/api/definitions/{definition['id']}/publish", bearer, {})
+    body = {"definition_id": definition["id"], "trigger": EVERY_SECOND, "initiator_id": "admin"}
+    _, schedule = request(
+        f"{base}/api/workflows/schedules", bearer, {**body, "name": "s", "enabled": True}
+    )
+    for _ in range(100):
+        runs = request(f"{base}/api/workflows/schedules/{schedule['id']}/runs", bearer)[1]
+        done = [r for r in runs["items"] if r["status"] == "SUCCEEDED"]
+        if len(done) >= 2:
+            return str(done[0]["id"])
+        time.sleep(0.1)
+    raise AssertionError("the served service launched nothing")
+
+
+def execute(store: Store, statement: str, params: tuple[Any, ...]) -> None:
+    if store.kind == "postgresql":
+        statement = statement.replace("?", "%s")
+    with store.connect() as conn:
+        conn.execute(statement, params)
+
+
+def test_replay_verify_rebuild_and_state_on_a_served_store(
+    store_url: str,
+    server: str,  # noqa: F811
+    token: str,  # noqa: F811
+) -> None:
+    run_id = served_activity(server, token)
+    store = Store.from_url(store_url)
+
+    clean = run_cli(store_url, "audit", "replay", "--json")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert json.loads(clean.stdout) == {"differences": []}
+    assert run_cli(store_url, "audit", "verify").returncode == 0
+
+    execute(store, "UPDATE runs SET title = ? WHERE id = ?", ("forged", run_id))
+    altered = run_cli(store_url, "audit", "replay")
+    assert altered.returncode == 1
+    assert "runs: only in the live table" in altered.stdout
+    assert "forged" in altered.stdout
+
+    rebuilt = run_cli(store_url, "projections", "rebuild", "runs")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "events" in rebuilt.stderr  # the progress bar
+    assert run_cli(store_url, "audit", "replay").returncode == 0
+
+    position = store.query(f"SELECT MIN({store.position_column}) FROM {store.events_table}")[0][0]
+    execute(
+        store,
+        f"UPDATE {store.events_table} SET topic = ? WHERE {store.position_column} = ?",
+        ("domain.directory:Tenant.Forged", position),
+    )
+    broken = run_cli(store_url, "audit", "verify", "--json")
+    assert broken.returncode == 1
+    assert json.loads(broken.stdout)["break"]["position"] == position
+
+    at = (datetime.now(UTC) + timedelta(seconds=5)).isoformat()
+    state = run_cli(store_url, "audit", "state", run_id, "--at", at, "--json")
+    assert state.returncode == 0, state.stderr
+    assert json.loads(state.stdout)["state"]["status"] == "SUCCEEDED"
+    naive = run_cli(store_url, "audit", "state", run_id, "--at", "2026-10-01T10:00:00")
+    assert naive.returncode == 2
+    assert "needs an offset" in naive.stderr
+    store.close()
+
+
+@pytest.mark.slow
+def test_a_killed_projector_resumes_to_what_a_rebuild_gives(store_url: str) -> None:
+    clock = FakeClock(datetime(2026, 10, 1, tzinfo=UTC))
+    services = open_services(Settings(database_url=store_url, catchup_per_scan=100_000), clock)
+    root = services.directory.authenticate(services.directory.bootstrap("acme", "root").token)
+    assert root is not None
+    body = {
+        "name": "every minute",
+        "definition_id": "none",
+        "trigger": {"kind": "cron", "expression": "* * * * *"},
+        "timezone": "UTC",
+        "initiator_id": "root",
+    }
+    with services.ledger.projections_deferred():
+        schedules = [services.schedules.settings_from({**body, "name": f"s{n}"}) for n in range(20)]
+        for settings in schedules:
+            services.ledger.save(Schedule.create(root.tenant_id, settings, True, clock.now, "root"))
+        clock.advance(6 * 3600)
+        while services.ticker.scan().registered:
+            pass
+    with services.store.connect() as conn:  # the read models start again from zero
+        for table in (t for p in all_projections() for t in p.tables):
+            conn.execute(f"DELETE FROM {table}")
+        conn.execute("UPDATE projection_positions SET position = 0")
+    env = {**os.environ, "CRONLEDGER_DATABASE_URL": store_url}
+    process = subprocess.Popen([CLI, "projections"], env=env, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    while "loop started" not in process.stderr.readline():
+        pass
+    time.sleep(0.3)
+    process.send_signal(signal.SIGKILL)
+    process.wait(10)
+    assert services.projector.lag() > 0, "the projector finished before it was killed"
+    assert max(services.projector.positions().values()) > 0, "it was killed before it began"
+    services.projector.catch_up()
+    assert replay(services.ledger, all_projections(), lambda _: None) == []
+    assert services.store.query("SELECT COUNT(*) FROM runs")[0][0] == 20 * 360
+    services.close()

@@ -1,0 +1,671 @@
+"""Every example query of docs/analytics.md, run on both stores against a known data set.
+
+The data set is built once per store through the application services and a fake clock, then
+each `### Qn.` query of the guide runs with known parameters and must return exactly the rows
+worked out by hand below. The guide's data dictionary must also name every column of every
+projection table, in order.
+
+The data set (tenant `acme`; all instants UTC, October 2026):
+
+- definitions `payments` (D1, review window 1 h) and `vendors` (D2, 2 h);
+- schedule S1 "Payments check": D1, initiator ann, `0 9 * * *`, title "Payments {{date}}";
+  S2 "Vendor review": D2, initiator bob, `0 10 * * *`, title "Vendors {{date}}";
+  S3 "Ad hoc payments": D1, initiator ann, disabled, manual runs only;
+- day 1: S1 registered 2 s late, launched (I1), approved after 1800 s. S2 registered 4 s late,
+  launched (I2); a stale approve is rejected, an approve after 3600 s wins, bob's late withdraw
+  is rejected (CONFLICT);
+- day 2: S1 registered 30 s late; its first attempt's worker dies, the attempt is INTERRUPTED
+  after the 60 s lease and the second launches I3 at 09:01:30; I3 is swept at 10:02:30
+  (60 s after its deadline: 3660 s after submission). S2 registered on time, launched (I5);
+  an approve exactly at I5's deadline gets EXPIRED (rejected; 7200 s);
+- day 3: S1 registered 120 s late; attempt 1 fails (ann inactive), attempt 2 launches I4; ann
+  withdraws it after 600 s; root's later approve is rejected (CONFLICT). D2 is unpublished;
+  S2 registered 10 s late fails twice (DEFINITION_UNPUBLISHED) and is dead-lettered at
+  10:00:11. S3 runs by hand at 14:00 (launches I7, left waiting; deadline 15:00) and at 15:00
+  with ann inactive again: two failures, dead-lettered at 15:00:01.
+
+A second tenant, `globex`, has a schedule of the same name firing at 09:00 every day; no
+figure of `acme` may include it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from cronledger.config import Settings
+from cronledger.directory import DefinitionFields
+from cronledger.services import Services, open_services
+from cronledger.store import as_instant
+from cronledger.worker import WorkReport
+from domain.approvals import Command, approval_uuid
+from domain.directory import Principal
+from domain.runs import run_uuid
+from projections.catalog import all_projections
+from tests.conftest import fresh_postgres_url
+from tests.support import FakeClock
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "analytics.md"
+QUERY = re.compile(
+    r"^### Q(?P<number>\d+)\. (?P<title>[^\n]+)\n(?P<prose>(?:(?!^#{1,3} |^```)[^\n]*\n)*)"
+    r"```sql\n(?P<sql>.*?)^```$",
+    re.MULTILINE | re.DOTALL,
+)
+TABLE_START = re.compile(r"^(?:### `(\w+)`$|`(\w+)`, primary key)")
+COLUMN_ROW = re.compile(r"^\| `(\w+)` \|")
+INSTANT_TEXT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
+NOT_PORTABLE = (
+    "::",
+    "date_trunc",
+    "strftime",
+    "julianday",
+    "percentile",
+    "filter (",
+    "ilike",
+    "string_agg",
+    "group_concat",
+    "interval",
+    "now()",
+    "%",
+)
+
+
+def at(day: int, hour: int, minute: int = 0, second: int = 0) -> datetime:
+    """An instant of October 2026, UTC."""
+    return datetime(2026, 10, day, hour, minute, second, tzinfo=UTC)
+
+
+WHOLE = (at(1, 0), at(4, 0))  # the data set's three days
+DAY_1 = (at(1, 0), at(2, 0))
+DAY_3 = (at(3, 0), at(4, 0))
+
+
+# -- the guide ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Example:
+    number: int
+    title: str
+    prose: str
+    sql: str
+
+
+def examples() -> dict[int, Example]:
+    found: dict[int, Example] = {}
+    for match in QUERY.finditer(GUIDE.read_text(encoding="utf-8")):
+        number = int(match["number"])
+        assert number not in found, f"Q{number} appears twice in {GUIDE.name}"
+        found[number] = Example(number, match["title"], match["prose"].strip(), match["sql"])
+    return found
+
+
+def documented_columns() -> dict[str, list[str]]:
+    """Each table of the data dictionary and its column names, in the guide's order.
+
+    A table starts at a heading "### `name`" or a line "`name`, primary key ...".
+    """
+    text = GUIDE.read_text(encoding="utf-8")
+    dictionary = text.split("\n## Data dictionary\n", 1)[1].split("\n## Example queries\n", 1)[0]
+    columns: dict[str, list[str]] = {}
+    table: str | None = None
+    for line in dictionary.splitlines():
+        if line.startswith("### "):
+            table = None
+        start = TABLE_START.match(line)
+        if start:
+            table = start[1] or start[2]
+            assert table not in columns, f"{table} is described twice"
+            columns[table] = []
+        elif (column := COLUMN_ROW.match(line)) and table:
+            columns[table].append(column[1])
+    return columns
+
+
+# -- the data set ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DataSet:
+    services: Services
+    tenant: str
+    d1: str
+    d2: str
+    s1: str
+    s2: str
+    s3: str
+    s2_day3_run: str
+    s3_dead_run: str
+    i2: str
+    i3: str
+    i4: str
+    i5: str
+    i7: str
+
+    def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return self.services.store.query(sql, params)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """conftest's `store_url`, once per module: the data set is built once per store."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('analytics')}/cronledger.sqlite"
+        return
+    request.getfixturevalue("postgres_ready")
+    yield from fresh_postgres_url()
+
+
+@pytest.fixture(scope="module")
+def data(store_url: str) -> Iterator[DataSet]:
+    clock = FakeClock(at(1, 8))
+    services = open_services(
+        Settings(database_url=store_url, max_attempts=2, retry_base_seconds=1), clock
+    )
+    try:
+        yield build(services, clock)
+    finally:
+        services.close()
+
+
+def build(services: Services, clock: FakeClock) -> DataSet:
+    directory, approvals, worker = services.directory, services.approvals, services.worker
+    root = directory.authenticate(directory.bootstrap("acme", "root").token)
+    assert root is not None
+    tenant = root.tenant_id
+    ann = Principal(tenant, "ann", frozenset())
+    bob = Principal(tenant, "bob", frozenset())
+    directory.create_account(root, "ann", "Ann", ["requester"])
+    directory.create_account(root, "bob", "Bob", ["requester"])
+    d1 = directory.create_definition(
+        root, "payments", DefinitionFields("Payments", False, 3600, [])
+    ).id
+    d2 = directory.create_definition(
+        root, "vendors", DefinitionFields("Vendors", False, 7200, [])
+    ).id
+    for definition in (d1, d2):
+        directory.set_published(root, definition, True, None)
+
+    def schedule(
+        actor: Principal,
+        name: str,
+        definition: str,
+        initiator: str,
+        cron: str,
+        title: str,
+        enabled: bool = True,
+    ) -> str:
+        body = {
+            "name": name,
+            "definition_id": definition,
+            "trigger": {"kind": "cron", "expression": cron},
+            "timezone": "UTC",
+            "initiator_id": initiator,
+            "title_template": title,
+        }
+        settings = services.schedules.settings_from(body)
+        return services.schedules.create(actor, settings, enabled).id
+
+    s1 = schedule(root, "Payments check", d1, "ann", "0 9 * * *", "Payments {{date}}")
+    s2 = schedule(root, "Vendor review", d2, "bob", "0 10 * * *", "Vendors {{date}}")
+    s3 = schedule(root, "Ad hoc payments", d1, "ann", "0 0 1 1 *", "Ad hoc {{datetime}}", False)
+    other = directory.authenticate(directory.bootstrap("globex", "boss").token)
+    assert other is not None
+    payments = directory.create_definition(
+        other, "payments", DefinitionFields("Payments", False, 3600, [])
+    ).id
+    directory.set_published(other, payments, True, None)
+    schedule(other, "Payments check", payments, "boss", "0 9 * * *", "Payments {{date}}")
+
+    def instance(initiator: str, run_id: str) -> str:
+        return str(approval_uuid(tenant, initiator, f"run:{run_id}"))
+
+    def scheduled(schedule_id: str, planned_at: datetime) -> str:
+        return str(run_uuid(UUID(schedule_id), planned_at))
+
+    def command(actor: Principal, instance_id: str, kind: str, key: str, **payload: Any) -> str:
+        return approvals.command(actor, instance_id, Command(kind, key, payload)).outcome
+
+    def tick(now: datetime, registered: int) -> None:
+        clock.now = now
+        assert services.ticker.scan().registered == registered
+
+    def poll(now: datetime, **expected: int) -> None:
+        clock.now = now
+        assert worker.poll() == WorkReport(**expected)
+
+    def set_ann_active(active: bool) -> None:
+        directory.set_active(root, "ann", active, None)
+
+    # day 1
+    tick(at(1, 9, 0, 2), registered=2)  # S1 and globex's schedule
+    poll(at(1, 9, 0, 2), claimed=2, succeeded=2)
+    i1 = instance("ann", scheduled(s1, at(1, 9)))
+    clock.now = at(1, 9, 30, 2)
+    assert command(root, i1, "approve", "a-1", material_version=1) == "APPROVED"
+    tick(at(1, 10, 0, 4), registered=1)
+    poll(at(1, 10, 0, 4), claimed=1, succeeded=1)
+    i2 = instance("bob", scheduled(s2, at(1, 10)))
+    clock.now = at(1, 10, 10, 4)
+    assert command(root, i2, "approve", "a-1", material_version=2) == "STALE_MATERIAL"
+    clock.now = at(1, 11, 0, 4)
+    assert command(root, i2, "approve", "a-2", material_version=1) == "APPROVED"
+    clock.now = at(1, 11, 5, 4)
+    assert command(bob, i2, "withdraw", "w-1") == "CONFLICT"
+
+    # day 2
+    tick(at(2, 9, 0, 30), registered=2)
+    services.projector.catch_up()
+    assert len(worker._claim(worker._due(), WorkReport())) == 2  # then the worker dies
+    poll(at(2, 9, 1, 30), claimed=2, succeeded=2)  # lease over: INTERRUPTED, then launched
+    i3 = instance("ann", scheduled(s1, at(2, 9)))
+    tick(at(2, 10), registered=1)
+    poll(at(2, 10), claimed=1, succeeded=1)
+    i5 = instance("bob", scheduled(s2, at(2, 10)))
+    clock.now = at(2, 10, 2, 30)
+    assert approvals.sweep() == 3  # I3, and globex's instances of days 1 and 2
+    clock.now = at(2, 12)
+    assert command(root, i5, "approve", "a-1", material_version=1) == "EXPIRED"
+
+    # day 3
+    clock.now = at(3, 9, 2)
+    set_ann_active(False)
+    tick(at(3, 9, 2), registered=2)
+    poll(at(3, 9, 2), claimed=2, succeeded=1, failed=1)
+    set_ann_active(True)
+    poll(at(3, 9, 2, 1), claimed=1, succeeded=1)
+    i4 = instance("ann", scheduled(s1, at(3, 9)))
+    clock.now = at(3, 9, 12, 1)
+    assert command(ann, i4, "withdraw", "w-1") == "WITHDRAWN"
+    clock.now = at(3, 9, 20, 1)
+    assert command(root, i4, "approve", "a-1", material_version=1) == "CONFLICT"
+    clock.now = at(3, 9, 30)
+    directory.set_published(root, d2, False, None)
+    tick(at(3, 10, 0, 10), registered=1)
+    poll(at(3, 10, 0, 10), claimed=1, failed=1)
+    poll(at(3, 10, 0, 11), claimed=1, failed=1)
+    clock.now = at(3, 14)
+    adhoc = services.schedules.run_now(root, s3, "adhoc-1").id
+    poll(at(3, 14), claimed=1, succeeded=1)
+    i7 = instance("ann", adhoc)
+    clock.now = at(3, 15)
+    dead = services.schedules.run_now(root, s3, "adhoc-2").id
+    set_ann_active(False)
+    poll(at(3, 15), claimed=1, failed=1)
+    poll(at(3, 15, 0, 1), claimed=1, failed=1)
+
+    clock.now = at(3, 16)
+    services.projector.catch_up()
+    return DataSet(
+        services=services,
+        tenant=str(tenant),
+        d1=d1,
+        d2=d2,
+        s1=s1,
+        s2=s2,
+        s3=s3,
+        s2_day3_run=scheduled(s2, at(3, 10)),
+        s3_dead_run=dead,
+        i2=i2,
+        i3=i3,
+        i4=i4,
+        i5=i5,
+        i7=i7,
+    )
+
+
+# -- the expected figures, worked out by hand from the data set above ---------------------------
+
+Row = tuple[Any, ...]
+Case = tuple[tuple[Any, ...], list[Row]]  # parameters, expected rows
+CASES: dict[int, Callable[[DataSet], list[Case]]] = {}
+
+
+def case(
+    number: int,
+) -> Callable[[Callable[[DataSet], list[Case]]], Callable[[DataSet], list[Case]]]:
+    def register(cases: Callable[[DataSet], list[Case]]) -> Callable[[DataSet], list[Case]]:
+        CASES[number] = cases
+        return cases
+
+    return register
+
+
+@case(1)
+def success_rate_per_schedule_per_day(d: DataSet) -> list[Case]:
+    return [
+        (
+            (d.tenant, "2026-10-01", "2026-10-03"),
+            [
+                ("2026-10-01", "Payments check", 1, 1, 0, 1.0),
+                ("2026-10-01", "Vendor review", 1, 1, 0, 1.0),
+                ("2026-10-02", "Payments check", 1, 1, 0, 1.0),
+                ("2026-10-02", "Vendor review", 1, 1, 0, 1.0),
+                ("2026-10-03", "Ad hoc payments", 2, 1, 1, 0.5),
+                ("2026-10-03", "Payments check", 1, 1, 0, 1.0),
+                ("2026-10-03", "Vendor review", 1, 0, 1, 0.0),
+            ],
+        ),
+        (
+            (d.tenant, "2026-10-03", "2026-10-03"),
+            [
+                ("2026-10-03", "Ad hoc payments", 2, 1, 1, 0.5),
+                ("2026-10-03", "Payments check", 1, 1, 0, 1.0),
+                ("2026-10-03", "Vendor review", 1, 0, 1, 0.0),
+            ],
+        ),
+    ]
+
+
+@case(2)
+def dead_letters_in_a_window(d: DataSet) -> list[Case]:
+    s2_dead = (
+        d.s2_day3_run,
+        "Vendor review",
+        "schedule",
+        at(3, 10),
+        2,
+        "DEFINITION_UNPUBLISHED",
+        at(3, 10, 0, 11),
+    )
+    s3_dead = (
+        d.s3_dead_run,
+        "Ad hoc payments",
+        "manual",
+        at(3, 15),
+        2,
+        "INITIATOR_INACTIVE",
+        at(3, 15, 0, 1),
+    )
+    return [
+        ((d.tenant, *WHOLE), [s2_dead, s3_dead]),
+        ((d.tenant, at(3, 0), at(3, 12)), [s2_dead]),
+        ((d.tenant, at(1, 0), at(3, 0)), []),
+    ]
+
+
+@case(3)
+def registration_lag_percentiles(d: DataSet) -> list[Case]:
+    # scheduled lags 2, 4 (day 1), 30, 0 (day 2), 120, 10 (day 3); manual runs left out
+    return [
+        ((d.tenant, *WHOLE), [(6, 166 / 6, 4.0, 120.0, 120.0)]),
+        ((d.tenant, *DAY_1), [(2, 3.0, 2.0, 4.0, 4.0)]),
+        ((d.tenant, at(2, 0), at(4, 0)), [(4, 40.0, 10.0, 120.0, 120.0)]),
+        ((d.tenant, at(9, 0), at(10, 0)), [(0, None, None, None, None)]),
+    ]
+
+
+@case(4)
+def mean_time_to_decision_per_definition(d: DataSet) -> list[Case]:
+    # D1: I1 approved after 1800 s, I4 withdrawn after 600 s; D2: I2 approved after 3600 s
+    return [
+        ((d.tenant, *WHOLE), [(d.d1, 2, 1, 1, 1200.0, 1800.0), (d.d2, 1, 1, 0, 3600.0, 3600.0)]),
+        ((d.tenant, at(2, 0), at(4, 0)), [(d.d1, 1, 0, 1, 600.0, 600.0)]),
+    ]
+
+
+@case(5)
+def expiry_rate_by_definition(d: DataSet) -> list[Case]:
+    # D1: I1 approved, I3 expired (60 s late), I4 withdrawn, I7 waiting; D2: I2 approved,
+    # I5 expired (recorded at its deadline)
+    return [
+        ((d.tenant, *WHOLE), [(d.d1, 4, 1, 1, 1 / 3, 60.0), (d.d2, 2, 0, 1, 0.5, 0.0)]),
+        ((d.tenant, *DAY_3), [(d.d1, 2, 1, 0, 0.0, None)]),
+    ]
+
+
+@case(6)
+def attempts_by_outcome_and_error_code(d: DataSet) -> list[Case]:
+    return [
+        (
+            (d.tenant, *WHOLE),
+            [
+                ("SUCCEEDED", "", 6, 6),
+                ("FAILED", "INITIATOR_INACTIVE", 3, 2),
+                ("FAILED", "DEFINITION_UNPUBLISHED", 2, 1),
+                ("INTERRUPTED", "INTERRUPTED", 1, 1),
+            ],
+        ),
+        (
+            (d.tenant, *DAY_3),
+            [
+                ("FAILED", "INITIATOR_INACTIVE", 3, 2),
+                ("FAILED", "DEFINITION_UNPUBLISHED", 2, 1),
+                ("SUCCEEDED", "", 2, 2),
+            ],
+        ),
+    ]
+
+
+@case(7)
+def schedules_whose_last_run_failed(d: DataSet) -> list[Case]:
+    return [
+        (
+            (d.tenant,),
+            [
+                (
+                    d.s3,
+                    "Ad hoc payments",
+                    "DEAD_LETTER",
+                    at(3, 15),
+                    2,
+                    "INITIATOR_INACTIVE",
+                    at(3, 15, 0, 1),
+                ),
+                (
+                    d.s2,
+                    "Vendor review",
+                    "DEAD_LETTER",
+                    at(3, 10),
+                    2,
+                    "DEFINITION_UNPUBLISHED",
+                    at(3, 10, 0, 11),
+                ),
+            ],
+        )
+    ]
+
+
+@case(8)
+def rejected_commands_per_instance(d: DataSet) -> list[Case]:
+    i2 = (d.i2, "Vendors 2026-10-01", "APPROVED", 2, 1, 1, 0, at(1, 10, 10, 4), at(1, 11, 5, 4))
+    i4 = (d.i4, "Payments 2026-10-03", "WITHDRAWN", 1, 0, 1, 0, at(3, 9, 20, 1), at(3, 9, 20, 1))
+    i5 = (d.i5, "Vendors 2026-10-02", "EXPIRED", 1, 0, 0, 1, at(2, 12), at(2, 12))
+    return [
+        ((d.tenant, False, *WHOLE), [i2, i4, i5]),
+        ((d.tenant, False, at(2, 0), at(4, 0)), [i4, i5]),
+    ]
+
+
+@case(9)
+def daily_rollup_of_one_schedule(d: DataSet) -> list[Case]:
+    return [
+        (
+            (d.s1, "2026-10-02", "2026-10-03"),
+            [("2026-10-02", 1, 1, 0, 30.0, 1, 3660.0), ("2026-10-03", 1, 1, 0, 120.0, 1, 600.0)],
+        ),
+        (
+            (d.s2, "2026-10-01", "2026-10-31"),
+            [
+                ("2026-10-01", 1, 1, 0, 4.0, 1, 3600.0),
+                ("2026-10-02", 1, 1, 0, 0.0, 1, 7200.0),
+                ("2026-10-03", 1, 0, 1, 10.0, 0, None),
+            ],
+        ),
+    ]
+
+
+@case(10)
+def window_totals_per_schedule(d: DataSet) -> list[Case]:
+    return [
+        (
+            (d.tenant, "2026-10-01", "2026-10-03"),
+            [
+                ("Ad hoc payments", 2, 1, 1, 0.5, 0.0, 0, None),
+                # lags 2 + 30 + 120; decisions 1800 + 3660 + 600
+                ("Payments check", 3, 3, 0, 1.0, 152 / 3, 3, 2020.0),
+                # lags 4 + 0 + 10; decisions 3600 + 7200
+                ("Vendor review", 3, 2, 1, 2 / 3, 14 / 3, 2, 5400.0),
+            ],
+        ),
+        (
+            (d.tenant, "2026-10-01", "2026-10-01"),
+            [
+                ("Payments check", 1, 1, 0, 1.0, 2.0, 1, 1800.0),
+                ("Vendor review", 1, 1, 0, 1.0, 4.0, 1, 3600.0),
+            ],
+        ),
+    ]
+
+
+@case(11)
+def every_command_of_one_instance(d: DataSet) -> list[Case]:
+    return [
+        (
+            (d.i2,),
+            [
+                (1, "submit", "SUBMITTED", 1, "bob", at(1, 10, 0, 4), "submitted"),
+                (
+                    2,
+                    "approve",
+                    "STALE_MATERIAL",
+                    0,
+                    "root",
+                    at(1, 10, 10, 4),
+                    "material version 2 is not the current 1",
+                ),
+                (
+                    3,
+                    "approve",
+                    "APPROVED",
+                    1,
+                    "root",
+                    at(1, 11, 0, 4),
+                    "approved before the deadline",
+                ),
+                (
+                    4,
+                    "withdraw",
+                    "CONFLICT",
+                    0,
+                    "bob",
+                    at(1, 11, 5, 4),
+                    "the instance is already APPROVED",
+                ),
+            ],
+        ),
+        (
+            (d.i3,),
+            [
+                (1, "submit", "SUBMITTED", 1, "ann", at(2, 9, 1, 30), "submitted"),
+                (
+                    2,
+                    "sweep",
+                    "EXPIRED",
+                    1,
+                    "system:sweeper",
+                    at(2, 10, 2, 30),
+                    "the review deadline 2026-10-02T10:01:30+00:00 had passed at "
+                    "2026-10-02T10:02:30+00:00",
+                ),
+            ],
+        ),
+    ]
+
+
+@case(12)
+def instances_waiting_past_their_deadline(d: DataSet) -> list[Case]:
+    return [
+        ((d.tenant, at(3, 16)), [(d.i7, "Ad hoc 2026-10-03 14:00", d.d1, at(3, 15))]),
+        ((d.tenant, at(3, 14, 30)), []),
+    ]
+
+
+@case(13)
+def projection_positions(d: DataSet) -> list[Case]:
+    end = d.services.ledger.recorder.max_notification_id()
+    return [
+        (
+            (),
+            [
+                (name, end)
+                for name in ("approvals", "audit_chain", "runs", "schedule_daily", "schedules")
+            ],
+        )
+    ]
+
+
+# -- the tests ---------------------------------------------------------------------------------
+
+
+def plain(value: Any) -> Any:
+    """A value as both stores should mean it: numerics as floats, instants as datetimes."""
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, str) and INSTANT_TEXT.fullmatch(value):
+        return as_instant(value)
+    return value
+
+
+def approximately(rows: list[Row]) -> list[Row]:
+    return [
+        tuple(pytest.approx(v, abs=1e-6) if isinstance(v, float) else v for v in row)
+        for row in rows
+    ]
+
+
+def test_the_guide_has_at_least_nine_numbered_example_queries() -> None:
+    found = examples()
+    assert len(found) >= 9, f"{GUIDE.name} has {len(found)} example queries"
+    assert sorted(found) == list(range(1, len(found) + 1))
+    for example in found.values():
+        assert example.prose, f"Q{example.number} has no sentence saying what it answers"
+        assert example.sql.strip(), f"Q{example.number} has an empty query"
+
+
+def test_every_example_query_has_its_expected_figures() -> None:
+    assert sorted(examples()) == sorted(CASES)
+
+
+@pytest.mark.parametrize("number", sorted(CASES), ids=lambda n: f"Q{n}")
+def test_example_queries_avoid_dialect_specific_sql(number: int) -> None:
+    sql = examples()[number].sql.lower()
+    assert [token for token in NOT_PORTABLE if token in sql] == []
+    assert '"' not in sql, "quoted identifiers or strings: use single quotes for text"
+
+
+@pytest.mark.parametrize("number", sorted(CASES), ids=lambda n: f"Q{n}")
+def test_example_query_returns_the_expected_figures(data: DataSet, number: int) -> None:
+    example = examples()[number]
+    for params, expected in CASES[number](data):
+        rows = [tuple(plain(value) for value in row) for row in data.query(example.sql, params)]
+        assert rows == approximately(expected), f"Q{number}. {example.title} with {params}"
+
+
+def test_the_dictionary_lists_every_column_of_every_table(data: DataSet) -> None:
+    documented = documented_columns()
+    tables = ["projection_positions", *(t for p in all_projections() for t in p.tables)]
+    assert sorted(documented) == sorted(tables)
+    with data.services.store.connect() as connection:
+        for table in tables:
+            cursor = connection.execute(f"SELECT * FROM {table} WHERE 1 = 0")
+            actual = [column[0] for column in cursor.description]
+            assert documented.get(table) == actual, f"the guide's columns of {table}"
+
+
+def test_instants_come_back_as_the_guide_says(data: DataSet) -> None:
+    (row,) = data.query("SELECT finished_at FROM runs WHERE id = ?", (data.s2_day3_run,))
+    if data.services.store.kind == "sqlite":
+        assert row[0] == "2026-10-03T10:00:11.000000Z"
+    else:
+        assert row[0] == at(3, 10, 0, 11)

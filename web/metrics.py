@@ -1,0 +1,24 @@
+"""`GET /metrics`: Prometheus text, no authentication (aggregate figures, no tenant data)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from cronledger.metrics import OperationsCollector
+from cronledger.services import Services
+
+bp = Blueprint("metrics", __name__)
+
+
+def registry_for(services: Services) -> CollectorRegistry:
+    """This app's own registry: no process-wide default, so apps in one process stay apart."""
+    registry = CollectorRegistry()
+    registry.register(OperationsCollector(services))
+    return registry
+
+
+@bp.get("/metrics")
+def metrics() -> Response:
+    body = generate_latest(current_app.extensions["metrics"])
+    return Response(body, content_type=CONTENT_TYPE_LATEST)
