@@ -14,7 +14,13 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate, DomainEventProtocol, MutableOrImmutableAggregate
-from eventsourcing.persistence import IntegrityError, Recording, StoredEvent
+from eventsourcing.persistence import (
+    IntegrityError,
+    JSONTranscoder,
+    Recording,
+    StoredEvent,
+    Transcoding,
+)
 from eventsourcing.utils import Environment, EnvType
 
 from cronledger.clock import Clock
@@ -23,7 +29,7 @@ from domain.approvals import ApprovalInstance
 from domain.directory import Account, Definition, Tenant
 from domain.errors import NotFound
 from domain.runs import Run
-from domain.schedules import Schedule
+from domain.schedules import Schedule, ScheduleSettings
 
 A = TypeVar("A", bound=Aggregate)
 T = TypeVar("T")
@@ -44,6 +50,17 @@ class TimelineEntry:
     outcome: str | None
     reason: str | None
     data: dict[str, Any]
+
+
+class ScheduleSettingsAsDict(Transcoding):
+    type = ScheduleSettings
+    name = "schedule_settings"
+
+    def encode(self, obj: ScheduleSettings) -> dict[str, Any]:
+        return asdict(obj)
+
+    def decode(self, data: dict[str, Any]) -> ScheduleSettings:
+        return ScheduleSettings(**data)
 
 
 class _Deferring(threading.local):
@@ -105,6 +122,11 @@ class Ledger(Application[UUID]):
             yield
         finally:
             self._deferring.active = False
+
+    def register_transcodings(self, transcoder: JSONTranscoder) -> None:
+        """The library's, and the value objects our aggregates keep (snapshots store them)."""
+        super().register_transcodings(transcoder)
+        transcoder.register(ScheduleSettingsAsDict())
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         """Only cronledger's own settings; stray POSTGRES_* variables are never read."""

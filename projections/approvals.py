@@ -55,7 +55,7 @@ class ApprovalsProjection(Projection):
     @staticmethod
     def submitted(sql: Sql, event: Any, position: int) -> None:
         origin = event.origin or {}
-        sql.execute(
+        sql.write(
             "INSERT INTO approvals (id, tenant_id, definition_id, applicant_id, title, state, "
             "review_deadline_at, submitted_at, schedule_id, run_id, version, position) "
             "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?)",
@@ -89,7 +89,7 @@ class ApprovalsProjection(Projection):
         )
         key = (event.originator_version, position, str(event.originator_id))
         if event.outcome == "EXTENDED":
-            sql.execute(
+            sql.write(
                 "UPDATE approvals SET review_deadline_at = ?, version = ?, position = ? "
                 "WHERE id = ?",
                 (event.payload["new_deadline_at"], *key),
@@ -99,7 +99,7 @@ class ApprovalsProjection(Projection):
                 "SELECT review_deadline_at, submitted_at FROM approvals WHERE id = ?", (key[2],)
             ).fetchone()
             lag = _seconds_between(deadline, event.at) if event.outcome == EXPIRED else None
-            sql.execute(
+            sql.write(
                 "UPDATE approvals SET state = ?, decided_at = ?, outcome = ?, "
                 "decision_seconds = ?, expiry_lag_seconds = ?, version = ?, position = ? "
                 "WHERE id = ?",
@@ -113,7 +113,7 @@ class ApprovalsProjection(Projection):
                 ),
             )
         else:
-            sql.execute("UPDATE approvals SET version = ?, position = ? WHERE id = ?", key)
+            sql.write("UPDATE approvals SET version = ?, position = ? WHERE id = ?", key)
 
 
 def _command(
@@ -127,7 +127,7 @@ def _command(
     reason: str,
 ) -> None:
     """One row of `approval_commands`: the command, what it got, who and when."""
-    sql.execute(
+    sql.write(
         "INSERT INTO approval_commands (instance_id, version, tenant_id, position, command, "
         "command_id, outcome, accepted, reason, actor, at) SELECT id, ?, tenant_id, ?, ?, ?, ?, "
         "?, ?, ?, ? FROM approvals WHERE id = ?",

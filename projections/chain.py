@@ -61,15 +61,16 @@ class HashChainProjection(Projection):
         for notification, _ in batch:
             previous = link(previous, notification)
             rows.append((notification.id, previous))
-        sql.executemany("INSERT INTO event_hashes (position, hash) VALUES (?, ?)", rows)
-        sql.execute(
+        for row in rows:
+            sql.write("INSERT INTO event_hashes (position, hash) VALUES (?, ?)", row)
+        sql.write(
             "INSERT INTO chain_head (id, position, hash, events) VALUES (1, ?, ?, ?) "
             "ON CONFLICT (id) DO UPDATE SET position = excluded.position, "
             "hash = excluded.hash, events = excluded.events",
             (*rows[-1], events + len(rows)),
         )
         if (events + len(rows)) // CHECKPOINT_EVERY > events // CHECKPOINT_EVERY:
-            sql.execute(
+            sql.write(
                 "INSERT INTO chain_checkpoints (position, hash, events) VALUES (?, ?, ?)",
                 (*rows[-1], events + len(rows)),
             )

@@ -8,6 +8,8 @@ number of processes may run the same projection: they take turns and never doubl
 
 from __future__ import annotations
 
+import itertools
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,6 +21,9 @@ from cronledger.ledger import Ledger
 from cronledger.store import Store, db_value
 
 Handler = Callable[["Sql", Any, int], None]
+
+MULTI_ROW_INSERT = re.compile(r"INSERT INTO \w+ \([\w, ]+\) VALUES \([\w?, ]+\)")
+ROWS_PER_INSERT = 500  # well under both stores' limits on parameters per statement
 
 POSITIONS_DDL = (
     "CREATE TABLE IF NOT EXISTS projection_positions ("
@@ -32,15 +37,47 @@ class Sql:
     def __init__(self, kind: str, connection: Any) -> None:
         self.kind = kind
         self.connection = connection
+        self._writes: list[tuple[str, list[Any]]] = []
 
     @property
     def timestamp_type(self) -> str:
         return "TIMESTAMPTZ" if self.kind == "postgresql" else "TEXT"
 
     def execute(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        """Run a statement now (the queued writes first): for reads, and what must not wait."""
+        self.flush()
         return self.connection.execute(self._native(statement), [self.value(p) for p in params])
 
+    def write(self, statement: str, params: Sequence[Any] = ()) -> None:
+        """Queue a write; consecutive writes of one statement reach the database together."""
+        values = list(params) if self.kind == "postgresql" else [self.value(p) for p in params]
+        self._writes.append((statement, values))
+
+    def flush(self) -> None:
+        """Send the queued writes in order; a run of one statement goes as one statement.
+
+        A plain `INSERT ... VALUES (...)` becomes one multi-row insert per ROWS_PER_INSERT rows;
+        any other statement one `executemany`.
+        """
+        writes, self._writes = self._writes, []
+        for statement, group in itertools.groupby(writes, key=lambda write: write[0]):
+            rows = [params for _, params in group]
+            if len(rows) > 1 and MULTI_ROW_INSERT.fullmatch(statement):
+                self._insert_rows(statement, rows)
+            elif len(rows) > 1:
+                self.connection.cursor().executemany(self._native(statement), rows)
+            else:
+                self.connection.execute(self._native(statement), rows[0])
+
+    def _insert_rows(self, statement: str, rows: list[list[Any]]) -> None:
+        head, _, values = statement.partition(" VALUES ")
+        for start in range(0, len(rows), ROWS_PER_INSERT):
+            part = rows[start : start + ROWS_PER_INSERT]
+            many = f"{head} VALUES {', '.join([values] * len(part))}"
+            self.connection.execute(self._native(many), [v for row in part for v in row])
+
     def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.flush()
         cursor = self.connection.cursor()
         cursor.executemany(self._native(statement), [[self.value(p) for p in r] for r in rows])
 
@@ -87,13 +124,21 @@ class Projection:
     def handlers(self) -> dict[str, Handler]:
         raise NotImplementedError
 
+    def passes(self) -> list[dict[str, Handler]]:
+        """The handlers in passes over each batch: groups that touch disjoint rows or columns.
+
+        Within a pass events apply in log order; a later pass sees the batch again. Separate
+        passes let one statement run for many events at once (`Sql.write` groups runs of it).
+        """
+        return [self.handlers()]
+
     def apply(self, sql: Sql, batch: Sequence[tuple[Notification, Any]]) -> None:
         """Apply a batch of (stored notification, decoded event), oldest first."""
-        handlers = self.handlers()
-        for notification, event in batch:
-            handler = handlers.get(type(event).__qualname__)
-            if handler is not None:
-                handler(sql, event, notification.id)
+        for handlers in self.passes():
+            for notification, event in batch:
+                handler = handlers.get(type(event).__qualname__)
+                if handler is not None:
+                    handler(sql, event, notification.id)
 
 
 class Projector:
@@ -103,7 +148,7 @@ class Projector:
         self,
         ledger: Ledger,
         projections: Sequence[Projection],
-        batch: int = 1000,
+        batch: int = 2000,
         tables: Store | None = None,
     ) -> None:
         self.ledger = ledger
@@ -194,6 +239,7 @@ class Projector:
         with sql.pipeline():
             for projection in group:
                 projection.apply(sql, batch)
+            sql.flush()
 
     def _positions(self, sql: Sql, lock: bool = False) -> dict[str, int]:
         suffix = " FOR UPDATE" if lock and sql.kind == "postgresql" else ""

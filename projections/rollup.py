@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from cronledger.store import as_instant
@@ -38,6 +39,10 @@ class ScheduleDailyProjection(Projection):
             f"started_at {sql.timestamp_type})",
         ]
 
+    def passes(self) -> list[dict[str, Handler]]:
+        """Each new run's key first, for the whole batch; then every event counted in order."""
+        return [{"Run.Registered": self.keyed}, self.handlers()]
+
     def handlers(self) -> dict[str, Handler]:
         return {
             "Run.Registered": self.registered,
@@ -49,15 +54,18 @@ class ScheduleDailyProjection(Projection):
         }
 
     @staticmethod
+    def keyed(sql: Sql, event: Any, position: int) -> None:
+        sql.write(
+            "INSERT INTO schedule_daily_keys (key, schedule_id, day) VALUES (?, ?, ?)",
+            (str(event.originator_id), str(event.schedule_id), _day(event)),
+        )
+
+    @staticmethod
     def registered(sql: Sql, event: Any, position: int) -> None:
-        day = event.planned_at.date().isoformat()
+        day = _day(event)
         schedule_id = str(event.schedule_id)
         lag = (event.at - event.planned_at).total_seconds()
-        sql.execute(
-            "INSERT INTO schedule_daily_keys (key, schedule_id, day) VALUES (?, ?, ?)",
-            (str(event.originator_id), schedule_id, day),
-        )
-        sql.execute(
+        sql.write(
             "INSERT INTO schedule_daily (schedule_id, day, tenant_id, cycles, successes, "
             "dead_letters, registration_lag_total_seconds, mean_registration_lag_seconds, "
             "decisions, decision_total_seconds) VALUES (?, ?, ?, 1, 0, 0, ?, ?, 0, 0) "
@@ -86,7 +94,7 @@ class ScheduleDailyProjection(Projection):
         """An instance a run launched counts its decision in that run's row."""
         run_id = (event.origin or {}).get("run_id")
         if run_id:
-            sql.execute(
+            sql.write(
                 "INSERT INTO schedule_daily_keys (key, schedule_id, day, started_at) "
                 "SELECT ?, schedule_id, day, ? FROM schedule_daily_keys WHERE key = ?",
                 (str(event.originator_id), event.at, run_id),
@@ -103,7 +111,7 @@ class ScheduleDailyProjection(Projection):
         started = as_instant(row[2])
         assert started is not None
         seconds = (event.at - started).total_seconds()
-        sql.execute(
+        sql.write(
             "UPDATE schedule_daily SET decisions = decisions + 1, "
             "decision_total_seconds = decision_total_seconds + ?, "
             "mean_decision_seconds = (decision_total_seconds + ?) / (decisions + 1) "
@@ -112,8 +120,13 @@ class ScheduleDailyProjection(Projection):
         )
 
 
+def _day(registered: Any) -> str:
+    """The UTC day a run counts on: its planned instant's."""
+    return str(registered.planned_at.astimezone(UTC).date().isoformat())
+
+
 def _add_one(sql: Sql, column: str, key: str) -> None:
-    sql.execute(
+    sql.write(
         f"UPDATE schedule_daily SET {column} = {column} + 1 "  # noqa: S608
         "WHERE schedule_id = (SELECT schedule_id FROM schedule_daily_keys WHERE key = ?) "
         "AND day = (SELECT day FROM schedule_daily_keys WHERE key = ?)",

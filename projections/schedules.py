@@ -52,18 +52,26 @@ class SchedulesProjection(Projection):
         ]
 
     def handlers(self) -> dict[str, Handler]:
-        return {
-            "Schedule.Created": self.created,
-            "Schedule.Updated": self.updated,
-            "Schedule.PlanAdvanced": self.advanced,
-            "Schedule.Deleted": self.deleted,
-            "Run.Registered": self.run_registered,
-            **{f"Run.{name}": self.run_changed for name in RUN_STATUS_EVENTS},
-        }
+        return {name: handler for handlers in self.passes() for name, handler in handlers.items()}
+
+    def passes(self) -> list[dict[str, Handler]]:
+        """The schedule's own events, then its runs' (which only touch the `last_run_` columns)."""
+        return [
+            {
+                "Schedule.Created": self.created,
+                "Schedule.Updated": self.updated,
+                "Schedule.PlanAdvanced": self.advanced,
+                "Schedule.Deleted": self.deleted,
+            },
+            {
+                "Run.Registered": self.run_registered,
+                **{f"Run.{name}": self.run_changed for name in RUN_STATUS_EVENTS},
+            },
+        ]
 
     @staticmethod
     def created(sql: Sql, event: Any, position: int) -> None:
-        sql.execute(
+        sql.write(
             "INSERT INTO schedules (schedule_id, tenant_id, name, definition_id, initiator_id, "
             "trigger_kind, trigger, timezone, misfire_policy, overlap_policy, enabled, "
             "next_fire_at, created_at, updated_at, updated_by, revision, version) "
@@ -83,7 +91,7 @@ class SchedulesProjection(Projection):
 
     @staticmethod
     def updated(sql: Sql, event: Any, position: int) -> None:
-        sql.execute(
+        sql.write(
             "UPDATE schedules SET name = ?, definition_id = ?, initiator_id = ?, "
             "trigger_kind = ?, trigger = ?, timezone = ?, misfire_policy = ?, "
             "overlap_policy = ?, enabled = ?, next_fire_at = ?, updated_at = ?, updated_by = ?, "
@@ -101,14 +109,14 @@ class SchedulesProjection(Projection):
 
     @staticmethod
     def advanced(sql: Sql, event: Any, position: int) -> None:
-        sql.execute(
+        sql.write(
             "UPDATE schedules SET next_fire_at = ?, version = ? WHERE schedule_id = ?",
             (event.next_fire_at, event.originator_version, str(event.originator_id)),
         )
 
     @staticmethod
     def deleted(sql: Sql, event: Any, position: int) -> None:
-        sql.execute(
+        sql.write(
             "UPDATE schedules SET enabled = ?, next_fire_at = NULL, deleted_at = ?, "
             "updated_at = ?, updated_by = ?, revision = revision + 1, version = ? "
             "WHERE schedule_id = ?",
@@ -125,7 +133,7 @@ class SchedulesProjection(Projection):
     @staticmethod
     def run_registered(sql: Sql, event: Any, position: int) -> None:
         """The newest planned run is the schedule's last run."""
-        sql.execute(
+        sql.write(
             "UPDATE schedules SET last_run_id = ?, last_run_planned_at = ?, last_run_status = ? "
             "WHERE schedule_id = ? AND (last_run_planned_at IS NULL OR last_run_planned_at < ? "
             "OR (last_run_planned_at = ? AND last_run_id < ?))",
@@ -142,7 +150,7 @@ class SchedulesProjection(Projection):
 
     @staticmethod
     def run_changed(sql: Sql, event: Any, position: int) -> None:
-        sql.execute(
+        sql.write(
             "UPDATE schedules SET last_run_status = ? WHERE last_run_id = ?",
             (_status_after(event), str(event.originator_id)),
         )
@@ -197,7 +205,7 @@ class RunsProjection(Projection):
     def registered(sql: Sql, event: Any, position: int) -> None:
         frozen = event.frozen
         due = event.at if event.status == PENDING else None
-        sql.execute(
+        sql.write(
             "INSERT INTO runs (id, tenant_id, schedule_id, planned_at, trigger, status, title, "
             "initiator_id, definition_id, attempt_count, max_attempts, next_attempt_at, due_at, "
             "registered_at, finished_at, skipped_count, registration_lag_seconds, version) "
@@ -226,7 +234,7 @@ class RunsProjection(Projection):
     @staticmethod
     def attempt_started(sql: Sql, event: Any, position: int) -> None:
         run_id = str(event.originator_id)
-        sql.execute(
+        sql.write(
             "INSERT INTO attempts (run_id, number, tenant_id, schedule_id, worker, started_at, "
             "lease_expires_at) SELECT id, ?, tenant_id, schedule_id, ?, ?, ? FROM runs "
             "WHERE id = ?",
@@ -317,7 +325,7 @@ def _status_after(event: Any) -> str:
 def _update(sql: Sql, event: Any, **columns: Any) -> None:
     """Set these columns of the event's run, and its version."""
     assignments = ", ".join(f"{name} = ?" for name in columns)
-    sql.execute(
+    sql.write(
         f"UPDATE runs SET {assignments}, version = ? WHERE id = ?",  # noqa: S608
         (*columns.values(), event.originator_version, str(event.originator_id)),
     )
@@ -331,7 +339,7 @@ def _end_attempt(
     message: str | None,
     instance_id: str | None,
 ) -> None:
-    sql.execute(
+    sql.write(
         "UPDATE attempts SET finished_at = ?, outcome = ?, error_code = ?, error_message = ?, "
         "instance_id = ? WHERE run_id = ? AND number = ?",
         (event.at, outcome, code, message, instance_id, str(event.originator_id), event.number),
