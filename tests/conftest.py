@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -62,6 +63,24 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+Opener = Callable[..., Services]
+
+
+@pytest.fixture
+def open_with(store_url: str) -> Iterator[Opener]:
+    """Services on the test's store, each with its own clock and settings; closed afterwards."""
+    opened: list[Services] = []
+
+    def open_one(clock: FakeClock, **settings: Any) -> Services:
+        services = open_services(Settings(database_url=store_url, **settings), clock)
+        opened.append(services)
+        return services
+
+    yield open_one
+    for services in opened:
+        services.close()
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.test_worker_store import T0, Opener, World, open_with  # noqa: F401
+from tests.conftest import Opener
+from tests.integration.test_worker_store import T0, World
 from tests.support import FakeClock
 from web import create_app
 
@@ -17,7 +18,7 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
-def test_metrics_count_what_operations_watch(open_with: Opener) -> None:  # noqa: F811
+def test_metrics_count_what_operations_watch(open_with: Opener) -> None:
     clock = FakeClock(T0)
     world = World(open_with(clock, max_attempts=2, retry_base_seconds=1), clock)
     services = world.services

@@ -11,12 +11,13 @@ from cronledger.services import Services
 from domain.approvals import Command
 from projections.catalog import all_projections, projection_named
 from projections.maintenance import rebuild, replay
-from tests.integration.test_worker_store import T0, Opener, World, open_with  # noqa: F401
+from tests.conftest import Opener
+from tests.integration.test_worker_store import T0, World
 from tests.support import FakeClock
 
 
 @pytest.fixture
-def busy(open_with: Opener) -> World:  # noqa: F811
+def busy(open_with: Opener) -> World:
     """A tenant after a day of work: cycles, launches, a failure, decisions, an expiry."""
     clock = FakeClock(T0)
     world = World(open_with(clock, retry_base_seconds=1, max_attempts=2), clock)

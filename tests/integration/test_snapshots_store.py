@@ -8,8 +8,9 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate
 
 from cronledger.ledger import Ledger
+from tests.conftest import Opener
 from tests.integration.test_projections_store import busy  # noqa: F401
-from tests.integration.test_worker_store import T0, Opener, World, open_with  # noqa: F401
+from tests.integration.test_worker_store import T0, World
 from tests.support import FakeClock
 
 
@@ -49,7 +50,7 @@ def test_every_aggregate_kind_round_trips_through_a_snapshot(busy: World) -> Non
     }
 
 
-def test_a_schedule_keeps_ticking_past_its_snapshot_interval(open_with: Opener) -> None:  # noqa: F811
+def test_a_schedule_keeps_ticking_past_its_snapshot_interval(open_with: Opener) -> None:
     clock = FakeClock(T0)
     world = World(open_with(clock), clock, trigger={"kind": "cron", "expression": "* * * * *"})
     services = world.services

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -11,32 +10,15 @@ from uuid import UUID
 
 import pytest
 
-from cronledger.config import Settings
 from cronledger.directory import DefinitionFields
-from cronledger.services import Services, open_services
+from cronledger.services import Services
 from cronledger.store import as_instant
 from domain.directory import Principal
 from domain.triggers import fire_times, load_zone, parse_trigger
+from tests.conftest import Opener
 from tests.support import FakeClock
 
 T0 = datetime(2026, 10, 1, 0, 0, 30, tzinfo=UTC)
-
-Opener = Callable[..., Services]
-
-
-@pytest.fixture
-def open_with(store_url: str) -> Iterator[Opener]:
-    """Services on the test's store, with their own clock and settings."""
-    opened: list[Services] = []
-
-    def open_one(clock: FakeClock, **settings: Any) -> Services:
-        services = open_services(Settings(database_url=store_url, **settings), clock)
-        opened.append(services)
-        return services
-
-    yield open_one
-    for services in opened:
-        services.close()
 
 
 @pytest.fixture

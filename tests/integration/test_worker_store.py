@@ -4,41 +4,24 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 import pytest
 
-from cronledger.config import Settings
 from cronledger.directory import DefinitionFields
 from cronledger.recorders import AggregatesMoved
-from cronledger.services import Services, open_services
+from cronledger.services import Services
 from cronledger.worker import Claim, WorkReport
 from domain.approvals import ApprovalInstance
 from domain.directory import Principal
 from domain.runs import Run
+from tests.conftest import Opener
 from tests.support import FakeClock
 
 T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
 RACING_RUNS = 80
-
-Opener = Callable[..., Services]
-
-
-@pytest.fixture
-def open_with(store_url: str) -> Iterator[Opener]:
-    opened: list[Services] = []
-
-    def open_one(clock: FakeClock, **settings: Any) -> Services:
-        services = open_services(Settings(database_url=store_url, **settings), clock)
-        opened.append(services)
-        return services
-
-    yield open_one
-    for services in opened:
-        services.close()
 
 
 class World:
