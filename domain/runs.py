@@ -321,7 +321,9 @@ class Run(Aggregate):
         )
 
     def claim(self, worker: str, now: datetime, lease: timedelta) -> int:
-        """Start the next attempt; one whose lease ran out is recorded INTERRUPTED first."""
+        """Start the next attempt, and its number; one whose lease ran out is recorded
+        INTERRUPTED first, and if that was the round's last attempt the run is dead-lettered
+        and 0 is returned (nothing to launch)."""
         if not self.is_due(now):
             raise InvalidState(f"run {self.id} is {self.status}, not due for an attempt")
         if self.status == RUNNING:
