@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -19,6 +20,9 @@ from cronledger.ticker import Ticker
 from cronledger.worker import Worker
 from projections.catalog import all_projections
 from projections.engine import Projector
+from projections.maintenance import rebuild
+
+log = logging.getLogger("cronledger.services")
 
 
 @dataclass
@@ -61,6 +65,7 @@ def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
         ledger = Ledger(store, clock)
         projector = Projector(ledger, all_projections())
         projector.create_tables()
+        _rebuild_outdated(ledger, projector)
     ledger.after_save = lambda position: projector.catch_up(until=position)
     directory = Directory(ledger, settings.timezone)
     runs = Runs(ledger, projector)
@@ -76,3 +81,12 @@ def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
         worker=Worker(ledger, projector, settings),
         approvals=Approvals(ledger, directory, projector),
     )
+
+
+def _rebuild_outdated(ledger: Ledger, projector: Projector) -> None:
+    """Read models an older version made are rebuilt before anything reads them."""
+    outdated = projector.outdated()
+    if outdated:
+        names = [p.name for p in outdated]
+        log.warning("rebuilding read models an older version made", extra={"projections": names})
+        rebuild(ledger, outdated, progress=lambda _: None)  # refuses what cannot be rebuilt

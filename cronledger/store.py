@@ -179,13 +179,22 @@ class Store:
             scratch = Store(kind="sqlite", sqlite_path=f"{self.sqlite_path}.scratch-{tag}")
         else:
             scratch = Store(kind=self.kind, postgres=self.postgres, schema=f"scratch_{tag}")
-        with scratch.migration_lock():
-            pass
+        scratch.create()
         try:
             yield scratch
         finally:
             scratch.close()
             scratch.drop()
+
+    def create(self) -> None:
+        """Make sure the store exists: the SQLite file's folder, or the PostgreSQL schema."""
+        if self.kind == "sqlite":
+            Path(self.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
+            return
+        with psycopg.connect(make_conninfo("", **self.postgres), autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
+            )
 
     def drop(self) -> None:
         """Remove the whole store: its file, or its schema. Only ever for scratch stores."""
@@ -202,7 +211,7 @@ class Store:
     def migration_lock(self) -> Iterator[None]:
         """Serialise table creation across processes starting together."""
         if self.kind == "sqlite":
-            Path(self.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
+            self.create()
             yield
             return
         with psycopg.connect(
@@ -210,9 +219,7 @@ class Store:
         ) as conn:
             conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
             try:
-                conn.execute(
-                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
-                )
+                self.create()
                 yield
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))

@@ -8,6 +8,7 @@ number of processes may run the same projection: they take turns and never doubl
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 import threading
@@ -27,7 +28,7 @@ ROWS_PER_INSERT = 500  # well under both stores' limits on parameters per statem
 
 POSITIONS_DDL = (
     "CREATE TABLE IF NOT EXISTS projection_positions ("
-    "name TEXT PRIMARY KEY, position BIGINT NOT NULL)"
+    "name TEXT PRIMARY KEY, position BIGINT NOT NULL, layout TEXT)"
 )
 
 
@@ -124,6 +125,10 @@ class Projection:
     def handlers(self) -> dict[str, Handler]:
         raise NotImplementedError
 
+    def layout(self, sql: Sql) -> str:
+        """A fingerprint of the tables' definitions: when it changes, the tables need rebuilding."""
+        return hashlib.sha256("\n".join(self.ddl(sql)).encode()).hexdigest()[:16]
+
     def passes(self) -> list[dict[str, Handler]]:
         """The handlers in passes over each batch: groups that touch disjoint rows or columns.
 
@@ -158,16 +163,32 @@ class Projector:
         self._lock = threading.Lock()
 
     def create_tables(self) -> None:
+        """Create what is missing; tables an older definition made are left for a rebuild."""
         with self._sql() as sql:
             sql.execute(POSITIONS_DDL)
+            _add_layout_column(sql)
+            outdated = {p.name for p in self._outdated(sql)}
             for projection in self.projections:
+                if projection.name in outdated:
+                    continue
                 for statement in projection.ddl(sql):
                     sql.execute(statement)
                 sql.execute(
-                    "INSERT INTO projection_positions (name, position) VALUES (?, 0) "
+                    "INSERT INTO projection_positions (name, position, layout) VALUES (?, 0, ?) "
                     "ON CONFLICT (name) DO NOTHING",
-                    (projection.name,),
+                    (projection.name, projection.layout(sql)),
                 )
+
+    def outdated(self) -> list[Projection]:
+        """The projections whose tables an older definition made (a rebuild brings them up)."""
+        with self._sql() as sql:
+            return self._outdated(sql)
+
+    def _outdated(self, sql: Sql) -> list[Projection]:
+        layouts = dict(sql.execute("SELECT name, layout FROM projection_positions").fetchall())
+        return [
+            p for p in self.projections if p.name in layouts and layouts[p.name] != p.layout(sql)
+        ]
 
     def catch_up(
         self,
@@ -255,3 +276,13 @@ class Projector:
     def _sql(self) -> Iterator[Sql]:
         with self.tables.connect() as connection:
             yield Sql(self.tables.kind, connection)
+
+
+def _add_layout_column(sql: Sql) -> None:
+    """Stores made before layouts were recorded get the column; their layouts count as old."""
+    if sql.kind == "postgresql":
+        sql.execute("ALTER TABLE projection_positions ADD COLUMN IF NOT EXISTS layout TEXT")
+        return
+    columns = [row[1] for row in sql.execute("PRAGMA table_info(projection_positions)")]
+    if "layout" not in columns:
+        sql.execute("ALTER TABLE projection_positions ADD COLUMN layout TEXT")

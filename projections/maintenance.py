@@ -117,7 +117,8 @@ def _swap(sql: Sql, projection: Projection, scratch: str, position: int) -> None
     for table in projection.tables:
         sql.execute(f"INSERT INTO {table} SELECT * FROM {scratch}{table}")  # noqa: S608
     sql.execute(
-        "UPDATE projection_positions SET position = ? WHERE name = ?", (position, projection.name)
+        "UPDATE projection_positions SET position = ?, layout = ? WHERE name = ?",
+        (position, projection.layout(sql), projection.name),
     )
 
 

@@ -179,3 +179,17 @@ def test_state_at_a_past_instant(busy: World) -> None:
     assert now["state"]["enabled"] is True
     assert now["state"]["settings"]["trigger"]["expression"] == "*/10 * * * *"
     assert now["version"] > early["version"]
+
+
+def test_a_read_model_an_older_version_made_is_rebuilt_at_start(
+    busy: World, open_with: Opener
+) -> None:
+    services = busy.services
+    with services.store.connect() as conn:  # the `runs` table as an older version left it
+        conn.execute("DROP TABLE runs")
+        conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, status TEXT NOT NULL)")
+        conn.execute("UPDATE projection_positions SET layout = NULL WHERE name = 'runs'")
+    reopened = open_with(busy.clock)
+    assert reopened.projector.outdated() == []
+    assert differences(reopened) == []
+    assert reopened.worker.poll() is not None  # its scan reads the rebuilt columns
