@@ -13,7 +13,7 @@ DECISIONS = ("Approved", "Withdrawn", "Expired")
 
 
 class ScheduleDailyProjection(Projection):
-    """Cycles, successes, dead letters, mean registration lag and mean time to decision.
+    """Cycles, successes, runs now dead-lettered, mean registration lag, mean time to decision.
 
     A run counts on the day (UTC) of its planned instant, whenever its attempts happen; its
     instance's decision counts there too. `schedule_daily_keys` remembers, for each run and
@@ -36,7 +36,7 @@ class ScheduleDailyProjection(Projection):
             "ON schedule_daily (tenant_id, day)",
             "CREATE TABLE IF NOT EXISTS schedule_daily_keys ("
             "key TEXT PRIMARY KEY, schedule_id TEXT NOT NULL, day TEXT NOT NULL, "
-            f"started_at {sql.timestamp_type})",
+            f"started_at {sql.timestamp_type}, dead INTEGER NOT NULL DEFAULT 0)",
         ]
 
     def passes(self) -> list[dict[str, Handler]]:
@@ -48,6 +48,7 @@ class ScheduleDailyProjection(Projection):
             "Run.Registered": self.registered,
             "Run.AttemptSucceeded": self.counted("successes"),
             "Run.AttemptFailed": self.dead_lettered,
+            "Run.Retried": self.retried,
             "Run.AttemptInterrupted": self.dead_lettered,
             "ApprovalInstance.Submitted": self.submitted,
             **{f"ApprovalInstance.{name}": self.decided for name in DECISIONS},
@@ -86,8 +87,14 @@ class ScheduleDailyProjection(Projection):
 
     @staticmethod
     def dead_lettered(sql: Sql, event: Any, position: int) -> None:
+        """A run counts once while it lies in the dead letter."""
         if event.status == DEAD_LETTER:
-            _add_one(sql, "dead_letters", str(event.originator_id))
+            _mark_dead(sql, str(event.originator_id), dead=True)
+
+    @staticmethod
+    def retried(sql: Sql, event: Any, position: int) -> None:
+        """A manual retry takes a dead-lettered run out of the count (if it was in it)."""
+        _mark_dead(sql, str(event.originator_id), dead=False)
 
     @staticmethod
     def submitted(sql: Sql, event: Any, position: int) -> None:
@@ -123,6 +130,18 @@ class ScheduleDailyProjection(Projection):
 def _day(registered: Any) -> str:
     """The UTC day a run counts on: its planned instant's."""
     return str(registered.planned_at.astimezone(UTC).date().isoformat())
+
+
+def _mark_dead(sql: Sql, key: str, dead: bool) -> None:
+    """Count the run in its day's `dead_letters`, or take it out, if it was not already."""
+    change, was = (1, 0) if dead else (-1, 1)
+    sql.write(
+        "UPDATE schedule_daily SET dead_letters = dead_letters + ? WHERE schedule_id = "
+        "(SELECT schedule_id FROM schedule_daily_keys WHERE key = ? AND dead = ?) "
+        "AND day = (SELECT day FROM schedule_daily_keys WHERE key = ?)",
+        (change, key, was, key),
+    )
+    sql.write("UPDATE schedule_daily_keys SET dead = ? WHERE key = ?", (1 - was, key))
 
 
 def _add_one(sql: Sql, column: str, key: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -193,3 +194,28 @@ def test_a_read_model_an_older_version_made_is_rebuilt_at_start(
     assert reopened.projector.outdated() == []
     assert differences(reopened) == []
     assert reopened.worker.poll() is not None  # its scan reads the rebuilt columns
+
+
+def test_the_daily_rollup_counts_a_run_once_while_it_lies_in_the_dead_letter(
+    open_with: Opener,
+) -> None:
+    clock = FakeClock(T0)
+    world = World(open_with(clock, max_attempts=1), clock)
+    services = world.services
+    run_id = world.run_now()
+    world.set_ann_active(False)
+
+    def daily() -> tuple[int, int, int]:
+        services.projector.catch_up()
+        row = services.store.query("SELECT cycles, successes, dead_letters FROM schedule_daily")
+        return tuple(row[0])  # type: ignore[return-value]
+
+    for _ in range(2):  # dead-lettered, retried by hand, dead-lettered again
+        services.worker.drain()
+        assert daily() == (1, 0, 1)
+        services.runs.retry(world.root, UUID(world.schedule), run_id, None)
+        assert daily() == (1, 0, 0)
+    world.set_ann_active(True)
+    services.worker.drain()
+    assert daily() == (1, 1, 0)
+    assert differences(services) == []
