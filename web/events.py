@@ -43,6 +43,29 @@ def stream() -> Response:
     )
 
 
+stream.openapi_operation = {  # type: ignore[attr-defined]
+    "summary": "The tenant's new events as Server-Sent Events",
+    "tags": ["operations"],
+    "description": (
+        "Frames `id: <log position>`, `event: <type>`, `data: <timeline entry JSON>`. Resume with "
+        "the `Last-Event-ID` header (or `?after=`). Needs any of the permissions "
+        + ", ".join(f"`{p}`" for p in STREAM_PERMISSIONS)
+        + ": each one opens the events it can already read."
+    ),
+    "security": [{"bearer": []}],
+    "parameters": [
+        {"in": "query", "name": "after", "schema": {"type": "integer", "minimum": 0}},
+        {
+            "in": "query",
+            "name": "max_seconds",
+            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_SECONDS},
+        },
+        {"in": "header", "name": "Last-Event-ID", "schema": {"type": "integer", "minimum": 0}},
+    ],
+    "responses": {"200": {"description": "the stream", "content": {"text/event-stream": {}}}},
+}
+
+
 def _caller() -> Principal:
     """The authenticated caller (401 as everywhere); 403 if it may read no kind of event."""
     try:

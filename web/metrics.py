@@ -22,3 +22,10 @@ def registry_for(services: Services) -> CollectorRegistry:
 def metrics() -> Response:
     body = generate_latest(current_app.extensions["metrics"])
     return Response(body, content_type=CONTENT_TYPE_LATEST)
+
+
+metrics.openapi_operation = {  # type: ignore[attr-defined]
+    "summary": "Backlogs, lags, attempts and dead letters in Prometheus text (no token)",
+    "tags": ["operations"],
+    "responses": {"200": {"description": "Prometheus text", "content": {"text/plain": {}}}},
+}

@@ -33,12 +33,15 @@ def build_spec(app: Flask) -> dict[str, Any]:
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     spec.components.schema("Problem", schema=ProblemOut)
     for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
-        declared = getattr(app.view_functions[rule.endpoint], "endpoint_spec", None)
+        view = app.view_functions[rule.endpoint]
+        declared = getattr(view, "endpoint_spec", None)
+        written = getattr(view, "openapi_operation", None)  # views that are not `endpoint`s
         if isinstance(declared, EndpointSpec):
+            written = _operation(declared, rule.arguments)
+        if isinstance(written, dict):
             method = next(m for m in rule.methods or () if m not in ("HEAD", "OPTIONS"))
             spec.path(
-                path=PATH_PARAMETER.sub(r"{\1}", rule.rule),
-                operations={method.lower(): _operation(declared, rule.arguments)},
+                path=PATH_PARAMETER.sub(r"{\1}", rule.rule), operations={method.lower(): written}
             )
     return spec.to_dict()
 
