@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from projections.approvals import ApprovalsProjection
 from projections.chain import HashChainProjection
+from projections.directory import DirectoryProjection
 from projections.engine import Projection
 from projections.rollup import ScheduleDailyProjection
 from projections.schedules import RunsProjection, SchedulesProjection
@@ -15,6 +16,7 @@ def all_projections() -> list[Projection]:
         RunsProjection(),
         ApprovalsProjection(),
         ScheduleDailyProjection(),
+        DirectoryProjection(),
         HashChainProjection(),
     ]
 

@@ -414,6 +414,21 @@ def mean_time_to_decision_per_definition(d: DataSet) -> list[Case]:
     ]
 
 
+@case(14)
+def decisions_by_definition_name_and_reviewer(d: DataSet) -> list[Case]:
+    # I1 and I2 approved by root; I4 withdrawn by ann (its applicant)
+    return [
+        (
+            (d.tenant, *WHOLE),
+            [
+                ("Payments", "Ann", "WITHDRAWN", 1),
+                ("Payments", "root", "APPROVED", 1),
+                ("Vendors", "root", "APPROVED", 1),
+            ],
+        ),
+    ]
+
+
 @case(5)
 def expiry_rate_by_definition(d: DataSet) -> list[Case]:
     # D1: I1 approved, I3 expired (60 s late), I4 withdrawn, I7 waiting; D2: I2 approved,
@@ -599,7 +614,14 @@ def projection_positions(d: DataSet) -> list[Case]:
             (),
             [
                 (name, end)
-                for name in ("approvals", "audit_chain", "runs", "schedule_daily", "schedules")
+                for name in (
+                    "approvals",
+                    "audit_chain",
+                    "directory",
+                    "runs",
+                    "schedule_daily",
+                    "schedules",
+                )
             ],
         )
     ]

@@ -1,0 +1,107 @@
+"""`accounts` and `definitions`: the names analysts join ids to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from projections.engine import Handler, Projection, Sql
+
+
+class DirectoryProjection(Projection):
+    """Accounts (roles as comma-separated text) and process definitions, as they are now."""
+
+    name = "directory"
+    tables = ("accounts", "definitions")
+
+    def ddl(self, sql: Sql) -> list[str]:
+        ts = sql.timestamp_type
+        return [
+            "CREATE TABLE IF NOT EXISTS accounts ("
+            "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, account_id TEXT NOT NULL, "
+            "name TEXT NOT NULL, roles TEXT NOT NULL, active BOOLEAN NOT NULL, "
+            f"created_at {ts} NOT NULL, updated_at {ts} NOT NULL, version INTEGER NOT NULL)",
+            "CREATE UNIQUE INDEX IF NOT EXISTS accounts_by_tenant "
+            "ON accounts (tenant_id, account_id)",
+            "CREATE TABLE IF NOT EXISTS definitions ("
+            "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, key TEXT NOT NULL, "
+            "name TEXT NOT NULL, external BOOLEAN NOT NULL, published BOOLEAN NOT NULL, "
+            f"review_window_seconds INTEGER NOT NULL, created_at {ts} NOT NULL, "
+            f"updated_at {ts} NOT NULL, version INTEGER NOT NULL)",
+            "CREATE UNIQUE INDEX IF NOT EXISTS definitions_by_tenant "
+            "ON definitions (tenant_id, key)",
+        ]
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "Account.Registered": self.account_registered,
+            "Account.Renamed": _setting("accounts", lambda e: {"name": e.name}),
+            "Account.RolesChanged": _setting("accounts", lambda e: {"roles": ",".join(e.new)}),
+            "Account.Deactivated": _setting("accounts", lambda e: {"active": False}),
+            "Account.Activated": _setting("accounts", lambda e: {"active": True}),
+            "Account.TokenIssued": _setting("accounts", lambda e: {}),
+            "Account.TokenRevoked": _setting("accounts", lambda e: {}),
+            "Definition.Registered": self.definition_registered,
+            "Definition.Updated": _setting(
+                "definitions",
+                lambda e: {
+                    "name": e.name,
+                    "external": e.external,
+                    "review_window_seconds": e.review_window_seconds,
+                },
+            ),
+            "Definition.Published": _setting("definitions", lambda e: {"published": True}),
+            "Definition.Unpublished": _setting("definitions", lambda e: {"published": False}),
+        }
+
+    @staticmethod
+    def account_registered(sql: Sql, event: Any, position: int) -> None:
+        sql.write(
+            "INSERT INTO accounts (id, tenant_id, account_id, name, roles, active, created_at, "
+            "updated_at, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                str(event.originator_id),
+                str(event.tenant_id),
+                event.account_id,
+                event.name,
+                ",".join(sorted(set(event.roles))),
+                True,
+                event.at,
+                event.at,
+                event.originator_version,
+            ),
+        )
+
+    @staticmethod
+    def definition_registered(sql: Sql, event: Any, position: int) -> None:
+        sql.write(
+            "INSERT INTO definitions (id, tenant_id, key, name, external, published, "
+            "review_window_seconds, created_at, updated_at, version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                str(event.originator_id),
+                str(event.tenant_id),
+                event.key,
+                event.name,
+                event.external,
+                False,
+                event.review_window_seconds,
+                event.at,
+                event.at,
+                event.originator_version,
+            ),
+        )
+
+
+def _setting(table: str, columns_of: Callable[[Any], dict[str, Any]]) -> Handler:
+    """A handler setting the event's columns, `updated_at` and `version` of its row."""
+
+    def handler(sql: Sql, event: Any, position: int) -> None:
+        columns = {**columns_of(event), "updated_at": event.at, "version": event.originator_version}
+        assignments = ", ".join(f"{name} = ?" for name in columns)
+        sql.write(
+            f"UPDATE {table} SET {assignments} WHERE id = ?",  # noqa: S608
+            (*columns.values(), str(event.originator_id)),
+        )
+
+    return handler
