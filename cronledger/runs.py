@@ -13,10 +13,8 @@ from cronledger.ledger import Ledger, jsonable
 from cronledger.store import as_instant, tenant_scope
 from domain.directory import Principal, check_expected_version
 from domain.errors import NotFound
-from domain.runs import DEAD_LETTER, PENDING, RETRY_WAIT, RUNNING, Run
+from domain.runs import DEAD_LETTER, PENDING, RETRY_WAIT, UNFINISHED, Run
 from projections.engine import Projector
-
-UNFINISHED = (PENDING, RUNNING, RETRY_WAIT)
 
 
 @dataclass(frozen=True)
@@ -155,6 +153,6 @@ class Runs:
         marks = ", ".join("?" for _ in UNFINISHED)
         rows = self.ledger.store.query(
             f"SELECT COUNT(*) FROM runs WHERE schedule_id = ? AND status IN ({marks})",  # noqa: S608
-            (str(schedule_id), *UNFINISHED),
+            (str(schedule_id), *sorted(UNFINISHED)),
         )
         return int(rows[0][0])

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,7 +15,7 @@ from cronledger.store import Store
 from domain.schedules import Schedule
 from projections.catalog import all_projections
 from projections.maintenance import replay
-from tests.e2e.test_cli_and_server import CLI, request, run_cli, server, token  # noqa: F401
+from tests.e2e.test_cli_and_server import killed_mid_work, request, run_cli, server, token  # noqa: F401
 from tests.support import FakeClock
 
 EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}
@@ -120,14 +117,7 @@ def test_a_killed_projector_resumes_to_what_a_rebuild_gives(store_url: str) -> N
         for table in (t for p in all_projections() for t in p.tables):
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE projection_positions SET position = 0")
-    env = {**os.environ, "CRONLEDGER_DATABASE_URL": store_url}
-    process = subprocess.Popen([CLI, "projections"], env=env, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    while "loop started" not in process.stderr.readline():
-        pass
-    time.sleep(0.3)
-    process.send_signal(signal.SIGKILL)
-    process.wait(10)
+    killed_mid_work(store_url, "projections", 0.3)
     assert services.projector.lag() > 0, "the projector finished before it was killed"
     assert max(services.projector.positions().values()) > 0, "it was killed before it began"
     services.projector.catch_up()

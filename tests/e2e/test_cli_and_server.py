@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +24,18 @@ def run_cli(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [CLI, *args], env=env, capture_output=True, text=True, timeout=60, check=False
     )
+
+
+def killed_mid_work(store_url: str, command: str, seconds: float, **env: str) -> None:
+    """Start `cronledger COMMAND`, let its loop work for `seconds`, then SIGKILL it."""
+    environ = {**os.environ, "CRONLEDGER_DATABASE_URL": store_url, **env}
+    process = subprocess.Popen([CLI, command], env=environ, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    while "loop started" not in process.stderr.readline():
+        pass
+    time.sleep(seconds)
+    process.send_signal(signal.SIGKILL)
+    process.wait(10)
 
 
 def free_port() -> int:

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import time
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
@@ -14,7 +10,7 @@ from cronledger.directory import DefinitionFields
 from cronledger.services import open_services
 from cronledger.store import as_instant
 from domain.triggers import fire_times, load_zone, parse_trigger
-from tests.e2e.test_cli_and_server import CLI
+from tests.e2e.test_cli_and_server import killed_mid_work
 from tests.support import FakeClock
 
 HOURLY = {"kind": "cron", "expression": "0 * * * *"}
@@ -45,19 +41,13 @@ def test_sigkill_mid_batch_then_restart_leaves_no_gap_and_no_duplicate(store_url
         ).id
         for n in range(200)
     ]
-    env = {
-        **os.environ,
-        "CRONLEDGER_DATABASE_URL": store_url,
-        "CRONLEDGER_CATCHUP_PER_SCAN": "100000",
-        "CRONLEDGER_CATCHUP_PER_SCHEDULE": "1000",
-    }
-    process = subprocess.Popen([CLI, "tick"], env=env, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    while "loop started" not in process.stderr.readline():
-        pass
-    time.sleep(0.5)
-    process.send_signal(signal.SIGKILL)
-    process.wait(10)
+    killed_mid_work(
+        store_url,
+        "tick",
+        0.5,
+        CRONLEDGER_CATCHUP_PER_SCAN="100000",
+        CRONLEDGER_CATCHUP_PER_SCHEDULE="1000",
+    )
 
     restarted = open_services(
         Settings(database_url=store_url, catchup_per_scan=100000, catchup_per_schedule=1000)

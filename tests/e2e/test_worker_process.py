@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 
 from cronledger.config import Settings
 from cronledger.directory import DefinitionFields
 from cronledger.services import Services, open_services
-from tests.e2e.test_cli_and_server import CLI
+from tests.e2e.test_cli_and_server import killed_mid_work
 from tests.support import FakeClock
 
 HOURLY = {"kind": "cron", "expression": "0 * * * *"}
@@ -41,14 +38,7 @@ def test_sigkill_mid_batch_then_restart_launches_each_run_once(store_url: str) -
     services.ledger.clock = lambda: datetime.now(UTC)
     while services.ticker.scan().registered:
         pass
-    env = {**os.environ, "CRONLEDGER_DATABASE_URL": store_url, "CRONLEDGER_LEASE_SECONDS": "1"}
-    process = subprocess.Popen([CLI, "worker"], env=env, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    while "loop started" not in process.stderr.readline():
-        pass
-    time.sleep(0.5)
-    process.send_signal(signal.SIGKILL)
-    process.wait(10)
+    killed_mid_work(store_url, "worker", 0.5, CRONLEDGER_LEASE_SECONDS="1")
 
     restarted = open_services(Settings(database_url=store_url, lease_seconds=1))
     deadline = time.monotonic() + 60
