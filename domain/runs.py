@@ -247,10 +247,6 @@ class Run(Aggregate):
         return len(self.attempts) - self.round_start
 
     @property
-    def lease_expires_at(self) -> datetime | None:
-        return self.attempts[-1]["lease_expires_at"] if self.status == RUNNING else None
-
-    @property
     def initiator_id(self) -> str:
         return str(self.frozen["initiator_id"])
 
