@@ -4,21 +4,25 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint audit-deps bench clean
 
+# A new venv's own pip and setuptools have known vulnerabilities (make audit-deps): upgraded.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip setuptools
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
+# The demo token and the SQLite store under var/ are readable by their owner only.
 run: install
-	mkdir -p var
+	umask 077 && mkdir -p var && chmod 700 var
 	$(BIN)/cronledger migrate
-	test -s var/demo-token || { \
-	  $(BIN)/cronledger bootstrap --tenant demo --admin admin | tail -n 1 > var/demo-token.new \
+	test -s var/demo-token || { umask 077 \
+	  && $(BIN)/cronledger bootstrap --tenant demo --admin admin | tail -n 1 > var/demo-token.new \
 	  && mv var/demo-token.new var/demo-token; }
+	chmod 600 var/demo-token
 	@echo "demo admin token: $$(cat var/demo-token) (saved in var/demo-token)"
 	@echo "serving on http://localhost:8000"
 	$(BIN)/cronledger serve --port 8000
@@ -30,6 +34,10 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# Known vulnerabilities in the installed packages; skipped when no advisory source answers.
+audit-deps: install
+	$(BIN)/python .ci/audit_deps.py
 
 bench: install
 	$(BIN)/python -m bench

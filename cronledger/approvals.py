@@ -22,8 +22,9 @@ from domain.approvals import (
     CommandIdReused,
     approval_uuid,
 )
-from domain.directory import Principal, definition_problem
+from domain.directory import Definition, Principal, definition_problem
 from domain.errors import Forbidden, ValidationFailed
+from domain.values import checked_form_data
 from projections.engine import Projector
 
 SWEEPER = "system:sweeper"
@@ -42,6 +43,7 @@ class ApprovalView:
     review_deadline_at: datetime
     deadline_policy: dict[str, Any]
     origin: dict[str, Any] | None
+    allow_self_approval: bool
     submitted_at: datetime
     decided_at: datetime | None
     version: int
@@ -53,13 +55,14 @@ class ApprovalView:
             id=str(instance.id),
             definition_id=instance.definition_id,
             title=instance.title,
-            form_data=instance.form_data,
+            form_data=dict(instance.form_data),
             applicant_id=instance.applicant_id,
             state=instance.state,
             material_version=instance.material_version,
             review_deadline_at=instance.review_deadline_at,
             deadline_policy=jsonable(instance.deadline_policy),
             origin=jsonable(instance.origin),
+            allow_self_approval=instance.allow_self_approval,
             submitted_at=instance.submitted_at,
             decided_at=instance.decided_at,
             version=instance.version,
@@ -115,17 +118,19 @@ class Approvals:
                 raise CommandIdReused(submission.command_id)
             return ApprovalView.of(first), True
         now = self.ledger.clock()
-        deadline, policy = self._deadline(actor.tenant_id, submission, now)
+        definition = self._definition(actor.tenant_id, submission.definition_id)
+        deadline, policy = self._deadline(definition, submission, now)
         instance = ApprovalInstance(
             tenant_id=actor.tenant_id,
             definition_id=submission.definition_id,
             applicant_id=actor.account_id,
             title=submission.title,
-            form_data=submission.form_data,
+            form_data=checked_form_data(submission.form_data),
             material_version=submission.material_version,
             review_deadline_at=deadline,
             deadline_policy=policy,
             origin=None,
+            allow_self_approval=definition.allow_self_approval,
             command_id=submission.command_id,
             fingerprint=submission.fingerprint,
             at=now,
@@ -134,13 +139,18 @@ class Approvals:
         self.ledger.save(instance)
         return ApprovalView.of(instance), False
 
-    def _deadline(
-        self, tenant_id: UUID, submission: Submission, now: datetime
-    ) -> tuple[datetime, dict[str, Any]]:
-        definition = self.directory.find_definition(tenant_id, submission.definition_id)
+    def _definition(self, tenant_id: UUID, definition_id: str) -> Definition:
+        """A definition that instances may be submitted from."""
+        definition = self.directory.find_definition(tenant_id, definition_id)
         problem = definition_problem(definition, allow_external=True)
         if problem or definition is None:
             raise ValidationFailed.of("definition_id", problem or "not found")
+        return definition
+
+    @staticmethod
+    def _deadline(
+        definition: Definition, submission: Submission, now: datetime
+    ) -> tuple[datetime, dict[str, Any]]:
         explicit = submission.review_deadline_at
         if explicit is None:
             window = definition.review_window_seconds
@@ -188,7 +198,8 @@ class Approvals:
 
     def _expire(self, ids: Sequence[UUID]) -> int:
         """One transaction for the chunk; if another writer got there first, one at a time."""
-        instances = [self.ledger.find(ApprovalInstance, i, "approval", i) for i in ids]
+        found = self.ledger.get_many(ids).values()  # an unreadable one is left out, and logged
+        instances = [i for i in found if isinstance(i, ApprovalInstance)]
         for instance in instances:
             instance.handle(Command(SWEEP, None), self.ledger.clock(), SWEEPER)
         changed = [i for i in instances if i.pending_events]
@@ -219,7 +230,10 @@ class Approvals:
         keys, total = self.ledger.store.page_of_ids(
             "approvals", filters, "submitted_at DESC, id", page, page_size
         )
-        return Page([self.view(tenant_id, key) for key in keys], page, page_size, total)
+        found = self.ledger.get_many([UUID(key) for key in keys])
+        instances = [found.get(UUID(key)) for key in keys]
+        views = [ApprovalView.of(i) for i in instances if isinstance(i, ApprovalInstance)]
+        return Page(views, page, page_size, total)
 
     def timeline(self, tenant_id: UUID, instance_id: str) -> list[TimelineEntry]:
         return self.ledger.timeline(self.instance(tenant_id, instance_id).id)

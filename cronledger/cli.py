@@ -11,12 +11,16 @@ from dataclasses import asdict
 from datetime import datetime
 
 import click
+import psycopg
+from eventsourcing import persistence
 from tqdm import tqdm
 
 from cronledger.config import ConfigError, Settings
 from cronledger.ledger import TimelineEntry, jsonable
 from cronledger.logs import configure_logging
+from cronledger.printable import printable, printable_json
 from cronledger.services import Services, open_services
+from cronledger.store import redacted_url
 from cronledger.wakeup import AppendWakeup
 from domain.errors import DomainError
 from projections.catalog import projection_named, rebuildable_projections
@@ -28,13 +32,17 @@ from tick.loops import Loop, stop_on_signals
 def opened() -> Iterator[Services]:
     """The services for one command; configuration and rule errors end it with exit code 1."""
     try:
-        services = open_services(Settings.from_env())
+        settings = Settings.from_env()
+        services = open_services(settings)
     except ConfigError as error:
         raise click.ClickException(str(error)) from None
+    except (psycopg.OperationalError, persistence.OperationalError) as error:
+        where = redacted_url(settings.database_url)
+        raise click.ClickException(f"cannot open the store at {where}: {error}") from None
     try:
         yield services
     except DomainError as error:
-        raise click.ClickException(error.message) from None
+        raise click.ClickException(printable(error.message)) from None
     finally:
         services.close()
 
@@ -172,14 +180,17 @@ def _run_alone(loop: Loop) -> None:
 def _serve_web(services: Services, host: str, port: int, threads: int, loops: list[Loop]) -> None:
     import waitress
 
-    from web import create_app
+    from web import MAX_BODY_BYTES, create_app
 
     server = waitress.create_server(
-        create_app({"SERVICES": services}),
+        create_app({"SERVICES": services, "WEB_THREADS": threads}),
         host=host,
         port=port,
         threads=threads,
         ident="cronledger",
+        # a longer body is 413 before it is buffered (waitress refuses from this size on)
+        max_request_body_size=MAX_BODY_BYTES + 1,
+        channel_request_lookahead=1,  # keeps reading, so a stream sees its client leave
     )
 
     def stop() -> None:
@@ -232,15 +243,15 @@ def state(key: str, at_text: str, tenant: str | None, as_json: bool) -> None:
     with opened() as services:
         found = services.audit.state(key, at, tenant)
     if as_json:
-        click.echo(json.dumps(found, indent=2, ensure_ascii=False))
+        click.echo(printable_json(found, indent=2))
         return
     last = found["last_event"]
     click.echo(
-        f"{found['type']} {found['id']} v{found['version']} as of {found['as_of']} "
-        f"(last event #{last['position']} {last['type']})"
+        f"{printable(found['type'])} {found['id']} v{found['version']} as of {found['as_of']} "
+        f"(last event #{last['position']} {printable(last['type'])})"
     )
     for field, value in found["state"].items():
-        click.echo(f"  {field} = {json.dumps(value, ensure_ascii=False)}")
+        click.echo(f"  {printable(field)} = {printable_json(value)}")
 
 
 @audit.command()
@@ -253,7 +264,7 @@ def replay(as_json: bool) -> None:
         rows = [
             {"table": d.table, "side": d.side, "row": jsonable(list(d.row))} for d in differences
         ]
-        click.echo(json.dumps({"differences": rows}, indent=2, ensure_ascii=False))
+        click.echo(printable_json({"differences": rows}, indent=2))
     else:
         for d in differences:
             where = "only in the live table" if d.side == "live" else "only in the replay"
@@ -275,7 +286,9 @@ def verify(as_json: bool) -> None:
     elif found is None:
         click.echo("the log matches its hash chain")
     else:
-        click.echo(f"the log no longer matches at position {found.position}: {found.problem}")
+        click.echo(
+            f"the log no longer matches at position {found.position}: {printable(found.problem)}"
+        )
     if found is not None:
         sys.exit(1)
 
@@ -303,7 +316,7 @@ def _instant(text: str) -> datetime:
 def _line(entry: TimelineEntry) -> str:
     at = jsonable(entry.at)
     extras = [
-        f"{k}={v}"
+        f"{k}={printable(v)}"
         for k, v in (
             ("command", entry.command_id),
             ("outcome", entry.outcome),
@@ -311,15 +324,15 @@ def _line(entry: TimelineEntry) -> str:
         )
         if v
     ]
-    data = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in entry.data.items())
+    data = " ".join(f"{printable(k)}={printable_json(v)}" for k, v in entry.data.items())
     return "  ".join(
         part
         for part in (
             f"#{entry.position}",
             f"v{entry.version}",
             at,
-            entry.type,
-            f"by {entry.actor or '-'}",
+            printable(entry.type),
+            f"by {printable(entry.actor or '-')}",
             *extras,
             data,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
@@ -36,7 +37,8 @@ _PARSERS: dict[type, tuple[Callable[[str], Any], str]] = {
 
 @dataclass(frozen=True)
 class Settings:
-    database_url: str = "sqlite:///var/cronledger.sqlite"
+    # Left out of repr(): it may hold a password.
+    database_url: str = dataclasses.field(default="sqlite:///var/cronledger.sqlite", repr=False)
     timezone: str = "UTC"
     tick_seconds: float = 1.0
     retry_base_seconds: float = 30.0
@@ -48,6 +50,11 @@ class Settings:
     catchup_per_schedule: int = 20
     catchup_per_scan: int = 100
     scan_budget_seconds: float = 5.0
+    metrics_cache_seconds: float = 5.0
+    streams_per_account: int = 2
+    streams_per_tenant: int = 3
+    streams_per_process: int = 4
+    stream_replay_positions: int = 1000
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

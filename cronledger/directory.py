@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 from uuid import UUID, uuid4
 
-from cronledger.ledger import Ledger
+from cronledger.ledger import Ledger, jsonable
 from domain.directory import (
-    PUBLIC_ID,
+    ADMIN_ROLE,
     SYSTEM_ACTOR,
     TENANT_NAME,
     Account,
@@ -21,6 +21,7 @@ from domain.directory import (
     Tenant,
     TenantRegistry,
     account_uuid,
+    check_account_id,
     check_expected_version,
     check_roles,
     definition_problem,
@@ -30,7 +31,7 @@ from domain.directory import (
     token_uuid,
 )
 from domain.errors import InvalidState, NotFound, ValidationFailed
-from domain.schedules import ScheduleSettings, check_presets
+from domain.schedules import ScheduleSettings, checked_presets
 
 T = TypeVar("T")
 TOKEN_PREFIX = "clt_"  # noqa: S105 (a prefix, not a secret)
@@ -80,6 +81,7 @@ class DefinitionView:
     published: bool
     review_window_seconds: int
     schedule_presets: list[dict[str, Any]]
+    allow_self_approval: bool
     version: int
     created_at: datetime
 
@@ -92,7 +94,8 @@ class DefinitionView:
             external=definition.external,
             published=definition.published,
             review_window_seconds=definition.review_window_seconds,
-            schedule_presets=definition.schedule_presets,
+            schedule_presets=jsonable(definition.schedule_presets),
+            allow_self_approval=definition.allow_self_approval,
             version=definition.version,
             created_at=definition.created_at,
         )
@@ -104,6 +107,7 @@ class DefinitionFields:
     external: bool
     review_window_seconds: int
     schedule_presets: list[dict[str, Any]]
+    allow_self_approval: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,13 +125,12 @@ class Directory:
 
     def bootstrap(self, tenant_name: str, admin_id: str) -> IssuedToken:
         """Create a tenant with its first admin account, and that admin's first token."""
-        if not TENANT_NAME.match(tenant_name):
+        if not TENANT_NAME.fullmatch(tenant_name):
             raise ValidationFailed.of("tenant", "use 1-63 lower-case letters, digits, - or _")
-        if not PUBLIC_ID.match(admin_id):
-            raise ValidationFailed.of("admin", "use 1-64 letters, digits, '.', '_', '@' or '-'")
+        check_account_id(admin_id, "admin")
         self.ledger.retrying(lambda: self._register_tenant(tenant_name))
         system = Principal(tenant_uuid(tenant_name), SYSTEM_ACTOR, frozenset())
-        self.create_account(system, admin_id, admin_id, ["admin"])
+        self.create_account(system, admin_id, admin_id, [ADMIN_ROLE])
         return self.issue_token(system, admin_id)
 
     def _register_tenant(self, name: str) -> None:
@@ -161,6 +164,7 @@ class Directory:
     ) -> AccountView:
         check_roles(roles)
         chosen_id = account_id or str(uuid4())
+        check_account_id(chosen_id)
         return self.ledger.retrying(lambda: self._create_account(actor, chosen_id, name, roles))
 
     def _create_account(
@@ -193,24 +197,51 @@ class Directory:
         self, actor: Principal, account_id: str, name: str, roles: list[str], version: int
     ) -> AccountView:
         check_roles(roles)
+        return self.ledger.retrying(
+            lambda: self._update_account(actor, account_id, name, roles, version)
+        )
+
+    def _update_account(
+        self, actor: Principal, account_id: str, name: str, roles: list[str], version: int
+    ) -> AccountView:
         account = self._account(actor.tenant_id, account_id)
         check_expected_version("account", account.version, version)
-        account.update(name=name, roles=roles, at=self.ledger.clock(), actor=actor.account_id)
-        self.ledger.save(account)
+        at = self.ledger.clock()
+        losing_admin = account.is_active_admin and ADMIN_ROLE not in roles
+        tenant = self._removing_admin(account, at, actor) if losing_admin else None
+        account.update(name=name, roles=roles, at=at, actor=actor.account_id)
+        self.ledger.save(account, tenant)
         return AccountView.of(account)
 
     def set_active(
         self, actor: Principal, account_id: str, active: bool, version: int | None
     ) -> AccountView:
+        return self.ledger.retrying(lambda: self._set_active(actor, account_id, active, version))
+
+    def _set_active(
+        self, actor: Principal, account_id: str, active: bool, version: int | None
+    ) -> AccountView:
         account = self._account(actor.tenant_id, account_id)
         check_expected_version("account", account.version, version)
         at = self.ledger.clock()
+        tenant: Tenant | None = None
         if active:
             account.activate(at=at, actor=actor.account_id)
         else:
+            tenant = self._removing_admin(account, at, actor) if account.is_active_admin else None
             account.deactivate(at=at, actor=actor.account_id)
-        self.ledger.save(account)
+        self.ledger.save(account, tenant)
         return AccountView.of(account)
+
+    def _removing_admin(self, account: Account, at: datetime, actor: Principal) -> Tenant:
+        """The account's tenant, recording that it loses an active admin (never its last)."""
+        tenant = self.tenant(account.tenant_id)
+        found = self.ledger.get_many([account_uuid(tenant.id, key) for key in tenant.account_ids])
+        admins = [
+            a.account_id for a in found.values() if isinstance(a, Account) and a.is_active_admin
+        ]
+        tenant.remove_admin(account.account_id, admins, at=at, actor=actor.account_id)
+        return tenant
 
     def _account(self, tenant_id: UUID, account_id: str) -> Account:
         return self.ledger.find(Account, account_uuid(tenant_id, account_id), "account", account_id)
@@ -263,7 +294,9 @@ class Directory:
     def _create_definition(
         self, actor: Principal, key: str, fields: DefinitionFields
     ) -> DefinitionView:
-        check_presets(fields.schedule_presets, self.default_timezone, self.ledger.clock())
+        presets = checked_presets(
+            fields.schedule_presets, self.default_timezone, self.ledger.clock()
+        )
         if self.ledger.exists(definition_uuid(actor.tenant_id, key)):
             raise ValidationFailed.of("key", f"a definition with key {key} already exists")
         tenant = self.tenant(actor.tenant_id)
@@ -273,7 +306,8 @@ class Directory:
             name=fields.name,
             external=fields.external,
             review_window_seconds=fields.review_window_seconds,
-            schedule_presets=fields.schedule_presets,
+            schedule_presets=presets,
+            allow_self_approval=fields.allow_self_approval,
             at=self.ledger.clock(),
             actor=actor.account_id,
         )
@@ -286,12 +320,15 @@ class Directory:
     ) -> DefinitionView:
         definition = self.definition_aggregate(actor.tenant_id, definition_id)
         check_expected_version("definition", definition.version, version)
-        check_presets(fields.schedule_presets, self.default_timezone, self.ledger.clock())
+        presets = checked_presets(
+            fields.schedule_presets, self.default_timezone, self.ledger.clock()
+        )
         definition.update(
             name=fields.name,
             external=fields.external,
             review_window_seconds=fields.review_window_seconds,
-            schedule_presets=fields.schedule_presets,
+            schedule_presets=presets,
+            allow_self_approval=fields.allow_self_approval,
             at=self.ledger.clock(),
             actor=actor.account_id,
         )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
 from datetime import UTC, datetime
@@ -14,22 +15,17 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate, DomainEventProtocol, MutableOrImmutableAggregate
-from eventsourcing.persistence import (
-    IntegrityError,
-    JSONTranscoder,
-    Recording,
-    StoredEvent,
-    Transcoding,
-)
+from eventsourcing.persistence import IntegrityError, Recording, StoredEvent, Transcoder
 from eventsourcing.utils import Environment, EnvType
 
 from cronledger.clock import Clock
 from cronledger.store import Store
+from cronledger.transcoding import LogTranscoder
 from domain.approvals import ApprovalInstance
 from domain.directory import Account, Definition, Tenant
-from domain.errors import NotFound
+from domain.errors import DomainError, NotFound
 from domain.runs import Run
-from domain.schedules import Schedule, ScheduleSettings
+from domain.schedules import Schedule
 
 A = TypeVar("A", bound=Aggregate)
 T = TypeVar("T")
@@ -37,6 +33,8 @@ T = TypeVar("T")
 ENVELOPE = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic"})
 NAMED = ("at", "actor", "command_id", "outcome", "reason")
 GET_MANY_CHUNK = 500
+UNDECODABLE = "Undecodable"
+log = logging.getLogger("cronledger.ledger")
 
 
 @dataclass(frozen=True)
@@ -52,15 +50,23 @@ class TimelineEntry:
     data: dict[str, Any]
 
 
-class ScheduleSettingsAsDict(Transcoding):
-    type = ScheduleSettings
-    name = "schedule_settings"
+@dataclass(frozen=True)
+class Undecodable:
+    """A stored event that cannot be read back: readers record it, skip it, and go on."""
 
-    def encode(self, obj: ScheduleSettings) -> dict[str, Any]:
-        return asdict(obj)
+    originator_id: UUID
+    originator_version: int
+    topic: str
+    error: str
 
-    def decode(self, data: dict[str, Any]) -> ScheduleSettings:
-        return ScheduleSettings(**data)
+
+class UnreadableAggregate(DomainError):
+    """Its history holds an event that cannot be decoded; only this aggregate is affected."""
+
+    code = "INTERNAL"
+
+    def __init__(self, kind: str, key: object) -> None:
+        super().__init__(f"{kind} {key!s} cannot be read from the log; the cause has been logged")
 
 
 class _Deferring(threading.local):
@@ -123,10 +129,31 @@ class Ledger(Application[UUID]):
         finally:
             self._deferring.active = False
 
-    def register_transcodings(self, transcoder: JSONTranscoder) -> None:
-        """The library's, and the value objects our aggregates keep (snapshots store them)."""
-        super().register_transcodings(transcoder)
-        transcoder.register(ScheduleSettingsAsDict())
+    def construct_transcoder(self) -> Transcoder:
+        """The library's transcodings and ours; callers' JSON is never interpreted."""
+        return LogTranscoder()
+
+    def decode(self, stored: StoredEvent) -> DomainEventProtocol[UUID] | Undecodable:
+        """The domain event, or (logged) what made it unreadable: one event never stops a reader."""
+        try:
+            return self.mapper.to_domain_event(stored)
+        except Exception as error:  # anything a stored event can make a decoder raise
+            log.error(
+                "an event on the log cannot be decoded",
+                extra={
+                    "originator_id": str(stored.originator_id),
+                    "originator_version": stored.originator_version,
+                    "topic": stored.topic,
+                    "error": str(error),
+                },
+            )
+            originator_id = stored.originator_id
+            return Undecodable(
+                originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id)),
+                stored.originator_version,
+                stored.topic,
+                f"{type(error).__name__}: {error}",
+            )
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         """Only cronledger's own settings; stray POSTGRES_* variables are never read."""
@@ -141,6 +168,9 @@ class Ledger(Application[UUID]):
             aggregate: Aggregate = self.repository.get(aggregate_id)
         except AggregateNotFoundError:
             raise NotFound(label, key) from None
+        except Exception as error:  # an event of its history cannot be decoded
+            log.exception("an aggregate cannot be read", extra={"aggregate_id": str(aggregate_id)})
+            raise UnreadableAggregate(label, key) from error
         if not isinstance(aggregate, kind):
             raise NotFound(label, key)
         return aggregate
@@ -179,8 +209,8 @@ class Ledger(Application[UUID]):
             )
         }
         return [
-            timeline_entry(positions.get(e.originator_version, 0), e)
-            for e in self.events.get(aggregate_id)
+            timeline_entry(positions.get(stored.originator_version, 0), self.decode(stored))
+            for stored in self.recorder.select_events(aggregate_id)
         ]
 
     def get_many(self, ids: Sequence[UUID]) -> dict[UUID, Aggregate]:
@@ -193,12 +223,14 @@ class Ledger(Application[UUID]):
 
     def _get_chunk(self, ids: list[UUID]) -> dict[UUID, Aggregate]:
         """Each id's latest snapshot, then only the events after it, folded like the repository."""
-        histories: dict[UUID, list[DomainEventProtocol[UUID]]] = {
+        snapshots = self._decoded(
+            _latest_snapshots_sql(self._snapshots_table(), len(ids)),
+            [self._stored_id(i) for i in ids],
+        )
+        histories: dict[UUID, list[DomainEventProtocol[UUID] | Undecodable]] = {
             s.originator_id: [s]
-            for s in self._decoded(
-                _latest_snapshots_sql(self._snapshots_table(), len(ids)),
-                [self._stored_id(i) for i in ids],
-            )
+            for s in snapshots
+            if not isinstance(s, Undecodable)  # a snapshot is a cache: read the events instead
         }
         after = {i: h[0].originator_version for i, h in histories.items()}
         for event in self._decoded(
@@ -208,15 +240,19 @@ class Ledger(Application[UUID]):
             histories.setdefault(event.originator_id, []).append(event)
         found: dict[UUID, Aggregate] = {}
         for aggregate_id, history in histories.items():
+            if any(isinstance(event, Undecodable) for event in history):
+                continue  # unreadable, and logged: the others are still served
             aggregate = _fold(history)
             if aggregate is not None:
                 found[aggregate_id] = aggregate
         return found
 
-    def _decoded(self, statement: str, params: list[Any]) -> list[DomainEventProtocol[UUID]]:
+    def _decoded(
+        self, statement: str, params: list[Any]
+    ) -> list[DomainEventProtocol[UUID] | Undecodable]:
         """Rows of (originator_id, originator_version, topic, state) as domain events."""
         return [
-            self.mapper.to_domain_event(
+            self.decode(
                 StoredEvent(
                     originator_id=self._loaded_id(originator_id),
                     originator_version=version,
@@ -264,6 +300,8 @@ def _events_after_sql(table: str, count: int) -> str:
 
 def timeline_entry(position: int, event: Any) -> TimelineEntry:
     """One event as a timeline entry: its envelope, the named fields, the rest as `data`."""
+    if isinstance(event, Undecodable):
+        return undecodable_entry(position, event)
     state = {k: v for k, v in event.__dict__.items() if k not in ENVELOPE}
     named = {k: state.pop(k, None) for k in NAMED}
     return TimelineEntry(
@@ -279,6 +317,21 @@ def timeline_entry(position: int, event: Any) -> TimelineEntry:
     )
 
 
+def undecodable_entry(position: int, event: Undecodable) -> TimelineEntry:
+    """An unreadable event in a timeline: where it stands and why it cannot be read."""
+    return TimelineEntry(
+        position=position,
+        version=event.originator_version,
+        type=UNDECODABLE,
+        at=datetime.fromtimestamp(0, UTC),
+        actor=None,
+        command_id=None,
+        outcome=None,
+        reason=None,
+        data={"topic": event.topic, "error": event.error},
+    )
+
+
 def _fold(history: list[Any]) -> Aggregate | None:
     """What eventsourcing's `project_aggregate` does, without its costly protocol checks."""
     aggregate = None
@@ -289,7 +342,7 @@ def _fold(history: list[Any]) -> Aggregate | None:
 
 def jsonable(value: Any) -> Any:
     """JSON values: ids as strings, instants as UTC ISO 8601 with `Z`, dataclasses as objects."""
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if is_dataclass(value) and not isinstance(value, type):
         return jsonable(asdict(value))

@@ -1,8 +1,10 @@
-"""Prometheus metrics for operations (CONTRACT §6), read from the store at each scrape."""
+"""Prometheus metrics for operations (CONTRACT §6), read from the store every few seconds."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -27,12 +29,34 @@ BACKLOG_GAUGES = {
 
 
 class OperationsCollector(Collector):
-    """Backlogs, lags, attempts and dead letters across every tenant."""
+    """Backlogs, lags, attempts and dead letters across every tenant.
+
+    `/metrics` needs no token, so its figures are kept `metrics_cache_seconds` (by the
+    services' clock): scrapes within that time run no query and no projection catch-up.
+    """
 
     def __init__(self, services: Services) -> None:
         self.services = services
+        self._lock = threading.Lock()
+        self._figures: list[Metric] = []
+        self._measured_at: datetime | None = None
 
     def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            now = self.services.ledger.clock()
+            if not self._fresh(now):
+                self._figures = list(self._measure())
+                self._measured_at = now
+            return iter(self._figures)
+
+    def _fresh(self, now: datetime) -> bool:
+        """Measured less than `metrics_cache_seconds` ago; a clock set back makes it stale."""
+        if self._measured_at is None:
+            return False
+        keep = timedelta(seconds=self.services.settings.metrics_cache_seconds)
+        return timedelta(0) <= now - self._measured_at < keep
+
+    def _measure(self) -> Iterator[Metric]:
         self.services.projector.catch_up()
         for name, value in self.services.backlog(None).items():
             if name in BACKLOG_GAUGES:
@@ -40,6 +64,7 @@ class OperationsCollector(Collector):
         yield self._attempts()
         yield self._registration_lag()
         yield self._projection_lag()
+        yield self._undecodable()
 
     def _attempts(self) -> Metric:
         family = CounterMetricFamily(
@@ -68,6 +93,15 @@ class OperationsCollector(Collector):
             "Seconds from a cycle's planned instant to its registration",
             buckets=[*buckets, ("+Inf", total)],
             sum_value=float(row[-1] or 0.0),
+        )
+
+    def _undecodable(self) -> Metric:
+        """Any value above 0 deserves an alert: readers skip these events (see the log)."""
+        rows = self.services.store.query("SELECT COUNT(*) FROM undecodable_events")
+        return GaugeMetricFamily(
+            "cronledger_undecodable_events",
+            "Events on the log that cannot be decoded; readers skip them",
+            value=int(rows[0][0]),
         )
 
     def _projection_lag(self) -> Metric:

@@ -48,7 +48,7 @@ class RunView:
             trigger=run.trigger,
             status=run.status,
             title=run.frozen["title"],
-            form_data=run.frozen["form_data"],
+            form_data=dict(run.frozen["form_data"]),
             initiator_id=run.frozen["initiator_id"],
             attempt_count=len(run.attempts),
             max_attempts=run.max_attempts,

@@ -27,6 +27,7 @@ from domain.schedules import (
     untemplated,
 )
 from domain.triggers import fire_times, load_zone, local_time, parse_trigger
+from domain.values import FormData
 
 
 def run_policy(settings: Settings) -> RunPolicy:
@@ -100,7 +101,7 @@ class Schedules:
             timezone=fields.get("timezone") or self.default_timezone,
             initiator_id=fields["initiator_id"],
             title_template=fields.get("title_template", ""),
-            form_data=fields.get("form_data", {}),
+            form_data=FormData.of(fields.get("form_data")),
             misfire_policy=fields.get("misfire_policy", "catch_up"),
             overlap_policy=fields.get("overlap_policy", "allow"),
             preset_id=fields.get("preset_id"),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sqlite3
 import uuid
 import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +26,15 @@ from cronledger.config import ConfigError
 URL_VARIABLE = "CRONLEDGER_DATABASE_URL"
 URL_FORMS = "sqlite:///relative/path, sqlite:////absolute/path or postgresql://user@host:port/db"
 MIGRATION_LOCK = zlib.crc32(b"cronledger-migrate")
+# What follows `user:` up to the last `@`, and a `password=` query parameter.
+_URL_PASSWORD = re.compile(r"^(?P<keep>[A-Za-z][A-Za-z0-9+.-]*://[^:@/?#]*:).*@")
+_QUERY_PASSWORD = re.compile(r"(?P<keep>[?&]password=)[^&#]*", re.IGNORECASE)
+
+
+def redacted_url(url: str) -> str:
+    """The URL with any password shown as `***`, for messages and logs."""
+    url = _URL_PASSWORD.sub(r"\g<keep>***@", url)
+    return _QUERY_PASSWORD.sub(r"\g<keep>***", url)
 
 
 def db_value(kind: str, value: Any) -> Any:
@@ -51,7 +62,7 @@ class Store:
 
     kind: Literal["sqlite", "postgresql"]
     sqlite_path: str = ""
-    postgres: dict[str, str] = field(default_factory=dict)
+    postgres: dict[str, str] = field(default_factory=dict, repr=False)  # holds the password
     schema: str = "public"
     _pool: ConnectionPool[Any] | None = field(default=None, init=False, repr=False)
 
@@ -62,7 +73,7 @@ class Store:
             return cls(kind="sqlite", sqlite_path=unquote(parts.path[1:]))
         if parts.scheme in ("postgresql", "postgres") and parts.path.strip("/"):
             return cls._postgres(parts.path.strip("/"), parts, parse_qs(parts.query))
-        raise ConfigError(URL_VARIABLE, url, URL_FORMS)
+        raise ConfigError(URL_VARIABLE, redacted_url(url), URL_FORMS)
 
     @classmethod
     def _postgres(cls, dbname: str, parts: Any, query: dict[str, list[str]]) -> Store:
@@ -187,9 +198,9 @@ class Store:
             scratch.drop()
 
     def create(self) -> None:
-        """Make sure the store exists: the SQLite file's folder, or the PostgreSQL schema."""
+        """Make sure the store exists: the SQLite file and its folder, or the PostgreSQL schema."""
         if self.kind == "sqlite":
-            Path(self.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
+            _create_private_file(Path(self.sqlite_path))
             return
         with psycopg.connect(make_conninfo("", **self.postgres), autocommit=True) as conn:
             conn.execute(
@@ -223,3 +234,14 @@ class Store:
                 yield
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+def _create_private_file(path: Path) -> None:
+    """A missing file and folder are made for their owner alone (0600 and 0700).
+
+    What exists already keeps its mode: the folder may be a shared one such as /tmp. SQLite
+    gives its -wal, -shm and -journal files the database file's mode.
+    """
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))

@@ -1,5 +1,8 @@
 """One caller's live view of the log: its tenant's new events that its permissions can read.
 
+Command detail (refused commands, others' command ids and reasons) is for `audit:read`, as on
+the timelines; a replay reaches back a bounded number of positions.
+
 The stream polls the log after a position and yields what the caller may see, in log order,
 with a `Checkpoint` at the start and after each quiet spell: every position up to a
 checkpoint has been examined, so a client that resumes after it misses nothing. Commits reach
@@ -12,14 +15,14 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, DomainEventProtocol
 from eventsourcing.persistence import Notification
 
-from cronledger.ledger import Ledger, TimelineEntry, timeline_entry
+from cronledger.ledger import Ledger, TimelineEntry, Undecodable, timeline_entry
 from domain.approvals import ApprovalInstance
 from domain.directory import Account, Definition, Principal, Tenant
 from domain.permissions import APPROVAL_LIST, AUDIT_READ, DIRECTORY_MANAGE, SCHEDULE_LIST
@@ -39,6 +42,9 @@ READERS: dict[str, frozenset[str]] = {
 }
 # Token ids are shown once, to whoever issues a token; the API never lists them.
 WITHHELD_TYPES = frozenset({"Account.TokenIssued", "Account.TokenRevoked"})
+# Records of something refused, which change no state: the API shows them to `audit:read` only.
+REFUSALS = frozenset({"ApprovalInstance.CommandRejected", "Run.OutcomeRejected"})
+REPLAY_POSITIONS = 1000
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,15 @@ class Checkpoint:
     position: int
 
 
-StreamItem = StreamedEvent | Checkpoint
+@dataclass(frozen=True)
+class Clipped:
+    """The client asked to resume after `requested`, too far back: the stream starts later."""
+
+    requested: int
+    position: int
+
+
+StreamItem = StreamedEvent | Checkpoint | Clipped
 
 
 def kind_of(event: object) -> str:
@@ -69,6 +83,28 @@ def readable_kinds(principal: Principal) -> frozenset[str]:
 
 def never() -> bool:
     return False
+
+
+def as_seen_by(principal: Principal, entry: TimelineEntry) -> TimelineEntry | None:
+    """The entry as the caller may read it; None if it may not.
+
+    With `audit:read`, everything. Without it, no refusal (not even its own), and what anyone
+    else caused only as a state change: no command id, no reason, no fingerprint.
+    """
+    if AUDIT_READ in principal.permissions:
+        return entry
+    if entry.type in REFUSALS:
+        return None
+    return entry if entry.actor == principal.account_id else state_change(entry)
+
+
+def state_change(entry: TimelineEntry) -> TimelineEntry:
+    """The entry without the detail of the command that caused it."""
+    data = {key: value for key, value in entry.data.items() if key != "fingerprint"}
+    payload = data.get("payload")
+    if isinstance(payload, dict):
+        data["payload"] = {key: value for key, value in payload.items() if key != "reason"}
+    return replace(entry, command_id=None, reason=None, data=data)
 
 
 class Owners:
@@ -96,8 +132,11 @@ class Owners:
         """The event that created the aggregate: this one, or its first one read from the log."""
         if event.originator_version == Aggregate.INITIAL_VERSION:
             return event
-        first = self.ledger.events.get(event.originator_id, lte=Aggregate.INITIAL_VERSION)
-        return next(first, None)
+        stored = self.ledger.recorder.select_events(
+            event.originator_id, lte=Aggregate.INITIAL_VERSION
+        )
+        first = [self.ledger.decode(s) for s in stored]
+        return next((e for e in first if not isinstance(e, Undecodable)), None)
 
     @staticmethod
     def _tenant_in(created: DomainEventProtocol[UUID] | None) -> UUID | None:
@@ -106,7 +145,12 @@ class Owners:
 
 
 class EventStream:
-    """The caller's tenant's events after `after`, as they are committed, until `should_stop`."""
+    """The caller's tenant's events after `after`, as they are committed, until `should_stop`.
+
+    It starts at the log's end if `after` is None or past it, and replays at most
+    `replay_positions` positions: from further back it starts that far before the end, and
+    says so with a `Clipped` after the opening checkpoint.
+    """
 
     POLL_SECONDS: ClassVar[float] = 0.2
     KEEP_ALIVE_SECONDS: ClassVar[float] = 15.0
@@ -116,15 +160,18 @@ class EventStream:
         self,
         ledger: Ledger,
         principal: Principal,
-        after: int,
+        after: int | None,
         *,
+        replay_positions: int = REPLAY_POSITIONS,
         sleep: Callable[[float], object] = time.sleep,
         should_stop: Callable[[], bool] = never,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ledger = ledger
         self.principal = principal
-        self.position = after
+        end = ledger.recorder.max_notification_id() or 0
+        self.requested = end if after is None else after
+        self.position = max(min(self.requested, end), end - replay_positions)
         self.sleep = sleep
         self.should_stop = should_stop
         self.clock = clock
@@ -133,6 +180,8 @@ class EventStream:
 
     def __iter__(self) -> Iterator[StreamItem]:
         yield Checkpoint(self.position)
+        if self.requested < self.position:
+            yield Clipped(self.requested, self.position)
         last_sent = self.clock()
         while not self.should_stop():
             events, more = self._read()
@@ -157,9 +206,11 @@ class EventStream:
     def _visible(self, notifications: Sequence[Notification]) -> list[StreamedEvent]:
         streamed = []
         for notification in notifications:
-            event = self.ledger.mapper.to_domain_event(notification)
-            if self._may_see(event):
-                entry = timeline_entry(notification.id, event)
+            event = self.ledger.decode(notification)
+            if isinstance(event, Undecodable) or not self._may_see(event):
+                continue
+            entry = as_seen_by(self.principal, timeline_entry(notification.id, event))
+            if entry is not None:
                 streamed.append(StreamedEvent(event.originator_id, entry))
         return streamed
 

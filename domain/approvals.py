@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -11,14 +12,16 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.directory import NAMESPACE
+from domain.directory import NAMESPACE, self_approval_was_not_allowed
 from domain.errors import DomainError, ValidationFailed
+from domain.values import FormData
 
 WAITING_REVIEW = "WAITING_REVIEW"
 APPROVED = "APPROVED"
 WITHDRAWN = "WITHDRAWN"
 EXPIRED = "EXPIRED"
 TERMINAL = frozenset({APPROVED, WITHDRAWN, EXPIRED})
+SELF_APPROVAL = "SELF_APPROVAL"
 MAX_EXTENSION = timedelta(days=30)
 
 APPROVE, WITHDRAW, EXTEND, SIGN, SWEEP = "approve", "withdraw", "extend-deadline", "sign", "sweep"
@@ -48,8 +51,39 @@ class Command:
 
     @property
     def fingerprint(self) -> str:
-        canonical = json.dumps([self.kind, self.payload], sort_keys=True, default=str)
+        canonical = json.dumps([self.kind, self.payload], sort_keys=True, default=_plain)
         return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Parties:
+    """Who asked for an instance, and whether they may also approve it.
+
+    `launched` says a schedule launched it; `schedule_saver_id` is the account that last saved
+    that schedule, None when the launch did not record it (an instance of an older release).
+    """
+
+    applicant_id: str
+    launched: bool
+    schedule_saver_id: str | None
+    allow_self_approval: bool
+
+    def interest_of(self, actor: str) -> str | None:
+        """Why `actor` may not approve the instance, or None when they may."""
+        if self.allow_self_approval:
+            return None
+        if actor == self.applicant_id:
+            return f"{actor} is the instance's applicant"
+        if actor == self.schedule_saver_id:
+            return f"{actor} last saved the schedule that launched the instance"
+        if self.launched and self.schedule_saver_id is None:
+            return "the launch did not record who saved the schedule, so nobody may approve"
+        return None
+
+
+def _plain(value: object) -> object:
+    """Form data as the object it stands for; anything else as its text."""
+    return dict(value) if isinstance(value, Mapping) else str(value)
 
 
 @dataclass(frozen=True)
@@ -72,7 +106,13 @@ class Answer:
 
 
 def decide(
-    state: str, deadline: datetime, material_version: int, command: Command, now: datetime
+    state: str,
+    deadline: datetime,
+    material_version: int,
+    command: Command,
+    now: datetime,
+    actor: str,
+    parties: Parties,
 ) -> Decision:
     """The one transition rule (CONTRACT §5), whatever the entry point."""
     if state == WAITING_REVIEW and now >= deadline:
@@ -83,10 +123,12 @@ def decide(
     if state in TERMINAL:
         outcome = "LATE_OR_CONFLICT" if command.kind == SIGN else "CONFLICT"
         return Decision(outcome, state, False, f"the instance is already {state}")
-    return _decide_waiting(material_version, command)
+    return _decide_waiting(material_version, command, parties.interest_of(actor))
 
 
-def _decide_waiting(material_version: int, command: Command) -> Decision:
+def _decide_waiting(material_version: int, command: Command, interest: str | None) -> Decision:
+    if command.kind == APPROVE and interest is not None:
+        return Decision(SELF_APPROVAL, WAITING_REVIEW, False, f"no self-approval: {interest}")
     if command.kind == APPROVE:
         offered = command.payload["material_version"]
         if offered != material_version:
@@ -118,18 +160,44 @@ class ApprovalInstance(Aggregate):
     def create_id(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
         return approval_uuid(tenant_id, applicant_id, command_id)
 
-    @event("Submitted")
+    class_version = 2
+
+    upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
+
+    class Submitted(Aggregate.Created):
+        """Version 2 added `allow_self_approval` (false before: self-approval was not allowed)."""
+
+        class_version = 2
+        tenant_id: UUID
+        definition_id: str
+        applicant_id: str
+        title: str
+        form_data: FormData
+        material_version: int
+        review_deadline_at: datetime
+        deadline_policy: dict[str, Any]
+        origin: dict[str, Any] | None
+        allow_self_approval: bool
+        command_id: str
+        fingerprint: str
+        at: datetime
+        actor: str
+
+        upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
+
+    @event(Submitted)
     def __init__(
         self,
         tenant_id: UUID,
         definition_id: str,
         applicant_id: str,
         title: str,
-        form_data: dict[str, Any],
+        form_data: FormData,
         material_version: int,
         review_deadline_at: datetime,
         deadline_policy: dict[str, Any],
         origin: dict[str, Any] | None,
+        allow_self_approval: bool,
         command_id: str,
         fingerprint: str,
         at: datetime,
@@ -144,6 +212,7 @@ class ApprovalInstance(Aggregate):
         self.review_deadline_at = review_deadline_at
         self.deadline_policy = deadline_policy
         self.origin = origin
+        self.allow_self_approval = allow_self_approval
         self.submitted_at = at
         self.state = WAITING_REVIEW
         self.decided_at: datetime | None = None
@@ -160,9 +229,22 @@ class ApprovalInstance(Aggregate):
             raise CommandIdReused(command.command_id)
         return first
 
+    @property
+    def parties(self) -> Parties:
+        saver = self.origin.get("saved_by") if self.origin else None
+        return Parties(self.applicant_id, self.origin is not None, saver, self.allow_self_approval)
+
     def handle(self, command: Command, at: datetime, actor: str) -> Answer:
         """Decide `command` at server time `at` and record it, winner or loser."""
-        decision = decide(self.state, self.review_deadline_at, self.material_version, command, at)
+        decision = decide(
+            self.state,
+            self.review_deadline_at,
+            self.material_version,
+            command,
+            at,
+            actor,
+            self.parties,
+        )
         if decision.outcome == "EXTENDED":
             check_new_deadline(self.review_deadline_at, command.payload["new_deadline_at"], at)
         if decision.outcome != "NOT_DUE":
@@ -251,6 +333,7 @@ EVENT_OF_OUTCOME: dict[str, type[ApprovalInstance.CommandHandled]] = {
     "EXTENDED": ApprovalInstance.DeadlineExtended,
     "OBSERVED": ApprovalInstance.CallbackObserved,
     "STALE_MATERIAL": ApprovalInstance.CommandRejected,
+    SELF_APPROVAL: ApprovalInstance.CommandRejected,
     "CONFLICT": ApprovalInstance.CommandRejected,
     "LATE_OR_CONFLICT": ApprovalInstance.CommandRejected,
 }

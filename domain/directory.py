@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -12,12 +13,13 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 from domain.errors import InvalidState, ValidationFailed, VersionConflict
-from domain.permissions import ROLES, permissions_of
+from domain.permissions import APPROVAL_SUBMIT, ROLES, permissions_of
 
 NAMESPACE = UUID("6f1d3c8e-52a7-4d8b-9a43-0c5e1f2b7d90")
 PUBLIC_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-SYSTEM_ACTOR = "system"
+SYSTEM_ACTOR = "system"  # the service's own actors are "system" and "system:<part>"
+ADMIN_ROLE = "admin"
 
 
 def tenant_uuid(name: str) -> UUID:
@@ -48,6 +50,25 @@ def check_roles(roles: list[str]) -> None:
     if unknown:
         raise ValidationFailed.of(
             "roles", f"unknown role(s) {', '.join(unknown)}; known: {', '.join(sorted(ROLES))}"
+        )
+
+
+def check_account_id(account_id: str, field: str = "id") -> None:
+    """A new account's id: 1-64 plain characters, never starting like the service's actors."""
+    if not PUBLIC_ID.fullmatch(account_id):
+        raise ValidationFailed.of(field, "use 1-64 letters, digits, '.', '_', '@' or '-'")
+    if account_id.lower().startswith(SYSTEM_ACTOR):
+        raise ValidationFailed.of(
+            field, f"ids starting with '{SYSTEM_ACTOR}' are reserved for the service itself"
+        )
+
+
+def check_admin_remains(account_id: str, active_admins: Collection[str]) -> None:
+    """A tenant keeps at least one active admin once `account_id` stops being one."""
+    if not set(active_admins) - {account_id}:
+        raise InvalidState(
+            f"account {account_id} is the tenant's last active admin: "
+            "make another account admin first"
         )
 
 
@@ -88,6 +109,22 @@ class Tenant(Aggregate):
     def add_definition(self, definition_id: str) -> None:
         self.definition_ids.append(definition_id)
 
+    def remove_admin(
+        self, account_id: str, active_admins: Collection[str], at: datetime, actor: str
+    ) -> None:
+        """Record that an account stops being an active admin; never the last one.
+
+        Saved with the account's change, this event makes such changes in one tenant
+        conflict on the tenant's version, so they happen one after the other: two admins
+        removing each other at once cannot leave the tenant without one.
+        """
+        check_admin_remains(account_id, active_admins)
+        self._admin_removed(account_id=account_id, at=at, actor=actor)
+
+    @event("AdminRemoved")
+    def _admin_removed(self, account_id: str, at: datetime, actor: str) -> None:
+        """Changes nothing here: the account's own events say how it lost the role."""
+
 
 class Account(Aggregate):
     """A person or system that acts in one tenant, with roles and API tokens."""
@@ -117,6 +154,10 @@ class Account(Aggregate):
     @property
     def permissions(self) -> frozenset[str]:
         return permissions_of(self.roles) if self.active else frozenset()
+
+    @property
+    def is_active_admin(self) -> bool:
+        return self.active and ADMIN_ROLE in self.roles
 
     def update(self, name: str, roles: list[str], at: datetime, actor: str) -> None:
         """Rename and re-role; only what changed becomes an event."""
@@ -185,14 +226,39 @@ class ApiToken(Aggregate):
         self.account_id = account_id
 
 
+def self_approval_was_not_allowed(state: dict[str, Any]) -> None:
+    """Upcast from version 1, which had no `allow_self_approval`: nobody approved their own."""
+    state["allow_self_approval"] = False
+
+
 class Definition(Aggregate):
     """A process definition that approval instances are started from."""
+
+    class_version = 2
+
+    upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
     @staticmethod
     def create_id(tenant_id: UUID, key: str) -> UUID:
         return definition_uuid(tenant_id, key)
 
-    @event("Registered")
+    class Registered(Aggregate.Created):
+        """Version 2 added `allow_self_approval` (false before: self-approval was not allowed)."""
+
+        class_version = 2
+        tenant_id: UUID
+        key: str
+        name: str
+        external: bool
+        review_window_seconds: int
+        schedule_presets: list[dict[str, Any]]
+        allow_self_approval: bool
+        at: datetime
+        actor: str
+
+        upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
+
+    @event(Registered)
     def __init__(
         self,
         tenant_id: UUID,
@@ -201,6 +267,7 @@ class Definition(Aggregate):
         external: bool,
         review_window_seconds: int,
         schedule_presets: list[dict[str, Any]],
+        allow_self_approval: bool,
         at: datetime,
         actor: str,
     ) -> None:
@@ -210,16 +277,32 @@ class Definition(Aggregate):
         self.external = external
         self.review_window_seconds = review_window_seconds
         self.schedule_presets = schedule_presets
+        self.allow_self_approval = allow_self_approval
         self.published = False
         self.created_at = at
 
-    @event("Updated")
+    class Updated(Aggregate.Event):
+        """Version 2 added `allow_self_approval` (false before: self-approval was not allowed)."""
+
+        class_version = 2
+        name: str
+        external: bool
+        review_window_seconds: int
+        schedule_presets: list[dict[str, Any]]
+        allow_self_approval: bool
+        at: datetime
+        actor: str
+
+        upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
+
+    @event(Updated)
     def update(
         self,
         name: str,
         external: bool,
         review_window_seconds: int,
         schedule_presets: list[dict[str, Any]],
+        allow_self_approval: bool,
         at: datetime,
         actor: str,
     ) -> None:
@@ -227,6 +310,7 @@ class Definition(Aggregate):
         self.external = external
         self.review_window_seconds = review_window_seconds
         self.schedule_presets = schedule_presets
+        self.allow_self_approval = allow_self_approval
 
     def publish(self, at: datetime, actor: str) -> None:
         if not self.published:
@@ -265,6 +349,11 @@ def initiator_problem(account: Account | None) -> str | None:
         return "no such account in this tenant"
     if not account.active:
         return f"account {account.account_id} is deactivated"
+    if APPROVAL_SUBMIT not in account.permissions:
+        return (
+            f"account {account.account_id} lacks {APPROVAL_SUBMIT}: "
+            "a schedule's initiator must be allowed to submit approval instances"
+        )
     return None
 
 

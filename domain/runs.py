@@ -14,7 +14,7 @@ from eventsourcing.domain import Aggregate, event
 from domain.approvals import ApprovalInstance, Command, approval_uuid
 from domain.directory import NAMESPACE, Account, Definition
 from domain.errors import DomainError, InvalidState
-from domain.permissions import SCHEDULE_EDIT
+from domain.permissions import APPROVAL_SUBMIT, SCHEDULE_EDIT
 from domain.triggers import Trigger, fire_times, following_fire, load_zone, next_fire, parse_trigger
 
 PENDING = "PENDING"
@@ -85,6 +85,9 @@ def checked_launch(
         raise LaunchFailed("INITIATOR_NOT_FOUND", "the initiator is not in the tenant", True)
     if not initiator.active:
         raise LaunchFailed("INITIATOR_INACTIVE", f"initiator {initiator.account_id} is inactive")
+    if APPROVAL_SUBMIT not in initiator.permissions:
+        message = f"initiator {initiator.account_id} lacks {APPROVAL_SUBMIT}"
+        raise LaunchFailed("INITIATOR_NOT_PERMITTED", message)
     if definition is None:
         raise LaunchFailed("DEFINITION_NOT_FOUND", "the definition is not in the tenant", True)
     if not definition.published:
@@ -299,7 +302,9 @@ class Run(Aggregate):
                 "scheduled_for": self.planned_at,
                 "trigger_kind": self.trigger,
                 "trigger": self.frozen["schedule_trigger"],
+                "saved_by": self.saved_by,
             },
+            allow_self_approval=definition.allow_self_approval,
             command_id=self.instance_command_id,
             fingerprint=Command("submit", None, payload).fingerprint,
             at=at,

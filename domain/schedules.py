@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
@@ -21,12 +20,12 @@ from domain.triggers import (
     parse_trigger,
     trigger_to_dict,
 )
+from domain.values import FormData, form_data_problem
 
 MISFIRE_POLICIES = ("catch_up", "skip", "once")
 OVERLAP_POLICIES = ("allow", "skip")
 PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
 PLACEHOLDERS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M"}
-MAX_FORM_DATA_BYTES = 64 * 1024
 MAX_CYCLES_BEFORE_EDIT = 500  # per transaction; the service saves a longer backlog first
 TICK_ACTOR = "system:tick"
 
@@ -41,10 +40,13 @@ class ScheduleSettings:
     timezone: str
     initiator_id: str
     title_template: str
-    form_data: dict[str, Any]
+    form_data: FormData
     misfire_policy: str = "catch_up"
     overlap_policy: str = "allow"
     preset_id: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "form_data", FormData.of(self.form_data))
 
     def timing_differs(self, other: ScheduleSettings) -> bool:
         return (self.trigger, self.timezone) != (other.trigger, other.timezone)
@@ -104,21 +106,20 @@ def template_problem(template: str) -> str | None:
     return None
 
 
-def form_data_problem(form_data: dict[str, Any]) -> str | None:
-    size = len(json.dumps(form_data, ensure_ascii=False).encode())
-    if size > MAX_FORM_DATA_BYTES:
-        return f"form data is {size} bytes as JSON; at most {MAX_FORM_DATA_BYTES} are allowed"
-    return None
-
-
 def choice_problem(value: str, choices: tuple[str, ...]) -> str | None:
     return None if value in choices else f"must be one of {', '.join(choices)}"
 
 
-def check_presets(presets: list[dict[str, Any]], default_timezone: str, now: datetime) -> None:
-    """Each preset's trigger and timezone must be usable as a schedule's."""
+def checked_presets(
+    presets: list[dict[str, Any]], default_timezone: str, now: datetime
+) -> list[dict[str, Any]]:
+    """The presets with their form data kept as given, if each is usable as a schedule's."""
+    kept = [{**preset, "form_data": FormData.of(preset.get("form_data"))} for preset in presets]
     errors: dict[str, list[str]] = {}
-    for number, preset in enumerate(presets):
+    for number, preset in enumerate(kept):
+        problem = form_data_problem(preset["form_data"])
+        if problem:
+            errors[f"schedule_presets.{number}.form_data"] = [problem]
         timezone = preset.get("timezone") or default_timezone
         try:
             checked_trigger(preset["trigger"], timezone, now)
@@ -127,6 +128,7 @@ def check_presets(presets: list[dict[str, Any]], default_timezone: str, now: dat
                 errors[f"schedule_presets.{number}.{field}"] = messages
     if errors:
         raise ValidationFailed(errors)
+    return kept
 
 
 def untemplated(template: str) -> str:

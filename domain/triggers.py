@@ -3,7 +3,8 @@
 Pure: no I/O apart from reading the zone database in `load_zone`, and no clock reads.
 
 croniter expands the cron fields into value lists; this module is the thin layer on top. A
-pre-pass keeps croniter to the contract's syntax (no L, W, #, H, R, @ macros or year field) and to
+pre-pass caps the expression's and each field's length before anything else reads them, and
+keeps croniter to the contract's syntax (no L, W, #, H, R, @ macros or year field) and to
 the Vixie meaning of ranges, which croniter bends (`5-5` is every minute to it, `5-1` wraps round).
 Two rules are ours because croniter's differ from the contract's:
 
@@ -24,6 +25,7 @@ Local times that resolve to the same instant fire once; results are strictly inc
 """
 
 import re
+import reprlib
 from array import array
 from bisect import bisect_right
 from collections import deque
@@ -46,6 +48,14 @@ _LAST_DAY = date(MAXYEAR - 1, 12, 31)
 _HH_MM = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])")
 _ZONE_NAME = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*")
 _WINDOW_KEYS = frozenset({"kind", "weekdays", "windows", "interval_minutes"})
+
+# Input bounds, checked before anything parses the input (docs/security.md)
+MAX_EXPRESSION_LENGTH = 256
+MAX_FIELD_LENGTH = 128  # one field of a cron expression
+MAX_WEEKDAYS = 7
+MAX_WINDOWS = 48
+MAX_ZONE_NAME_LENGTH = 64
+MAX_ECHOED_NAME_LENGTH = 40  # an unknown key, as an error names it
 
 
 class TriggerError(ValueError):
@@ -159,7 +169,14 @@ def trigger_to_dict(trigger: Trigger) -> dict[str, Any]:
 def _reject_unknown(data: Mapping[str, Any], allowed: frozenset[str]) -> None:
     for key in data:
         if key not in allowed:
-            raise TriggerError(str(key), f"is not a field of a {data['kind']} trigger")
+            raise TriggerError(_cut(str(key)), f"is not a field of a {data['kind']} trigger")
+
+
+def _cut(text: str) -> str:
+    """`text`, shortened so that an error never echoes a huge input."""
+    if len(text) <= MAX_ECHOED_NAME_LENGTH:
+        return text
+    return f"{text[:MAX_ECHOED_NAME_LENGTH]}…"
 
 
 def _required(data: Mapping[str, Any], key: str) -> Any:
@@ -175,12 +192,16 @@ def _is_int(value: Any) -> bool:
 def _parse_weekdays(value: Any) -> tuple[int, ...]:
     if not isinstance(value, list | tuple) or not value or not all(map(_is_int, value)):
         raise TriggerError("weekdays", "must be a non-empty list of whole numbers")
+    if len(value) > MAX_WEEKDAYS:
+        raise TriggerError("weekdays", f"must list at most {MAX_WEEKDAYS} days")
     return tuple(sorted(set(value)))
 
 
 def _parse_windows(value: Any) -> tuple[Window, ...]:
     if not isinstance(value, list | tuple) or not value:
         raise TriggerError("windows", "must be a non-empty list of {start, end} objects")
+    if len(value) > MAX_WINDOWS:
+        raise TriggerError("windows", f"must list at most {MAX_WINDOWS} windows")
     return tuple(_parse_window(number, item) for number, item in enumerate(value, 1))
 
 
@@ -193,7 +214,9 @@ def _parse_window(number: int, item: Any) -> Window:
 def _parse_hh_mm(number: int, value: Any) -> time:
     match = _HH_MM.fullmatch(value) if isinstance(value, str) else None
     if match is None:
-        raise TriggerError("windows", f"window {number}: {value!r} is not a time as HH:MM")
+        raise TriggerError(
+            "windows", f"window {number}: {reprlib.repr(value)} is not a time as HH:MM"
+        )
     return time(int(match[1]), int(match[2]))
 
 
@@ -209,8 +232,10 @@ def _parse_interval(value: Any) -> int:
 
 def load_zone(name: str) -> ZoneInfo:
     """The IANA zone called `name`; TriggerError(field="timezone") for anything else."""
+    if isinstance(name, str) and len(name) > MAX_ZONE_NAME_LENGTH:
+        raise TriggerError("timezone", f"must be at most {MAX_ZONE_NAME_LENGTH} characters long")
     if not isinstance(name, str) or not _ZONE_NAME.fullmatch(name) or name == "localtime":
-        raise TriggerError("timezone", f"{name!r} is not an IANA time zone name")
+        raise TriggerError("timezone", f"{reprlib.repr(name)} is not an IANA time zone name")
     if name not in _zone_names():
         raise TriggerError("timezone", f"unknown time zone {name!r}")
     return ZoneInfo(name)
@@ -253,11 +278,10 @@ _FIELDS = (
 )
 _DOM, _DOW = 3, 5
 _ITEM = re.compile(r"([^-/]+)(?:-([^-/]+))?(?:/([0-9]+))?")
-_UNSUPPORTED = (
-    (re.compile(r"#"), "# (nth weekday of the month) is not supported"),
-    (re.compile(r"(?<![a-z])(?:[0-9]*[lw][0-9]*|lw)(?![a-z])", re.I), "L and W are not supported"),
-    (re.compile(r"(?<![a-z])[hr](?![a-z])", re.I), "H and R (hashed and random) are not supported"),
-)
+_WORD = re.compile(r"[a-z]+", re.I)  # one greedy run of one class: never backtracks
+_L_AND_W = "L and W are not supported"
+_H_AND_R = "H and R (hashed and random) are not supported"
+_UNSUPPORTED_WORDS = {"l": _L_AND_W, "w": _L_AND_W, "lw": _L_AND_W, "h": _H_AND_R, "r": _H_AND_R}
 
 
 Resolver = Callable[[datetime, ZoneInfo], tuple[datetime, ...]]
@@ -282,7 +306,7 @@ class _Plan:
 
 @lru_cache(maxsize=256)
 def _compile_cron(expression: str) -> _Plan:
-    parts = _check_shape(expression.split())
+    parts = _check_shape(expression)
     fields = _FIELDS[-len(parts) :]
     seconds, minutes, hours, doms, months, dows = _expand(
         [_prepare(field, text) for field, text in zip(fields, parts, strict=True)]
@@ -299,8 +323,17 @@ def _compile_cron(expression: str) -> _Plan:
     )
 
 
-def _check_shape(parts: list[str]) -> list[str]:
-    """The fields, once free of what the contract leaves out but croniter would accept."""
+def _check_shape(expression: str) -> list[str]:
+    """The fields, once free of what the contract leaves out but croniter would accept.
+
+    Lengths are checked first, so every later check, and croniter, reads a bounded text.
+    """
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise TriggerError(
+            "expression",
+            f"is {len(expression)} characters long; at most {MAX_EXPRESSION_LENGTH} are allowed",
+        )
+    parts = expression.split()
     if any(part.startswith("@") for part in parts):
         raise TriggerError("expression", "@ macros such as @daily are not supported")
     if len(parts) not in (5, 6):
@@ -310,10 +343,25 @@ def _check_shape(parts: list[str]) -> list[str]:
             f"needs 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds "
             f"first, not {len(parts)}{hint}",
         )
-    for pattern, message in _UNSUPPORTED:
-        if any(pattern.search(part) for part in parts):
-            raise TriggerError("expression", message)
+    for field, part in zip(_FIELDS[-len(parts) :], parts, strict=True):
+        _check_field(field, part)
     return parts
+
+
+def _check_field(field: _Field, text: str) -> None:
+    """One field's length, then syntax croniter knows but the contract leaves out."""
+    if len(text) > MAX_FIELD_LENGTH:
+        raise TriggerError(
+            "expression",
+            f"the {field.name} field is {len(text)} characters long; "
+            f"at most {MAX_FIELD_LENGTH} are allowed",
+        )
+    if "#" in text:
+        raise TriggerError("expression", "# (nth weekday of the month) is not supported")
+    for word in _WORD.findall(text):
+        message = _UNSUPPORTED_WORDS.get(word.lower())
+        if message is not None:
+            raise TriggerError("expression", message)
 
 
 def _prepare(field: _Field, text: str) -> str:

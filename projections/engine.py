@@ -18,7 +18,7 @@ from typing import Any
 
 from eventsourcing.persistence import Notification
 
-from cronledger.ledger import Ledger
+from cronledger.ledger import Ledger, Undecodable
 from cronledger.store import Store, db_value
 
 Handler = Callable[["Sql", Any, int], None]
@@ -29,6 +29,11 @@ ROWS_PER_INSERT = 500  # well under both stores' limits on parameters per statem
 POSITIONS_DDL = (
     "CREATE TABLE IF NOT EXISTS projection_positions ("
     "name TEXT PRIMARY KEY, position BIGINT NOT NULL, layout TEXT)"
+)
+UNDECODABLE_DDL = (
+    "CREATE TABLE IF NOT EXISTS undecodable_events ("
+    "position BIGINT PRIMARY KEY, originator_id TEXT NOT NULL, originator_version BIGINT NOT NULL, "
+    "topic TEXT NOT NULL, error TEXT NOT NULL)"
 )
 
 
@@ -166,6 +171,7 @@ class Projector:
         """Create what is missing; tables an older definition made are left for a rebuild."""
         with self._sql() as sql:
             sql.execute(POSITIONS_DDL)
+            sql.execute(UNDECODABLE_DDL)
             _add_layout_column(sql)
             outdated = {p.name for p in self._outdated(sql)}
             for projection in self.projections:
@@ -256,8 +262,9 @@ class Projector:
     def _apply(
         self, sql: Sql, group: list[Projection], notifications: Sequence[Notification]
     ) -> None:
-        batch = [(n, self.ledger.mapper.to_domain_event(n)) for n in notifications]
+        batch = [(n, self.ledger.decode(n)) for n in notifications]
         with sql.pipeline():
+            _record_undecodable(sql, batch)
             for projection in group:
                 projection.apply(sql, batch)
             sql.flush()
@@ -276,6 +283,28 @@ class Projector:
     def _sql(self) -> Iterator[Sql]:
         with self.tables.connect() as connection:
             yield Sql(self.tables.kind, connection)
+
+
+def _record_undecodable(sql: Sql, batch: Sequence[tuple[Notification, Any]]) -> None:
+    """Events no projection can read, kept for operators (metric `cronledger_undecodable_events`).
+
+    Projections skip them (no handler is named `Undecodable`) and go on; the hash chain
+    still covers their bytes.
+    """
+    for notification, event in batch:
+        if isinstance(event, Undecodable):
+            sql.write(
+                "INSERT INTO undecodable_events "
+                "(position, originator_id, originator_version, topic, error) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (position) DO NOTHING",
+                (
+                    notification.id,
+                    str(event.originator_id),
+                    event.originator_version,
+                    event.topic,
+                    event.error,
+                ),
+            )
 
 
 def _add_layout_column(sql: Sql) -> None:

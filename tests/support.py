@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import pickle
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from eventsourcing.domain import Snapshot
+from eventsourcing.persistence import Mapper, Transcoder
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
@@ -46,3 +49,28 @@ class Api:
 
     def delete(self, path: str, **kwargs: Any) -> TestResponse:
         return self.call("DELETE", path, **kwargs)
+
+
+class PickleTranscoder(Transcoder):
+    """Stores any state as it is, so that a test can edit it like an older release's."""
+
+    def encode(self, obj: Any) -> bytes:
+        return pickle.dumps(obj)
+
+    def decode(self, data: bytes) -> Any:
+        return pickle.loads(data)
+
+
+def stored_by_an_older_release(event: Any, *new_fields: str) -> Any:
+    """`event` as a release before `new_fields` stored it (class version 1), read back today.
+
+    For a snapshot, the fields are those of the aggregate state it holds.
+    """
+    mapper: Mapper[Any] = Mapper(transcoder=PickleTranscoder())
+    stored = mapper.to_stored_event(event)
+    state = pickle.loads(stored.state)
+    older = state["state"] if isinstance(event, Snapshot) else state
+    older.pop("class_version")
+    for name in new_fields:
+        del older[name]
+    return mapper.to_domain_event(replace(stored, state=pickle.dumps(state)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -11,6 +12,8 @@ from typing import Any
 from flask import Flask, Response, g, request
 
 MAX_BODY_BYTES = 1024 * 1024
+# A caller's X-Request-ID is kept only if it is this; any other is replaced, never echoed.
+REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 log = logging.getLogger("cronledger.web")
 
 
@@ -27,6 +30,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     services = app.config.get("SERVICES") or open_services(Settings.from_env())
     app.extensions["cronledger"] = services
     app.extensions["metrics"] = metrics.registry_for(services)
+    app.extensions["streams"] = events.slots_for(services.settings, app.config.get("WEB_THREADS"))
     app.json.sort_keys = False  # type: ignore[attr-defined]
     register_error_handlers(app)
     app.register_blueprint(ops.bp)
@@ -41,8 +45,13 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
 
 def _start_request() -> None:
-    g.request_id = request.headers.get("X-Request-ID", "")[:64] or uuid.uuid4().hex
+    g.request_id = _request_id(request.headers.get("X-Request-ID", ""))
     g.started = time.perf_counter()
+
+
+def _request_id(given: str) -> str:
+    """The caller's id if it is short and plain; else a fresh one."""
+    return given if REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
 
 
 def _log_request(response: Response) -> Response:

@@ -17,6 +17,7 @@ from marshmallow import Schema, ValidationError
 
 from cronledger.services import Services
 from domain.directory import Principal
+from web.json_depth import check_nesting
 from web.problems import Problem
 
 View = Callable[..., Any]
@@ -117,8 +118,10 @@ def authorize(permission: str) -> Principal:
 
 def json_object() -> dict[str, Any]:
     """The body as a JSON object; an empty body counts as `{}`."""
-    if not request.get_data(cache=True):
+    raw = request.get_data(cache=True)
+    if not raw:
         return {}
+    check_nesting(raw)
     data = request.get_json(force=True, silent=True)
     if not isinstance(data, dict):
         raise Problem("BAD_REQUEST", "the body must be a JSON object")

@@ -203,4 +203,5 @@ def _fields(body: dict[str, Any]) -> DefinitionFields:
         external=body["external"],
         review_window_seconds=body["review_window_seconds"],
         schedule_presets=body["schedule_presets"],
+        allow_self_approval=body["allow_self_approval"],
     )

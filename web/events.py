@@ -7,17 +7,30 @@ permissions opens it. It authenticates with the same `authorize` and answers pro
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
+from typing import cast
 
-from flask import Blueprint, Response, g, request, stream_with_context
+from flask import Blueprint, Response, current_app, g, request, stream_with_context
 from marshmallow import Schema, fields, validate
 
-from cronledger.stream import READERS, Checkpoint, EventStream, Lifetime, StreamItem, readable_kinds
+from cronledger.config import Settings
+from cronledger.stream import (
+    READERS,
+    REFUSALS,
+    Checkpoint,
+    Clipped,
+    EventStream,
+    Lifetime,
+    StreamItem,
+    never,
+    readable_kinds,
+)
+from cronledger.stream_slots import StreamLimits, StreamSlot, StreamSlots, TooManyStreams
 from domain.directory import Principal
-from domain.permissions import SCHEDULE_LIST
+from domain.permissions import AUDIT_READ, SCHEDULE_LIST
 from web.api import authorize, load, services
-from web.problems import Problem
+from web.problems import Problem, problem
 from web.schemas import TimelineEntryOut
 
 bp = Blueprint("events", __name__, url_prefix="/api/events")
@@ -25,6 +38,7 @@ MAX_SECONDS = 3600
 MAX_POSITION = 2**63 - 1
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 STREAM_PERMISSIONS = sorted(set().union(*READERS.values()))
+RETRY_AFTER_SECONDS = 10
 
 
 class StreamQuery(Schema):
@@ -36,11 +50,24 @@ class StreamQuery(Schema):
 def stream() -> Response:
     principal = _caller()
     query = load(StreamQuery(unknown="exclude"), request.args.to_dict())
-    lifetime = _lifetime(principal, query["max_seconds"])
-    events = EventStream(services().ledger, principal, _start(query["after"]), should_stop=lifetime)
-    return Response(
-        stream_with_context(_frames(events)), content_type="text/event-stream", headers=HEADERS
+    events = EventStream(
+        services().ledger,
+        principal,
+        _after(query["after"]),
+        replay_positions=services().settings.stream_replay_positions,
+        should_stop=_until_over(_lifetime(principal, query["max_seconds"])),
     )
+    try:
+        slot = slots().take(principal)
+    except TooManyStreams as refused:
+        return _too_many(str(refused))
+    response = Response(
+        stream_with_context(_frames(events, slot)),
+        content_type="text/event-stream",
+        headers=HEADERS,
+    )
+    response.call_on_close(slot.release)  # also when closed before the first frame
+    return response
 
 
 stream.openapi_operation = {  # type: ignore[attr-defined]
@@ -50,7 +77,22 @@ stream.openapi_operation = {  # type: ignore[attr-defined]
         "Frames `id: <log position>`, `event: <type>`, `data: <timeline entry JSON>`. Resume with "
         "the `Last-Event-ID` header (or `?after=`). Needs any of the permissions "
         + ", ".join(f"`{p}`" for p in STREAM_PERMISSIONS)
-        + ": each one opens the events it can already read."
+        + ": each one opens the events it can already read. Without `"
+        + AUDIT_READ
+        + "`, refused commands ("
+        + ", ".join(f"`{t}`" for t in sorted(REFUSALS))
+        + ") are not streamed, and events someone else caused come as state changes: "
+        "`command_id` and `reason` null, no `data.fingerprint`, no `data.payload.reason`.\n\n"
+        "A stream replays at most `CRONLEDGER_STREAM_REPLAY_POSITIONS` (default 1000) log "
+        "positions: asked to start further back, it starts that many positions before the "
+        "log's end, and after its opening `: keep-alive` sends `event: replay-clipped` with "
+        '`data: {"requested_after": N, "starts_after": M}`; positions N+1..M are skipped.\n\n'
+        "Each open stream holds a server thread, so open streams are limited per account "
+        "(`CRONLEDGER_STREAMS_PER_ACCOUNT`, default 2), per tenant "
+        "(`CRONLEDGER_STREAMS_PER_TENANT`, default 3) and per server process "
+        "(`CRONLEDGER_STREAMS_PER_PROCESS`, default 4, at most half of `--threads`); beyond "
+        "a limit the answer is 429 `TOO_MANY_STREAMS` with `Retry-After`. A stream's place is "
+        "freed as soon as it ends or its client disconnects."
     ),
     "security": [{"bearer": []}],
     "parameters": [
@@ -62,7 +104,14 @@ stream.openapi_operation = {  # type: ignore[attr-defined]
         },
         {"in": "header", "name": "Last-Event-ID", "schema": {"type": "integer", "minimum": 0}},
     ],
-    "responses": {"200": {"description": "the stream", "content": {"text/event-stream": {}}}},
+    "responses": {
+        "200": {"description": "the stream", "content": {"text/event-stream": {}}},
+        "429": {
+            "description": "too many open streams; retry after `Retry-After` seconds",
+            "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+            "content": {"application/problem+json": {"schema": "Problem"}},
+        },
+    },
 }
 
 
@@ -81,16 +130,29 @@ def _caller() -> Principal:
     return principal
 
 
-def _start(after: int | None) -> int:
-    """Strictly after `Last-Event-ID` (a reconnect), else `?after=`, else the log's end.
+def slots_for(settings: Settings, web_threads: int | None) -> StreamSlots:
+    """The app's count of open streams, limited by `settings` and the server's thread count."""
+    return StreamSlots(StreamLimits.of(settings, web_threads))
 
-    A position past the end (a store restored from a backup) starts at the end.
+
+def slots() -> StreamSlots:
+    return cast(StreamSlots, current_app.extensions["streams"])
+
+
+def _too_many(detail: str) -> Response:
+    answer = problem("TOO_MANY_STREAMS", f"{detail}; close one, or retry later")
+    answer.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return answer
+
+
+def _after(after: int | None) -> int | None:
+    """Strictly after `Last-Event-ID` (a reconnect), else `?after=`, else None: the log's end.
+
+    The stream itself keeps the start within the log (a store restored from a backup may
+    have ended earlier) and within its replay limit.
     """
-    end = services().ledger.recorder.max_notification_id() or 0
     header = request.headers.get("Last-Event-ID")
-    if header is not None:
-        after = _position(header)
-    return end if after is None else min(after, end)
+    return after if header is None else _position(header)
 
 
 def _position(header: str) -> int:
@@ -113,15 +175,28 @@ def _lifetime(principal: Principal, seconds: int) -> Lifetime:
     return Lifetime(seconds, principal, partial(services().directory.authenticate, token))
 
 
-def _frames(items: Iterable[StreamItem]) -> Iterator[str]:
-    for item in items:
-        yield _frame(item)
+def _until_over(lifetime: Lifetime) -> Callable[[], bool]:
+    """Over at the end of its lifetime, or once the client is gone (waitress tells)."""
+    gone: Callable[[], bool] = request.environ.get("waitress.client_disconnected", never)
+    return lambda: gone() or lifetime()
+
+
+def _frames(items: Iterable[StreamItem], slot: StreamSlot) -> Iterator[str]:
+    """The stream's frames; its slot is given back when they end or the server closes them."""
+    try:
+        for item in items:
+            yield _frame(item)
+    finally:
+        slot.release()
 
 
 def _frame(item: StreamItem) -> str:
     """A checkpoint moves the client's last event id without an event; an event carries JSON."""
     if isinstance(item, Checkpoint):
         return f"id: {item.position}\n: keep-alive\n\n"
+    if isinstance(item, Clipped):
+        clipped = {"requested_after": item.requested, "starts_after": item.position}
+        return f"event: replay-clipped\ndata: {json.dumps(clipped)}\n\n"
     body = {**TimelineEntryOut().dump(item.entry), "aggregate_id": str(item.aggregate_id)}
     data = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     return f"id: {item.entry.position}\nevent: {item.entry.type}\ndata: {data}\n\n"

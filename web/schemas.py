@@ -16,6 +16,7 @@ DEFINITION_KEY = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
 MAX_REVIEW_WINDOW_SECONDS = 366 * 24 * 3600
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(2999, 12, 31, tzinfo=UTC)
+MAX_DATETIME_LENGTH = 64  # 2026-10-01T18:00:00.123456+08:00 is 32
 
 
 class UtcDateTime(fields.DateTime):
@@ -27,6 +28,8 @@ class UtcDateTime(fields.DateTime):
         return str(value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S") + _fraction(value) + "Z")
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> datetime:
+        if isinstance(value, str) and len(value) > MAX_DATETIME_LENGTH:
+            raise ValidationError(f"must be at most {MAX_DATETIME_LENGTH} characters long")
         parsed = super()._deserialize(value, attr, data, **kwargs)
         if parsed.tzinfo is None or parsed.utcoffset() is None:
             raise ValidationError("must carry an offset, e.g. 2026-10-01T18:00:00+08:00 or ...Z")
@@ -115,6 +118,13 @@ class DefinitionFieldsIn(StrictSchema):
     schedule_presets = fields.List(
         fields.Nested(PresetIn), load_default=list, validate=validate.Length(max=100)
     )
+    allow_self_approval = strict_bool(
+        load_default=False,
+        metadata={
+            "description": "whether an instance's applicant, or the account that last saved the "
+            "schedule that launched it, may approve it; fixed on each instance when it starts"
+        },
+    )
 
     @validates_schema
     def unique_presets(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -142,6 +152,7 @@ class DefinitionOut(Schema):
     published = fields.Boolean()
     review_window_seconds = fields.Integer()
     schedule_presets = fields.List(fields.Dict())
+    allow_self_approval = fields.Boolean()
     version = fields.Integer()
     created_at = UtcDateTime()
 
@@ -321,6 +332,7 @@ class ApprovalOut(Schema):
     review_deadline_at = UtcDateTime()
     deadline_policy = fields.Dict()
     origin = fields.Dict(allow_none=True)
+    allow_self_approval = fields.Boolean()
     submitted_at = UtcDateTime()
     decided_at = UtcDateTime(allow_none=True)
     version = fields.Integer()

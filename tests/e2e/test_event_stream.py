@@ -6,14 +6,16 @@ has a deadline, so a missing event fails the test instead of hanging it.
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 from uuid import uuid4
 
 import pytest
@@ -24,10 +26,12 @@ from cronledger.services import Services
 from cronledger.stream import Checkpoint, EventStream, Lifetime, StreamedEvent, StreamItem
 from domain.directory import Principal
 from domain.permissions import SCHEDULE_LIST
+from tests.e2e.test_approvals_http import definition_id, submit  # noqa: F401 (fixtures)
 from tests.e2e.test_cli_and_server import request, server, token  # noqa: F401 (fixtures)
 from tests.e2e.test_directory_http import account, assert_problem, other_tenant
 from tests.e2e.test_schedules_http import body, definition  # noqa: F401 (fixtures)
-from tests.support import Api
+from tests.support import Api, FakeClock
+from web import create_app
 
 SECONDS = 5
 RUN_TYPES = ["Run.Registered", "Run.AttemptStarted", "Run.AttemptSucceeded"]
@@ -394,3 +398,166 @@ def test_a_served_stream_delivers_within_a_second(server: str, token: str) -> No
             if response.readline() == b"event: Definition.Registered\n":
                 break
         assert time.monotonic() - committed < 1.0
+
+
+# -- limits: open streams, replay, what a caller without audit:read is shown ---------------
+
+
+def hold(api: Api, held: ExitStack) -> TestResponse:
+    """A stream left open until `held` closes it (or the test, if it was the last opened).
+
+    The test client runs every stream in this thread, each in its own Flask request context:
+    they are closed in the reverse order of their opening.
+    """
+    response = api.get(f"/api/events/stream?max_seconds={SECONDS}", buffered=False)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    held.callback(response.close)
+    return response
+
+
+def refused(api: Api) -> str:
+    """The detail of a 429 answered to one stream too many, which says when to retry."""
+    answer = api.get(f"/api/events/stream?max_seconds={SECONDS}")
+    problem = assert_problem(answer, 429, "TOO_MANY_STREAMS")
+    assert int(answer.headers["Retry-After"]) > 0
+    return str(problem["detail"])
+
+
+def test_open_streams_are_limited_per_account_tenant_and_server(
+    admin: Api, services: Services, client: FlaskClient
+) -> None:
+    auditor = account(admin, "aud", ["auditor"])
+    globex = other_tenant(services, client)
+    with ExitStack() as held:
+        hold(admin, held)
+        hold(auditor, held)  # another account of the tenant
+        hold(globex, held)  # another tenant
+        last = hold(admin, held)
+        assert "account" in refused(admin)  # 2 per account
+        assert "tenant" in refused(auditor)  # 3 per tenant
+        assert "server" in refused(globex)  # 4 per server process
+        assert Stream(last).next_frame() is not None  # a stream in use, then closed
+        last.close()
+        hold(admin, held)  # its place is free again
+        assert "account" in refused(admin)
+
+
+def test_streams_never_hold_more_than_half_the_servers_threads(
+    admin: Api, services: Services
+) -> None:
+    three_threads = create_app({"SERVICES": services, "TESTING": True, "WEB_THREADS": 3})
+    same_admin = Api(three_threads.test_client(), admin.token)
+    with ExitStack() as held:
+        hold(same_admin, held)
+        assert "server" in refused(same_admin)  # 1 of 3 threads, though 2 per account
+
+
+def test_a_replay_from_far_back_is_clipped_and_says_so(
+    open_with: Callable[..., Services], clock: FakeClock
+) -> None:
+    services = open_with(clock, stream_replay_positions=10)
+    client = create_app({"SERVICES": services, "TESTING": True}).test_client()
+    admin = Api(client, services.directory.bootstrap("acme", "root").token)
+    for n in range(12):
+        admin.post("/api/accounts", {"id": f"a{n}", "name": "A", "roles": []})
+    end = services.ledger.recorder.max_notification_id() or 0
+    with open_stream(admin, "&after=0") as stream:
+        assert opening(stream) == end - 10
+        clipped = stream.next_frame()
+        assert clipped is not None
+        assert (clipped.event, clipped.id) == ("replay-clipped", None)
+        assert clipped.data == {"requested_after": 0, "starts_after": end - 10}
+        replayed = stream.events_until(is_account("a11"))
+    assert 0 < len(replayed) <= 10
+    assert all((f.id or 0) > end - 10 for f in replayed)
+    with open_stream(admin, f"&after={end - 3}") as near:
+        assert opening(near) == end - 3
+        assert (frame := near.next_frame()) is not None
+        assert frame.event != "replay-clipped"  # within the limit, nothing is skipped
+
+
+def test_a_served_stream_frees_its_place_when_its_client_leaves(
+    server: str,  # noqa: F811
+    token: str,  # noqa: F811
+) -> None:
+    port = urlsplit(server).port
+
+    def connect(held: ExitStack) -> http.client.HTTPResponse:
+        """A stream that would outlive the test: only its client leaving can free its place."""
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=SECONDS)
+        held.callback(connection.close)
+        path = "/api/events/stream?max_seconds=600"
+        connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+        response = connection.getresponse()
+        held.callback(response.close)
+        return response
+
+    def accepted() -> bool:
+        with ExitStack() as probe:
+            return connect(probe).status == 200
+
+    with ExitStack() as held, ExitStack() as leaving:
+        assert connect(leaving).readline().startswith(b"id: ")
+        assert connect(held).readline().startswith(b"id: ")
+        with ExitStack() as probe:
+            response = connect(probe)
+            assert (response.status, response.headers["Retry-After"]) == (429, "10")
+        leaving.close()  # the client goes away without a word
+        deadline = time.monotonic() + SECONDS
+        while not (freed := accepted()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert freed
+
+
+def approval_frames(stream: Stream) -> list[Frame]:
+    frames = stream.events_until(is_type("ApprovalInstance.Approved"))
+    return [f for f in frames if (f.event or "").startswith("ApprovalInstance.")]
+
+
+def test_only_audit_read_streams_refused_commands_and_others_command_detail(
+    admin: Api,
+    definition_id: str,  # noqa: F811
+) -> None:
+    applicant = account(admin, "sales", ["requester"])
+    colleague = account(admin, "sales2", ["requester"])
+    auditor = account(admin, "aud", ["auditor"])
+    with (
+        open_stream(applicant) as own,
+        open_stream(colleague) as others,
+        open_stream(auditor) as audit,
+    ):
+        for stream in (own, others, audit):
+            opening(stream)
+        instance = body_of(submit(applicant, definition_id, "sub-1"))
+        approve = f"/api/approvals/{instance['id']}/approve"
+        stale = admin.post(approve, {"command_id": "cmd-stale", "material_version": 1})
+        assert stale.status_code == 409
+        assert (
+            admin.post(approve, {"command_id": "cmd-ok", "material_version": 2}).status_code == 200
+        )
+        audited, applicants, colleagues = (approval_frames(s) for s in (audit, own, others))
+    submitted, rejected, approved = (f.data for f in audited)
+    assert types_of(audited) == [
+        "ApprovalInstance.Submitted",
+        "ApprovalInstance.CommandRejected",
+        "ApprovalInstance.Approved",
+    ]
+    assert (rejected["command_id"], rejected["outcome"]) == ("cmd-stale", "STALE_MATERIAL")
+    assert "material version 1" in rejected["reason"]
+    assert (approved["command_id"], approved["reason"]) == (
+        "cmd-ok",
+        "approved before the deadline",
+    )
+    assert "fingerprint" in approved["data"]
+    for frames in (applicants, colleagues):
+        assert types_of(frames) == ["ApprovalInstance.Submitted", "ApprovalInstance.Approved"]
+        state_change = frames[1].data
+        assert (state_change["actor"], state_change["outcome"]) == ("root", "APPROVED")
+        assert (state_change["command_id"], state_change["reason"]) == (None, None)
+        assert "fingerprint" not in state_change["data"]
+    assert applicants[0].data == submitted  # the applicant's own submission, in full
+    assert (colleagues[0].data["command_id"], colleagues[0].data["actor"]) == (None, "sales")
+    for stream in (own, others):
+        assert "cmd-stale" not in stream.raw
+        assert "cmd-ok" not in stream.raw
+        assert "material version" not in stream.raw

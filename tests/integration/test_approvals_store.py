@@ -23,6 +23,17 @@ def root(services: Services) -> Principal:
 
 
 @pytest.fixture
+def reviewer(services: Services, root: Principal) -> Principal:
+    """Approves what root submits: nobody approves their own instance."""
+    services.directory.create_account(root, "rev", "Reviewer", ["operator"])
+    return Principal(root.tenant_id, "rev", frozenset())
+
+
+def sender(root: Principal, reviewer: Principal, command: Command) -> Principal:
+    return reviewer if command.kind == APPROVE else root
+
+
+@pytest.fixture
 def definition_id(services: Services, root: Principal) -> str:
     created = services.directory.create_definition(
         root, "onboarding", DefinitionFields("Onboarding", False, 3600, [])
@@ -95,7 +106,7 @@ def test_sweepers_running_together_expire_each_instance_once(
 
 
 def test_approve_and_withdraw_racing_give_exactly_one_decision(
-    services: Services, root: Principal, definition_id: str
+    services: Services, root: Principal, reviewer: Principal, definition_id: str
 ) -> None:
     for round_number in range(8):
         instance_id = submit(services, root, definition_id, f"race-{round_number}")
@@ -105,7 +116,7 @@ def test_approve_and_withdraw_racing_give_exactly_one_decision(
         ]
 
         def send(command: Command, instance_id: str = instance_id) -> CommandResult:
-            return services.approvals.command(root, instance_id, command)
+            return services.approvals.command(sender(root, reviewer, command), instance_id, command)
 
         with ThreadPoolExecutor(max_workers=2) as pool:
             results = list(pool.map(send, commands))
@@ -122,7 +133,7 @@ def test_approve_and_withdraw_racing_give_exactly_one_decision(
 
 
 def test_many_threads_on_one_instance_one_decision_every_loser_recorded(
-    services: Services, root: Principal, definition_id: str
+    services: Services, root: Principal, reviewer: Principal, definition_id: str
 ) -> None:
     instance_id = submit(services, root, definition_id, "crowd")
     commands = [Command(APPROVE, f"a{i}", {"material_version": 1}) for i in range(6)] + [
@@ -130,7 +141,10 @@ def test_many_threads_on_one_instance_one_decision_every_loser_recorded(
     ]
     with ThreadPoolExecutor(max_workers=6) as pool:
         results = list(
-            pool.map(lambda c: services.approvals.command(root, instance_id, c), commands)
+            pool.map(
+                lambda c: services.approvals.command(sender(root, reviewer, c), instance_id, c),
+                commands,
+            )
         )
     assert sum(r.accepted for r in results) == 1
     timeline = services.approvals.timeline(root.tenant_id, instance_id)[1:]

@@ -57,6 +57,10 @@ class World:
     def set_ann_active(self, active: bool) -> None:
         self.services.directory.set_active(self.root, "ann", active, None)
 
+    def set_ann_roles(self, roles: list[str]) -> None:
+        version = self.services.directory.account(self.root.tenant_id, "ann").version
+        self.services.directory.update_account(self.root, "ann", "Ann", roles, version)
+
     def run(self, run_id: str, services: Services | None = None) -> Run:
         ledger = (services or self.services).ledger
         return ledger.find(Run, UUID(run_id), "run", run_id)
@@ -124,6 +128,23 @@ def test_always_failing_launch_dead_letters_and_a_restart_keeps_the_count(
     assert instance.origin is not None
     assert instance.origin["run_id"] == run_id
     assert world.run(run_id, restarted).attempts[-1]["outcome"] == "SUCCEEDED"
+
+
+def test_a_launch_waits_while_the_initiator_may_not_submit(world: World) -> None:
+    run_id = world.run_now()
+    world.set_ann_roles(["auditor"])  # after the schedule was saved and the run registered
+    assert world.services.worker.poll().failed == 1
+    run = world.run(run_id)
+    assert (run.status, run.last_error and run.last_error["code"]) == (
+        "RETRY_WAIT",
+        "INITIATOR_NOT_PERMITTED",
+    )
+    world.set_ann_roles(["requester"])
+    world.clock.advance(30)
+    assert world.services.worker.poll().succeeded == 1
+    (instance,) = world.instances()
+    assert instance.origin is not None
+    assert (instance.applicant_id, instance.origin["saved_by"]) == ("ann", "root")
 
 
 def test_a_worker_that_lost_its_lease_cannot_record_an_outcome(

@@ -7,26 +7,34 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from eventsourcing.domain import Snapshot
 
 from domain.approvals import (
     APPROVE,
     EXTEND,
+    SELF_APPROVAL,
     SIGN,
     SWEEP,
     WITHDRAW,
     ApprovalInstance,
     Command,
     CommandIdReused,
+    Parties,
     decide,
 )
 from domain.errors import ValidationFailed
+from tests.support import stored_by_an_older_release
 
 DEADLINE = datetime(2026, 10, 1, 10, 0, tzinfo=UTC)  # 18:00 in Beijing
 BEFORE = DEADLINE - timedelta(seconds=1)
 SIGNED = {"contract_id": "c-1", "material_version": 2, "occurred_at": BEFORE, "source": "esign"}
+PARTIES = Parties("sales", launched=False, schedule_saver_id=None, allow_self_approval=False)
+LAUNCHED = {"source": "schedule", "run_id": "r-1", "saved_by": "planner"}
 
 
-def instance() -> ApprovalInstance:
+def instance(
+    origin: dict[str, Any] | None = None, allow_self_approval: bool = False
+) -> ApprovalInstance:
     return ApprovalInstance(
         tenant_id=uuid4(),
         definition_id="d",
@@ -36,7 +44,8 @@ def instance() -> ApprovalInstance:
         material_version=2,
         review_deadline_at=DEADLINE,
         deadline_policy={"source": "explicit"},
-        origin=None,
+        origin=origin,
+        allow_self_approval=allow_self_approval,
         command_id="submit-1",
         fingerprint="f",
         at=DEADLINE - timedelta(days=3),
@@ -93,7 +102,7 @@ def recorded(subject: ApprovalInstance) -> list[tuple[str, str]]:
 def test_the_contract_table(
     state: str, now: datetime, command: Command, outcome: str, after: str, accepted: bool
 ) -> None:
-    decision = decide(state, DEADLINE, 2, command, now)
+    decision = decide(state, DEADLINE, 2, command, now, "ops", PARTIES)
     assert (decision.outcome, decision.state, decision.accepted) == (outcome, after, accepted)
 
 
@@ -198,3 +207,64 @@ def test_the_sweep_records_the_true_deadline_and_its_own_time() -> None:
     assert (event.at, event.actor, event.outcome) == (late, "system:sweeper", "EXPIRED")
     assert DEADLINE.isoformat() in event.reason
     assert late.isoformat() in event.reason
+
+
+@pytest.mark.parametrize(
+    ("origin", "actor"), [(None, "sales"), (LAUNCHED, "sales"), (LAUNCHED, "planner")]
+)
+def test_nobody_approves_what_they_asked_for(origin: dict[str, Any] | None, actor: str) -> None:
+    subject = instance(origin)
+    answer = subject.handle(approve(), BEFORE, actor)
+    assert (answer.outcome, answer.state, answer.accepted) == (
+        SELF_APPROVAL,
+        "WAITING_REVIEW",
+        False,
+    )
+    event: Any = subject.collect_events()[-1]
+    assert (type(event).__name__, event.actor, event.outcome) == (
+        "CommandRejected",
+        actor,
+        "SELF_APPROVAL",
+    )
+    assert actor in event.reason
+    assert subject.handle(approve("approve-2"), BEFORE, "ops").outcome == "APPROVED"
+
+
+@pytest.mark.parametrize("actor", ["sales", "planner"])
+def test_a_definition_may_allow_self_approval(actor: str) -> None:
+    subject = instance(LAUNCHED, allow_self_approval=True)
+    assert subject.handle(approve(), BEFORE, actor).outcome == "APPROVED"
+
+
+def test_the_applicant_may_still_withdraw() -> None:
+    subject = instance(LAUNCHED)
+    assert subject.handle(withdraw(), BEFORE, "sales").outcome == "WITHDRAWN"
+
+
+def test_self_approval_is_checked_before_the_material_version_and_after_the_deadline() -> None:
+    assert instance().handle(approve(material_version=1), BEFORE, "sales").outcome == SELF_APPROVAL
+    assert instance().handle(approve(), DEADLINE, "sales").outcome == "EXPIRED"
+
+
+def test_an_older_launch_without_its_saver_is_approved_by_nobody() -> None:
+    subject = instance({"source": "schedule", "run_id": "r-1"})
+    answer = subject.handle(approve(), BEFORE, "ops")
+    assert (answer.outcome, subject.state) == (SELF_APPROVAL, "WAITING_REVIEW")
+    assert "did not record who saved the schedule" in answer.reason
+    assert subject.handle(withdraw(), BEFORE, "sales").outcome == "WITHDRAWN"
+
+
+def test_an_older_submission_does_not_allow_self_approval() -> None:
+    submitted = stored_by_an_older_release(
+        instance(allow_self_approval=True).collect_events()[0], "allow_self_approval"
+    )
+    subject = submitted.mutate(None)
+    assert subject.allow_self_approval is False
+    assert subject.handle(approve(), BEFORE, "sales").outcome == SELF_APPROVAL
+
+
+def test_an_older_snapshot_does_not_allow_self_approval() -> None:
+    snapshot = Snapshot.take(instance(allow_self_approval=True))
+    subject = stored_by_an_older_release(snapshot, "allow_self_approval").mutate(None)
+    assert subject.allow_self_approval is False
+    assert subject.handle(approve(), BEFORE, "sales").outcome == SELF_APPROVAL

@@ -6,10 +6,18 @@ from datetime import UTC, datetime
 from uuid import uuid4
 
 import pytest
+from eventsourcing.domain import Snapshot
 
-from domain.directory import Account, Definition, check_expected_version, check_roles
+from domain.directory import (
+    Account,
+    Definition,
+    check_expected_version,
+    check_roles,
+    initiator_problem,
+)
 from domain.errors import InvalidState, ValidationFailed, VersionConflict
 from domain.permissions import DIRECTORY_MANAGE, SCHEDULE_EDIT, permissions_of
+from tests.support import stored_by_an_older_release
 
 AT = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
 
@@ -116,6 +124,7 @@ def test_definition_publish_is_idempotent() -> None:
         external=False,
         review_window_seconds=60,
         schedule_presets=[],
+        allow_self_approval=False,
         at=AT,
         actor="root",
     )
@@ -124,3 +133,46 @@ def test_definition_publish_is_idempotent() -> None:
     definition.publish(at=AT, actor="root")
     assert [type(e).__name__ for e in definition.collect_events()] == ["Published"]
     assert definition.published
+
+
+def self_approving_definition() -> Definition:
+    return Definition(
+        tenant_id=uuid4(),
+        key="daily",
+        name="Daily",
+        external=False,
+        review_window_seconds=60,
+        schedule_presets=[],
+        allow_self_approval=True,
+        at=AT,
+        actor="root",
+    )
+
+
+def test_older_definition_events_and_snapshots_do_not_allow_self_approval() -> None:
+    definition = self_approving_definition()
+    definition.update("Daily", False, 60, [], allow_self_approval=True, at=AT, actor="root")
+    registered, updated = definition.collect_events()
+    older = stored_by_an_older_release(registered, "allow_self_approval").mutate(None)
+    assert older.allow_self_approval is False
+    rebuilt = registered.mutate(None)
+    assert rebuilt.allow_self_approval is True
+    stored_by_an_older_release(updated, "allow_self_approval").mutate(rebuilt)
+    assert rebuilt.allow_self_approval is False
+    snapshot = Snapshot.take(self_approving_definition())
+    older = stored_by_an_older_release(snapshot, "allow_self_approval").mutate(None)
+    assert older.allow_self_approval is False
+
+
+@pytest.mark.parametrize(
+    ("roles", "problem"),
+    [
+        (["requester"], None),
+        (["admin"], None),
+        (["operator", "auditor"], "account ann lacks workflow:approval:submit"),
+    ],
+)
+def test_an_initiator_must_be_allowed_to_submit(roles: list[str], problem: str | None) -> None:
+    found = initiator_problem(new_account(roles))
+    assert (found or "").startswith(problem or "")
+    assert (found is None) == (problem is None)

@@ -123,6 +123,7 @@ def test_the_instance_carries_the_frozen_values_and_its_origin() -> None:
         external=False,
         review_window_seconds=600,
         schedule_presets=[],
+        allow_self_approval=False,
         at=T0,
         actor="root",
     )
@@ -137,9 +138,10 @@ def test_the_instance_carries_the_frozen_values_and_its_origin() -> None:
     assert instance.origin is not None
     assert instance.origin["run_id"] == str(run.id)
     assert instance.origin["trigger_kind"] == "manual"
+    assert (instance.origin["saved_by"], instance.allow_self_approval) == ("ops", False)
 
 
-def account(active: bool = True, roles: tuple[str, ...] = ("operator",)) -> Account:
+def account(active: bool = True, roles: tuple[str, ...] = ("operator", "requester")) -> Account:
     made = Account(
         tenant_id=uuid4(), account_id="ann", name="Ann", roles=list(roles), at=T0, actor="root"
     )
@@ -156,6 +158,7 @@ def definition(published: bool = True, external: bool = False) -> Definition:
         external=external,
         review_window_seconds=60,
         schedule_presets=[],
+        allow_self_approval=False,
         at=T0,
         actor="root",
     )
@@ -169,6 +172,7 @@ def definition(published: bool = True, external: bool = False) -> Definition:
     [
         (None, definition(), account(), "INITIATOR_NOT_FOUND", True),
         (account(active=False), definition(), account(), "INITIATOR_INACTIVE", False),
+        (account(roles=("operator",)), definition(), account(), "INITIATOR_NOT_PERMITTED", False),
         (account(), None, account(), "DEFINITION_NOT_FOUND", True),
         (account(), definition(published=False), account(), "DEFINITION_UNPUBLISHED", False),
         (account(), definition(external=True), account(), "DEFINITION_EXTERNAL", False),

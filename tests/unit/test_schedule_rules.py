@@ -14,7 +14,7 @@ from domain.runs import RunPolicy
 from domain.schedules import (
     Schedule,
     ScheduleSettings,
-    check_presets,
+    checked_presets,
     checked_settings,
     render_title,
 )
@@ -171,11 +171,11 @@ def test_title_renders_the_planned_instant_in_the_schedule_zone() -> None:
 
 def test_presets_are_checked_like_schedules() -> None:
     good = {"id": "a", "title": "A", "trigger": {"kind": "cron", "expression": "0 9 * * 1"}}
-    check_presets([good], "UTC", NOW)
+    assert checked_presets([good], "UTC", NOW) == [{**good, "form_data": {}}]
     bad = {**good, "timezone": "Atlantis/Capital"}
     never = {**good, "trigger": {"kind": "cron", "expression": "0 0 31 4 *"}}
     with pytest.raises(ValidationFailed) as caught:
-        check_presets([good, bad, never], "UTC", NOW)
+        checked_presets([good, bad, never], "UTC", NOW)
     assert set(caught.value.errors) == {
         "schedule_presets.1.timezone",
         "schedule_presets.2.trigger.expression",
