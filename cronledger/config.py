@@ -55,6 +55,7 @@ class Settings:
     streams_per_tenant: int = 3
     streams_per_process: int = 4
     stream_replay_positions: int = 1000
+    refusals_per_minute: int = 120
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

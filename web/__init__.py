@@ -23,6 +23,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     from cronledger.services import open_services
     from web import approvals, directory, events, metrics, ops, schedules
     from web.problems import register_error_handlers
+    from web.refusals import refusal_budget
 
     app = Flask(__name__)
     app.config.update(MAX_CONTENT_LENGTH=MAX_BODY_BYTES, JSON_SORT_KEYS=False)
@@ -40,6 +41,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(approvals.bp)
     app.register_blueprint(events.bp)
     app.before_request(_start_request)
+    refusal_budget(app, services.settings.refusals_per_minute)  # checked after the request id
     app.after_request(_log_request)
     return app
 

@@ -26,6 +26,7 @@ STATUS_OF_CODE = {
     "UNSUPPORTED_MEDIA_TYPE": 415,
     "VALIDATION_FAILED": 422,
     "TOO_MANY_STREAMS": 429,
+    "TOO_MANY_REQUESTS": 429,
     "INTERNAL": 500,
     "UNAVAILABLE": 503,
 }
@@ -72,6 +73,8 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException) -> Response:
+        if isinstance(error.response, Response):
+            return error.response  # already a problem document (e.g. the refusal budget's)
         status = error.code or 500
         code = CODE_OF_STATUS.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL")
         return problem(code, error.description or error.name)

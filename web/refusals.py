@@ -1,0 +1,55 @@
+"""A budget of refusals: a caller refused too often in a minute is refused everything for a while.
+
+Every command, accepted or rejected, is an event, so a client that keeps sending commands that
+lose (or tokens that fail) would otherwise grow the log and load the service without limit.
+Each answer from 400 to 499 (but 429) costs the caller one unit of a per-minute budget; once it
+is spent, every request of that caller answers 429 `TOO_MANY_REQUESTS` with `Retry-After` until
+the minute has passed. A caller is its bearer token, or its address when it sends none. The
+counts live in the web process's memory, so each process keeps its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+
+from flask import Flask, Response, request
+from flask_limiter import Limiter, RequestLimit
+
+from web.problems import problem
+
+
+def refusal_budget(app: Flask, per_minute: int) -> Limiter:
+    """Rate-limit the app's callers by how often they are refused."""
+    return Limiter(
+        caller,
+        app=app,
+        application_limits=[f"{per_minute} per minute"],
+        application_limits_deduct_when=is_refusal,
+        storage_uri="memory://",
+        on_breach=too_many_refusals,
+    )
+
+
+def caller() -> str:
+    """Who spends the budget: a digest of the bearer token, else the client's address."""
+    _, _, token = request.headers.get("Authorization", "").partition(" ")
+    if token.strip():
+        return "token:" + hashlib.sha256(token.strip().encode()).hexdigest()[:32]
+    return f"address:{request.remote_addr}"
+
+
+def is_refusal(response: Response) -> bool:
+    return 400 <= response.status_code < 500 and response.status_code != 429
+
+
+def too_many_refusals(limit: RequestLimit) -> Response:
+    wait = max(1, math.ceil(limit.window.reset_time - time.time()))
+    answer = problem(
+        "TOO_MANY_REQUESTS",
+        f"more than {limit.limit.amount} of this caller's requests were refused within a minute; "
+        f"try again in {wait} s",
+    )
+    answer.headers["Retry-After"] = str(wait)
+    return answer
