@@ -34,6 +34,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # Known vulnerabilities in the installed packages; skipped when no advisory source answers.
 audit-deps: install

@@ -7,12 +7,13 @@ import time
 from datetime import UTC, datetime
 
 from bench._stores import empty_store
+from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from cronledger.services import Services, open_services
 from domain.directory import Principal
 from domain.schedules import Schedule, ScheduleSettings
 from projections.catalog import all_projections
 from tests.support import FakeClock
+from tick.ticker import Ticker
 
 SCHEDULES = 1000
 MINUTES = int(os.environ.get("BENCH_PROJECTION_MINUTES", "100"))
@@ -57,9 +58,10 @@ def _log(services: Services, clock: FakeClock) -> int:
             for _ in range(SCHEDULES)
         )
     )
+    ticker = Ticker.of(services)
     for _ in range(MINUTES):
         clock.advance(60)
-        services.ticker.scan()
+        ticker.scan()
     return services.ledger.recorder.max_notification_id() or 0
 
 

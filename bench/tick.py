@@ -11,14 +11,15 @@ from uuid import uuid4
 from eventsourcing.domain import Aggregate, event
 
 from bench._stores import empty_store
+from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from cronledger.services import Services, open_services
-from cronledger.store import db_value
+from cronledger.persistence.store import db_value
 from domain.directory import Principal
 from domain.runs import run_uuid
 from domain.schedules import Schedule, ScheduleSettings
 from domain.triggers import following_fire, load_zone, parse_trigger
 from tests.support import FakeClock
+from tick.ticker import Ticker
 
 CYCLES = 10_000
 T0 = datetime(2026, 10, 1, 8, 0, tzinfo=UTC)
@@ -53,20 +54,21 @@ def _tick_seconds(url: str) -> tuple[float, float]:
     services = open_services(settings, clock)
     try:
         _schedules(services, clock)
+        ticker = Ticker.of(services)
         clock.now = DUE
-        cold = _register_all(services)
+        cold = _register_all(ticker)
         services.projector.catch_up()  # what the projections loop does during the day
         clock.now = DUE + timedelta(days=1)
-        return cold, _register_all(services)
+        return cold, _register_all(ticker)
     finally:
         services.close()
 
 
-def _register_all(services: Services) -> float:
+def _register_all(ticker: Ticker) -> float:
     started = time.perf_counter()
     registered = 0
     while registered < CYCLES:
-        registered += services.ticker.scan().registered
+        registered += ticker.scan().registered
     return time.perf_counter() - started
 
 

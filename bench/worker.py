@@ -7,12 +7,14 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from bench._stores import empty_store
+from cronledger.application.directory import DefinitionFields
+from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from cronledger.directory import DefinitionFields
-from cronledger.services import Services, open_services
 from domain.directory import Principal
 from domain.schedules import Schedule, ScheduleSettings
 from tests.support import FakeClock
+from tick.ticker import Ticker
+from tick.worker import Worker
 
 RUNS = int(os.environ.get("BENCH_WORKER_RUNS", "10000"))
 T0 = datetime(2026, 10, 1, 8, 0, tzinfo=UTC)
@@ -30,7 +32,7 @@ def _measure(kind: str) -> str:
         try:
             _due_runs(services, clock)
             started = time.perf_counter()
-            launched = services.worker.drain().succeeded
+            launched = Worker.of(services).drain().succeeded
             seconds = time.perf_counter() - started
         finally:
             services.close()
@@ -56,7 +58,8 @@ def _due_runs(services: Services, clock: FakeClock) -> None:
         ]
         services.ledger.save(*batch)
     clock.now = T0 + timedelta(hours=1)
-    while services.ticker.scan().registered:
+    ticker = Ticker.of(services)
+    while ticker.scan().registered:
         pass
     services.projector.catch_up()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -15,17 +14,23 @@ import psycopg
 from eventsourcing import persistence
 from tqdm import tqdm
 
+from cronledger.application.services import Services, open_services
 from cronledger.config import ConfigError, Settings
-from cronledger.ledger import TimelineEntry, jsonable
 from cronledger.logs import configure_logging
+from cronledger.persistence.ledger import TimelineEntry, jsonable
+from cronledger.persistence.store import redacted_url
 from cronledger.printable import printable, printable_json
-from cronledger.services import Services, open_services
-from cronledger.store import redacted_url
-from cronledger.wakeup import AppendWakeup
 from domain.errors import DomainError
 from projections.catalog import projection_named, rebuildable_projections
 from projections.maintenance import rebuild as rebuild_projections
 from tick.loops import Loop, stop_on_signals
+from tick.processes import (
+    every_loop,
+    projections_loop,
+    sweeper_loop,
+    tick_loop,
+    worker_loop,
+)
 
 
 @contextmanager
@@ -89,7 +94,7 @@ def web_options(command: Callable[..., None]) -> Callable[..., None]:
 def serve(host: str, port: int, threads: int) -> None:
     """Run everything in one process: web API, tick, worker, deadline sweeper, projections."""
     with opened() as services:
-        _serve_web(services, host, port, threads, background_loops(services))
+        _serve_web(services, host, port, threads, every_loop(services))
 
 
 @main.command()
@@ -105,7 +110,7 @@ def web(host: str, port: int, threads: int) -> None:
 def sweeper(interval: float) -> None:
     """Run the deadline sweeper alone: expire instances whose deadline has come."""
     with opened() as services:
-        _run_alone(Loop("sweeper", interval, services.approvals.sweep))
+        _run_alone(sweeper_loop(services, interval))
 
 
 @main.group(invoke_without_command=True)
@@ -115,7 +120,7 @@ def projections(context: click.Context, interval: float) -> None:
     """Run the projections alone: keep the SQL read models up to date."""
     if context.invoked_subcommand is None:
         with opened() as services:
-            _run_alone(_projections_loop(services, interval))
+            _run_alone(projections_loop(services, interval))
 
 
 @projections.command()
@@ -139,7 +144,7 @@ def rebuild(name: str | None) -> None:
 def tick() -> None:
     """Run the tick alone: register every due cycle, every CRONLEDGER_TICK_SECONDS."""
     with opened() as services:
-        _run_alone(Loop("tick", services.settings.tick_seconds, services.ticker.scan))
+        _run_alone(tick_loop(services))
 
 
 @main.command()
@@ -147,29 +152,7 @@ def tick() -> None:
 def worker(interval: float) -> None:
     """Run the worker alone: launch due runs as approval instances, with retries."""
     with opened() as services:
-        _run_alone(_worker_loop(services, interval))
-
-
-def background_loops(services: Services) -> list[Loop]:
-    return [
-        _projections_loop(services, 1.0),
-        Loop("tick", services.settings.tick_seconds, services.ticker.scan),
-        _worker_loop(services, 1.0),
-        Loop("sweeper", 1.0, services.approvals.sweep),
-    ]
-
-
-def _projections_loop(services: Services, interval: float) -> Loop:
-    """On PostgreSQL it wakes on each append's NOTIFY, and polls every `interval` as well."""
-    stop = threading.Event()
-    wakeup = AppendWakeup(services.ledger, stop)
-    return Loop("projections", interval, services.projector.catch_up, stop, wakeup.wait)
-
-
-def _worker_loop(services: Services, interval: float) -> Loop:
-    """Stopping it stops claiming; the attempts already claimed finish."""
-    worker = services.worker
-    return Loop("worker", interval, worker.drain, stop=worker.stopping)
+        _run_alone(worker_loop(services, interval))
 
 
 def _run_alone(loop: Loop) -> None:

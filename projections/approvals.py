@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cronledger.store import as_instant
+from cronledger.persistence.store import as_instant
 from domain.approvals import EXPIRED, TERMINAL
 from projections.engine import Handler, Projection, Sql
 

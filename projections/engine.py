@@ -18,8 +18,8 @@ from typing import Any
 
 from eventsourcing.persistence import Notification
 
-from cronledger.ledger import Ledger, Undecodable
-from cronledger.store import Store, db_value
+from cronledger.persistence.ledger import Ledger, Undecodable
+from cronledger.persistence.store import Store, db_value
 
 Handler = Callable[["Sql", Any, int], None]
 

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from cronledger.ledger import Ledger
-from cronledger.store import Store
+from cronledger.persistence.ledger import Ledger
+from cronledger.persistence.store import Store
 from projections.engine import Projection, Projector, Sql
 
 Progress = Callable[[int], object]  # events projected since the last call

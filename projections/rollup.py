@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC
 from typing import Any
 
-from cronledger.store import as_instant
+from cronledger.persistence.store import as_instant
 from domain.runs import DEAD_LETTER
 from projections.engine import Handler, Projection, Sql
 

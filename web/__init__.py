@@ -19,8 +19,8 @@ log = logging.getLogger("cronledger.web")
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The Flask app; `config["SERVICES"]` injects ready services (tests), else env settings."""
+    from cronledger.application.services import open_services
     from cronledger.config import Settings
-    from cronledger.services import open_services
     from web import approvals, directory, events, metrics, ops, schedules
     from web.problems import register_error_handlers
     from web.refusals import refusal_budget

@@ -15,7 +15,7 @@ from flask import current_app, g, jsonify, request
 from flask.typing import ResponseReturnValue
 from marshmallow import Schema, ValidationError
 
-from cronledger.services import Services
+from cronledger.application.services import Services
 from domain.directory import Principal
 from web.json_depth import check_nesting
 from web.problems import Problem

@@ -6,9 +6,9 @@ from typing import Any
 
 from flask import Blueprint
 
-from cronledger.approvals import ApprovalView, CommandResult, Submission
-from cronledger.directory import Page
-from cronledger.ledger import TimelineEntry
+from cronledger.application.approvals import ApprovalView, CommandResult, Submission
+from cronledger.application.directory import Page
+from cronledger.persistence.ledger import TimelineEntry
 from domain.approvals import APPROVE, EXTEND, SIGN, WITHDRAW, Command
 from domain.directory import Principal
 from domain.permissions import (

@@ -6,7 +6,13 @@ from typing import Any
 
 from flask import Blueprint
 
-from cronledger.directory import AccountView, DefinitionFields, DefinitionView, IssuedToken, Page
+from cronledger.application.directory import (
+    AccountView,
+    DefinitionFields,
+    DefinitionView,
+    IssuedToken,
+    Page,
+)
 from domain.directory import Principal
 from domain.permissions import DIRECTORY_MANAGE
 from web.api import endpoint, services

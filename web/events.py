@@ -14,8 +14,7 @@ from typing import cast
 from flask import Blueprint, Response, current_app, g, request, stream_with_context
 from marshmallow import Schema, fields, validate
 
-from cronledger.config import Settings
-from cronledger.stream import (
+from cronledger.application.stream import (
     READERS,
     REFUSALS,
     Checkpoint,
@@ -26,12 +25,13 @@ from cronledger.stream import (
     never,
     readable_kinds,
 )
-from cronledger.stream_slots import StreamLimits, StreamSlot, StreamSlots, TooManyStreams
+from cronledger.config import Settings
 from domain.directory import Principal
 from domain.permissions import AUDIT_READ, SCHEDULE_LIST
 from web.api import authorize, load, services
 from web.problems import Problem, problem
 from web.schemas import TimelineEntryOut
+from web.stream_slots import StreamLimits, StreamSlot, StreamSlots, TooManyStreams
 
 bp = Blueprint("events", __name__, url_prefix="/api/events")
 MAX_SECONDS = 3600

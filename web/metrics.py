@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, Response, current_app
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from cronledger.metrics import OperationsCollector
-from cronledger.services import Services
+from cronledger.application.metrics import OperationsCollector
+from cronledger.application.services import Services
 
 bp = Blueprint("metrics", __name__)
 

@@ -6,10 +6,10 @@ from typing import Any
 
 from flask import Blueprint
 
-from cronledger.directory import Page
-from cronledger.ledger import TimelineEntry
-from cronledger.runs import RunView
-from cronledger.schedules import Preview, ScheduleView
+from cronledger.application.directory import Page
+from cronledger.application.runs import RunView
+from cronledger.application.schedules import Preview, ScheduleView
+from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.permissions import (
     AUDIT_READ,

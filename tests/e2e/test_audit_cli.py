@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
+from cronledger.application.services import open_services
 from cronledger.config import Settings
-from cronledger.services import open_services
-from cronledger.store import Store
+from cronledger.persistence.store import Store
 from domain.schedules import Schedule
 from projections.catalog import all_projections
 from projections.maintenance import replay
 from tests.e2e.test_cli_and_server import killed_mid_work, request, run_cli, server, token  # noqa: F401
 from tests.support import FakeClock
+from tick.ticker import Ticker
 
 EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}
 
@@ -111,7 +112,7 @@ def test_a_killed_projector_resumes_to_what_a_rebuild_gives(store_url: str) -> N
         for settings in schedules:
             services.ledger.save(Schedule.create(root.tenant_id, settings, True, clock.now, "root"))
         clock.advance(6 * 3600)
-        while services.ticker.scan().registered:
+        while Ticker.of(services).scan().registered:
             pass
     with services.store.connect() as conn:  # the read models start again from zero
         for table in (t for p in all_projections() for t in p.tables):

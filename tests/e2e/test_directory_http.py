@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from cronledger.services import Services
+from cronledger.application.services import Services
 from tests.support import Api
 
 DEFINITION = {

@@ -22,8 +22,14 @@ import pytest
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from cronledger.services import Services
-from cronledger.stream import Checkpoint, EventStream, Lifetime, StreamedEvent, StreamItem
+from cronledger.application.services import Services
+from cronledger.application.stream import (
+    Checkpoint,
+    EventStream,
+    Lifetime,
+    StreamedEvent,
+    StreamItem,
+)
 from domain.directory import Principal
 from domain.permissions import SCHEDULE_LIST
 from tests.e2e.test_approvals_http import definition_id, submit  # noqa: F401 (fixtures)
@@ -31,6 +37,7 @@ from tests.e2e.test_cli_and_server import request, server, token  # noqa: F401 (
 from tests.e2e.test_directory_http import account, assert_problem, other_tenant
 from tests.e2e.test_schedules_http import body, definition  # noqa: F401 (fixtures)
 from tests.support import Api, FakeClock
+from tick.worker import Worker
 from web import create_app
 
 SECONDS = 5
@@ -160,7 +167,7 @@ def test_a_connected_client_sees_a_runs_events_within_a_second(
         services.schedules.run_now(caller, schedule_id, "ops-1")
         time.sleep(0.3)
         committed["launch"] = time.monotonic()
-        services.worker.poll()
+        Worker.of(services).poll()
 
     with open_stream(admin) as stream:
         start = opening(stream)
@@ -189,10 +196,10 @@ def test_a_reconnect_with_last_event_id_resumes_without_gap_or_repeat(
     with open_stream(admin) as first:
         start = opening(first)
         run_now(admin, schedule_id, "ops-1")
-        services.worker.poll()
+        Worker.of(services).poll()
         seen = first.events_until(is_type("Run.AttemptStarted"))
     second_run = run_now(admin, schedule_id, "ops-2")  # while disconnected
-    services.worker.poll()
+    Worker.of(services).poll()
     last = str(seen[-1].id)
     with open_stream(admin, "&after=0", **{"Last-Event-ID": last}) as resumed:
         assert opening(resumed) == seen[-1].id  # the header wins over ?after=
@@ -230,7 +237,7 @@ def test_each_tenant_sees_its_own_events_only(
         opening(acme_stream)
         opening(globex_stream)
         run_id = run_now(admin, schedule_id, "ops-1")
-        services.worker.poll()
+        Worker.of(services).poll()
         admin.post(f"/api/workflows/schedules/{schedule_id}/enable")  # an aggregate made before
         globex.post("/api/accounts", {"id": "gina", "name": "Gina", "roles": ["operator"]})
         admin.post("/api/accounts", {"id": "marker", "name": "M", "roles": []})
@@ -257,7 +264,7 @@ def test_permissions_decide_who_streams_what(
         opening(stream)
         admin.post("/api/accounts", {"id": "late", "name": "L", "roles": []})
         run_now(admin, schedule_id, "ops-1")
-        services.worker.poll()
+        Worker.of(services).poll()
         seen = stream.events_until(is_type("ApprovalInstance.Submitted"))
     assert types_of(seen) == ["ApprovalInstance.Submitted"]  # no Account, Schedule or Run
 

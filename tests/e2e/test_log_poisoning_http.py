@@ -6,9 +6,10 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
-from cronledger.services import Services
+from cronledger.application.services import Services
 from tests.e2e.test_directory_http import account, assert_problem
 from tests.support import Api
+from tick.worker import Worker
 
 LOOKALIKES = {
     "x": {"_type_": "no_such_type", "_data_": 1},
@@ -88,7 +89,7 @@ def test_a_schedules_lookalike_form_data_reaches_its_instances_as_given(
     assert schedule.status_code == 201, schedule.json
     path = f"/api/workflows/schedules/{schedule.json['id']}"
     run = admin.post(f"{path}/run", {"request_id": "r1"}).json
-    services.worker.poll()
+    Worker.of(services).poll()
     launched = admin.get(f"{path}/runs/{run['id']}").json
     assert launched["form_data"] == LOOKALIKES
     instance = admin.get(f"/api/approvals/{launched['instance_id']}").json

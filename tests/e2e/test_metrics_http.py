@@ -7,6 +7,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import Opener
 from tests.integration.test_worker_store import T0, World
 from tests.support import FakeClock
+from tick.worker import Worker
 from web import create_app
 
 
@@ -23,11 +24,11 @@ def test_metrics_count_what_operations_watch(open_with: Opener) -> None:
     world = World(open_with(clock, max_attempts=2, retry_base_seconds=1), clock)
     services = world.services
     world.run_now("ok")
-    services.worker.drain()
+    Worker.of(services).drain()
     world.run_now("doomed")
     world.set_ann_active(False)
     for _ in range(2):
-        services.worker.drain()
+        Worker.of(services).drain()
         clock.advance(1)
     client = create_app({"SERVICES": services, "TESTING": True}).test_client()
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from flask.testing import FlaskClient
 
+from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from cronledger.services import Services, open_services
 from tests.e2e.test_directory_http import account, assert_problem
 from tests.support import Api, FakeClock
 

@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
-from cronledger.services import Services
+from cronledger.application.services import Services
 from tests.e2e.test_directory_http import account, assert_problem
 from tests.e2e.test_schedules_http import body, definition  # noqa: F401 (fixtures)
 from tests.support import Api, FakeClock
+from tick.ticker import Ticker
 
 EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}
 
@@ -28,7 +29,7 @@ def test_cycles_appear_with_consecutive_planned_instants(
 ) -> None:
     for _ in range(5):
         clock.advance(1)
-        services.ticker.scan()
+        Ticker.of(services).scan()
     path = f"/api/workflows/schedules/{every_second['id']}"
     runs = admin.get(f"{path}/runs").json
     assert runs["total"] == 5
@@ -91,7 +92,7 @@ def test_delete_is_refused_while_a_cycle_is_pending(
 ) -> None:
     path = f"/api/workflows/schedules/{every_second['id']}"
     clock.advance(1)
-    services.ticker.scan()
+    Ticker.of(services).scan()
     assert_problem(admin.delete(f"{path}?version=1"), 409, "IN_FLIGHT")
     assert admin.get(f"{path}/runs").json["total"] == 1
 

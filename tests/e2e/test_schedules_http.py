@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from cronledger.services import Services
+from cronledger.application.services import Services
 from tests.e2e.test_directory_http import account, assert_problem, log_end
 from tests.support import Api, FakeClock
 

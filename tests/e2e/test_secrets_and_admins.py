@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from cronledger.services import Services, open_services
 from domain.directory import Account, Principal
 from domain.errors import ValidationFailed
 from tests.conftest import Opener

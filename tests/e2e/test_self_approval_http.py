@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
-from cronledger.services import Services
+from cronledger.application.services import Services
 from tests.e2e.test_approvals_http import submit
 from tests.e2e.test_directory_http import account, assert_problem, log_end
 from tests.e2e.test_schedules_http import body, definition  # noqa: F401 (fixtures)
 from tests.support import Api, FakeClock
+from tick.worker import Worker
 
 SUBMIT = "workflow:approval:submit"
 
@@ -64,7 +65,7 @@ def test_the_operator_cannot_approve_what_their_schedule_launched(
     account(admin, "rita", ["requester"])
     schedule = operator.post("/api/workflows/schedules", {**body, "initiator_id": "rita"}).json
     operator.post(f"/api/workflows/schedules/{schedule['id']}/run", {"request_id": "r1"})
-    assert services.worker.poll().succeeded == 1
+    assert Worker.of(services).poll().succeeded == 1
     (instance,) = admin.get("/api/approvals").json["items"]
     assert (instance["applicant_id"], instance["origin"]["saved_by"]) == ("rita", "olga")
     assert instance["allow_self_approval"] is False
@@ -155,7 +156,7 @@ def test_a_run_fails_while_its_initiator_may_not_submit(
     set_roles(admin, "rita", ["requester"])
     run = operator.post(f"{path}/run", {"request_id": "r1"}).json
     set_roles(admin, "rita", ["auditor"])
-    services.worker.poll()
+    Worker.of(services).poll()
     failed = operator.get(f"{path}/runs/{run['id']}").json
     assert (failed["status"], failed["last_error"]["code"]) == (
         "RETRY_WAIT",
@@ -164,5 +165,5 @@ def test_a_run_fails_while_its_initiator_may_not_submit(
     assert SUBMIT in failed["last_error"]["message"]
     set_roles(admin, "rita", ["requester"])
     clock.advance(30)
-    services.worker.poll()
+    Worker.of(services).poll()
     assert operator.get(f"{path}/runs/{run['id']}").json["status"] == "SUCCEEDED"

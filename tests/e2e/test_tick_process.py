@@ -5,13 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
+from cronledger.application.directory import DefinitionFields
+from cronledger.application.services import open_services
 from cronledger.config import Settings
-from cronledger.directory import DefinitionFields
-from cronledger.services import open_services
-from cronledger.store import as_instant
+from cronledger.persistence.store import as_instant
 from domain.triggers import fire_times, load_zone, parse_trigger
 from tests.e2e.test_cli_and_server import killed_mid_work
 from tests.support import FakeClock
+from tick.ticker import Ticker
 
 HOURLY = {"kind": "cron", "expression": "0 * * * *"}
 
@@ -52,7 +53,7 @@ def test_sigkill_mid_batch_then_restart_leaves_no_gap_and_no_duplicate(store_url
     restarted = open_services(
         Settings(database_url=store_url, catchup_per_scan=100000, catchup_per_schedule=1000)
     )
-    while restarted.ticker.scan().registered:
+    while Ticker.of(restarted).scan().registered:
         pass
     restarted.projector.catch_up()
     for schedule_id in ids:

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
+from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from cronledger.services import Services, open_services
 from tests.e2e.test_directory_http import account, assert_problem
 from tests.e2e.test_schedules_http import body, definition  # noqa: F401 (fixtures)
 from tests.support import Api, FakeClock
+from tick.worker import Worker
 
 
 @pytest.fixture
@@ -35,15 +36,15 @@ def test_a_run_fails_while_the_initiator_is_inactive_then_succeeds(
 ) -> None:
     run = admin.post(f"{schedule_path}/run", {"request_id": "ops-1"}).json
     assert admin.post("/api/accounts/ann/deactivate").status_code == 200
-    services.worker.poll()
+    Worker.of(services).poll()
     clock.advance(1)
-    services.worker.poll()
+    Worker.of(services).poll()
     waiting = admin.get(f"{schedule_path}/runs/{run['id']}").json
     assert (waiting["status"], waiting["attempt_count"]) == ("RETRY_WAIT", 2)
     assert waiting["next_attempt_at"] == "2026-10-01T09:00:03Z"
     assert admin.post("/api/accounts/ann/activate").status_code == 200
     clock.advance(2)
-    services.worker.poll()
+    Worker.of(services).poll()
 
     detail = admin.get(f"{schedule_path}/runs/{run['id']}").json
     assert (detail["status"], detail["attempt_count"]) == ("SUCCEEDED", 3)
@@ -73,10 +74,10 @@ def test_cancel_and_retry_follow_the_run_states(
     assert_problem(stale, 409, "VERSION_CONFLICT")
     cancelled = admin.post(f"{path}/cancel", {"version": run["version"]})
     assert (cancelled.status_code, cancelled.json["status"]) == (202, "CANCELLED")
-    assert services.worker.poll().claimed == 0
+    assert Worker.of(services).poll().claimed == 0
     retried = admin.post(f"{path}/retry")
     assert (retried.status_code, retried.json["status"]) == (202, "PENDING")
-    services.worker.poll()
+    Worker.of(services).poll()
     assert admin.get(path).json["status"] == "SUCCEEDED"
     assert_problem(admin.post(f"{path}/cancel"), 409, "INVALID_STATE")
 

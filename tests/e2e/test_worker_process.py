@@ -5,11 +5,13 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
+from cronledger.application.directory import DefinitionFields
+from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from cronledger.directory import DefinitionFields
-from cronledger.services import Services, open_services
 from tests.e2e.test_cli_and_server import killed_mid_work
 from tests.support import FakeClock
+from tick.ticker import Ticker
+from tick.worker import Worker
 
 HOURLY = {"kind": "cron", "expression": "0 * * * *"}
 SCHEDULES = 20
@@ -36,14 +38,14 @@ def test_sigkill_mid_batch_then_restart_launches_each_run_once(store_url: str) -
         }
         services.schedules.create(root, services.schedules.settings_from(body), True)
     services.ledger.clock = lambda: datetime.now(UTC)
-    while services.ticker.scan().registered:
+    while Ticker.of(services).scan().registered:
         pass
     killed_mid_work(store_url, "worker", 0.5, CRONLEDGER_LEASE_SECONDS="1")
 
     restarted = open_services(Settings(database_url=store_url, lease_seconds=1))
     deadline = time.monotonic() + 60
     while _unfinished(restarted) and time.monotonic() < deadline:
-        restarted.worker.drain()
+        Worker.of(restarted).drain()
         time.sleep(0.2)  # a lease the killed worker held runs out
     runs = restarted.store.query("SELECT status, instance_id FROM runs")
     assert len(runs) >= SCHEDULES * 24

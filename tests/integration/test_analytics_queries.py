@@ -42,17 +42,18 @@ from uuid import UUID
 
 import pytest
 
+from cronledger.application.directory import DefinitionFields
+from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from cronledger.directory import DefinitionFields
-from cronledger.services import Services, open_services
-from cronledger.store import as_instant
-from cronledger.worker import WorkReport
+from cronledger.persistence.store import as_instant
 from domain.approvals import Command, approval_uuid
 from domain.directory import Principal
 from domain.runs import run_uuid
 from projections.catalog import all_projections
 from tests.conftest import fresh_postgres_url
 from tests.support import FakeClock
+from tick.ticker import Ticker
+from tick.worker import Worker, WorkReport
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "analytics.md"
 QUERY = re.compile(
@@ -180,7 +181,7 @@ def data(store_url: str) -> Iterator[DataSet]:
 
 
 def build(services: Services, clock: FakeClock) -> DataSet:
-    directory, approvals, worker = services.directory, services.approvals, services.worker
+    directory, approvals, worker = services.directory, services.approvals, Worker.of(services)
     root = directory.authenticate(directory.bootstrap("acme", "root").token)
     assert root is not None
     tenant = root.tenant_id
@@ -241,7 +242,7 @@ def build(services: Services, clock: FakeClock) -> DataSet:
 
     def tick(now: datetime, registered: int) -> None:
         clock.now = now
-        assert services.ticker.scan().registered == registered
+        assert Ticker.of(services).scan().registered == registered
 
     def poll(now: datetime, **expected: int) -> None:
         clock.now = now

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cronledger.approvals import CommandResult, Submission
-from cronledger.directory import DefinitionFields
-from cronledger.services import Services
+from cronledger.application.approvals import CommandResult, Submission
+from cronledger.application.directory import DefinitionFields
+from cronledger.application.services import Services
 from domain.approvals import APPROVE, WITHDRAW, Command
 from domain.directory import Principal
 from tests.support import FakeClock

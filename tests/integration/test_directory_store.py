@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from cronledger.services import Services, open_services
 from domain.directory import SYSTEM_ACTOR, Principal, account_uuid, tenant_uuid
 from domain.errors import InvalidState, NotFound, ValidationFailed
 from tests.support import FakeClock
@@ -74,7 +74,7 @@ def test_same_account_id_in_two_tenants_are_two_accounts(services: Services) -> 
 
 
 def test_another_tenants_definition_is_not_found(services: Services) -> None:
-    from cronledger.directory import DefinitionFields
+    from cronledger.application.directory import DefinitionFields
 
     acme, globex = acting_admin(services, "acme"), acting_admin(services, "globex")
     fields = DefinitionFields("Daily", False, 3600, [])
@@ -167,6 +167,6 @@ def test_awkward_text_round_trips_through_the_store(services: Services) -> None:
     services.directory.create_account(root, "odd", awkward, ["requester"])
     assert services.directory.account(root.tenant_id, "odd").name == awkward
     if services.store.kind == "postgresql":
-        from cronledger.recorders import BinaryAppendRecorder
+        from cronledger.persistence.recorders import BinaryAppendRecorder
 
         assert isinstance(services.ledger.recorder, BinaryAppendRecorder)

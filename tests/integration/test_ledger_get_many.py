@@ -10,9 +10,9 @@ from uuid import UUID, uuid4
 import pytest
 from eventsourcing.domain import Aggregate
 
-from cronledger.ledger import Ledger
-from cronledger.services import Services
-from cronledger.store import Store
+from cronledger.application.services import Services
+from cronledger.persistence.ledger import Ledger
+from cronledger.persistence.store import Store
 from domain.directory import Account, TenantRegistry, account_uuid, tenant_uuid
 from tests.support import FakeClock
 

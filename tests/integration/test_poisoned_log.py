@@ -18,11 +18,13 @@ import pytest
 from eventsourcing.persistence import StoredEvent
 from flask.testing import FlaskClient
 
+from cronledger.application.services import Services, open_services
+from cronledger.application.stream import EventStream, StreamedEvent
 from cronledger.config import Settings
-from cronledger.services import Services, open_services
-from cronledger.stream import EventStream, StreamedEvent
 from tests.e2e.test_event_stream import FakeTime, principal_of
 from tests.support import Api, FakeClock
+from tick.ticker import Ticker
+from tick.worker import Worker
 from web import create_app
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -112,8 +114,8 @@ def test_commands_repeated_after_the_upgrade_are_recognised(upgraded: Services) 
 
 def test_the_loops_run_on_the_upgraded_store(upgraded: Services, clock: FakeClock) -> None:
     clock.advance(86400)
-    upgraded.ticker.scan()
-    upgraded.worker.poll()
+    Ticker.of(upgraded).scan()
+    Worker.of(upgraded).poll()
     upgraded.approvals.sweep()
     assert upgraded.projector.lag() == 0
 
@@ -145,8 +147,8 @@ def test_an_event_no_reader_can_decode_is_recorded_skipped_and_alerted(
         ("Undecodable", "domain.approvals:ApprovalInstance.Submitted"),
     ]
     assert services.ledger.get_many([lost]) == {}
-    services.ticker.scan()
-    services.worker.poll()
+    Ticker.of(services).scan()
+    Worker.of(services).poll()
     services.approvals.sweep()
     assert services.audit.replay(lambda _: None) == []
 

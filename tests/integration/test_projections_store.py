@@ -8,13 +8,15 @@ from uuid import UUID
 
 import pytest
 
-from cronledger.services import Services
+from cronledger.application.services import Services
 from domain.approvals import Command
 from projections.catalog import all_projections, projection_named
 from projections.maintenance import rebuild, replay
 from tests.conftest import Opener
 from tests.integration.test_worker_store import T0, World
 from tests.support import FakeClock
+from tick.ticker import Ticker
+from tick.worker import Worker
 
 
 @pytest.fixture
@@ -30,12 +32,12 @@ def busy(open_with: Opener) -> World:
     services.schedules.update(world.root, world.schedule, settings, True, schedule.revision)
     for _ in range(6):
         clock.advance(600)
-        services.ticker.scan()
-        services.worker.drain()
+        Ticker.of(services).scan()
+        Worker.of(services).drain()
     world.run_now("manual-1")
     world.set_ann_active(False)
     for _ in range(3):
-        services.worker.drain()
+        Worker.of(services).drain()
         clock.advance(2)
     world.set_ann_active(True)
     instances = world.instances()
@@ -99,8 +101,8 @@ def test_rebuild_restores_an_altered_table_and_resumes_from_its_position(busy: W
     rebuild(services.ledger, [projection_named("runs")], lambda _: None)
     assert differences(services) == []
     busy.clock.advance(600)
-    services.ticker.scan()
-    services.worker.drain()
+    Ticker.of(services).scan()
+    Worker.of(services).drain()
     services.projector.catch_up()
     assert differences(services) == []
 
@@ -193,7 +195,7 @@ def test_a_read_model_an_older_version_made_is_rebuilt_at_start(
     reopened = open_with(busy.clock)
     assert reopened.projector.outdated() == []
     assert differences(reopened) == []
-    assert reopened.worker.poll() is not None  # its scan reads the rebuilt columns
+    assert Worker.of(reopened).poll() is not None  # its scan reads the rebuilt columns
 
 
 def test_the_daily_rollup_counts_a_run_once_while_it_lies_in_the_dead_letter(
@@ -211,11 +213,11 @@ def test_the_daily_rollup_counts_a_run_once_while_it_lies_in_the_dead_letter(
         return tuple(row[0])  # type: ignore[return-value]
 
     for _ in range(2):  # dead-lettered, retried by hand, dead-lettered again
-        services.worker.drain()
+        Worker.of(services).drain()
         assert daily() == (1, 0, 1)
         services.runs.retry(world.root, UUID(world.schedule), run_id, None)
         assert daily() == (1, 0, 0)
     world.set_ann_active(True)
-    services.worker.drain()
+    Worker.of(services).drain()
     assert daily() == (1, 1, 0)
     assert differences(services) == []

@@ -7,11 +7,12 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from cronledger.ledger import Ledger
+from cronledger.persistence.ledger import Ledger
 from tests.conftest import Opener
 from tests.integration.test_projections_store import busy  # noqa: F401
 from tests.integration.test_worker_store import T0, World
 from tests.support import FakeClock
+from tick.ticker import Ticker
 
 
 def every_aggregate_id(ledger: Ledger) -> list[UUID]:
@@ -57,7 +58,7 @@ def test_a_schedule_keeps_ticking_past_its_snapshot_interval(open_with: Opener) 
     services.schedules.set_enabled(world.root, world.schedule, True, None)
     for _ in range(60):  # more events than the snapshotting interval (50)
         clock.advance(60)
-        services.ticker.scan()
+        Ticker.of(services).scan()
     services.projector.catch_up()
     assert services.store.query("SELECT COUNT(*) FROM runs")[0][0] == 60
     schedule = services.schedules.schedule(world.root.tenant_id, world.schedule)

@@ -10,13 +10,14 @@ from uuid import UUID
 
 import pytest
 
-from cronledger.directory import DefinitionFields
-from cronledger.services import Services
-from cronledger.store import as_instant
+from cronledger.application.directory import DefinitionFields
+from cronledger.application.services import Services
+from cronledger.persistence.store import as_instant
 from domain.directory import Principal
 from domain.triggers import fire_times, load_zone, parse_trigger
 from tests.conftest import Opener
 from tests.support import FakeClock
+from tick.ticker import Ticker
 
 T0 = datetime(2026, 10, 1, 0, 0, 30, tzinfo=UTC)
 
@@ -87,7 +88,7 @@ def test_three_hours_down_catches_up_in_bounded_rounds_without_starving_others(
         clock.advance(60)
         rounds += 1
         before = len(planned(services, fresh))
-        report = services.ticker.scan()
+        report = Ticker.of(services).scan()
         assert report.registered <= 100
         assert len(planned(services, fresh)) == before + 1, "the fresh schedule missed a round"
         if services.schedules.view(root.tenant_id, backlog).next_fire_at > clock.now:
@@ -106,7 +107,7 @@ def test_skip_records_one_summary_and_moves_to_the_future(
     services, clock, root, definition_id = world
     skipping = schedule(services, root, definition_id, "* * * * *", misfire_policy="skip")
     clock.advance(3 * 3600)
-    services.ticker.scan()
+    Ticker.of(services).scan()
     runs = runs_of(services, skipping)
     assert [(r.status, r.skipped_count) for r in runs] == [("SKIPPED_MISSED", 180)]
     assert (runs[0].planned_at, runs[0].missed_until) == (
@@ -125,7 +126,7 @@ def test_once_registers_the_newest_and_summarises_the_rest(
     services, clock, root, definition_id = world
     once = schedule(services, root, definition_id, "* * * * *", misfire_policy="once")
     clock.advance(3 * 3600)
-    services.ticker.scan()
+    Ticker.of(services).scan()
     runs = runs_of(services, once)
     assert [(r.status, r.skipped_count, r.planned_at.hour, r.planned_at.minute) for r in runs] == [
         ("PENDING", 0, 3, 0),
@@ -155,7 +156,7 @@ def test_renaming_a_due_schedule_does_not_delay_its_cycle(
     clock.advance(3600)
     settings = services.schedules.schedule(root.tenant_id, hourly).settings
     services.schedules.update(root, hourly, replace(settings, name="renamed"), True, 1)
-    services.ticker.scan()
+    Ticker.of(services).scan()
     assert planned(services, hourly) == [datetime(2026, 10, 1, 1, 0, tzinfo=UTC)]
     assert runs_of(services, hourly)[0].title == "Check 2026-10-01 01:00"
 
@@ -166,9 +167,9 @@ def test_enabling_after_a_week_disabled_registers_nothing_for_that_week(
     services, clock, root, definition_id = world
     hourly = schedule(services, root, definition_id, "0 * * * *", enabled=False)
     clock.advance(7 * 24 * 3600)
-    services.ticker.scan()
+    Ticker.of(services).scan()
     enabled = services.schedules.set_enabled(root, hourly, True, None)
-    services.ticker.scan()
+    Ticker.of(services).scan()
     assert planned(services, hourly) == []
     assert enabled.next_fire_at == T0.replace(second=0) + timedelta(days=7, hours=1)
 
@@ -179,10 +180,10 @@ def test_disabling_keeps_registered_cycles_and_stops_planning(
     services, clock, root, definition_id = world
     hourly = schedule(services, root, definition_id, "0 * * * *")
     clock.advance(3600 + 60)
-    services.ticker.scan()
+    Ticker.of(services).scan()
     services.schedules.set_enabled(root, hourly, False, None)
     clock.advance(5 * 3600)
-    services.ticker.scan()
+    Ticker.of(services).scan()
     assert len(planned(services, hourly)) == 1
 
 
@@ -234,8 +235,8 @@ def test_two_tick_processes_with_skewed_clocks_register_each_cycle_once(
         for tick_clock in clocks:
             tick_clock.advance(600)
         with ThreadPoolExecutor(max_workers=2) as pool:
-            list(pool.map(lambda t: t.ticker.scan(), ticks))
-    while any(t.ticker.scan().registered for t in ticks):
+            list(pool.map(lambda t: Ticker.of(t).scan(), ticks))
+    while any(Ticker.of(t).scan().registered for t in ticks):
         pass
     services.projector.catch_up()
     end = clocks[0].now
@@ -270,9 +271,9 @@ def test_the_tick_uses_a_schedule_edited_since_its_last_scan(
     hourly = schedule(services, root, definition_id, "0 * * * *")
     tick = open_with(clock)  # a separate tick process, with its own copies of schedules
     clock.advance(3600)
-    tick.ticker.scan()
+    Ticker.of(tick).scan()
     settings = services.schedules.schedule(root.tenant_id, hourly).settings
     services.schedules.update(root, hourly, replace(settings, title_template="Edited"), True, 1)
     clock.advance(3600)
-    tick.ticker.scan()
+    Ticker.of(tick).scan()
     assert [r.title for r in runs_of(services, hourly)] == ["Edited", "Check 2026-10-01 01:00"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from cronledger.services import Services
-from cronledger.wakeup import AppendWakeup
+from cronledger.application.services import Services
+from cronledger.persistence.wakeup import AppendWakeup
 
 LONG = 30.0  # a wait that would outlast the test if nothing ended it
 

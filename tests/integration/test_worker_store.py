@@ -10,15 +10,15 @@ from uuid import UUID
 
 import pytest
 
-from cronledger.directory import DefinitionFields
-from cronledger.recorders import AggregatesMoved
-from cronledger.services import Services
-from cronledger.worker import Claim, WorkReport
+from cronledger.application.directory import DefinitionFields
+from cronledger.application.services import Services
+from cronledger.persistence.recorders import AggregatesMoved
 from domain.approvals import ApprovalInstance
 from domain.directory import Principal
 from domain.runs import Run
 from tests.conftest import Opener
 from tests.support import FakeClock
+from tick.worker import Claim, Worker, WorkReport
 
 T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
 RACING_RUNS = 80
@@ -84,7 +84,7 @@ def seconds_after(start: datetime, instants: list[Any]) -> list[float]:
 
 def test_a_launch_creates_the_instance_on_the_initiators_behalf(world: World) -> None:
     run_id = world.run_now()
-    assert world.services.worker.poll() == WorkReport(claimed=1, succeeded=1)
+    assert Worker.of(world.services).poll() == WorkReport(claimed=1, succeeded=1)
     run = world.run(run_id)
     (instance,) = world.instances()
     assert (run.status, run.instance_id) == ("SUCCEEDED", str(instance.id))
@@ -97,7 +97,7 @@ def test_a_launch_creates_the_instance_on_the_initiators_behalf(world: World) ->
     assert instance.origin is not None
     assert instance.origin["source"] == "schedule"
     assert (instance.origin["schedule_id"], instance.origin["run_id"]) == (world.schedule, run_id)
-    assert world.services.worker.poll() == WorkReport()
+    assert Worker.of(world.services).poll() == WorkReport()
 
 
 def test_always_failing_launch_dead_letters_and_a_restart_keeps_the_count(
@@ -108,12 +108,12 @@ def test_always_failing_launch_dead_letters_and_a_restart_keeps_the_count(
     services = world.services
     for step in (0, 30, 60):
         world.clock.advance(step)
-        assert services.worker.poll().failed == 1
+        assert Worker.of(services).poll().failed == 1
     services.close()
     restarted = open_with(world.clock)  # a new process: new worker name, same store
     for step in (120, 240, 480, 10_000):
         world.clock.advance(step)
-        restarted.worker.poll()
+        Worker.of(restarted).poll()
     run = world.run(run_id, restarted)
     starts = seconds_after(T0, [a["started_at"] for a in run.attempts])
     assert starts == [0, 30, 90, 210, 450]
@@ -123,7 +123,7 @@ def test_always_failing_launch_dead_letters_and_a_restart_keeps_the_count(
     world.services = restarted
     world.set_ann_active(True)
     restarted.runs.retry(world.root, UUID(world.schedule), run_id, None)
-    assert restarted.worker.poll().succeeded == 1
+    assert Worker.of(restarted).poll().succeeded == 1
     (instance,) = world.instances()
     assert instance.origin is not None
     assert instance.origin["run_id"] == run_id
@@ -133,7 +133,7 @@ def test_always_failing_launch_dead_letters_and_a_restart_keeps_the_count(
 def test_a_launch_waits_while_the_initiator_may_not_submit(world: World) -> None:
     run_id = world.run_now()
     world.set_ann_roles(["auditor"])  # after the schedule was saved and the run registered
-    assert world.services.worker.poll().failed == 1
+    assert Worker.of(world.services).poll().failed == 1
     run = world.run(run_id)
     assert (run.status, run.last_error and run.last_error["code"]) == (
         "RETRY_WAIT",
@@ -141,7 +141,7 @@ def test_a_launch_waits_while_the_initiator_may_not_submit(world: World) -> None
     )
     world.set_ann_roles(["requester"])
     world.clock.advance(30)
-    assert world.services.worker.poll().succeeded == 1
+    assert Worker.of(world.services).poll().succeeded == 1
     (instance,) = world.instances()
     assert instance.origin is not None
     assert (instance.applicant_id, instance.origin["saved_by"]) == ("ann", "root")
@@ -151,10 +151,10 @@ def test_a_worker_that_lost_its_lease_cannot_record_an_outcome(
     open_with: Opener, world: World
 ) -> None:
     run_id = world.run_now()
-    paused = open_with(world.clock, lease_seconds=60).worker
+    paused = Worker.of(open_with(world.clock, lease_seconds=60))
     (claim,) = paused._claim(paused._due(), WorkReport())  # then it stops (SIGSTOP)
     world.clock.advance(61)
-    assert world.services.worker.poll().succeeded == 1
+    assert Worker.of(world.services).poll().succeeded == 1
     late = WorkReport()
     paused._launch([claim], late)  # it resumes
     assert late == WorkReport(rejected=1)
@@ -170,11 +170,11 @@ def test_a_crash_after_claiming_is_recovered_after_the_lease(
     open_with: Opener, world: World
 ) -> None:
     run_id = world.run_now()
-    crashed = open_with(world.clock).worker
+    crashed = Worker.of(open_with(world.clock))
     crashed._claim(crashed._due(), WorkReport())  # kill -9 before launching
-    assert world.services.worker.poll() == WorkReport()  # the lease still holds
+    assert Worker.of(world.services).poll() == WorkReport()  # the lease still holds
     world.clock.advance(60)
-    assert world.services.worker.poll().succeeded == 1
+    assert Worker.of(world.services).poll().succeeded == 1
     assert world.run(run_id).status == "SUCCEEDED"
     assert len(world.instances()) == 1
 
@@ -184,10 +184,10 @@ def test_a_crash_holding_a_schedules_every_slot_is_recovered(
 ) -> None:
     for n in range(4):
         world.run_now(f"r{n}")
-    crashed = open_with(world.clock).worker
+    crashed = Worker.of(open_with(world.clock))
     assert len(crashed._claim(crashed._due(), WorkReport())) == 4  # then kill -9
     world.clock.advance(60)
-    assert world.services.worker.poll().succeeded == 4
+    assert Worker.of(world.services).poll().succeeded == 4
     assert len(world.instances()) == 4
 
 
@@ -198,14 +198,14 @@ def test_an_instance_whose_attempt_outcome_was_lost_is_reused(world: World) -> N
         world.root.tenant_id, world.definition
     )
     world.services.ledger.save(run.approval(definition, T0))  # committed, outcome never was
-    assert world.services.worker.poll().succeeded == 1
+    assert Worker.of(world.services).poll().succeeded == 1
     (instance,) = world.instances()
     assert world.run(run_id).instance_id == str(instance.id)
 
 
 def test_two_workers_never_launch_one_run_twice(open_with: Opener, world: World) -> None:
     run_ids = [world.run_now(f"r{n}") for n in range(12)]
-    workers = [open_with(world.clock).worker for _ in range(3)]
+    workers = [Worker.of(open_with(world.clock)) for _ in range(3)]
     threads = [threading.Thread(target=w.drain) for w in workers]
     for thread in threads:
         thread.start()
@@ -222,7 +222,7 @@ def test_no_instance_is_created_after_the_initiators_deactivation(
 ) -> None:
     for n in range(RACING_RUNS):
         world.run_now(f"r{n}")
-    workers = [open_with(world.clock, worker_concurrency=2).worker for _ in range(2)]
+    workers = [Worker.of(open_with(world.clock, worker_concurrency=2)) for _ in range(2)]
     threads = [threading.Thread(target=w.drain) for w in workers]
     for thread in threads:
         thread.start()
@@ -251,10 +251,10 @@ def test_overlap_skip_records_skipped_overlap_while_an_instance_is_in_review(
     clock = FakeClock(T0)
     world = World(open_with(clock), clock, overlap_policy="skip")
     first = world.run_now("r1")
-    world.services.worker.poll()
+    Worker.of(world.services).poll()
     clock.advance(1)
     second = world.run_now("r2")
-    assert world.services.worker.poll() == WorkReport(skipped=1)
+    assert Worker.of(world.services).poll() == WorkReport(skipped=1)
     assert world.run(first).status == "SUCCEEDED"
     assert world.run(second).status == "SKIPPED_OVERLAP"
     assert len(world.instances()) == 1
@@ -265,7 +265,7 @@ def test_at_most_four_attempts_of_one_schedule_at_once(open_with: Opener) -> Non
     world = World(open_with(clock), clock)
     for n in range(6):
         world.run_now(f"r{n}")
-    worker = world.services.worker
+    worker = Worker.of(world.services)
     claims = worker._claim(worker._due(), WorkReport())
     assert len(claims) == 4
     assert all(isinstance(c, Claim) for c in claims)
@@ -290,7 +290,7 @@ def test_a_deactivation_between_the_checks_and_the_commit_fails_the_launch(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run_id = world.run_now()
-    worker = world.services.worker
+    worker = Worker.of(world.services)
     read = worker._launch_inputs
     deactivated: list[bool] = []
 

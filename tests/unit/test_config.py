@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cronledger.config import ConfigError, Settings
-from cronledger.store import Store
+from cronledger.persistence.store import Store
 from web.api import flatten
 
 

@@ -8,7 +8,7 @@ from uuid import UUID
 
 import pytest
 
-from cronledger.transcoding import LogTranscoder
+from cronledger.persistence.transcoding import LogTranscoder
 from domain.approvals import Command
 from domain.errors import ValidationFailed
 from domain.values import (

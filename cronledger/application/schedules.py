@@ -10,11 +10,11 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
+from cronledger.application.directory import Directory, Page
+from cronledger.application.runs import Runs, RunView
 from cronledger.config import Settings
-from cronledger.directory import Directory, Page
-from cronledger.ledger import Ledger, TimelineEntry
-from cronledger.runs import Runs, RunView
-from cronledger.store import as_instant, tenant_scope
+from cronledger.persistence.ledger import Ledger, TimelineEntry
+from cronledger.persistence.store import as_instant, tenant_scope
 from domain.directory import Principal, check_expected_version
 from domain.errors import InFlight, NotFound, ValidationFailed
 from domain.runs import MISSED_GRACE, RunPolicy, manual_run_uuid

@@ -22,15 +22,16 @@ from uuid import UUID, uuid4
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
+from cronledger.application.schedules import run_policy
+from cronledger.application.services import Services
 from cronledger.config import Settings
-from cronledger.ledger import Ledger
-from cronledger.schedules import run_policy
+from cronledger.persistence.ledger import Ledger
 from domain.approvals import WAITING_REVIEW
 from domain.directory import Account, Definition, account_uuid
 from domain.runs import RUNNING, UNFINISHED, LaunchFailed, Run, checked_launch
 from projections.engine import Projector
 
-log = logging.getLogger("cronledger.worker")
+log = logging.getLogger("tick.worker")
 A = TypeVar("A", bound=Aggregate)
 LaunchInputs = tuple[Account | None, Definition | None, Account | None]
 DUE_READ_FACTOR = 4  # due runs read per free slot, so that busy schedules can be passed over
@@ -54,6 +55,10 @@ class WorkReport:
 
 
 class Worker:
+    @classmethod
+    def of(cls, services: Services, name: str | None = None) -> Worker:
+        return cls(services.ledger, services.projector, services.settings, name)
+
     def __init__(
         self, ledger: Ledger, projector: Projector, settings: Settings, name: str | None = None
     ) -> None:

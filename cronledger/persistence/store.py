@@ -101,7 +101,9 @@ class Store:
                 "PERSISTENCE_MODULE": "eventsourcing.sqlite",
                 "SQLITE_DBNAME": self.sqlite_path,
                 "SQLITE_LOCK_TIMEOUT": "10",
-                "APPLICATION_RECORDER_TOPIC": "cronledger.recorders:CheckingSQLiteRecorder",
+                "APPLICATION_RECORDER_TOPIC": (
+                    "cronledger.persistence.recorders:CheckingSQLiteRecorder"
+                ),
             }
         pg = self.postgres
         return {
@@ -114,7 +116,7 @@ class Store:
             "POSTGRES_SCHEMA": self.schema,
             "POSTGRES_CONNECT_TIMEOUT": "5",
             "POSTGRES_POOL_SIZE": "10",
-            "APPLICATION_RECORDER_TOPIC": "cronledger.recorders:BinaryAppendRecorder",
+            "APPLICATION_RECORDER_TOPIC": "cronledger.persistence.recorders:BinaryAppendRecorder",
         }
 
     @contextmanager

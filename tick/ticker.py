@@ -10,9 +10,10 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
+from cronledger.application.schedules import run_policy
+from cronledger.application.services import Services
 from cronledger.config import Settings
-from cronledger.ledger import Ledger
-from cronledger.schedules import run_policy
+from cronledger.persistence.ledger import Ledger
 from domain.runs import Run
 from domain.schedules import Schedule
 from projections.engine import Projector
@@ -33,6 +34,10 @@ class ScanReport:
 
 
 class Ticker:
+    @classmethod
+    def of(cls, services: Services) -> Ticker:
+        return cls(services.ledger, services.projector, services.settings)
+
     def __init__(
         self,
         ledger: Ledger,

@@ -7,22 +7,20 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from cronledger.approvals import Approvals
-from cronledger.audit import Audit
+from cronledger.application.approvals import Approvals
+from cronledger.application.audit import Audit
+from cronledger.application.directory import Directory
+from cronledger.application.runs import Runs
+from cronledger.application.schedules import Schedules
 from cronledger.clock import Clock, system_clock
 from cronledger.config import Settings
-from cronledger.directory import Directory
-from cronledger.ledger import Ledger
-from cronledger.runs import Runs
-from cronledger.schedules import Schedules
-from cronledger.store import Store
-from cronledger.ticker import Ticker
-from cronledger.worker import Worker
+from cronledger.persistence.ledger import Ledger
+from cronledger.persistence.store import Store
 from projections.catalog import all_projections
 from projections.engine import Projector
 from projections.maintenance import rebuild
 
-log = logging.getLogger("cronledger.services")
+log = logging.getLogger("cronledger.application.services")
 
 
 @dataclass
@@ -34,8 +32,6 @@ class Services:
     audit: Audit
     schedules: Schedules
     runs: Runs
-    ticker: Ticker
-    worker: Worker
     approvals: Approvals
 
     @property
@@ -77,8 +73,6 @@ def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
         audit=Audit(ledger, directory, projector),
         schedules=Schedules(ledger, directory, runs, settings),
         runs=runs,
-        ticker=Ticker(ledger, projector, settings),
-        worker=Worker(ledger, projector, settings),
         approvals=Approvals(ledger, directory, projector),
     )
 

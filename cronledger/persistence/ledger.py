@@ -19,8 +19,8 @@ from eventsourcing.persistence import IntegrityError, Recording, StoredEvent, Tr
 from eventsourcing.utils import Environment, EnvType
 
 from cronledger.clock import Clock
-from cronledger.store import Store
-from cronledger.transcoding import LogTranscoder
+from cronledger.persistence.store import Store
+from cronledger.persistence.transcoding import LogTranscoder
 from domain.approvals import ApprovalInstance
 from domain.directory import Account, Definition, Tenant
 from domain.errors import DomainError, NotFound
@@ -34,7 +34,7 @@ ENVELOPE = frozenset({"originator_id", "originator_version", "timestamp", "origi
 NAMED = ("at", "actor", "command_id", "outcome", "reason")
 GET_MANY_CHUNK = 500
 UNDECODABLE = "Undecodable"
-log = logging.getLogger("cronledger.ledger")
+log = logging.getLogger("cronledger.persistence.ledger")
 
 
 @dataclass(frozen=True)

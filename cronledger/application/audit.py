@@ -10,8 +10,8 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import Notification
 
-from cronledger.directory import Directory
-from cronledger.ledger import Ledger, TimelineEntry, jsonable
+from cronledger.application.directory import Directory
+from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
 from domain.directory import account_uuid, tenant_uuid
 from domain.errors import InvalidState, NotFound
 from projections.catalog import all_projections

@@ -14,7 +14,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from cronledger.services import Services
+from cronledger.application.services import Services
 
 LAG_BUCKETS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
 BACKLOG_GAUGES = {

@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from cronledger.directory import Page
-from cronledger.ledger import Ledger, jsonable
-from cronledger.store import as_instant, tenant_scope
+from cronledger.application.directory import Page
+from cronledger.persistence.ledger import Ledger, jsonable
+from cronledger.persistence.store import as_instant, tenant_scope
 from domain.directory import Principal, check_expected_version
 from domain.errors import NotFound
 from domain.runs import DEAD_LETTER, PENDING, RETRY_WAIT, UNFINISHED, Run

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 from uuid import UUID, uuid4
 
-from cronledger.ledger import Ledger, jsonable
+from cronledger.persistence.ledger import Ledger, jsonable
 from domain.directory import (
     ADMIN_ROLE,
     SYSTEM_ACTOR,

@@ -10,9 +10,9 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
-from cronledger.directory import Directory, Page
-from cronledger.ledger import Ledger, TimelineEntry, jsonable
-from cronledger.store import as_instant, tenant_scope
+from cronledger.application.directory import Directory, Page
+from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
+from cronledger.persistence.store import as_instant, tenant_scope
 from domain.approvals import (
     SWEEP,
     WAITING_REVIEW,

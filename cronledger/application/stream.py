@@ -22,7 +22,7 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate, DomainEventProtocol
 from eventsourcing.persistence import Notification
 
-from cronledger.ledger import Ledger, TimelineEntry, Undecodable, timeline_entry
+from cronledger.persistence.ledger import Ledger, TimelineEntry, Undecodable, timeline_entry
 from domain.approvals import ApprovalInstance
 from domain.directory import Account, Definition, Principal, Tenant
 from domain.permissions import APPROVAL_LIST, AUDIT_READ, DIRECTORY_MANAGE, SCHEDULE_LIST

@@ -10,9 +10,9 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from cronledger.ledger import Ledger
+from cronledger.persistence.ledger import Ledger
 
-log = logging.getLogger("cronledger.wakeup")
+log = logging.getLogger("cronledger.persistence.wakeup")
 
 
 class AppendWakeup:

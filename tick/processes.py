@@ -1,0 +1,44 @@
+"""The background processes, each a loop over one service: tick, worker, sweeper, projections."""
+
+from __future__ import annotations
+
+import threading
+
+from cronledger.application.services import Services
+from cronledger.persistence.wakeup import AppendWakeup
+from tick.loops import Loop
+from tick.ticker import Ticker
+from tick.worker import Worker
+
+
+def tick_loop(services: Services) -> Loop:
+    """Registers every due cycle, every CRONLEDGER_TICK_SECONDS."""
+    return Loop("tick", services.settings.tick_seconds, Ticker.of(services).scan)
+
+
+def worker_loop(services: Services, interval: float) -> Loop:
+    """Stopping it stops claiming; the attempts already claimed finish."""
+    worker = Worker.of(services)
+    return Loop("worker", interval, worker.drain, stop=worker.stopping)
+
+
+def sweeper_loop(services: Services, interval: float) -> Loop:
+    """Expires the instances whose deadline has come."""
+    return Loop("sweeper", interval, services.approvals.sweep)
+
+
+def projections_loop(services: Services, interval: float) -> Loop:
+    """On PostgreSQL it wakes on each append's NOTIFY, and polls every `interval` as well."""
+    stop = threading.Event()
+    wakeup = AppendWakeup(services.ledger, stop)
+    return Loop("projections", interval, services.projector.catch_up, stop, wakeup.wait)
+
+
+def every_loop(services: Services) -> list[Loop]:
+    """What `cronledger serve` runs beside the web API."""
+    return [
+        projections_loop(services, 1.0),
+        tick_loop(services),
+        worker_loop(services, 1.0),
+        sweeper_loop(services, 1.0),
+    ]
