@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 from bench._stores import empty_store
 from cronledger.application.services import Services, open_services
+from cronledger.clock import ManualClock
 from cronledger.config import Settings
 from domain.directory import Principal
 from domain.schedules import Schedule, ScheduleSettings
 from projections.catalog import all_projections
-from tests.support import FakeClock
 from tick.ticker import Ticker
 
 SCHEDULES = 1000
@@ -27,7 +27,7 @@ def run() -> list[str]:
 
 def _measure(kind: str) -> str:
     with empty_store(kind) as url:
-        clock = FakeClock(T0)
+        clock = ManualClock(T0)
         settings = Settings(database_url=url, catchup_per_scan=SCHEDULES)
         services = open_services(settings, clock)
         try:
@@ -46,7 +46,7 @@ def _measure(kind: str) -> str:
     )
 
 
-def _log(services: Services, clock: FakeClock) -> int:
+def _log(services: Services, clock: ManualClock) -> int:
     """SCHEDULES every-minute schedules ticked for MINUTES: a cycle and a plan step each."""
     token = services.directory.bootstrap("bench", "root").token
     root = services.directory.authenticate(token)

@@ -12,13 +12,13 @@ from eventsourcing.domain import Aggregate, event
 
 from bench._stores import empty_store
 from cronledger.application.services import Services, open_services
+from cronledger.clock import ManualClock
 from cronledger.config import Settings
 from cronledger.persistence.store import db_value
 from domain.directory import Principal
 from domain.runs import run_uuid
 from domain.schedules import Schedule, ScheduleSettings
 from domain.triggers import following_fire, load_zone, parse_trigger
-from tests.support import FakeClock
 from tick.ticker import Ticker
 
 CYCLES = 10_000
@@ -49,7 +49,7 @@ def _measure(kind: str) -> list[str]:
 
 def _tick_seconds(url: str) -> tuple[float, float]:
     """Day 1 at 09:00 with a fresh tick (loads every schedule), then day 2 at 09:00."""
-    clock = FakeClock(T0)
+    clock = ManualClock(T0)
     settings = Settings(database_url=url, catchup_per_scan=CYCLES, scan_budget_seconds=600)
     services = open_services(settings, clock)
     try:
@@ -72,7 +72,7 @@ def _register_all(ticker: Ticker) -> float:
     return time.perf_counter() - started
 
 
-def _schedules(services: Services, clock: FakeClock) -> None:
+def _schedules(services: Services, clock: ManualClock) -> None:
     """10,000 enabled daily schedules, written in big batches (set-up, not measured)."""
     token = services.directory.bootstrap("bench", "root").token
     root = services.directory.authenticate(token)

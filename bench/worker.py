@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 from bench._stores import empty_store
 from cronledger.application.directory import DefinitionFields
 from cronledger.application.services import Services, open_services
+from cronledger.clock import ManualClock
 from cronledger.config import Settings
 from domain.directory import Principal
 from domain.schedules import Schedule, ScheduleSettings
-from tests.support import FakeClock
 from tick.ticker import Ticker
 from tick.worker import Worker
 
@@ -27,7 +27,7 @@ def run() -> list[str]:
 
 def _measure(kind: str) -> str:
     with empty_store(kind) as url:
-        clock = FakeClock(T0)
+        clock = ManualClock(T0)
         services = open_services(Settings(database_url=url, catchup_per_scan=RUNS), clock)
         try:
             _due_runs(services, clock)
@@ -43,7 +43,7 @@ def _measure(kind: str) -> str:
     )
 
 
-def _due_runs(services: Services, clock: FakeClock) -> None:
+def _due_runs(services: Services, clock: ManualClock) -> None:
     """RUNS daily schedules, due together at 09:00 and registered by the tick (not measured)."""
     directory = services.directory
     root = directory.authenticate(directory.bootstrap("bench", "root").token)

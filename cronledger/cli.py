@@ -1,4 +1,4 @@
-"""The `cronledger` command line (CONTRACT §7)."""
+"""The `cronledger` command line (docs/configuration.md lists every command)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from cronledger.logs import configure_logging
 from cronledger.persistence.ledger import TimelineEntry, jsonable
 from cronledger.persistence.store import redacted_url
 from cronledger.printable import printable, printable_json
+from cronledger.version import installed_version
 from domain.errors import DomainError
 from projections.catalog import projection_named, rebuildable_projections
 from projections.maintenance import rebuild as rebuild_projections
@@ -53,6 +54,7 @@ def opened() -> Iterator[Services]:
 
 
 @click.group()
+@click.version_option(installed_version(), prog_name="cronledger", message="%(prog)s %(version)s")
 def main() -> None:
     """cronledger: scheduled approval workflows on an append-only event log."""
     configure_logging()

@@ -1,4 +1,4 @@
-"""Settings from the environment (CONTRACT §8), checked once at start-up."""
+"""Settings from the environment (docs/configuration.md), checked once at start-up."""
 
 from __future__ import annotations
 

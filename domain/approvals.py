@@ -12,18 +12,28 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.directory import NAMESPACE, self_approval_was_not_allowed
+from domain.directory import NAMESPACE, Definition, self_approval_was_not_allowed
 from domain.errors import DomainError, ValidationFailed
-from domain.values import FormData
+from domain.values import FormData, checked_form_data
 
 WAITING_REVIEW = "WAITING_REVIEW"
 APPROVED = "APPROVED"
 WITHDRAWN = "WITHDRAWN"
 EXPIRED = "EXPIRED"
 TERMINAL = frozenset({APPROVED, WITHDRAWN, EXPIRED})
-SELF_APPROVAL = "SELF_APPROVAL"
 MAX_EXTENSION = timedelta(days=30)
+MAX_DEADLINE_AHEAD = timedelta(days=366)
 
+# Outcomes of a command (stored on the log), besides the states it can lead to.
+SELF_APPROVAL = "SELF_APPROVAL"
+STALE_MATERIAL = "STALE_MATERIAL"
+EXTENDED = "EXTENDED"
+OBSERVED = "OBSERVED"
+NOT_DUE = "NOT_DUE"
+CONFLICT = "CONFLICT"
+LATE_OR_CONFLICT = "LATE_OR_CONFLICT"
+
+SUBMIT = "submit"
 APPROVE, WITHDRAW, EXTEND, SIGN, SWEEP = "approve", "withdraw", "extend-deadline", "sign", "sweep"
 
 
@@ -53,6 +63,50 @@ class Command:
     def fingerprint(self) -> str:
         canonical = json.dumps([self.kind, self.payload], sort_keys=True, default=_plain)
         return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What an applicant asks to start; a repeat of its command id must ask the same."""
+
+    command_id: str
+    definition_id: str
+    title: str
+    form_data: Mapping[str, Any]
+    material_version: int
+    review_deadline_at: datetime | None
+
+    @property
+    def fingerprint(self) -> str:
+        """What a repeat is compared with; instances keep it, so it must never change."""
+        payload = {
+            "definition_id": self.definition_id,
+            "title": self.title,
+            "form_data": self.form_data,
+            "material_version": self.material_version,
+            "review_deadline_at": self.review_deadline_at,
+        }
+        return Command(SUBMIT, None, payload).fingerprint
+
+    def check(self, now: datetime) -> None:
+        """A caller's own deadline lies within 366 days of now, and the form data is small."""
+        deadline = self.review_deadline_at
+        if deadline is not None and not now < deadline <= now + MAX_DEADLINE_AHEAD:
+            raise ValidationFailed.of(
+                "review_deadline_at", "must be after now and within 366 days of it"
+            )
+        checked_form_data(self.form_data)
+
+    def deadline(
+        self, review_window_seconds: int, now: datetime
+    ) -> tuple[datetime, dict[str, Any]]:
+        """The review deadline and how it was set: as asked, or the definition's window."""
+        if self.review_deadline_at is not None:
+            return self.review_deadline_at, {"source": "explicit"}
+        return now + timedelta(seconds=review_window_seconds), {
+            "source": "definition",
+            "review_window_seconds": review_window_seconds,
+        }
 
 
 @dataclass(frozen=True)
@@ -114,14 +168,14 @@ def decide(
     actor: str,
     parties: Parties,
 ) -> Decision:
-    """The one transition rule (CONTRACT §5), whatever the entry point."""
+    """The one transition rule (docs/approvals.md), whatever the entry point."""
     if state == WAITING_REVIEW and now >= deadline:
         reason = f"the review deadline {deadline.isoformat()} had passed at {now.isoformat()}"
         return Decision(EXPIRED, EXPIRED, command.kind == SWEEP, reason)
     if state in TERMINAL and command.kind == SWEEP:
-        return Decision("NOT_DUE", state, True, f"the instance is already {state}")
+        return Decision(NOT_DUE, state, True, f"the instance is already {state}")
     if state in TERMINAL:
-        outcome = "LATE_OR_CONFLICT" if command.kind == SIGN else "CONFLICT"
+        outcome = LATE_OR_CONFLICT if command.kind == SIGN else CONFLICT
         return Decision(outcome, state, False, f"the instance is already {state}")
     return _decide_waiting(material_version, command, parties.interest_of(actor))
 
@@ -133,15 +187,15 @@ def _decide_waiting(material_version: int, command: Command, interest: str | Non
         offered = command.payload["material_version"]
         if offered != material_version:
             reason = f"material version {offered} is not the current {material_version}"
-            return Decision("STALE_MATERIAL", WAITING_REVIEW, False, reason)
+            return Decision(STALE_MATERIAL, WAITING_REVIEW, False, reason)
         return Decision(APPROVED, APPROVED, True, "approved before the deadline")
     if command.kind == WITHDRAW:
         return Decision(WITHDRAWN, WITHDRAWN, True, "withdrawn before the deadline")
     if command.kind == EXTEND:
-        return Decision("EXTENDED", WAITING_REVIEW, True, command.payload["reason"])
+        return Decision(EXTENDED, WAITING_REVIEW, True, command.payload["reason"])
     if command.kind == SIGN:
-        return Decision("OBSERVED", WAITING_REVIEW, True, "callback recorded as an observation")
-    return Decision("NOT_DUE", WAITING_REVIEW, True, "the deadline has not come")
+        return Decision(OBSERVED, WAITING_REVIEW, True, "callback recorded as an observation")
+    return Decision(NOT_DUE, WAITING_REVIEW, True, "the deadline has not come")
 
 
 def check_new_deadline(current: datetime, new: datetime, now: datetime) -> None:
@@ -184,6 +238,35 @@ class ApprovalInstance(Aggregate):
         actor: str
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
+
+    @classmethod
+    def submit(
+        cls,
+        tenant_id: UUID,
+        applicant_id: str,
+        submission: Submission,
+        definition: Definition,
+        origin: dict[str, Any] | None,
+        at: datetime,
+    ) -> ApprovalInstance:
+        """A new instance, submitted by its applicant or by a run on the applicant's behalf."""
+        deadline, deadline_policy = submission.deadline(definition.review_window_seconds, at)
+        return cls(
+            tenant_id=tenant_id,
+            definition_id=submission.definition_id,
+            applicant_id=applicant_id,
+            title=submission.title,
+            form_data=FormData.of(submission.form_data),
+            material_version=submission.material_version,
+            review_deadline_at=deadline,
+            deadline_policy=deadline_policy,
+            origin=origin,
+            allow_self_approval=definition.allow_self_approval,
+            command_id=submission.command_id,
+            fingerprint=submission.fingerprint,
+            at=at,
+            actor=applicant_id,
+        )
 
     @event(Submitted)
     def __init__(
@@ -245,9 +328,9 @@ class ApprovalInstance(Aggregate):
             actor,
             self.parties,
         )
-        if decision.outcome == "EXTENDED":
+        if decision.outcome == EXTENDED:
             check_new_deadline(self.review_deadline_at, command.payload["new_deadline_at"], at)
-        if decision.outcome != "NOT_DUE":
+        if decision.outcome != NOT_DUE:
             self.trigger_event(
                 EVENT_OF_OUTCOME[decision.outcome],
                 command=command.kind,
@@ -317,7 +400,7 @@ class ApprovalInstance(Aggregate):
                     "command_id": handled.command_id,
                 }
             )
-        if handled.outcome == "EXTENDED":
+        if handled.outcome == EXTENDED:
             self.review_deadline_at = handled.payload["new_deadline_at"]
             self.deadline_policy = {"source": "extended", "reason": handled.reason}
         if state != self.state:
@@ -330,10 +413,10 @@ EVENT_OF_OUTCOME: dict[str, type[ApprovalInstance.CommandHandled]] = {
     APPROVED: ApprovalInstance.Approved,
     WITHDRAWN: ApprovalInstance.Withdrawn,
     EXPIRED: ApprovalInstance.Expired,
-    "EXTENDED": ApprovalInstance.DeadlineExtended,
-    "OBSERVED": ApprovalInstance.CallbackObserved,
-    "STALE_MATERIAL": ApprovalInstance.CommandRejected,
+    EXTENDED: ApprovalInstance.DeadlineExtended,
+    OBSERVED: ApprovalInstance.CallbackObserved,
+    STALE_MATERIAL: ApprovalInstance.CommandRejected,
     SELF_APPROVAL: ApprovalInstance.CommandRejected,
-    "CONFLICT": ApprovalInstance.CommandRejected,
-    "LATE_OR_CONFLICT": ApprovalInstance.CommandRejected,
+    CONFLICT: ApprovalInstance.CommandRejected,
+    LATE_OR_CONFLICT: ApprovalInstance.CommandRejected,
 }

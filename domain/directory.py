@@ -13,7 +13,7 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 from domain.errors import InvalidState, ValidationFailed, VersionConflict
-from domain.permissions import APPROVAL_SUBMIT, ROLES, permissions_of
+from domain.permissions import ROLES, permissions_of
 
 NAMESPACE = UUID("6f1d3c8e-52a7-4d8b-9a43-0c5e1f2b7d90")
 PUBLIC_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
@@ -327,34 +327,6 @@ class Definition(Aggregate):
     @event("Unpublished")
     def _unpublished(self, at: datetime, actor: str) -> None:
         self.published = False
-
-
-def definition_problem(definition: Definition | None, allow_external: bool = False) -> str | None:
-    """Why instances may not be started from this definition, if they may not.
-
-    Schedules never start external definitions: their business system does (`allow_external`).
-    """
-    if definition is None:
-        return "no such definition in this tenant"
-    if not definition.published:
-        return f"definition {definition.key} is not published"
-    if definition.external and not allow_external:
-        return f"definition {definition.key} is external: its business system starts it"
-    return None
-
-
-def initiator_problem(account: Account | None) -> str | None:
-    """Why this account may not initiate instances, if it may not."""
-    if account is None:
-        return "no such account in this tenant"
-    if not account.active:
-        return f"account {account.account_id} is deactivated"
-    if APPROVAL_SUBMIT not in account.permissions:
-        return (
-            f"account {account.account_id} lacks {APPROVAL_SUBMIT}: "
-            "a schedule's initiator must be allowed to submit approval instances"
-        )
-    return None
 
 
 @dataclass(frozen=True)

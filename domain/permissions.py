@@ -1,4 +1,4 @@
-"""Roles and the permissions they grant (CONTRACT §2)."""
+"""Roles and the permissions they grant (docs/api.md#authentication-and-permissions)."""
 
 from __future__ import annotations
 

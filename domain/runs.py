@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid5
-from zoneinfo import ZoneInfo
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.approvals import ApprovalInstance, Command, approval_uuid
-from domain.directory import NAMESPACE, Account, Definition
+from domain.approvals import ApprovalInstance, Submission, approval_uuid
+from domain.directory import NAMESPACE, Definition
 from domain.errors import DomainError, InvalidState
-from domain.permissions import APPROVAL_SUBMIT, SCHEDULE_EDIT
-from domain.triggers import Trigger, fire_times, following_fire, load_zone, next_fire, parse_trigger
+from domain.launch import LaunchFailed
+from domain.policy import RunPolicy
 
 PENDING = "PENDING"
 RUNNING = "RUNNING"
@@ -40,9 +38,12 @@ RUN_STATUSES = (
 UNFINISHED = frozenset({PENDING, RUNNING, RETRY_WAIT})
 RETRYABLE = frozenset({FAILED, DEAD_LETTER, CANCELLED})
 CANCELLABLE = frozenset({PENDING, RETRY_WAIT})
+
+# How an attempt ended (stored on the log); INTERRUPTED is also the error code of a lost lease.
+ATTEMPT_SUCCEEDED = "SUCCEEDED"
+ATTEMPT_FAILED = "FAILED"
 INTERRUPTED = "INTERRUPTED"
-MISSED_GRACE = timedelta(seconds=5)
-MAX_MISSED_COUNTED = 1_000_000
+LEASE_RAN_OUT = "the worker's lease ran out"
 
 
 def run_uuid(schedule_id: UUID, planned_at: datetime) -> UUID:
@@ -55,51 +56,13 @@ def manual_run_uuid(schedule_id: UUID, request_id: str) -> UUID:
     return uuid5(NAMESPACE, f"schedule/{schedule_id}/manual/{request_id}")
 
 
-@dataclass(frozen=True)
-class RunPolicy:
-    """How late a cycle may be registered before it counts as missed, and how often it runs."""
+def status_was(status: str) -> Callable[[dict[str, Any]], None]:
+    """Upcast from version 1, which left out the status its event always left the run in."""
 
-    grace: timedelta
-    max_attempts: int
-    retry_base: timedelta = timedelta(seconds=30)
+    def upcast(state: dict[str, Any]) -> None:
+        state["status"] = status
 
-    def retry_delay(self, attempt_in_round: int) -> timedelta:
-        """Attempt n+1 waits base x 2^(n-1): 30, 60, 120, 240 s by default."""
-        return self.retry_base * float(2 ** (attempt_in_round - 1))
-
-
-class LaunchFailed(Exception):
-    """Why a launch created no instance; a `permanent` failure is not retried by itself."""
-
-    def __init__(self, code: str, message: str, permanent: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.permanent = permanent
-
-
-def checked_launch(
-    initiator: Account | None, definition: Definition | None, saver: Account | None
-) -> tuple[Account, Definition]:
-    """The initiator and definition to launch with, checked at every attempt (seeds 000-002)."""
-    if initiator is None:
-        raise LaunchFailed("INITIATOR_NOT_FOUND", "the initiator is not in the tenant", True)
-    if not initiator.active:
-        raise LaunchFailed("INITIATOR_INACTIVE", f"initiator {initiator.account_id} is inactive")
-    if APPROVAL_SUBMIT not in initiator.permissions:
-        message = f"initiator {initiator.account_id} lacks {APPROVAL_SUBMIT}"
-        raise LaunchFailed("INITIATOR_NOT_PERMITTED", message)
-    if definition is None:
-        raise LaunchFailed("DEFINITION_NOT_FOUND", "the definition is not in the tenant", True)
-    if not definition.published:
-        raise LaunchFailed("DEFINITION_UNPUBLISHED", f"definition {definition.key} is unpublished")
-    if definition.external:
-        raise LaunchFailed("DEFINITION_EXTERNAL", f"definition {definition.key} is external")
-    if saver is None or not saver.active:
-        raise LaunchFailed("SAVER_INACTIVE", "the account that saved the schedule is inactive")
-    if SCHEDULE_EDIT not in saver.permissions:
-        message = f"account {saver.account_id}, which saved the schedule, lost {SCHEDULE_EDIT}"
-        raise LaunchFailed("SAVER_NOT_PERMITTED", message)
-    return initiator, definition
+    return upcast
 
 
 class LeaseLost(DomainError):
@@ -107,99 +70,6 @@ class LeaseLost(DomainError):
 
     def __init__(self, number: int, worker: str) -> None:
         super().__init__(f"attempt {number} is no longer held by worker {worker}")
-
-
-@dataclass(frozen=True)
-class Cycle:
-    """A planned instant to register, or a summary of missed ones."""
-
-    planned_at: datetime
-    status: str = PENDING
-    skipped_count: int = 0
-    missed_until: datetime | None = None
-
-
-@dataclass(frozen=True)
-class CyclePlan:
-    cycles: list[Cycle]
-    next_fire_at: datetime | None
-
-
-def plan_due_cycles(
-    trigger: dict[str, Any],
-    timezone: str,
-    misfire_policy: str,
-    next_fire_at: datetime,
-    now: datetime,
-    limit: int,
-    grace: timedelta,
-) -> CyclePlan:
-    """The cycles due at `now`, from the plan's next fire on, and the plan's next fire after.
-
-    A cycle is missed when `now` is more than `grace` past it. `catch_up` registers every due
-    cycle, at most `limit` at a time (the rest stay due); `skip` summarises the missed ones in one
-    SKIPPED_MISSED run and registers those still on time; `once` also registers the newest
-    missed cycle.
-    """
-    parsed, zone = parse_trigger(trigger), load_zone(timezone)
-    times = _fires_from(parsed, zone, next_fire_at)
-    if misfire_policy == "catch_up":
-        return _catch_up(times, now, limit)
-    plan = _skipping(times, now, grace, keep_newest=misfire_policy == "once")
-    if plan.next_fire_at is None and plan.cycles:
-        return CyclePlan(plan.cycles, next_fire(parsed, zone, now))
-    return plan
-
-
-def _fires_from(trigger: Trigger, zone: ZoneInfo, first: datetime) -> Iterator[datetime]:
-    """The plan's instant (a fire time) and the fires after it, the second one from the memo."""
-    yield first
-    second = following_fire(trigger, zone, first)
-    if second is not None:
-        yield second
-        yield from fire_times(trigger, zone, second)
-
-
-def _catch_up(times: Iterator[datetime], now: datetime, limit: int) -> CyclePlan:
-    cycles: list[Cycle] = []
-    for instant in times:
-        if instant > now or len(cycles) == limit:
-            return CyclePlan(cycles, instant)
-        cycles.append(Cycle(instant))
-    return CyclePlan(cycles, None)
-
-
-def _skipping(
-    times: Iterator[datetime], now: datetime, grace: timedelta, keep_newest: bool
-) -> CyclePlan:
-    missed: list[datetime] = []  # the first and the last two missed instants
-    count = 0
-    on_time: list[Cycle] = []
-    upcoming = None
-    for instant in times:
-        if instant > now:
-            upcoming = instant
-            break
-        if now - instant <= grace:
-            on_time.append(Cycle(instant))
-            continue
-        count += 1
-        missed = [missed[0], *missed[1:][-1:], instant] if missed else [instant]
-        if count == MAX_MISSED_COUNTED:
-            break  # counted enough; planning resumes after now
-    return CyclePlan(_missed_cycles(missed, count, keep_newest) + on_time, upcoming)
-
-
-def _missed_cycles(missed: list[datetime], count: int, keep_newest: bool) -> list[Cycle]:
-    """One summary of the missed cycles; with `once`, the newest is registered instead."""
-    if count == 0:
-        return []
-    if not keep_newest:
-        return [Cycle(missed[0], SKIPPED_MISSED, count, missed[-1])]
-    newest = Cycle(missed[-1])
-    if count == 1:
-        return [newest]
-    return [Cycle(missed[0], SKIPPED_MISSED, count - 1, missed[-2]), newest]
 
 
 class Run(Aggregate):
@@ -277,23 +147,19 @@ class Run(Aggregate):
 
     def approval(self, definition: Definition, at: datetime) -> ApprovalInstance:
         """The instance this run launches: frozen values, on the initiator's behalf."""
-        payload = {
-            "definition_id": self.definition_id,
-            "title": self.frozen["title"],
-            "form_data": self.frozen["form_data"],
-            "material_version": 1,
-            "review_deadline_at": None,
-        }
-        window = definition.review_window_seconds
-        return ApprovalInstance(
-            tenant_id=self.tenant_id,
+        submission = Submission(
+            command_id=self.instance_command_id,
             definition_id=self.definition_id,
-            applicant_id=self.initiator_id,
             title=self.frozen["title"],
             form_data=self.frozen["form_data"],
             material_version=1,
-            review_deadline_at=at + timedelta(seconds=window),
-            deadline_policy={"source": "definition", "review_window_seconds": window},
+            review_deadline_at=None,
+        )
+        return ApprovalInstance.submit(
+            tenant_id=self.tenant_id,
+            applicant_id=self.initiator_id,
+            submission=submission,
+            definition=definition,
             origin={
                 "source": "schedule",
                 "schedule_id": str(self.schedule_id),
@@ -304,11 +170,7 @@ class Run(Aggregate):
                 "trigger": self.frozen["schedule_trigger"],
                 "saved_by": self.saved_by,
             },
-            allow_self_approval=definition.allow_self_approval,
-            command_id=self.instance_command_id,
-            fingerprint=Command("submit", None, payload).fingerprint,
             at=at,
-            actor=self.initiator_id,
         )
 
     def is_due(self, now: datetime) -> bool:
@@ -331,6 +193,8 @@ class Run(Aggregate):
             exhausted = self.attempts_in_round >= self.max_attempts
             self._interrupted(
                 number=len(self.attempts),
+                code=INTERRUPTED,
+                message=LEASE_RAN_OUT,
                 status=DEAD_LETTER if exhausted else RETRY_WAIT,
                 next_attempt_at=None if exhausted else now,
                 at=now,
@@ -340,7 +204,12 @@ class Run(Aggregate):
             return 0
         number = len(self.attempts) + 1
         self._attempt_started(
-            number=number, worker=worker, lease_expires_at=now + lease, at=now, actor=worker
+            number=number,
+            worker=worker,
+            lease_expires_at=now + lease,
+            status=RUNNING,
+            at=now,
+            actor=worker,
         )
         return number
 
@@ -355,7 +224,9 @@ class Run(Aggregate):
 
     def succeed(self, number: int, worker: str, instance_id: str, at: datetime) -> None:
         self.check_holds(number, worker)
-        self._attempt_succeeded(number=number, instance_id=instance_id, at=at, actor=worker)
+        self._attempt_succeeded(
+            number=number, instance_id=instance_id, status=SUCCEEDED, at=at, actor=worker
+        )
 
     def fail(
         self, number: int, worker: str, failure: LaunchFailed, policy: RunPolicy, at: datetime
@@ -384,7 +255,9 @@ class Run(Aggregate):
 
     def skip_overlap(self, earlier_run_id: str, at: datetime, actor: str) -> None:
         """Overlap policy `skip`: an earlier cycle of the schedule is not finished."""
-        self._skipped_overlap(earlier_run_id=earlier_run_id, at=at, actor=actor)
+        self._skipped_overlap(
+            earlier_run_id=earlier_run_id, status=SKIPPED_OVERLAP, at=at, actor=actor
+        )
 
     def check_holds(self, number: int, worker: str) -> None:
         if not self.holds(number, worker):
@@ -396,20 +269,39 @@ class Run(Aggregate):
             raise InvalidState(
                 f"run {self.id} is {self.status}: only FAILED, DEAD_LETTER or CANCELLED runs retry"
             )
-        self._retried(at=at, actor=actor)
+        self._retried(status=PENDING, at=at, actor=actor)
 
     def cancel(self, at: datetime, actor: str) -> None:
         if self.status not in CANCELLABLE:
             raise InvalidState(
                 f"run {self.id} is {self.status}: only PENDING or RETRY_WAIT runs can be cancelled"
             )
-        self._cancelled(at=at, actor=actor)
+        self._cancelled(status=CANCELLED, at=at, actor=actor)
 
-    @event("AttemptStarted")
+    class AttemptStarted(Aggregate.Event):
+        """Version 2 added `status`, the run's status after it."""
+
+        class_version = 2
+        number: int
+        worker: str
+        lease_expires_at: datetime
+        status: str
+        at: datetime
+        actor: str
+
+        upcast_v1_v2 = staticmethod(status_was(RUNNING))
+
+    @event(AttemptStarted)
     def _attempt_started(
-        self, number: int, worker: str, lease_expires_at: datetime, at: datetime, actor: str
+        self,
+        number: int,
+        worker: str,
+        lease_expires_at: datetime,
+        status: str,
+        at: datetime,
+        actor: str,
     ) -> None:
-        self.status = RUNNING
+        self.status = status
         self.next_attempt_at = None
         self.attempts = [
             *self.attempts,
@@ -425,10 +317,24 @@ class Run(Aggregate):
             },
         ]
 
-    @event("AttemptSucceeded")
-    def _attempt_succeeded(self, number: int, instance_id: str, at: datetime, actor: str) -> None:
-        self._end_attempt("SUCCEEDED", None, instance_id, at)
-        self.status = SUCCEEDED
+    class AttemptSucceeded(Aggregate.Event):
+        """Version 2 added `status`, the run's status after it."""
+
+        class_version = 2
+        number: int
+        instance_id: str
+        status: str
+        at: datetime
+        actor: str
+
+        upcast_v1_v2 = staticmethod(status_was(SUCCEEDED))
+
+    @event(AttemptSucceeded)
+    def _attempt_succeeded(
+        self, number: int, instance_id: str, status: str, at: datetime, actor: str
+    ) -> None:
+        self._end_attempt(ATTEMPT_SUCCEEDED, None, instance_id, at)
+        self.status = status
         self.instance_id = instance_id
         self.finished_at = at
 
@@ -444,16 +350,41 @@ class Run(Aggregate):
         actor: str,
     ) -> None:
         self.last_error = {"code": code, "message": message}
-        self._end_attempt(FAILED, self.last_error, None, at)
+        self._end_attempt(ATTEMPT_FAILED, self.last_error, None, at)
         self.status = status
         self.next_attempt_at = next_attempt_at
         self.finished_at = None if status == RETRY_WAIT else at
 
-    @event("AttemptInterrupted")
+    class AttemptInterrupted(Aggregate.Event):
+        """Version 2 added the error's `code` and `message`, as on a failed attempt."""
+
+        class_version = 2
+        number: int
+        code: str
+        message: str
+        status: str
+        next_attempt_at: datetime | None
+        at: datetime
+        actor: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 left them out: a lost lease always had this code and message."""
+            state["code"] = INTERRUPTED
+            state["message"] = LEASE_RAN_OUT
+
+    @event(AttemptInterrupted)
     def _interrupted(
-        self, number: int, status: str, next_attempt_at: datetime | None, at: datetime, actor: str
+        self,
+        number: int,
+        code: str,
+        message: str,
+        status: str,
+        next_attempt_at: datetime | None,
+        at: datetime,
+        actor: str,
     ) -> None:
-        self.last_error = {"code": INTERRUPTED, "message": "the worker's lease ran out"}
+        self.last_error = {"code": code, "message": message}
         self._end_attempt(INTERRUPTED, self.last_error, None, at)
         self.status = status
         self.next_attempt_at = next_attempt_at
@@ -465,22 +396,53 @@ class Run(Aggregate):
     ) -> None:
         pass
 
-    @event("SkippedOverlap")
-    def _skipped_overlap(self, earlier_run_id: str, at: datetime, actor: str) -> None:
-        self.status = SKIPPED_OVERLAP
+    class SkippedOverlap(Aggregate.Event):
+        """Version 2 added `status`, the run's status after it."""
+
+        class_version = 2
+        earlier_run_id: str
+        status: str
+        at: datetime
+        actor: str
+
+        upcast_v1_v2 = staticmethod(status_was(SKIPPED_OVERLAP))
+
+    @event(SkippedOverlap)
+    def _skipped_overlap(self, earlier_run_id: str, status: str, at: datetime, actor: str) -> None:
+        self.status = status
         self.next_attempt_at = None
         self.finished_at = at
 
-    @event("Retried")
-    def _retried(self, at: datetime, actor: str) -> None:
-        self.status = PENDING
+    class Retried(Aggregate.Event):
+        """Version 2 added `status`, the run's status after it."""
+
+        class_version = 2
+        status: str
+        at: datetime
+        actor: str
+
+        upcast_v1_v2 = staticmethod(status_was(PENDING))
+
+    @event(Retried)
+    def _retried(self, status: str, at: datetime, actor: str) -> None:
+        self.status = status
         self.round_start = len(self.attempts)
         self.next_attempt_at = at
         self.finished_at = None
 
-    @event("Cancelled")
-    def _cancelled(self, at: datetime, actor: str) -> None:
-        self.status = CANCELLED
+    class Cancelled(Aggregate.Event):
+        """Version 2 added `status`, the run's status after it."""
+
+        class_version = 2
+        status: str
+        at: datetime
+        actor: str
+
+        upcast_v1_v2 = staticmethod(status_was(CANCELLED))
+
+    @event(Cancelled)
+    def _cancelled(self, status: str, at: datetime, actor: str) -> None:
+        self.status = status
         self.next_attempt_at = None
         self.finished_at = at
 

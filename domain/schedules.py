@@ -11,7 +11,9 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate, event
 
 from domain.errors import InvalidState, ValidationFailed
-from domain.runs import Cycle, Run, RunPolicy, plan_due_cycles
+from domain.planning import Cycle, plan_due_cycles
+from domain.policy import RunPolicy
+from domain.runs import Run
 from domain.triggers import (
     TriggerError,
     check_fires_within,

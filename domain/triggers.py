@@ -1,4 +1,4 @@
-"""Schedule triggers and their fire times (CONTRACT §4 shapes, §9 time rules).
+"""Schedule triggers and their fire times (docs/time.md).
 
 Pure: no I/O apart from reading the zone database in `load_zone`, and no clock reads.
 
@@ -11,7 +11,8 @@ Two rules are ours because croniter's differ from the contract's:
 - the Vixie day rule, taken from the raw field text: the day of month and the day of week are
   OR-ed only when neither field starts with `*` nor is `?`. croniter decides from the expanded
   lists, so it OR-s `0 0 */2 * MON` (the contract: Mondays on odd days);
-- the daylight-saving policy (§9). croniter fires a fixed-time job twice in a repeated hour.
+- the daylight-saving policy (docs/time.md): croniter fires a fixed-time job twice in a
+  repeated hour.
 
 Fire times are computed on the naive local wall clock, one matching local date at a time, and
 every local time is resolved to real instants with an explicit daylight-saving policy:
@@ -131,7 +132,7 @@ Trigger = CronTrigger | WindowIntervalTrigger
 
 
 def parse_trigger(data: Mapping[str, Any]) -> Trigger:
-    """Build a trigger from its JSON shape (CONTRACT §4); TriggerError names the bad field."""
+    """Build a trigger from its JSON shape (docs/time.md); TriggerError names the bad field."""
     if not isinstance(data, Mapping):
         raise TriggerError("trigger", "must be an object")
     kind = data.get("kind")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
-from cronledger.persistence.store import as_instant
-from domain.approvals import EXPIRED, TERMINAL
+from cronledger.persistence.store import Store, as_instant, tenant_scope
+from domain.approvals import EXPIRED, TERMINAL, WAITING_REVIEW
 from projections.engine import Handler, Projection, Sql
 
 
@@ -150,3 +152,35 @@ def _seconds_between(deadline: Any, at: Any) -> float:
     start = as_instant(deadline)
     assert start is not None
     return float((at - start).total_seconds())
+
+
+def overdue_instances(store: Store, now: datetime, limit: int) -> list[UUID]:
+    """Instances still waiting for review past their deadline, the longest overdue first."""
+    rows = store.query(
+        "SELECT id FROM approvals WHERE state = ? AND review_deadline_at <= ? "
+        "ORDER BY review_deadline_at LIMIT ?",
+        (WAITING_REVIEW, now, limit),
+    )
+    return [UUID(row[0]) for row in rows]
+
+
+def overdue_backlog(
+    store: Store, tenant_id: UUID | None, now: datetime
+) -> tuple[int, datetime | None]:
+    """How many instances wait past their deadline, and the oldest deadline (one tenant, or all)."""
+    scope, params = tenant_scope(tenant_id)
+    rows = store.query(
+        "SELECT COUNT(*), MIN(review_deadline_at) FROM approvals "  # noqa: S608
+        f"WHERE {scope} state = ? AND review_deadline_at <= ?",
+        (*params, WAITING_REVIEW, now),
+    )
+    count, oldest = rows[0]
+    return int(count), as_instant(oldest)
+
+
+def approval_page(
+    store: Store, tenant_id: UUID, state: str | None, page: int, page_size: int
+) -> tuple[list[str], int]:
+    """One page of the tenant's instance ids, newest submitted first, and how many there are."""
+    filters = {"tenant_id": str(tenant_id), **({"state": state} if state else {})}
+    return store.page_of_ids("approvals", filters, "submitted_at DESC, id", page, page_size)

@@ -7,7 +7,8 @@ from projections.chain import HashChainProjection
 from projections.directory import DirectoryProjection
 from projections.engine import Projection
 from projections.rollup import ScheduleDailyProjection
-from projections.schedules import RunsProjection, SchedulesProjection
+from projections.runs import RunsProjection
+from projections.schedules import SchedulesProjection
 
 
 def all_projections() -> list[Projection]:

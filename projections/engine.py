@@ -307,6 +307,11 @@ def _record_undecodable(sql: Sql, batch: Sequence[tuple[Notification, Any]]) -> 
             )
 
 
+def undecodable_count(store: Store) -> int:
+    """How many events on the log no projection can read."""
+    return int(store.query("SELECT COUNT(*) FROM undecodable_events")[0][0])
+
+
 def _add_layout_column(sql: Sql) -> None:
     """Stores made before layouts were recorded get the column; their layouts count as old."""
     if sql.kind == "postgresql":

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,8 @@ from flask.testing import FlaskClient
 
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from tests.support import Api, FakeClock
+from tests.support import POSTGRES_URL, Api, FakeClock, Opener, fresh_postgres_url
 from web import create_app
-
-POSTGRES_URL = os.environ.get(
-    "CRONLEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
 
 
 def _postgres_problem() -> str | None:
@@ -42,14 +37,6 @@ def postgres_ready() -> None:
     pytest.skip(problem)
 
 
-def fresh_postgres_url() -> Iterator[str]:
-    """A PostgreSQL URL on its own schema, dropped afterwards."""
-    schema = f"clt_{uuid.uuid4().hex[:12]}"
-    yield f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={schema}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An empty store of each kind."""
@@ -63,9 +50,6 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
-
-
-Opener = Callable[..., Services]
 
 
 @pytest.fixture

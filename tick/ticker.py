@@ -6,24 +6,25 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from uuid import UUID
 
-from eventsourcing.persistence import IntegrityError
-
-from cronledger.application.schedules import run_policy
 from cronledger.application.services import Services
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger
+from domain.policy import RunPolicy
 from domain.runs import Run
 from domain.schedules import Schedule
 from projections.engine import Projector
+from projections.schedules import due_schedules
 
 log = logging.getLogger("cronledger.tick")
 EVENTS_PER_TRANSACTION = 1000  # appends of many thousands stalled psycopg (pipeline mode)
 DUE_PER_SCAN_READ = 10_000
 KNOWN_SCHEDULES_KEPT = 200_000
 
-Batch = list[tuple[Schedule, list[Run], int]]  # a schedule, its new runs, the limit used
+Planned = tuple[Schedule, list[Run], int]  # a schedule, its new runs, the limit used
+Batch = list[Planned]
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class Ticker:
         self.ledger = ledger
         self.projector = projector
         self.settings = settings
-        self.policy = run_policy(settings)
+        self.policy = RunPolicy.from_settings(settings)
         self.timer = timer
         self._turn = 0
         self._known: dict[UUID, Schedule] = {}  # schedules as last saved by this tick
@@ -57,21 +58,13 @@ class Ticker:
         """Register what is due now: at most N per schedule and M per scan, within a budget."""
         self.projector.catch_up()
         now = self.ledger.clock()
-        due = self._fair_order(self._due_ids(now))
+        due = self._fair_order(due_schedules(self.ledger.store, now, DUE_PER_SCAN_READ))
         batch = self._plan(due, now)
         with self.ledger.projections_deferred():  # the next scan, or the projections loop
             registered = self._save(batch)
         if registered:
             log.info("registered cycles", extra={"cycles": registered, "schedules": len(batch)})
         return ScanReport(registered, len(batch), len(due) - len(batch))
-
-    def _due_ids(self, now: object) -> list[tuple[UUID, int]]:
-        rows = self.ledger.store.query(
-            "SELECT schedule_id, version FROM schedules WHERE next_fire_at <= ? "
-            "ORDER BY next_fire_at, schedule_id LIMIT ?",
-            (now, DUE_PER_SCAN_READ),
-        )
-        return [(UUID(row[0]), int(row[1])) for row in rows]
 
     def _load(self, due: Sequence[tuple[UUID, int]]) -> dict[UUID, Schedule]:
         """The due schedules: this tick's own copy when still current, else from the log."""
@@ -112,28 +105,27 @@ class Ticker:
 
     def _save(self, batch: Batch) -> int:
         """Many schedules per transaction; if another writer won any of them, one at a time."""
-        registered = 0
-        for chunk in _chunks(batch):
-            try:
-                self.ledger.save(*(a for schedule, runs, _ in chunk for a in (schedule, *runs)))
-                registered += sum(len(runs) for _, runs, _ in chunk)
-            except IntegrityError:
-                for schedule, _, _ in chunk:
-                    self._known.pop(schedule.id, None)  # what was saved is unknown: reload
-                registered += sum(self._register_one(s.id, limit) for s, _, limit in chunk)
-        return registered
+        return sum(
+            sum(self.ledger.save_batch_or_each(partial(self._save_chunk, chunk), chunk, self._redo))
+            for chunk in _chunks(batch)
+        )
 
-    def _register_one(self, schedule_id: UUID, limit: int) -> int:
+    def _save_chunk(self, chunk: Batch) -> list[int]:
+        """Save the chunk's schedules and runs in one transaction; the runs of each."""
+        for schedule, _, _ in chunk:
+            self._known.pop(schedule.id, None)  # unless it is saved, what was saved is unknown
+        self.ledger.save(*(a for schedule, runs, _ in chunk for a in (schedule, *runs)))
+        self._known.update((schedule.id, schedule) for schedule, _, _ in chunk)
+        return [len(runs) for _, runs, _ in chunk]
+
+    def _redo(self, planned: Planned) -> int:
         """Load, register and save one schedule; what another tick registered counts nothing."""
-
-        def attempt() -> int:
-            schedule = self.ledger.find(Schedule, schedule_id, "schedule", schedule_id)
-            runs = schedule.register_due(self.ledger.clock(), limit, self.policy)
-            if schedule.pending_events:
-                self.ledger.save(schedule, *runs)
-            return len(runs)
-
-        return self.ledger.retrying(attempt)
+        schedule_id, limit = planned[0].id, planned[2]
+        schedule = self.ledger.find(Schedule, schedule_id, "schedule", schedule_id)
+        runs = schedule.register_due(self.ledger.clock(), limit, self.policy)
+        if schedule.pending_events:
+            self.ledger.save(schedule, *runs)
+        return len(runs)
 
 
 def _chunks(batch: Batch) -> Iterator[Batch]:

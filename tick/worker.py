@@ -20,16 +20,16 @@ from typing import TypeVar
 from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import IntegrityError
 
-from cronledger.application.schedules import run_policy
 from cronledger.application.services import Services
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger
-from domain.approvals import WAITING_REVIEW
 from domain.directory import Account, Definition, account_uuid
-from domain.runs import RUNNING, UNFINISHED, LaunchFailed, Run, checked_launch
+from domain.launch import LaunchFailed, checked_launch
+from domain.policy import RunPolicy
+from domain.runs import Run
 from projections.engine import Projector
+from projections.runs import due_runs, running_per_schedule, unfinished_earlier
 
 log = logging.getLogger("tick.worker")
 A = TypeVar("A", bound=Aggregate)
@@ -64,7 +64,7 @@ class Worker:
     ) -> None:
         self.ledger = ledger
         self.projector = projector
-        self.policy = run_policy(settings)
+        self.policy = RunPolicy.from_settings(settings)
         self.lease = timedelta(seconds=settings.lease_seconds)
         self.slots = settings.worker_concurrency
         self.per_schedule = settings.schedule_concurrency
@@ -76,7 +76,7 @@ class Worker:
         report = WorkReport()
         self.projector.catch_up()
         with self.ledger.projections_deferred():  # the next poll catches them up
-            self._launch(self._claim(self._due(), report), report)
+            self.launch(self.claim(report), report)
         if report.claimed:
             log.info("launched runs", extra={"worker": self.name, **report.__dict__})
         return report
@@ -94,12 +94,9 @@ class Worker:
     def _due(self) -> list[tuple[UUID, str]]:
         """Due runs, oldest due first, leaving out schedules already at their limit."""
         now = self.ledger.clock()
-        rows = self.ledger.store.query(
-            "SELECT id, schedule_id FROM runs WHERE due_at <= ? ORDER BY due_at, planned_at, id "
-            "LIMIT ?",
-            (now, self.slots * DUE_READ_FACTOR),
-        )
-        running = self._running_per_schedule({schedule for _, schedule in rows}, now)
+        rows = due_runs(self.ledger.store, now, self.slots * DUE_READ_FACTOR)
+        schedule_ids = {schedule_id for _, schedule_id in rows}
+        running = running_per_schedule(self.ledger.store, schedule_ids, now)
         chosen: list[tuple[UUID, str]] = []
         for run_id, schedule_id in rows:
             if len(chosen) == self.slots or running.get(schedule_id, 0) >= self.per_schedule:
@@ -108,73 +105,59 @@ class Worker:
             chosen.append((UUID(run_id), schedule_id))
         return chosen
 
-    def _running_per_schedule(self, schedule_ids: set[str], now: datetime) -> dict[str, int]:
-        """Attempts still held (lease not run out) per schedule: an abandoned one blocks none."""
-        if not schedule_ids:
-            return {}
-        marks = ", ".join("?" for _ in schedule_ids)
-        rows = self.ledger.store.query(
-            f"SELECT schedule_id, COUNT(*) FROM runs WHERE status = ? "  # noqa: S608
-            f"AND lease_expires_at > ? AND schedule_id IN ({marks}) GROUP BY schedule_id",
-            (RUNNING, now, *schedule_ids),
-        )
-        return {schedule_id: int(count) for schedule_id, count in rows}
+    def claim(self, report: WorkReport | None = None) -> list[Claim]:
+        """Claim the due attempts, each saved with its lease: the first half of a poll.
 
-    def _claim(self, due: Sequence[tuple[UUID, str]], report: WorkReport) -> list[Claim]:
-        """One transaction for the batch; if another worker won any run, one at a time."""
+        One transaction for the batch; if another worker won any run, one at a time.
+        """
+        report = report if report is not None else WorkReport()
+        due = self._due()
         runs = [r for r in self.ledger.get_many([i for i, _ in due]).values() if isinstance(r, Run)]
         now = self.ledger.clock()
-        claims = [c for c in (self._claim_one(run, now, report) for run in runs) if c]
-        try:
+        claimed = [self._claim_one(run, now, report) for run in runs]
+
+        def save_all() -> list[Claim | None]:
             self.ledger.save(*runs)
-        except IntegrityError:
-            claims = [c for c in (self._claim_again(run.id) for run in runs) if c]
+            return claimed
+
+        claims = [c for c in self.ledger.save_batch_or_each(save_all, runs, self._claim_again) if c]
         report.claimed += len(claims)
         return claims
 
-    def _claim_again(self, run_id: UUID) -> Claim | None:
+    def _claim_again(self, stale: Run) -> Claim | None:
         """Claim one run afresh; None when another worker has it."""
-
-        def attempt() -> Claim | None:
-            run = self.ledger.find(Run, run_id, "run", run_id)
-            claim = self._claim_one(run, self.ledger.clock(), WorkReport())
-            if run.pending_events:
-                self.ledger.save(run)
-            return claim
-
-        return self.ledger.retrying(attempt)
+        run = self.ledger.find(Run, stale.id, "run", stale.id)
+        claim = self._claim_one(run, self.ledger.clock(), WorkReport())
+        if run.pending_events:
+            self.ledger.save(run)
+        return claim
 
     def _claim_one(self, run: Run, now: datetime, report: WorkReport) -> Claim | None:
         if not run.is_due(now):
             return None
-        if run.skips_overlap and (earlier := self._unfinished_earlier(run)):
+        if run.skips_overlap and (
+            earlier := unfinished_earlier(self.ledger.store, run.schedule_id, run.planned_at)
+        ):
             run.skip_overlap(earlier, now, self.name)
             report.skipped += 1
             return None
         number = run.claim(self.name, now, self.lease)
         return Claim(run, number) if number else None
 
-    def _unfinished_earlier(self, run: Run) -> str | None:
-        """An earlier cycle of the schedule not finished, or its instance still in review."""
-        marks = ", ".join("?" for _ in UNFINISHED)
-        rows = self.ledger.store.query(
-            "SELECT r.id FROM runs r LEFT JOIN approvals a ON a.id = r.instance_id "  # noqa: S608
-            f"WHERE r.schedule_id = ? AND r.planned_at < ? AND (r.status IN ({marks}) "
-            "OR a.state = ?) ORDER BY r.planned_at LIMIT 1",
-            (str(run.schedule_id), run.planned_at, *sorted(UNFINISHED), WAITING_REVIEW),
-        )
-        return str(rows[0][0]) if rows else None
-
     # -- launching -----------------------------------------------------------
 
-    def _launch(self, claims: Sequence[Claim], report: WorkReport) -> None:
-        """One transaction for the batch; if anything moved meanwhile, one at a time."""
-        try:
-            outcomes = self._launched(claims)
-        except IntegrityError:
-            outcomes = [self.ledger.retrying(partial(self._relaunch, claim)) for claim in claims]
+    def launch(self, claims: Sequence[Claim], report: WorkReport | None = None) -> WorkReport:
+        """Launch claimed attempts, counting their outcomes: the second half of a poll.
+
+        One transaction for the batch; if anything moved meanwhile, one at a time.
+        """
+        report = report if report is not None else WorkReport()
+        outcomes = self.ledger.save_batch_or_each(
+            partial(self._launched, claims), claims, self._relaunch
+        )
         for outcome in outcomes:
             setattr(report, outcome, getattr(report, outcome) + 1)
+        return report
 
     def _relaunch(self, claim: Claim) -> str:
         """Launch one attempt from a fresh read; a lost lease is recorded, never acted on."""

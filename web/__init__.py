@@ -21,7 +21,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The Flask app; `config["SERVICES"]` injects ready services (tests), else env settings."""
     from cronledger.application.services import open_services
     from cronledger.config import Settings
-    from web import approvals, directory, events, metrics, ops, schedules
+    from web import approvals, directory, events, metrics, ops, runs, schedules
     from web.problems import register_error_handlers
     from web.refusals import refusal_budget
 
@@ -38,6 +38,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(metrics.bp)
     app.register_blueprint(directory.bp)
     app.register_blueprint(schedules.bp)
+    app.register_blueprint(runs.bp)
     app.register_blueprint(approvals.bp)
     app.register_blueprint(events.bp)
     app.before_request(_start_request)

@@ -1,4 +1,4 @@
-"""Approval instances over HTTP (CONTRACT §5)."""
+"""Approval instances over HTTP (docs/approvals.md)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Any
 
 from flask import Blueprint
 
-from cronledger.application.approvals import ApprovalView, CommandResult, Submission
+from cronledger.application.approvals import ApprovalView, CommandResult
 from cronledger.application.directory import Page
 from cronledger.persistence.ledger import TimelineEntry
-from domain.approvals import APPROVE, EXTEND, SIGN, WITHDRAW, Command
+from domain.approvals import APPROVE, EXTEND, SIGN, WITHDRAW, Command, Submission
 from domain.directory import Principal
 from domain.permissions import (
     APPROVAL_CALLBACK,

@@ -1,4 +1,4 @@
-"""Accounts, tokens and process definitions (CONTRACT §3)."""
+"""Accounts, tokens and process definitions (docs/api.md)."""
 
 from __future__ import annotations
 

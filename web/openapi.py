@@ -9,6 +9,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Flask
 
+from cronledger.version import installed_version
 from web.api import Body, Either, EndpointSpec
 from web.schemas import ProblemOut
 
@@ -25,7 +26,7 @@ ERRORS = {
 def build_spec(app: Flask) -> dict[str, Any]:
     spec = APISpec(
         title="cronledger",
-        version="1.0",
+        version=installed_version(),
         openapi_version="3.0.3",
         plugins=[MarshmallowPlugin()],
         info={"description": "Scheduled approval workflows on an append-only event log."},

@@ -7,6 +7,8 @@ from typing import Any
 from flask import Blueprint, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
+from cronledger.application.backlog import Backlog
+from cronledger.version import installed_version
 from domain.directory import Principal
 from domain.permissions import SCHEDULE_LIST
 from web.api import endpoint, services
@@ -24,7 +26,7 @@ def healthz() -> dict[str, Any]:
         services().ledger.recorder.max_notification_id()
     except Exception as error:
         raise Problem("UNAVAILABLE", f"the {services().store.kind} store is unreachable") from error
-    return {"status": "ok", "store": services().store.kind}
+    return {"status": "ok", "store": services().store.kind, "version": installed_version()}
 
 
 @bp.get("/api/backlog")
@@ -34,7 +36,7 @@ def healthz() -> dict[str, Any]:
     permission=SCHEDULE_LIST,
     response=BacklogOut,
 )
-def backlog(principal: Principal) -> dict[str, Any]:
+def backlog(principal: Principal) -> Backlog:
     return services().backlog(principal.tenant_id)
 
 

@@ -1,4 +1,4 @@
-"""Schedules (定时发起) over HTTP (CONTRACT §4)."""
+"""Schedules (定时发起) over HTTP (docs/api.md, docs/time.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import Any
 from flask import Blueprint
 
 from cronledger.application.directory import Page
-from cronledger.application.runs import RunView
 from cronledger.application.schedules import Preview, ScheduleView
 from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
@@ -23,10 +22,6 @@ from web.schemas import (
     PageQuery,
     PreviewIn,
     PreviewOut,
-    RunDetailOut,
-    RunListQuery,
-    RunNowIn,
-    RunOut,
     ScheduleFieldsIn,
     ScheduleFromPresetIn,
     ScheduleOut,
@@ -146,68 +141,3 @@ def delete_schedule(principal: Principal, schedule_id: str, query: dict[str, Any
 @endpoint("Every event of the schedule", tag=TAG, permission=AUDIT_READ, response=TimelineOut)
 def schedule_timeline(principal: Principal, schedule_id: str) -> dict[str, list[TimelineEntry]]:
     return {"items": services().schedules.timeline(principal.tenant_id, schedule_id)}
-
-
-@bp.post("/<schedule_id>/run")
-@endpoint(
-    "Run now: a manual cycle at the accepted time (the plan does not move)",
-    tag=TAG,
-    permission=SCHEDULE_EDIT,
-    body=RunNowIn,
-    response=RunDetailOut,
-    status=202,
-)
-def run_now(principal: Principal, schedule_id: str, body: dict[str, Any]) -> RunView:
-    return services().schedules.run_now(principal, schedule_id, body["request_id"])
-
-
-@bp.get("/<schedule_id>/runs")
-@endpoint(
-    "The schedule's runs, newest planned first",
-    tag=TAG,
-    permission=SCHEDULE_LIST,
-    query=RunListQuery,
-    response=page_of(RunOut),
-)
-def list_runs(principal: Principal, schedule_id: str, query: dict[str, Any]) -> Page[RunView]:
-    schedule = services().schedules.schedule(principal.tenant_id, schedule_id)
-    return services().runs.list_page(
-        schedule.id, query["status"], query["page"], query["page_size"]
-    )
-
-
-@bp.get("/<schedule_id>/runs/<run_id>")
-@endpoint("A run with its attempts", tag=TAG, permission=SCHEDULE_LIST, response=RunDetailOut)
-def get_run(principal: Principal, schedule_id: str, run_id: str) -> RunView:
-    schedule = services().schedules.find(principal.tenant_id, schedule_id)
-    return services().runs.view(principal.tenant_id, schedule.id, run_id)
-
-
-@bp.post("/<schedule_id>/runs/<run_id>/retry")
-@endpoint(
-    "Retry a FAILED, DEAD_LETTER or CANCELLED run: a new round of attempts",
-    tag=TAG,
-    permission=SCHEDULE_EDIT,
-    body=VersionBody,
-    response=RunDetailOut,
-    status=202,
-)
-def retry_run(principal: Principal, schedule_id: str, run_id: str, body: dict[str, Any]) -> RunView:
-    schedule = services().schedules.find(principal.tenant_id, schedule_id)
-    return services().runs.retry(principal, schedule.id, run_id, body.get("version"))
-
-
-@bp.post("/<schedule_id>/runs/<run_id>/cancel")
-@endpoint(
-    "Cancel a PENDING or RETRY_WAIT run: no further attempts",
-    tag=TAG,
-    permission=SCHEDULE_EDIT,
-    body=VersionBody,
-    response=RunDetailOut,
-    status=202,
-)
-def cancel_run(
-    principal: Principal, schedule_id: str, run_id: str, body: dict[str, Any]
-) -> RunView:
-    schedule = services().schedules.find(principal.tenant_id, schedule_id)
-    return services().runs.cancel(principal, schedule.id, run_id, body.get("version"))

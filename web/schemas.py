@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_type_hints
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from cronledger.application.backlog import Backlog
 from domain.directory import PUBLIC_ID
 from domain.permissions import ROLES
 
@@ -175,7 +176,8 @@ class TimelineOut(Schema):
 
 class HealthOut(Schema):
     status = fields.String()
-    store = fields.String()
+    store = fields.String(metadata={"enum": ["sqlite", "postgresql"]})
+    version = fields.String(metadata={"description": "the release running (CHANGELOG.md)"})
 
 
 class ProblemOut(Schema):
@@ -346,15 +348,13 @@ class CommandOut(Schema):
     replayed = fields.Boolean()
 
 
-class BacklogOut(Schema):
-    due_schedules = fields.Integer()
-    oldest_due_lag_seconds = fields.Float()
-    pending_runs = fields.Integer()
-    retry_wait_runs = fields.Integer()
-    dead_letter_runs = fields.Integer()
-    expired_unswept_approvals = fields.Integer()
-    oldest_expired_unswept_lag_seconds = fields.Float()
-    projection_lag_events = fields.Integer()
+BacklogOut = Schema.from_dict(
+    {
+        name: fields.Float() if kind is float else fields.Integer()
+        for name, kind in get_type_hints(Backlog).items()
+    },
+    name="BacklogOut",
+)
 
 
 RUN_STATUSES = [

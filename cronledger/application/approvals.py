@@ -4,31 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import IntegrityError
-
 from cronledger.application.directory import Directory, Page
 from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
-from cronledger.persistence.store import as_instant, tenant_scope
 from domain.approvals import (
     SWEEP,
-    WAITING_REVIEW,
     Answer,
     ApprovalInstance,
     Command,
     CommandIdReused,
+    Submission,
     approval_uuid,
 )
-from domain.directory import Definition, Principal, definition_problem
+from domain.directory import Definition, Principal
 from domain.errors import Forbidden, ValidationFailed
-from domain.values import checked_form_data
+from domain.launch import definition_problem
+from projections.approvals import approval_page, overdue_backlog, overdue_instances
 from projections.engine import Projector
 
 SWEEPER = "system:sweeper"
-MAX_DEADLINE_AHEAD = timedelta(days=366)
 
 
 @dataclass(frozen=True)
@@ -85,21 +82,6 @@ class CommandResult:
         )
 
 
-@dataclass(frozen=True)
-class Submission:
-    command_id: str
-    definition_id: str
-    title: str
-    form_data: dict[str, Any]
-    material_version: int
-    review_deadline_at: datetime | None
-
-    @property
-    def fingerprint(self) -> str:
-        payload = {k: v for k, v in self.__dict__.items() if k != "command_id"}
-        return Command("submit", None, payload).fingerprint
-
-
 class Approvals:
     def __init__(self, ledger: Ledger, directory: Directory, projector: Projector) -> None:
         self.ledger = ledger
@@ -119,22 +101,9 @@ class Approvals:
             return ApprovalView.of(first), True
         now = self.ledger.clock()
         definition = self._definition(actor.tenant_id, submission.definition_id)
-        deadline, policy = self._deadline(definition, submission, now)
-        instance = ApprovalInstance(
-            tenant_id=actor.tenant_id,
-            definition_id=submission.definition_id,
-            applicant_id=actor.account_id,
-            title=submission.title,
-            form_data=checked_form_data(submission.form_data),
-            material_version=submission.material_version,
-            review_deadline_at=deadline,
-            deadline_policy=policy,
-            origin=None,
-            allow_self_approval=definition.allow_self_approval,
-            command_id=submission.command_id,
-            fingerprint=submission.fingerprint,
-            at=now,
-            actor=actor.account_id,
+        submission.check(now)
+        instance = ApprovalInstance.submit(
+            actor.tenant_id, actor.account_id, submission, definition, origin=None, at=now
         )
         self.ledger.save(instance)
         return ApprovalView.of(instance), False
@@ -144,25 +113,8 @@ class Approvals:
         definition = self.directory.find_definition(tenant_id, definition_id)
         problem = definition_problem(definition, allow_external=True)
         if problem or definition is None:
-            raise ValidationFailed.of("definition_id", problem or "not found")
+            raise ValidationFailed.of("definition_id", problem.reason if problem else "not found")
         return definition
-
-    @staticmethod
-    def _deadline(
-        definition: Definition, submission: Submission, now: datetime
-    ) -> tuple[datetime, dict[str, Any]]:
-        explicit = submission.review_deadline_at
-        if explicit is None:
-            window = definition.review_window_seconds
-            return now + timedelta(seconds=window), {
-                "source": "definition",
-                "review_window_seconds": window,
-            }
-        if not now < explicit <= now + MAX_DEADLINE_AHEAD:
-            raise ValidationFailed.of(
-                "review_deadline_at", "must be after now and within 366 days of it"
-            )
-        return explicit, {"source": "explicit"}
 
     def command(self, actor: Principal, instance_id: str, command: Command) -> CommandResult:
         """Decide a command by the instance's one rule at the server's time of acceptance."""
@@ -182,19 +134,11 @@ class Approvals:
     def sweep(self, limit: int = 500) -> int:
         """Expire every waiting instance whose deadline has come; how many were expired."""
         self.projector.catch_up()
-        due = self._due_ids(self.ledger.clock(), limit)
+        due = overdue_instances(self.ledger.store, self.ledger.clock(), limit)
         expired = 0
         for chunk in (due[i : i + 100] for i in range(0, len(due), 100)):
             expired += self._expire(chunk)
         return expired
-
-    def _due_ids(self, now: datetime, limit: int) -> list[UUID]:
-        rows = self.ledger.store.query(
-            "SELECT id FROM approvals WHERE state = ? AND review_deadline_at <= ? "
-            "ORDER BY review_deadline_at LIMIT ?",
-            (WAITING_REVIEW, now, limit),
-        )
-        return [UUID(row[0]) for row in rows]
 
     def _expire(self, ids: Sequence[UUID]) -> int:
         """One transaction for the chunk; if another writer got there first, one at a time."""
@@ -203,16 +147,14 @@ class Approvals:
         for instance in instances:
             instance.handle(Command(SWEEP, None), self.ledger.clock(), SWEEPER)
         changed = [i for i in instances if i.pending_events]
-        try:
+
+        def save_all() -> list[int]:
             self.ledger.save(*changed)
-        except IntegrityError:
-            return sum(self._expire_one(instance_id) for instance_id in ids)
-        return len(changed)
+            return [1 for _ in changed]
+
+        return sum(self.ledger.save_batch_or_each(save_all, ids, self._expire_one))
 
     def _expire_one(self, instance_id: UUID) -> int:
-        return self.ledger.retrying(lambda: self._try_expire_one(instance_id))
-
-    def _try_expire_one(self, instance_id: UUID) -> int:
         instance = self.ledger.find(ApprovalInstance, instance_id, "approval", instance_id)
         instance.handle(Command(SWEEP, None), self.ledger.clock(), SWEEPER)
         if not instance.pending_events:
@@ -226,10 +168,7 @@ class Approvals:
     def list_page(
         self, tenant_id: UUID, state: str | None, page: int, page_size: int
     ) -> Page[ApprovalView]:
-        filters = {"tenant_id": str(tenant_id), **({"state": state} if state else {})}
-        keys, total = self.ledger.store.page_of_ids(
-            "approvals", filters, "submitted_at DESC, id", page, page_size
-        )
+        keys, total = approval_page(self.ledger.store, tenant_id, state, page, page_size)
         found = self.ledger.get_many([UUID(key) for key in keys])
         instances = [found.get(UUID(key)) for key in keys]
         views = [ApprovalView.of(i) for i in instances if isinstance(i, ApprovalInstance)]
@@ -248,16 +187,9 @@ class Approvals:
         For one tenant, or for all (None).
         """
         now = self.ledger.clock()
-        scope, params = tenant_scope(tenant_id)
-        rows = self.ledger.store.query(
-            "SELECT COUNT(*), MIN(review_deadline_at) FROM approvals "  # noqa: S608
-            f"WHERE {scope} state = ? AND review_deadline_at <= ?",
-            (*params, WAITING_REVIEW, now),
-        )
-        count, oldest = rows[0]
-        oldest_at = as_instant(oldest)
+        count, oldest_at = overdue_backlog(self.ledger.store, tenant_id, now)
         return {
-            "expired_unswept_approvals": int(count),
+            "expired_unswept_approvals": count,
             "oldest_expired_unswept_lag_seconds": (
                 (now - oldest_at).total_seconds() if oldest_at else 0.0
             ),

@@ -24,13 +24,12 @@ from domain.directory import (
     check_account_id,
     check_expected_version,
     check_roles,
-    definition_problem,
     definition_uuid,
-    initiator_problem,
     tenant_uuid,
     token_uuid,
 )
 from domain.errors import InvalidState, NotFound, ValidationFailed
+from domain.launch import definition_problem, initiator_problem
 from domain.schedules import ScheduleSettings, checked_presets
 
 T = TypeVar("T")
@@ -366,7 +365,7 @@ class Directory:
                 self._maybe(lambda: self._account(tenant_id, settings.initiator_id))
             ),
         }
-        return {field: [problem] for field, problem in problems.items() if problem}
+        return {field: [problem.reason] for field, problem in problems.items() if problem}
 
     def find_definition(self, tenant_id: UUID, definition_id: str) -> Definition | None:
         return self._maybe(lambda: self.definition_aggregate(tenant_id, definition_id))

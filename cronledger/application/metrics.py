@@ -1,4 +1,4 @@
-"""Prometheus metrics for operations (CONTRACT §6), read from the store every few seconds."""
+"""Prometheus metrics (docs/operations.md#metrics), read from the store every few seconds."""
 
 from __future__ import annotations
 
@@ -15,17 +15,10 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from cronledger.application.services import Services
+from projections.engine import undecodable_count
+from projections.runs import attempt_outcomes, registration_lags
 
 LAG_BUCKETS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
-BACKLOG_GAUGES = {
-    "due_schedules": "Enabled schedules whose next fire has come",
-    "oldest_due_lag_seconds": "How late the most overdue schedule is",
-    "pending_runs": "Runs waiting for their first attempt",
-    "retry_wait_runs": "Runs waiting to retry",
-    "dead_letter_runs": "Runs that gave up after their last attempt",
-    "expired_unswept_approvals": "Instances past their deadline that the sweeper has not expired",
-    "oldest_expired_unswept_lag_seconds": "How long the oldest of them has been past its deadline",
-}
 
 
 class OperationsCollector(Collector):
@@ -58,9 +51,8 @@ class OperationsCollector(Collector):
 
     def _measure(self) -> Iterator[Metric]:
         self.services.projector.catch_up()
-        for name, value in self.services.backlog(None).items():
-            if name in BACKLOG_GAUGES:
-                yield GaugeMetricFamily(f"cronledger_{name}", BACKLOG_GAUGES[name], value=value)
+        for name, help_text, value in self.services.backlog(None).gauges():
+            yield GaugeMetricFamily(f"cronledger_{name}", help_text, value=value)
         yield self._attempts()
         yield self._registration_lag()
         yield self._projection_lag()
@@ -70,38 +62,27 @@ class OperationsCollector(Collector):
         family = CounterMetricFamily(
             "cronledger_attempts", "Launch attempts ended, by outcome", labels=["outcome"]
         )
-        rows = self.services.store.query(
-            "SELECT outcome, COUNT(*) FROM attempts WHERE outcome IS NOT NULL GROUP BY outcome"
-        )
-        for outcome, count in rows:
-            family.add_metric([str(outcome)], int(count))
+        for outcome, count in attempt_outcomes(self.services.store).items():
+            family.add_metric([outcome], count)
         return family
 
     def _registration_lag(self) -> Metric:
         """How late each cycle was registered after its planned instant."""
-        counts = ", ".join(
-            f"SUM(CASE WHEN registration_lag_seconds <= {bound} THEN 1 ELSE 0 END)"
-            for bound in LAG_BUCKETS
-        )
-        row = self.services.store.query(
-            f"SELECT {counts}, COUNT(*), SUM(registration_lag_seconds) FROM runs"  # noqa: S608
-        )[0]
-        total = int(row[-2])
-        buckets = [(str(b), int(c or 0)) for b, c in zip(LAG_BUCKETS, row, strict=False)]
+        lags = registration_lags(self.services.store, LAG_BUCKETS)
+        buckets = [(str(b), count) for b, count in zip(LAG_BUCKETS, lags.at_most, strict=True)]
         return HistogramMetricFamily(
             "cronledger_registration_lag_seconds",
             "Seconds from a cycle's planned instant to its registration",
-            buckets=[*buckets, ("+Inf", total)],
-            sum_value=float(row[-1] or 0.0),
+            buckets=[*buckets, ("+Inf", lags.total)],
+            sum_value=lags.sum_seconds,
         )
 
     def _undecodable(self) -> Metric:
         """Any value above 0 deserves an alert: readers skip these events (see the log)."""
-        rows = self.services.store.query("SELECT COUNT(*) FROM undecodable_events")
         return GaugeMetricFamily(
             "cronledger_undecodable_events",
             "Events on the log that cannot be decoded; readers skip them",
-            value=int(rows[0][0]),
+            value=undecodable_count(self.services.store),
         )
 
     def _projection_lag(self) -> Metric:

@@ -10,11 +10,12 @@ from uuid import UUID
 
 from cronledger.application.directory import Page
 from cronledger.persistence.ledger import Ledger, jsonable
-from cronledger.persistence.store import as_instant, tenant_scope
 from domain.directory import Principal, check_expected_version
 from domain.errors import NotFound
-from domain.runs import DEAD_LETTER, PENDING, RETRY_WAIT, UNFINISHED, Run
+from domain.runs import DEAD_LETTER, PENDING, RETRY_WAIT, Run
 from projections.engine import Projector
+from projections.runs import backlog_by_status, run_page, unfinished_count
+from projections.schedules import last_run_of
 
 
 @dataclass(frozen=True)
@@ -111,10 +112,7 @@ class Runs:
     def list_page(
         self, schedule_id: UUID, status: str | None, page: int, page_size: int
     ) -> Page[RunView]:
-        filters = {"schedule_id": str(schedule_id), **({"status": status} if status else {})}
-        keys, total = self.ledger.store.page_of_ids(
-            "runs", filters, "planned_at DESC, id", page, page_size
-        )
+        keys, total = run_page(self.ledger.store, schedule_id, status, page, page_size)
         found = self.ledger.get_many([UUID(key) for key in keys])
         items = [RunView.of(run) for run in found.values() if isinstance(run, Run)]
         items.sort(key=lambda v: (v.planned_at, v.id), reverse=True)
@@ -122,37 +120,25 @@ class Runs:
 
     def last_run(self, schedule_id: UUID) -> dict[str, Any] | None:
         """The schedule's newest planned run (kept on its `schedules` row)."""
-        rows = self.ledger.store.query(
-            "SELECT last_run_id, last_run_planned_at, last_run_status FROM schedules "
-            "WHERE schedule_id = ? AND last_run_id IS NOT NULL",
-            (str(schedule_id),),
-        )
-        if not rows:
+        last = last_run_of(self.ledger.store, schedule_id)
+        if last is None:
             return None
-        run_id, planned_at, status = rows[0]
-        return {"run_id": run_id, "planned_at": jsonable(as_instant(planned_at)), "status": status}
+        return {
+            "run_id": last.run_id,
+            "planned_at": jsonable(last.planned_at),
+            "status": last.status,
+        }
 
     def backlog(self, tenant_id: UUID | None) -> dict[str, int]:
         """How many runs wait to launch, wait to retry, or lie in the dead letter."""
-        scope, params = tenant_scope(tenant_id)
-        rows = self.ledger.store.query(
-            f"SELECT status, COUNT(*) FROM runs WHERE {scope} status IN (?, ?, ?) "  # noqa: S608
-            "GROUP BY status",
-            (*params, PENDING, RETRY_WAIT, DEAD_LETTER),
-        )
-        counts = {status: int(count) for status, count in rows}
+        counts = backlog_by_status(self.ledger.store, tenant_id)
         return {
-            "pending_runs": counts.get(PENDING, 0),
-            "retry_wait_runs": counts.get(RETRY_WAIT, 0),
-            "dead_letter_runs": counts.get(DEAD_LETTER, 0),
+            "pending_runs": counts[PENDING],
+            "retry_wait_runs": counts[RETRY_WAIT],
+            "dead_letter_runs": counts[DEAD_LETTER],
         }
 
     def unfinished(self, schedule_id: UUID) -> int:
         """Runs of the schedule not yet finished, counting every run committed so far."""
         self.projector.catch_up()
-        marks = ", ".join("?" for _ in UNFINISHED)
-        rows = self.ledger.store.query(
-            f"SELECT COUNT(*) FROM runs WHERE schedule_id = ? AND status IN ({marks})",  # noqa: S608
-            (str(schedule_id), *sorted(UNFINISHED)),
-        )
-        return int(rows[0][0])
+        return unfinished_count(self.ledger.store, schedule_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -14,10 +14,10 @@ from cronledger.application.directory import Directory, Page
 from cronledger.application.runs import Runs, RunView
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger, TimelineEntry
-from cronledger.persistence.store import as_instant, tenant_scope
 from domain.directory import Principal, check_expected_version
 from domain.errors import InFlight, NotFound, ValidationFailed
-from domain.runs import MISSED_GRACE, RunPolicy, manual_run_uuid
+from domain.policy import RunPolicy
+from domain.runs import manual_run_uuid
 from domain.schedules import (
     MAX_CYCLES_BEFORE_EDIT,
     Schedule,
@@ -28,16 +28,7 @@ from domain.schedules import (
 )
 from domain.triggers import fire_times, load_zone, local_time, parse_trigger
 from domain.values import FormData
-
-
-def run_policy(settings: Settings) -> RunPolicy:
-    """A cycle registered more than one tick plus 5 seconds late counts as missed."""
-    grace = timedelta(seconds=settings.tick_seconds) + MISSED_GRACE
-    return RunPolicy(
-        grace=grace,
-        max_attempts=settings.max_attempts,
-        retry_base=timedelta(seconds=settings.retry_base_seconds),
-    )
+from projections.schedules import due_schedule_backlog, live_schedule_page
 
 
 @dataclass(frozen=True)
@@ -90,7 +81,7 @@ class Schedules:
         self.directory = directory
         self.runs = runs
         self.default_timezone = settings.timezone
-        self.policy = run_policy(settings)
+        self.policy = RunPolicy.from_settings(settings)
 
     def settings_from(self, fields: dict[str, Any]) -> ScheduleSettings:
         """Settings from request fields; an omitted timezone is the business timezone."""
@@ -226,14 +217,7 @@ class Schedules:
 
     def list_page(self, tenant_id: UUID, page: int, page_size: int) -> Page[ScheduleView]:
         """Live schedules of the tenant, oldest first (from the `schedules` table)."""
-        keys, total = self.ledger.store.page_of_ids(
-            "schedules",
-            {"tenant_id": str(tenant_id), "deleted_at": None},
-            "created_at, schedule_id",
-            page,
-            page_size,
-            key="schedule_id",
-        )
+        keys, total = live_schedule_page(self.ledger.store, tenant_id, page, page_size)
         found = self.ledger.get_many([UUID(key) for key in keys])
         views = {str(s.id): self.view_of(s) for s in found.values() if isinstance(s, Schedule)}
         return Page([views[key] for key in keys if key in views], page, page_size, total)
@@ -241,14 +225,8 @@ class Schedules:
     def due_backlog(self, tenant_id: UUID | None) -> tuple[int, float]:
         """Schedules whose next fire has come, and the oldest one's lag (one tenant, or all)."""
         now = self.ledger.clock()
-        scope, params = tenant_scope(tenant_id)
-        rows = self.ledger.store.query(
-            f"SELECT COUNT(*), MIN(next_fire_at) FROM schedules WHERE {scope} next_fire_at <= ?",  # noqa: S608
-            (*params, now),
-        )
-        count, oldest = rows[0]
-        oldest_at = as_instant(oldest)
-        return int(count), (now - oldest_at).total_seconds() if oldest_at else 0.0
+        count, oldest_at = due_schedule_backlog(self.ledger.store, tenant_id, now)
+        return count, (now - oldest_at).total_seconds() if oldest_at else 0.0
 
     def timeline(self, tenant_id: UUID, schedule_id: str) -> list[TimelineEntry]:
         """Every event of the schedule, deleted ones included."""

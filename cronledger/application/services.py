@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from cronledger.application.approvals import Approvals
 from cronledger.application.audit import Audit
+from cronledger.application.backlog import Backlog
 from cronledger.application.directory import Directory
 from cronledger.application.runs import Runs
 from cronledger.application.schedules import Schedules
@@ -38,16 +38,16 @@ class Services:
     def store(self) -> Store:
         return self.ledger.store
 
-    def backlog(self, tenant_id: UUID | None) -> dict[str, Any]:
-        """What operations watch (CONTRACT §6), for one tenant or (None) for all."""
+    def backlog(self, tenant_id: UUID | None) -> Backlog:
+        """What operations watch (docs/operations.md), for one tenant or (None) for all."""
         due, oldest_lag = self.schedules.due_backlog(tenant_id)
-        return {
-            "due_schedules": due,
-            "oldest_due_lag_seconds": oldest_lag,
+        return Backlog(
+            due_schedules=due,
+            oldest_due_lag_seconds=oldest_lag,
             **self.runs.backlog(tenant_id),
             **self.approvals.backlog(tenant_id),
-            "projection_lag_events": self.projector.lag(),
-        }
+            projection_lag_events=self.projector.lag(),
+        )
 
     def close(self) -> None:
         self.ledger.close()

@@ -6,17 +6,21 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import Aggregate, DomainEventProtocol, MutableOrImmutableAggregate
-from eventsourcing.persistence import IntegrityError, Recording, StoredEvent, Transcoder
+from eventsourcing.persistence import IntegrityError, Recorder, Recording, StoredEvent, Transcoder
+from eventsourcing.postgres import PostgresAggregateRecorder
+from eventsourcing.sqlite import SQLiteAggregateRecorder
 from eventsourcing.utils import Environment, EnvType
+from psycopg import sql
 
 from cronledger.clock import Clock
 from cronledger.persistence.store import Store
@@ -29,6 +33,7 @@ from domain.schedules import Schedule
 
 A = TypeVar("A", bound=Aggregate)
 T = TypeVar("T")
+Item = TypeVar("Item")
 
 ENVELOPE = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic"})
 NAMED = ("at", "actor", "command_id", "outcome", "reason")
@@ -90,6 +95,9 @@ class Ledger(Application[UUID]):
         self.after_save: Callable[[int], object] | None = None
         self._deferring = _Deferring()
         super().__init__(store.eventsourcing_env())
+        self.events_table = table_of(self.recorder)
+        assert self.snapshots is not None  # snapshotting_intervals turn snapshots on
+        self.snapshots_table = table_of(self.snapshots.recorder)
 
     def save(
         self,
@@ -198,13 +206,26 @@ class Ledger(Application[UUID]):
                 time.sleep(random.uniform(0, 0.002 * attempt))  # noqa: S311 (jitter, not crypto)
         return command()
 
+    def save_batch_or_each(
+        self,
+        save_batch: Callable[[], list[T]],
+        items: Iterable[Item],
+        save_one: Callable[[Item], T],
+    ) -> list[T]:
+        """What `save_batch` gives, many aggregates in one transaction; if another writer won
+        any of them, what `save_one` gives for each item instead, a get-act-save of its own."""
+        try:
+            return save_batch()
+        except IntegrityError:
+            return [self.retrying(partial(save_one, item)) for item in items]
+
     def timeline(self, aggregate_id: UUID) -> list[TimelineEntry]:
         """Every event of one aggregate, oldest first, with its position on the log."""
         positions = {
             version: position
             for position, version in self.store.query(
                 f"SELECT {self.store.position_column}, originator_version "  # noqa: S608
-                f"FROM {self.store.events_table} WHERE originator_id = ?",
+                f"FROM {self.events_table} WHERE originator_id = ?",
                 (self._stored_id(aggregate_id),),
             )
         }
@@ -224,7 +245,7 @@ class Ledger(Application[UUID]):
     def _get_chunk(self, ids: list[UUID]) -> dict[UUID, Aggregate]:
         """Each id's latest snapshot, then only the events after it, folded like the repository."""
         snapshots = self._decoded(
-            _latest_snapshots_sql(self._snapshots_table(), len(ids)),
+            _latest_snapshots_sql(self.snapshots_table, len(ids)),
             [self._stored_id(i) for i in ids],
         )
         histories: dict[UUID, list[DomainEventProtocol[UUID] | Undecodable]] = {
@@ -234,7 +255,7 @@ class Ledger(Application[UUID]):
         }
         after = {i: h[0].originator_version for i, h in histories.items()}
         for event in self._decoded(
-            _events_after_sql(self.store.events_table, len(ids)),
+            _events_after_sql(self.events_table, len(ids)),
             [v for i in ids for v in (self._stored_id(i), after.get(i, 0))],
         ):
             histories.setdefault(event.originator_id, []).append(event)
@@ -263,16 +284,20 @@ class Ledger(Application[UUID]):
             for originator_id, version, topic, state in self.store.query(statement, params)
         ]
 
-    def _snapshots_table(self) -> str:
-        if self.store.kind == "sqlite":
-            return "stored_snapshots"
-        return f'"{self.store.schema}".cronledger_snapshots'
-
     def _stored_id(self, aggregate_id: UUID) -> Any:
         return aggregate_id.hex if self.store.kind == "sqlite" else aggregate_id
 
     def _loaded_id(self, stored: Any) -> UUID:
         return UUID(hex=stored) if self.store.kind == "sqlite" else stored
+
+
+def table_of(recorder: Recorder) -> str:
+    """The table an eventsourcing recorder writes to, as SQL, by the name the recorder holds."""
+    if isinstance(recorder, PostgresAggregateRecorder):
+        return sql.Identifier(recorder.datastore.schema, recorder.events_table_name).as_string()
+    if isinstance(recorder, SQLiteAggregateRecorder):
+        return recorder.events_table_name
+    raise TypeError(f"no SQL table behind {type(recorder).__name__}")
 
 
 def _latest_snapshots_sql(table: str, count: int) -> str:

@@ -87,11 +87,11 @@ class Store:
         return cls(kind="postgresql", postgres=conninfo, schema=query.get("schema", ["public"])[0])
 
     @property
-    def events_table(self) -> str:
-        return "stored_events" if self.kind == "sqlite" else f'"{self.schema}".cronledger_events'
-
-    @property
     def position_column(self) -> str:
+        """The log position in eventsourcing's events table (`Ledger.events_table`).
+
+        Its recorders name the table in an attribute, but not this column.
+        """
         return "rowid" if self.kind == "sqlite" else "notification_id"
 
     def eventsourcing_env(self) -> dict[str, str]:

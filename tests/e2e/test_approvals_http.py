@@ -2,48 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
-from tests.e2e.test_directory_http import account, assert_problem, log_end
+from tests.e2e.helpers import account, assert_problem, log_end, submit
 from tests.support import Api, FakeClock
-
-
-@pytest.fixture
-def definition_id(admin: Api) -> str:
-    created = admin.post(
-        "/api/definitions",
-        {
-            "key": "onboarding",
-            "name": "Onboarding",
-            "external": False,
-            "review_window_seconds": 3600,
-        },
-    ).json
-    admin.post(f"/api/definitions/{created['id']}/publish")
-    return str(created["id"])
 
 
 @pytest.fixture
 def requester(admin: Api) -> Api:
     return account(admin, "sales", ["requester"])
-
-
-def submit(api: Api, definition_id: str, command_id: str = "submit-1", **extra: Any) -> Any:
-    return api.post(
-        "/api/approvals",
-        {
-            "command_id": command_id,
-            "definition_id": definition_id,
-            "title": "Open account",
-            "form_data": {"customer": "Xinghe"},
-            "material_version": 2,
-            **extra,
-        },
-    )
 
 
 def test_approve_before_the_deadline_and_after_it(

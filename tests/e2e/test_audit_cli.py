@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,12 +10,14 @@ import pytest
 
 from cronledger.application.services import open_services
 from cronledger.config import Settings
+from cronledger.persistence.ledger import Ledger
 from cronledger.persistence.store import Store
 from domain.schedules import Schedule
 from projections.catalog import all_projections
 from projections.maintenance import replay
-from tests.e2e.test_cli_and_server import killed_mid_work, request, run_cli, server, token  # noqa: F401
-from tests.support import FakeClock
+from tests.e2e.helpers import request
+from tests.processes import killed_mid_work, run_cli
+from tests.support import FakeClock, wait_until
 from tick.ticker import Ticker
 
 EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}
@@ -34,13 +35,13 @@ def served_activity(base: str, bearer: str) -> str:
     _, schedule = request(
         f"{base}/api/workflows/schedules", bearer, {**body, "name": "s", "enabled": True}
     )
-    for _ in range(100):
+
+    def two_succeeded() -> list[Any]:
         runs = request(f"{base}/api/workflows/schedules/{schedule['id']}/runs", bearer)[1]
         done = [r for r in runs["items"] if r["status"] == "SUCCEEDED"]
-        if len(done) >= 2:
-            return str(done[0]["id"])
-        time.sleep(0.1)
-    raise AssertionError("the served service launched nothing")
+        return done if len(done) >= 2 else []
+
+    return str(wait_until(two_succeeded, "two cycles launched by the served worker")[0]["id"])
 
 
 def execute(store: Store, statement: str, params: tuple[Any, ...]) -> None:
@@ -50,10 +51,17 @@ def execute(store: Store, statement: str, params: tuple[Any, ...]) -> None:
         conn.execute(statement, params)
 
 
+def events_table(store: Store) -> str:
+    """The events table, as the store's eventsourcing recorder names it."""
+    ledger = Ledger(store, FakeClock())
+    try:
+        return ledger.events_table
+    finally:
+        ledger.close()
+
+
 def test_replay_verify_rebuild_and_state_on_a_served_store(
-    store_url: str,
-    server: str,  # noqa: F811
-    token: str,  # noqa: F811
+    store_url: str, server: str, token: str
 ) -> None:
     run_id = served_activity(server, token)
     store = Store.from_url(store_url)
@@ -74,10 +82,11 @@ def test_replay_verify_rebuild_and_state_on_a_served_store(
     assert "events" in rebuilt.stderr  # the progress bar
     assert run_cli(store_url, "audit", "replay").returncode == 0
 
-    position = store.query(f"SELECT MIN({store.position_column}) FROM {store.events_table}")[0][0]
+    events = events_table(store)
+    position = store.query(f"SELECT MIN({store.position_column}) FROM {events}")[0][0]
     execute(
         store,
-        f"UPDATE {store.events_table} SET topic = ? WHERE {store.position_column} = ?",
+        f"UPDATE {events} SET topic = ? WHERE {store.position_column} = ?",
         ("domain.directory:Tenant.Forged", position),
     )
     broken = run_cli(store_url, "audit", "verify", "--json")
@@ -118,7 +127,12 @@ def test_a_killed_projector_resumes_to_what_a_rebuild_gives(store_url: str) -> N
         for table in (t for p in all_projections() for t in p.tables):
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE projection_positions SET position = 0")
-    killed_mid_work(store_url, "projections", 0.3)
+    killed_mid_work(
+        store_url,
+        "projections",
+        lambda: max(services.projector.positions().values()) > 0,
+        "it projected a first batch",
+    )
     assert services.projector.lag() > 0, "the projector finished before it was killed"
     assert max(services.projector.positions().values()) > 0, "it was killed before it began"
     services.projector.catch_up()

@@ -3,87 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
+import tomllib
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-CLI = str(Path(sys.executable).parent / "cronledger")
+from tests.e2e.helpers import request
+from tests.processes import CLI, free_port, run_cli, started
+from tests.support import wait_until
 
-
-def run_cli(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CRONLEDGER_DATABASE_URL": store_url}
-    return subprocess.run(
-        [CLI, *args], env=env, capture_output=True, text=True, timeout=60, check=False
-    )
-
-
-def killed_mid_work(store_url: str, command: str, seconds: float, **env: str) -> None:
-    """Start `cronledger COMMAND`, let its loop work for `seconds`, then SIGKILL it."""
-    environ = {**os.environ, "CRONLEDGER_DATABASE_URL": store_url, **env}
-    process = subprocess.Popen([CLI, command], env=environ, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    while "loop started" not in process.stderr.readline():
-        pass
-    time.sleep(seconds)
-    process.send_signal(signal.SIGKILL)
-    process.wait(10)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def request(url: str, token: str | None = None, body: Any = None) -> tuple[int, Any]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
-@pytest.fixture
-def token(store_url: str) -> str:
-    result = run_cli(store_url, "bootstrap", "--tenant", "demo", "--admin", "admin")
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip().splitlines()[-1]
-
-
-@pytest.fixture
-def server(store_url: str, token: str) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "CRONLEDGER_DATABASE_URL": store_url}
-    process = subprocess.Popen(
-        [CLI, "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                request(f"{base}/healthz")
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield base
-    finally:
-        process.terminate()
-        process.wait(10)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_served_api_answers_with_the_bootstrap_token(server: str, token: str) -> None:
@@ -95,6 +27,25 @@ def test_served_api_answers_with_the_bootstrap_token(server: str, token: str) ->
         f"{server}/api/accounts", token, {"id": "ann", "name": "Ann", "roles": ["operator"]}
     )
     assert (status, created["version"]) == (201, 1)
+
+
+def test_version_is_the_installed_release_of_pyproject() -> None:
+    result = subprocess.run(
+        [CLI, "--version"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"cronledger {metadata.version('cronledger')}"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert metadata.version("cronledger") == project["version"], "reinstall: make install"
+
+
+def test_health_names_the_store_and_the_release(server: str, store_url: str) -> None:
+    status, body = request(f"{server}/healthz")
+    kind = store_url.split(":", 1)[0]
+    assert (status, body) == (
+        200,
+        {"status": "ok", "store": kind, "version": metadata.version("cronledger")},
+    )
 
 
 def test_bootstrap_prints_the_token_alone_on_the_last_line(token: str) -> None:
@@ -150,13 +101,10 @@ def test_serve_sweeps_deadlines_by_itself(server: str, token: str) -> None:
         {"command_id": "c", "definition_id": definition["id"], "title": "T", "material_version": 1},
     )
     assert status == 201
-    state = instance["state"]
-    for _ in range(100):
-        state = request(f"{server}/api/approvals/{instance['id']}", token)[1]["state"]
-        if state == "EXPIRED":
-            break
-        time.sleep(0.1)
-    assert state == "EXPIRED"
+    wait_until(
+        lambda: request(f"{server}/api/approvals/{instance['id']}", token)[1]["state"] == "EXPIRED",
+        "expired by the served sweeper",
+    )
 
 
 def test_serve_registers_and_launches_cycles_by_itself(server: str, token: str) -> None:
@@ -178,27 +126,19 @@ def test_serve_registers_and_launches_cycles_by_itself(server: str, token: str) 
         },
     )
     assert status == 201, schedule
-    runs: list[Any] = []
-    for _ in range(100):
-        runs = request(f"{server}/api/workflows/schedules/{schedule['id']}/runs", token)[1]["items"]
-        if any(run["status"] == "SUCCEEDED" for run in runs):
-            break
-        time.sleep(0.1)
-    launched = next(run for run in runs if run["status"] == "SUCCEEDED")
+
+    def succeeded() -> list[Any]:
+        runs = request(f"{server}/api/workflows/schedules/{schedule['id']}/runs", token)[1]
+        return [run for run in runs["items"] if run["status"] == "SUCCEEDED"]
+
+    launched = wait_until(succeeded, "a cycle launched by the served worker")[0]
     _, instance = request(f"{server}/api/approvals/{launched['instance_id']}", token)
     assert (instance["applicant_id"], instance["origin"]["run_id"]) == ("admin", launched["id"])
 
 
 @pytest.mark.parametrize("command", ["serve", "worker", "sweeper", "projections"])
 def test_sigterm_stops_gracefully(store_url: str, command: str) -> None:
-    env = {**os.environ, "CRONLEDGER_DATABASE_URL": store_url}
     arguments = ["--port", str(free_port())] if command == "serve" else []
-    process = subprocess.Popen(
-        [CLI, command, *arguments], env=env, stderr=subprocess.PIPE, text=True
-    )
-    deadline = time.monotonic() + 30
-    assert process.stderr is not None
-    while time.monotonic() < deadline and "loop started" not in process.stderr.readline():
-        pass
-    process.terminate()
-    assert process.wait(15) == 0
+    with started(store_url, command, *arguments) as child:
+        child.wait_for(lambda: child.logged("loop started"), "its loop started")
+        assert child.stop() == 0, child.describe()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from importlib import metadata
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
+from tests.e2e.helpers import account, assert_problem, log_end, other_tenant
 from tests.support import Api
 
 DEFINITION = {
@@ -16,30 +18,6 @@ DEFINITION = {
     "external": False,
     "review_window_seconds": 3600,
 }
-
-
-def account(admin: Api, account_id: str, roles: list[str]) -> Api:
-    """A new account with its own token."""
-    created = admin.post("/api/accounts", {"id": account_id, "name": account_id, "roles": roles})
-    assert created.status_code == 201, created.json
-    token = admin.post(f"/api/accounts/{account_id}/tokens")
-    assert token.status_code == 201
-    return Api(admin.client, token.json["token"])
-
-
-def other_tenant(services: Services, client: FlaskClient) -> Api:
-    return Api(client, services.directory.bootstrap("globex", "boss").token)
-
-
-def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.json
-    assert response.mimetype == "application/problem+json"
-    body: dict[str, Any] = response.json
-    assert (body["status"], body["code"]) == (status, code)
-    assert body["title"]
-    assert body["detail"]
-    assert body["type"]
-    return body
 
 
 def test_account_lifecycle(admin: Api) -> None:
@@ -147,10 +125,6 @@ def test_definition_lifecycle(admin: Api) -> None:
     assert_problem(admin.post("/api/definitions", DEFINITION), 422, "VALIDATION_FAILED")
 
 
-def log_end(services: Services) -> int | None:
-    return services.ledger.recorder.max_notification_id()
-
-
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -248,7 +222,11 @@ def test_unknown_route_and_method_are_problems(admin: Api) -> None:
 
 def test_health_names_the_store(client: FlaskClient, services: Services) -> None:
     response = client.get("/healthz")
-    assert response.json == {"status": "ok", "store": services.store.kind}
+    assert response.json == {
+        "status": "ok",
+        "store": services.store.kind,
+        "version": metadata.version("cronledger"),
+    }
 
 
 def test_openapi_document_is_generated_from_the_schemas(client: FlaskClient) -> None:

@@ -32,11 +32,8 @@ from cronledger.application.stream import (
 )
 from domain.directory import Principal
 from domain.permissions import SCHEDULE_LIST
-from tests.e2e.test_approvals_http import definition_id, submit  # noqa: F401 (fixtures)
-from tests.e2e.test_cli_and_server import request, server, token  # noqa: F401 (fixtures)
-from tests.e2e.test_directory_http import account, assert_problem, other_tenant
-from tests.e2e.test_schedules_http import body, definition  # noqa: F401 (fixtures)
-from tests.support import Api, FakeClock
+from tests.e2e.helpers import account, assert_problem, other_tenant, request, submit
+from tests.support import Api, FakeClock, FakeTime, principal_of, wait_until
 from tick.worker import Worker
 from web import create_app
 
@@ -142,7 +139,7 @@ def body_of(response: TestResponse) -> dict[str, Any]:
 
 
 @pytest.fixture
-def schedule_id(admin: Api, body: dict[str, Any]) -> str:  # noqa: F811
+def schedule_id(admin: Api, body: dict[str, Any]) -> str:
     created = admin.post("/api/workflows/schedules", body)
     assert created.status_code == 201
     return str(body_of(created)["id"])
@@ -154,18 +151,37 @@ def run_now(admin: Api, schedule_id: str, request_id: str) -> str:
     return str(body_of(accepted)["id"])
 
 
+def polled_again(services: Services, monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """A wait until the stream reads the log again: its client is waiting for what comes next."""
+    polled = threading.Event()
+    read = services.ledger.recorder.select_notifications
+
+    def noting_the_poll(*args: Any, **kwargs: Any) -> Any:
+        polled.set()
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(services.ledger.recorder, "select_notifications", noting_the_poll)
+
+    def wait() -> None:
+        polled.clear()
+        polled.wait(SECONDS)
+
+    return wait
+
+
 def test_a_connected_client_sees_a_runs_events_within_a_second(
-    admin: Api, schedule_id: str, services: Services
+    admin: Api, schedule_id: str, services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     committed: dict[str, float] = {}  # just before each commit: latencies are upper bounds
+    client_waiting = polled_again(services, monkeypatch)
 
     def run_and_launch() -> None:
         caller = services.directory.authenticate(admin.token)
         assert caller is not None
-        time.sleep(0.3)  # the client is waiting by now
+        client_waiting()
         committed["run"] = time.monotonic()
         services.schedules.run_now(caller, schedule_id, "ops-1")
-        time.sleep(0.3)
+        client_waiting()
         committed["launch"] = time.monotonic()
         Worker.of(services).poll()
 
@@ -303,25 +319,6 @@ def test_a_revoked_token_ends_its_stream(admin: Api, monkeypatch: pytest.MonkeyP
 # -- the stream itself, without HTTP ------------------------------------------------------
 
 
-@dataclass
-class FakeTime:
-    now: float = 0.0
-    sleeps: int = 0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        self.sleeps += 1
-
-
-def principal_of(services: Services, admin: Api) -> Principal:
-    principal = services.directory.authenticate(admin.token)
-    assert principal is not None
-    return principal
-
-
 def test_a_quiet_stream_sends_a_checkpoint_every_fifteen_seconds(
     admin: Api, services: Services
 ) -> None:
@@ -384,7 +381,7 @@ def test_a_lifetime_ends_at_its_deadline() -> None:
     assert fake.now == 12
 
 
-def test_a_served_stream_delivers_within_a_second(server: str, token: str) -> None:  # noqa: F811
+def test_a_served_stream_delivers_within_a_second(server: str, token: str) -> None:
     stream = urllib.request.Request(
         f"{server}/api/events/stream?max_seconds={SECONDS}",
         headers={"Authorization": f"Bearer {token}"},
@@ -483,10 +480,7 @@ def test_a_replay_from_far_back_is_clipped_and_says_so(
         assert frame.event != "replay-clipped"  # within the limit, nothing is skipped
 
 
-def test_a_served_stream_frees_its_place_when_its_client_leaves(
-    server: str,  # noqa: F811
-    token: str,  # noqa: F811
-) -> None:
+def test_a_served_stream_frees_its_place_when_its_client_leaves(server: str, token: str) -> None:
     port = urlsplit(server).port
 
     def connect(held: ExitStack) -> http.client.HTTPResponse:
@@ -510,10 +504,7 @@ def test_a_served_stream_frees_its_place_when_its_client_leaves(
             response = connect(probe)
             assert (response.status, response.headers["Retry-After"]) == (429, "10")
         leaving.close()  # the client goes away without a word
-        deadline = time.monotonic() + SECONDS
-        while not (freed := accepted()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert freed
+        wait_until(accepted, "a stream accepted in the place it left", timeout=SECONDS)
 
 
 def approval_frames(stream: Stream) -> list[Frame]:
@@ -522,8 +513,7 @@ def approval_frames(stream: Stream) -> list[Frame]:
 
 
 def test_only_audit_read_streams_refused_commands_and_others_command_detail(
-    admin: Api,
-    definition_id: str,  # noqa: F811
+    admin: Api, definition_id: str
 ) -> None:
     applicant = account(admin, "sales", ["requester"])
     colleague = account(admin, "sales2", ["requester"])

@@ -14,10 +14,7 @@ import pytest
 from flask import Flask
 from marshmallow import Schema, fields, validate
 
-from tests.e2e.test_approvals_http import definition_id  # noqa: F401 (fixture)
-from tests.e2e.test_cli_and_server import server, token  # noqa: F401 (fixtures)
-from tests.e2e.test_directory_http import account, assert_problem
-from tests.e2e.test_schedules_http import body, definition  # noqa: F401 (fixtures)
+from tests.e2e.helpers import account, assert_problem
 from tests.support import Api
 from web import MAX_BODY_BYTES
 from web.api import Either, EndpointSpec
@@ -44,7 +41,7 @@ def raw_post(api: Api, path: str, raw: bytes) -> Any:
 # --- JSON nesting --------------------------------------------------------------------------------
 
 
-def submission(definition_id: str, form_data: Any) -> dict[str, Any]:  # noqa: F811
+def submission(definition_id: str, form_data: Any) -> dict[str, Any]:
     return {
         "command_id": "deep",
         "definition_id": definition_id,
@@ -56,7 +53,7 @@ def submission(definition_id: str, form_data: Any) -> dict[str, Any]:  # noqa: F
 
 def test_approval_form_data_may_nest_to_the_limit_and_no_deeper(
     admin: Api,
-    definition_id: str,  # noqa: F811
+    definition_id: str,
 ) -> None:
     deepest = submission(definition_id, nested(MAX_JSON_DEPTH - 1))  # the body is a level too
     too_deep = submission(definition_id, nested(MAX_JSON_DEPTH))
@@ -72,7 +69,7 @@ def test_approval_form_data_may_nest_to_the_limit_and_no_deeper(
 @pytest.mark.parametrize("opener", [b"[", b"{", b'{"a":'])
 def test_thousands_of_levels_are_400_on_approvals(
     admin: Api,
-    definition_id: str,  # noqa: F811
+    definition_id: str,
     opener: bytes,
 ) -> None:
     raw = b'{"form_data": ' + opener * 5000 + b"}"
@@ -82,7 +79,7 @@ def test_thousands_of_levels_are_400_on_approvals(
 
 def test_schedule_form_data_may_nest_to_the_limit_and_no_deeper(
     admin: Api,
-    body: dict[str, Any],  # noqa: F811
+    body: dict[str, Any],
 ) -> None:
     path = "/api/workflows/schedules"
     too_deep = {**body, "form_data": nested(MAX_JSON_DEPTH)}
@@ -219,7 +216,7 @@ def test_every_number_has_a_range_and_every_string_a_length(app: Flask) -> None:
 # --- the served process --------------------------------------------------------------------------
 
 
-def served_post(server: str, token: str, body: bytes, length: int) -> tuple[int, str]:  # noqa: F811
+def served_post(server: str, token: str, body: bytes, length: int) -> tuple[int, str]:
     """POST `body` announced as `length` bytes; the answer's status and content type."""
     connection = http.client.HTTPConnection(urlsplit(server).netloc, timeout=10)
     try:
@@ -235,8 +232,8 @@ def served_post(server: str, token: str, body: bytes, length: int) -> tuple[int,
 
 
 def test_the_server_refuses_a_body_over_1_mib_before_it_arrives(
-    server: str,  # noqa: F811
-    token: str,  # noqa: F811
+    server: str,
+    token: str,
 ) -> None:
     status, _ = served_post(server, token, b"", MAX_BODY_BYTES + 1)  # the body is never sent
     assert status == 413

@@ -7,7 +7,7 @@ from typing import Any
 from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
-from tests.e2e.test_directory_http import account, assert_problem
+from tests.e2e.helpers import account, assert_problem
 from tests.support import Api
 from tick.worker import Worker
 

@@ -6,10 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Opener
-from tests.e2e.test_metrics_http import samples
-from tests.integration.test_worker_store import T0, World
-from tests.support import FakeClock
+from tests.e2e.helpers import samples
+from tests.support import T0, FakeClock, Opener, World
 from web import create_app
 
 PENDING = ("cronledger_pending_runs", ())

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from prometheus_client.parser import text_string_to_metric_families
-
-from tests.conftest import Opener
-from tests.integration.test_worker_store import T0, World
-from tests.support import FakeClock
+from tests.e2e.helpers import samples
+from tests.support import T0, FakeClock, Opener, World
 from tick.worker import Worker
 from web import create_app
-
-
-def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
 
 
 def test_metrics_count_what_operations_watch(open_with: Opener) -> None:

@@ -6,8 +6,8 @@ import json
 
 from flask.testing import FlaskClient
 
-from tests.e2e.test_approvals_http import submit
-from tests.e2e.test_cli_and_server import run_cli
+from tests.e2e.helpers import submit
+from tests.processes import run_cli
 from tests.support import Api
 
 FORGED = "customer asked\nApproved by cfo\u2028\x85done"

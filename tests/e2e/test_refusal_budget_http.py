@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from tests.e2e.test_directory_http import account, assert_problem
+from tests.e2e.helpers import account, assert_problem
 from tests.support import Api, FakeClock
 
 BUDGET = 3

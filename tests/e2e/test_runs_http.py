@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from cronledger.application.services import Services
-from tests.e2e.test_directory_http import account, assert_problem
-from tests.e2e.test_schedules_http import body, definition  # noqa: F401 (fixtures)
+from tests.e2e.helpers import account, assert_problem
 from tests.support import Api, FakeClock
 from tick.ticker import Ticker
 
@@ -16,7 +15,7 @@ EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}
 
 
 @pytest.fixture
-def every_second(admin: Api, body: dict[str, Any]) -> dict[str, Any]:  # noqa: F811
+def every_second(admin: Api, body: dict[str, Any]) -> dict[str, Any]:
     created = admin.post(
         "/api/workflows/schedules", {**body, "trigger": EVERY_SECOND, "enabled": True}
     )
@@ -76,7 +75,7 @@ def test_a_manual_run_is_manual_and_leaves_next_fire_alone(
 def test_run_now_validates_and_needs_edit(
     admin: Api,
     every_second: dict[str, Any],
-    definition: dict[str, Any],  # noqa: F811
+    definition: dict[str, Any],
 ) -> None:
     path = f"/api/workflows/schedules/{every_second['id']}"
     auditor = account(admin, "aud", ["auditor"])

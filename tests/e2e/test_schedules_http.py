@@ -8,46 +8,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
-from tests.e2e.test_directory_http import account, assert_problem, log_end
+from tests.e2e.helpers import CRON_9AM, account, assert_problem, log_end
 from tests.support import Api, FakeClock
-
-CRON_9AM = {"kind": "cron", "expression": "0 9 * * *"}
-
-
-@pytest.fixture
-def definition(admin: Api) -> dict[str, Any]:
-    created = admin.post(
-        "/api/definitions",
-        {
-            "key": "daily",
-            "name": "Daily",
-            "external": False,
-            "review_window_seconds": 3600,
-            "schedule_presets": [
-                {
-                    "id": "weekday-morning",
-                    "title": "Morning check {{date}}",
-                    "timezone": "Europe/London",
-                    "form_data": {"shift": "early"},
-                    "trigger": {"kind": "cron", "expression": "0 8 * * MON-FRI"},
-                }
-            ],
-        },
-    ).json
-    return admin.post(f"/api/definitions/{created['id']}/publish").json  # type: ignore[no-any-return]
-
-
-@pytest.fixture
-def body(definition: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": "每日检查",
-        "definition_id": definition["id"],
-        "trigger": CRON_9AM,
-        "timezone": "Asia/Shanghai",
-        "initiator_id": "root",
-        "title_template": "每日检查 {{date}}",
-        "form_data": {"region": "east"},
-    }
 
 
 def test_create_read_update_delete(admin: Api, body: dict[str, Any], clock: FakeClock) -> None:

@@ -12,10 +12,9 @@ from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from domain.directory import Account, Principal
 from domain.errors import ValidationFailed
-from tests.conftest import Opener
-from tests.e2e.test_cli_and_server import free_port, run_cli
-from tests.e2e.test_directory_http import account, assert_problem
-from tests.support import Api, FakeClock
+from tests.e2e.helpers import account, assert_problem
+from tests.processes import free_port, run_cli
+from tests.support import Api, FakeClock, Opener
 
 
 def mode(path: Path) -> int:

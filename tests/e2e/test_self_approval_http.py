@@ -7,9 +7,7 @@ from typing import Any
 import pytest
 
 from cronledger.application.services import Services
-from tests.e2e.test_approvals_http import submit
-from tests.e2e.test_directory_http import account, assert_problem, log_end
-from tests.e2e.test_schedules_http import body, definition  # noqa: F401 (fixtures)
+from tests.e2e.helpers import account, assert_problem, log_end, submit
 from tests.support import Api, FakeClock
 from tick.worker import Worker
 
@@ -38,7 +36,7 @@ def approve(api: Api, instance_id: str, command_id: str) -> Any:
 def test_an_initiator_must_be_allowed_to_submit(
     admin: Api,
     operator: Api,
-    body: dict[str, Any],  # noqa: F811
+    body: dict[str, Any],
     services: Services,
 ) -> None:
     account(admin, "audrey", ["auditor"])
@@ -59,7 +57,7 @@ def test_an_initiator_must_be_allowed_to_submit(
 def test_the_operator_cannot_approve_what_their_schedule_launched(
     admin: Api,
     operator: Api,
-    body: dict[str, Any],  # noqa: F811
+    body: dict[str, Any],
     services: Services,
 ) -> None:
     account(admin, "rita", ["requester"])
@@ -143,7 +141,7 @@ def test_allow_self_approval_defaults_to_false_and_is_a_strict_boolean(admin: Ap
 def test_a_run_fails_while_its_initiator_may_not_submit(
     admin: Api,
     operator: Api,
-    body: dict[str, Any],  # noqa: F811
+    body: dict[str, Any],
     services: Services,
     clock: FakeClock,
 ) -> None:

@@ -10,7 +10,7 @@ from cronledger.application.services import open_services
 from cronledger.config import Settings
 from cronledger.persistence.store import as_instant
 from domain.triggers import fire_times, load_zone, parse_trigger
-from tests.e2e.test_cli_and_server import killed_mid_work
+from tests.processes import killed_mid_work
 from tests.support import FakeClock
 from tick.ticker import Ticker
 
@@ -42,10 +42,12 @@ def test_sigkill_mid_batch_then_restart_leaves_no_gap_and_no_duplicate(store_url
         ).id
         for n in range(200)
     ]
+    before = services.ledger.recorder.max_notification_id() or 0
     killed_mid_work(
         store_url,
         "tick",
-        0.5,
+        lambda: (services.ledger.recorder.max_notification_id() or 0) > before,
+        "it committed a first batch of cycles",
         CRONLEDGER_CATCHUP_PER_SCAN="100000",
         CRONLEDGER_CATCHUP_PER_SCHEDULE="1000",
     )

@@ -9,8 +9,7 @@ import pytest
 
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from tests.e2e.test_directory_http import account, assert_problem
-from tests.e2e.test_schedules_http import body, definition  # noqa: F401 (fixtures)
+from tests.e2e.helpers import account, assert_problem
 from tests.support import Api, FakeClock
 from tick.worker import Worker
 
@@ -24,7 +23,7 @@ def services(store_url: str, clock: FakeClock) -> Iterator[Services]:
 
 
 @pytest.fixture
-def schedule_path(admin: Api, body: dict[str, Any]) -> str:  # noqa: F811
+def schedule_path(admin: Api, body: dict[str, Any]) -> str:
     account(admin, "ann", ["requester"])
     created = admin.post("/api/workflows/schedules", {**body, "initiator_id": "ann"})
     assert created.status_code == 201

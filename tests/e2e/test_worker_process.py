@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 
 from cronledger.application.directory import DefinitionFields
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from tests.e2e.test_cli_and_server import killed_mid_work
-from tests.support import FakeClock
+from tests.processes import killed_mid_work
+from tests.support import FakeClock, wait_until
 from tick.ticker import Ticker
 from tick.worker import Worker
 
@@ -40,13 +39,24 @@ def test_sigkill_mid_batch_then_restart_launches_each_run_once(store_url: str) -
     services.ledger.clock = lambda: datetime.now(UTC)
     while Ticker.of(services).scan().registered:
         pass
-    killed_mid_work(store_url, "worker", 0.5, CRONLEDGER_LEASE_SECONDS="1")
+    before = services.ledger.recorder.max_notification_id() or 0
+    killed_mid_work(
+        store_url,
+        "worker",
+        lambda: (services.ledger.recorder.max_notification_id() or 0) > before,
+        "it claimed a first batch",
+        CRONLEDGER_LEASE_SECONDS="1",
+    )
 
     restarted = open_services(Settings(database_url=store_url, lease_seconds=1))
-    deadline = time.monotonic() + 60
-    while _unfinished(restarted) and time.monotonic() < deadline:
-        Worker.of(restarted).drain()
-        time.sleep(0.2)  # a lease the killed worker held runs out
+    worker = Worker.of(restarted)
+
+    def all_launched() -> bool:
+        """Each lease the killed worker held runs out; then its run is launched."""
+        worker.drain()
+        return not _unfinished(restarted)
+
+    wait_until(all_launched, "every run launched after the restart", timeout=60, interval=0.2)
     runs = restarted.store.query("SELECT status, instance_id FROM runs")
     assert len(runs) >= SCHEDULES * 24
     assert {status for status, _ in runs} == {"SUCCEEDED"}

@@ -50,8 +50,7 @@ from domain.approvals import Command, approval_uuid
 from domain.directory import Principal
 from domain.runs import run_uuid
 from projections.catalog import all_projections
-from tests.conftest import fresh_postgres_url
-from tests.support import FakeClock
+from tests.support import FakeClock, fresh_postgres_url
 from tick.ticker import Ticker
 from tick.worker import Worker, WorkReport
 
@@ -270,7 +269,7 @@ def build(services: Services, clock: FakeClock) -> DataSet:
     # day 2
     tick(at(2, 9, 0, 30), registered=2)
     services.projector.catch_up()
-    assert len(worker._claim(worker._due(), WorkReport())) == 2  # then the worker dies
+    assert len(worker.claim()) == 2  # then the worker dies
     poll(at(2, 9, 1, 30), claimed=2, succeeded=2)  # lease over: INTERRUPTED, then launched
     i3 = instance("ann", scheduled(s1, at(2, 9)))
     tick(at(2, 10), registered=1)

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cronledger.application.approvals import CommandResult, Submission
+from cronledger.application.approvals import CommandResult
 from cronledger.application.directory import DefinitionFields
 from cronledger.application.services import Services
-from domain.approvals import APPROVE, WITHDRAW, Command
+from domain.approvals import APPROVE, WITHDRAW, Command, Submission
 from domain.directory import Principal
 from tests.support import FakeClock
 

@@ -7,9 +7,6 @@ encoded value, and that release could then decode nothing after them.
 
 from __future__ import annotations
 
-import json
-import shutil
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from uuid import UUID, uuid4
@@ -21,38 +18,22 @@ from flask.testing import FlaskClient
 from cronledger.application.services import Services, open_services
 from cronledger.application.stream import EventStream, StreamedEvent
 from cronledger.config import Settings
-from tests.e2e.test_event_stream import FakeTime, principal_of
-from tests.support import Api, FakeClock
+from tests.release_stores import facts, store_written_by
+from tests.support import Api, FakeClock, FakeTime, principal_of
 from tick.ticker import Ticker
 from tick.worker import Worker
 from web import create_app
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
-FACTS = json.loads((FIXTURES / "release-0.1.0.json").read_text())
+FACTS = facts("release-0.1.0")
 POISON = {"x": {"_type_": "no_such_type", "_data_": 1}, "kept": "as given"}
 KNOWN_TYPE = {"y": {"_type_": "uuid_hex", "_data_": "0123456789abcdef0123456789abcdef"}}
 BAD_DATA = {"z": {"_type_": "datetime_iso", "_data_": 5}}
 
 
-def release_0_1_0_events() -> list[StoredEvent]:
-    with sqlite3.connect(FIXTURES / "release-0.1.0.sqlite") as old:
-        rows = old.execute(
-            "SELECT originator_id, originator_version, topic, state FROM stored_events "
-            "ORDER BY rowid"
-        ).fetchall()
-    return [StoredEvent(UUID(hex=i), v, t, bytes(s)) for i, v, t, s in rows]
-
-
 @pytest.fixture
 def upgraded(store_url: str, tmp_path: Path, clock: FakeClock) -> Iterator[Services]:
     """Today's release on release 0.1.0's poisoned store: the file itself, or its events."""
-    if store_url.startswith("sqlite"):
-        store_url = f"sqlite:///{tmp_path}/old.sqlite"
-        shutil.copy(FIXTURES / "release-0.1.0.sqlite", tmp_path / "old.sqlite")
-    else:
-        empty = open_services(Settings(database_url=store_url), clock)
-        empty.ledger.recorder.insert_events(release_0_1_0_events())
-        empty.close()
+    store_url = store_written_by("release-0.1.0", store_url, tmp_path, clock)
     services = open_services(Settings(database_url=store_url), clock)
     yield services
     services.close()

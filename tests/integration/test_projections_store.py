@@ -9,58 +9,11 @@ from uuid import UUID
 import pytest
 
 from cronledger.application.services import Services
-from domain.approvals import Command
 from projections.catalog import all_projections, projection_named
 from projections.maintenance import rebuild, replay
-from tests.conftest import Opener
-from tests.integration.test_worker_store import T0, World
-from tests.support import FakeClock
+from tests.support import T0, FakeClock, Opener, World
 from tick.ticker import Ticker
 from tick.worker import Worker
-
-
-@pytest.fixture
-def busy(open_with: Opener) -> World:
-    """A tenant after a day of work: cycles, launches, a failure, decisions, an expiry."""
-    clock = FakeClock(T0)
-    world = World(open_with(clock, retry_base_seconds=1, max_attempts=2), clock)
-    services = world.services
-    schedule = services.schedules.schedule(world.root.tenant_id, world.schedule)
-    body = {"trigger": {"kind": "cron", "expression": "*/10 * * * *"}, "enabled": True}
-    settings = services.schedules.settings_from({**_settings_of(schedule), **body})
-    clock.advance(60)
-    services.schedules.update(world.root, world.schedule, settings, True, schedule.revision)
-    for _ in range(6):
-        clock.advance(600)
-        Ticker.of(services).scan()
-        Worker.of(services).drain()
-    world.run_now("manual-1")
-    world.set_ann_active(False)
-    for _ in range(3):
-        Worker.of(services).drain()
-        clock.advance(2)
-    world.set_ann_active(True)
-    instances = world.instances()
-    services.approvals.command(
-        world.root, str(instances[0].id), Command("approve", "a1", {"material_version": 1})
-    )
-    clock.advance(3600)
-    services.approvals.sweep()
-    services.projector.catch_up()
-    return world
-
-
-def _settings_of(schedule: Any) -> dict[str, Any]:
-    settings = schedule.settings
-    return {
-        "name": settings.name,
-        "definition_id": settings.definition_id,
-        "trigger": settings.trigger,
-        "timezone": settings.timezone,
-        "initiator_id": settings.initiator_id,
-        "title_template": settings.title_template,
-        "form_data": settings.form_data,
-    }
 
 
 def differences(services: Services) -> list[Any]:
@@ -145,29 +98,26 @@ def test_a_crash_mid_batch_then_a_restart_equals_a_rebuild(
 
 def test_verify_names_the_position_of_an_altered_or_deleted_event(busy: World) -> None:
     services, store = busy.services, busy.services.store
+    events = services.ledger.events_table
     assert services.audit.verify(lambda _: None) is None
     positions = [
         row[0]
         for row in store.query(
-            f"SELECT {store.position_column} FROM {store.events_table} "
-            f"ORDER BY {store.position_column}"
+            f"SELECT {store.position_column} FROM {events} ORDER BY {store.position_column}"
         )
     ]
     altered, deleted = positions[len(positions) // 2], positions[len(positions) // 3]
     mark = "?" if store.kind == "sqlite" else "%s"
     with store.connect() as conn:
         conn.execute(
-            f"UPDATE {store.events_table} SET state = {mark} "
-            f"WHERE {store.position_column} = {mark}",
+            f"UPDATE {events} SET state = {mark} WHERE {store.position_column} = {mark}",
             (b'{"forged":true}', altered),
         )
     broken = services.audit.verify(lambda _: None)
     assert broken is not None
     assert (broken.position, broken.problem.split(" (")[0]) == (altered, "the event was altered")
     with store.connect() as conn:
-        conn.execute(
-            f"DELETE FROM {store.events_table} WHERE {store.position_column} = {mark}", (deleted,)
-        )
+        conn.execute(f"DELETE FROM {events} WHERE {store.position_column} = {mark}", (deleted,))
     broken = services.audit.verify(lambda _: None)
     assert broken is not None
     assert (broken.position, broken.problem.split(" (")[0]) == (deleted, "an event was deleted")

@@ -8,15 +8,12 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate
 
 from cronledger.persistence.ledger import Ledger
-from tests.conftest import Opener
-from tests.integration.test_projections_store import busy  # noqa: F401
-from tests.integration.test_worker_store import T0, World
-from tests.support import FakeClock
+from tests.support import T0, FakeClock, Opener, World
 from tick.ticker import Ticker
 
 
 def every_aggregate_id(ledger: Ledger) -> list[UUID]:
-    rows = ledger.store.query(f"SELECT DISTINCT originator_id FROM {ledger.store.events_table}")
+    rows = ledger.store.query(f"SELECT DISTINCT originator_id FROM {ledger.events_table}")
     return [row[0] if isinstance(row[0], UUID) else UUID(hex=row[0]) for row in rows]
 
 
@@ -31,7 +28,7 @@ def fields(aggregate: Aggregate) -> dict[str, Any]:
     return {k: v for k, v in vars(aggregate).items() if k != "_pending_events"}
 
 
-def test_every_aggregate_kind_round_trips_through_a_snapshot(busy: World) -> None:  # noqa: F811
+def test_every_aggregate_kind_round_trips_through_a_snapshot(busy: World) -> None:
     ledger = busy.services.ledger
     kinds = set()
     for aggregate_id in every_aggregate_id(ledger):

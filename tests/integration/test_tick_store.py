@@ -15,8 +15,7 @@ from cronledger.application.services import Services
 from cronledger.persistence.store import as_instant
 from domain.directory import Principal
 from domain.triggers import fire_times, load_zone, parse_trigger
-from tests.conftest import Opener
-from tests.support import FakeClock
+from tests.support import FakeClock, Opener
 from tick.ticker import Ticker
 
 T0 = datetime(2026, 10, 1, 0, 0, 30, tzinfo=UTC)

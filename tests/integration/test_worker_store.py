@@ -3,73 +3,19 @@
 from __future__ import annotations
 
 import threading
-import time
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 import pytest
 
-from cronledger.application.directory import DefinitionFields
-from cronledger.application.services import Services
 from cronledger.persistence.recorders import AggregatesMoved
-from domain.approvals import ApprovalInstance
-from domain.directory import Principal
-from domain.runs import Run
-from tests.conftest import Opener
-from tests.support import FakeClock
+from domain.directory import account_uuid
+from tests.support import T0, FakeClock, Opener, World, wait_until
 from tick.worker import Claim, Worker, WorkReport
 
-T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
 RACING_RUNS = 80
-
-
-class World:
-    """A tenant with an admin, an initiator `ann`, a published definition and a schedule."""
-
-    def __init__(self, services: Services, clock: FakeClock, **schedule: Any) -> None:
-        self.services, self.clock = services, clock
-        directory = services.directory
-        root = directory.authenticate(directory.bootstrap("acme", "root").token)
-        assert root is not None
-        self.root: Principal = root
-        directory.create_account(root, "ann", "Ann", ["requester"])
-        self.definition = directory.create_definition(
-            root, "daily", DefinitionFields("Daily", False, 3600, [])
-        ).id
-        directory.set_published(root, self.definition, True, None)
-        body = {
-            "name": "Daily",
-            "definition_id": self.definition,
-            "trigger": {"kind": "cron", "expression": "0 0 1 1 *"},
-            "timezone": "UTC",
-            "initiator_id": "ann",
-            "title_template": "Daily {{date}}",
-            "form_data": {"n": 1},
-            **schedule,
-        }
-        settings = services.schedules.settings_from(body)
-        self.schedule = services.schedules.create(root, settings, False).id
-
-    def run_now(self, request_id: str = "r1") -> str:
-        return self.services.schedules.run_now(self.root, self.schedule, request_id).id
-
-    def set_ann_active(self, active: bool) -> None:
-        self.services.directory.set_active(self.root, "ann", active, None)
-
-    def set_ann_roles(self, roles: list[str]) -> None:
-        version = self.services.directory.account(self.root.tenant_id, "ann").version
-        self.services.directory.update_account(self.root, "ann", "Ann", roles, version)
-
-    def run(self, run_id: str, services: Services | None = None) -> Run:
-        ledger = (services or self.services).ledger
-        return ledger.find(Run, UUID(run_id), "run", run_id)
-
-    def instances(self) -> list[ApprovalInstance]:
-        self.services.projector.catch_up()
-        rows = self.services.store.query("SELECT id FROM approvals")
-        found = self.services.ledger.get_many([UUID(row[0]) for row in rows])
-        return [i for i in found.values() if isinstance(i, ApprovalInstance)]
 
 
 @pytest.fixture
@@ -152,12 +98,10 @@ def test_a_worker_that_lost_its_lease_cannot_record_an_outcome(
 ) -> None:
     run_id = world.run_now()
     paused = Worker.of(open_with(world.clock, lease_seconds=60))
-    (claim,) = paused._claim(paused._due(), WorkReport())  # then it stops (SIGSTOP)
+    (claim,) = paused.claim()  # then it stops (SIGSTOP)
     world.clock.advance(61)
     assert Worker.of(world.services).poll().succeeded == 1
-    late = WorkReport()
-    paused._launch([claim], late)  # it resumes
-    assert late == WorkReport(rejected=1)
+    assert paused.launch([claim]) == WorkReport(rejected=1)  # it resumes
     run = world.run(run_id)
     assert [a["outcome"] for a in run.attempts] == ["INTERRUPTED", "SUCCEEDED"]
     assert run.status == "SUCCEEDED"
@@ -171,7 +115,7 @@ def test_a_crash_after_claiming_is_recovered_after_the_lease(
 ) -> None:
     run_id = world.run_now()
     crashed = Worker.of(open_with(world.clock))
-    crashed._claim(crashed._due(), WorkReport())  # kill -9 before launching
+    crashed.claim()  # kill -9 before launching
     assert Worker.of(world.services).poll() == WorkReport()  # the lease still holds
     world.clock.advance(60)
     assert Worker.of(world.services).poll().succeeded == 1
@@ -185,7 +129,7 @@ def test_a_crash_holding_a_schedules_every_slot_is_recovered(
     for n in range(4):
         world.run_now(f"r{n}")
     crashed = Worker.of(open_with(world.clock))
-    assert len(crashed._claim(crashed._due(), WorkReport())) == 4  # then kill -9
+    assert len(crashed.claim()) == 4  # then kill -9
     world.clock.advance(60)
     assert Worker.of(world.services).poll().succeeded == 4
     assert len(world.instances()) == 4
@@ -226,8 +170,9 @@ def test_no_instance_is_created_after_the_initiators_deactivation(
     threads = [threading.Thread(target=w.drain) for w in workers]
     for thread in threads:
         thread.start()
-    while len(world.instances()) < 3:  # deactivate while the launches are under way
-        time.sleep(0.001)
+    wait_until(  # deactivate while the launches are under way
+        lambda: len(world.instances()) >= 3, "three instances launched", interval=0.001
+    )
     world.set_ann_active(False)
     for thread in threads:
         thread.join()
@@ -235,7 +180,7 @@ def test_no_instance_is_created_after_the_initiators_deactivation(
     world.services.projector.catch_up()
     (deactivated,) = [
         e.position
-        for e in ledger.timeline(world.services.directory._account(world.root.tenant_id, "ann").id)
+        for e in ledger.timeline(account_uuid(world.root.tenant_id, "ann"))
         if e.type == "Account.Deactivated"
     ]
     created = [ledger.timeline(i.id)[0].position for i in world.instances()]
@@ -266,7 +211,7 @@ def test_at_most_four_attempts_of_one_schedule_at_once(open_with: Opener) -> Non
     for n in range(6):
         world.run_now(f"r{n}")
     worker = Worker.of(world.services)
-    claims = worker._claim(worker._due(), WorkReport())
+    claims = worker.claim()
     assert len(claims) == 4
     assert all(isinstance(c, Claim) for c in claims)
 
@@ -274,14 +219,15 @@ def test_at_most_four_attempts_of_one_schedule_at_once(open_with: Opener) -> Non
 def test_a_launch_commits_only_while_the_initiator_is_as_it_was_read(world: World) -> None:
     ledger, directory = world.services.ledger, world.services.directory
     run = world.run(world.run_now())
-    ann = directory._account(world.root.tenant_id, "ann")
+    ann = account_uuid(world.root.tenant_id, "ann")
+    read_version = directory.account(world.root.tenant_id, "ann").version
     number = run.claim("w", T0, timedelta(seconds=60))
     ledger.save(run)
     instance = run.approval(directory.definition_aggregate(run.tenant_id, run.definition_id), T0)
     run.succeed(number, "w", str(instance.id), T0)
     world.set_ann_active(False)  # commits after the read, before the launch
     with pytest.raises(AggregatesMoved):
-        ledger.save(instance, run, unchanged=[(ann.id, ann.version)])
+        ledger.save(instance, run, unchanged=[(ann, read_version)])
     assert not ledger.exists(instance.id)
     assert world.run(str(run.id)).status == "RUNNING"
 
@@ -291,17 +237,19 @@ def test_a_deactivation_between_the_checks_and_the_commit_fails_the_launch(
 ) -> None:
     run_id = world.run_now()
     worker = Worker.of(world.services)
-    read = worker._launch_inputs
+    ann = account_uuid(world.root.tenant_id, "ann")
+    read = world.services.ledger.get_many
     deactivated: list[bool] = []
 
-    def read_then_deactivate(run: Run) -> Any:
-        inputs = read(run)
-        if not deactivated:
-            world.set_ann_active(False)
+    def read_then_deactivate(ids: Sequence[UUID]) -> Any:
+        """After the launch's checks read ann (once), her deactivation commits."""
+        found = read(ids)
+        if ann in found and not deactivated:
             deactivated.append(True)
-        return inputs
+            world.set_ann_active(False)
+        return found
 
-    monkeypatch.setattr(worker, "_launch_inputs", read_then_deactivate)
+    monkeypatch.setattr(world.services.ledger, "get_many", read_then_deactivate)
     assert worker.poll() == WorkReport(claimed=1, failed=1)
     assert world.instances() == []
     assert world.run(run_id).last_error == {

@@ -1,4 +1,4 @@
-"""The one transition rule of approval instances (CONTRACT §5, seed 004), with no store."""
+"""The one transition rule of approval instances (docs/approvals.md), with no store."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from domain.runs import PENDING, SKIPPED_MISSED, plan_due_cycles
+from domain.planning import plan_due_cycles
+from domain.runs import PENDING, SKIPPED_MISSED
 
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}
 T0 = datetime(2026, 10, 1, 0, 0, tzinfo=UTC)

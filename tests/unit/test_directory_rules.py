@@ -13,9 +13,9 @@ from domain.directory import (
     Definition,
     check_expected_version,
     check_roles,
-    initiator_problem,
 )
 from domain.errors import InvalidState, ValidationFailed, VersionConflict
+from domain.launch import initiator_problem
 from domain.permissions import DIRECTORY_MANAGE, SCHEDULE_EDIT, permissions_of
 from tests.support import stored_by_an_older_release
 
@@ -173,6 +173,7 @@ def test_older_definition_events_and_snapshots_do_not_allow_self_approval() -> N
     ],
 )
 def test_an_initiator_must_be_allowed_to_submit(roles: list[str], problem: str | None) -> None:
-    found = initiator_problem(new_account(roles))
+    launch_problem = initiator_problem(new_account(roles))
+    found = launch_problem.reason if launch_problem else None
     assert (found or "").startswith(problem or "")
     assert (found is None) == (problem is None)

@@ -2,34 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from uuid import uuid4
+from datetime import timedelta
 
 import pytest
 
 from domain.directory import Account, Definition
 from domain.errors import InvalidState
-from domain.runs import LaunchFailed, LeaseLost, Run, RunPolicy, checked_launch
-from domain.schedules import Schedule, ScheduleSettings
+from domain.launch import LaunchFailed, checked_launch
+from domain.runs import LeaseLost, Run
+from tests.unit.helpers import LEASE, POLICY, T0, account, definition, new_run
 
-T0 = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
-POLICY = RunPolicy(grace=timedelta(seconds=6), max_attempts=5)
-LEASE = timedelta(seconds=60)
 BROKEN = LaunchFailed("INITIATOR_INACTIVE", "initiator ann is inactive")
-SETTINGS = ScheduleSettings(
-    name="Daily",
-    definition_id="d1",
-    trigger={"kind": "cron", "expression": "0 9 * * *"},
-    timezone="UTC",
-    initiator_id="ann",
-    title_template="Daily {{date}}",
-    form_data={"n": 1},
-)
-
-
-def new_run() -> Run:
-    schedule = Schedule.create(uuid4(), SETTINGS, True, T0 - timedelta(hours=1), "ops")
-    return schedule.manual_run("r1", T0, "ops", POLICY)
 
 
 def fail_until_stopped(run: Run) -> list[float]:
@@ -139,32 +122,6 @@ def test_the_instance_carries_the_frozen_values_and_its_origin() -> None:
     assert instance.origin["run_id"] == str(run.id)
     assert instance.origin["trigger_kind"] == "manual"
     assert (instance.origin["saved_by"], instance.allow_self_approval) == ("ops", False)
-
-
-def account(active: bool = True, roles: tuple[str, ...] = ("operator", "requester")) -> Account:
-    made = Account(
-        tenant_id=uuid4(), account_id="ann", name="Ann", roles=list(roles), at=T0, actor="root"
-    )
-    if not active:
-        made.deactivate(T0, "root")
-    return made
-
-
-def definition(published: bool = True, external: bool = False) -> Definition:
-    made = Definition(
-        tenant_id=uuid4(),
-        key="daily",
-        name="Daily",
-        external=external,
-        review_window_seconds=60,
-        schedule_presets=[],
-        allow_self_approval=False,
-        at=T0,
-        actor="root",
-    )
-    if published:
-        made.publish(at=T0, actor="root")
-    return made
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from uuid import uuid4
 import pytest
 
 from domain.errors import ValidationFailed
-from domain.runs import RunPolicy
+from domain.policy import RunPolicy
 from domain.schedules import (
     Schedule,
     ScheduleSettings,

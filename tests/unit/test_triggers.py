@@ -1,8 +1,9 @@
-"""The time engine: trigger shapes, validation, and fire times under the §9 daylight-saving rules.
+"""The time engine: trigger shapes, validation, and fire times under the daylight-saving rules.
 
 Expected instants in the tables are worked out by hand from the zone's transitions (listed next
 to each group). The oracle at the end is an independent brute force: it walks real UTC instants,
-reads the local wall clock and applies §9 directly, with cron fields parsed by cronsim.
+reads the local wall clock and applies the rules of docs/time.md directly, with cron fields
+parsed by cronsim.
 """
 
 from __future__ import annotations
@@ -675,7 +676,7 @@ def window_rule(weekdays: list[int], windows: list[tuple[str, str]], interval: i
 
 
 def oracle(rule: Rule, zone: ZoneInfo, start: datetime, end: datetime) -> list[datetime]:
-    """Every fire in (start, end): walk real minutes, read the wall clock, apply §9."""
+    """Every fire in (start, end): walk real minutes, read the wall clock, apply the rules."""
     named = {(hour, minute) for hour, minute, _ in rule.times}
     seconds = sorted({second for _, _, second in rule.times})
     first_seen: dict[datetime, datetime] = {}  # local wall minute -> its first real instant

@@ -1,0 +1,289 @@
+"""`runs` (one row per cycle) and `attempts` (one row per attempt of a run)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+from uuid import UUID
+
+from cronledger.persistence.store import Store, tenant_scope
+from domain.approvals import WAITING_REVIEW
+from domain.runs import (
+    ATTEMPT_FAILED,
+    ATTEMPT_SUCCEEDED,
+    DEAD_LETTER,
+    INTERRUPTED,
+    PENDING,
+    RETRY_WAIT,
+    RUNNING,
+    SKIPPED_MISSED,
+    UNFINISHED,
+)
+from projections.engine import Handler, Projection, Sql
+
+
+class RunsProjection(Projection):
+    """One row per cycle, and one per attempt.
+
+    `runs.due_at` is when a worker may next claim the run: its next attempt, or when the
+    lease of its running attempt runs out.
+    """
+
+    name = "runs"
+    tables = ("runs", "attempts")
+
+    def ddl(self, sql: Sql) -> list[str]:
+        ts = sql.timestamp_type
+        return [
+            "CREATE TABLE IF NOT EXISTS runs ("
+            "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, schedule_id TEXT NOT NULL, "
+            f"planned_at {ts} NOT NULL, trigger TEXT NOT NULL, status TEXT NOT NULL, "
+            "title TEXT NOT NULL, initiator_id TEXT NOT NULL, definition_id TEXT NOT NULL, "
+            "attempt_count INTEGER NOT NULL, max_attempts INTEGER NOT NULL, instance_id TEXT, "
+            f"next_attempt_at {ts}, lease_expires_at {ts}, due_at {ts}, last_error_code TEXT, "
+            f"registered_at {ts} NOT NULL, finished_at {ts}, skipped_count INTEGER NOT NULL, "
+            "registration_lag_seconds DOUBLE PRECISION NOT NULL, version INTEGER NOT NULL)",
+            "CREATE INDEX IF NOT EXISTS runs_by_schedule ON runs (schedule_id, planned_at)",
+            "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status)",
+            "CREATE INDEX IF NOT EXISTS runs_due ON runs (due_at)",
+            "CREATE TABLE IF NOT EXISTS attempts ("
+            "run_id TEXT NOT NULL, number INTEGER NOT NULL, tenant_id TEXT NOT NULL, "
+            f"schedule_id TEXT NOT NULL, worker TEXT NOT NULL, started_at {ts} NOT NULL, "
+            f"lease_expires_at {ts} NOT NULL, finished_at {ts}, outcome TEXT, error_code TEXT, "
+            "error_message TEXT, instance_id TEXT, "
+            "PRIMARY KEY (run_id, number))",
+            "CREATE INDEX IF NOT EXISTS attempts_by_tenant ON attempts (tenant_id, started_at)",
+        ]
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "Run.Registered": self.registered,
+            "Run.AttemptStarted": self.attempt_started,
+            "Run.AttemptSucceeded": self.attempt_succeeded,
+            "Run.AttemptFailed": self.attempt_ended(ATTEMPT_FAILED),
+            "Run.AttemptInterrupted": self.attempt_ended(INTERRUPTED),
+            "Run.SkippedOverlap": self.stopped,
+            "Run.Cancelled": self.stopped,
+            "Run.Retried": self.retried,
+        }
+
+    @staticmethod
+    def registered(sql: Sql, event: Any, position: int) -> None:
+        frozen = event.frozen
+        due = event.at if event.status == PENDING else None
+        sql.write(
+            "INSERT INTO runs (id, tenant_id, schedule_id, planned_at, trigger, status, title, "
+            "initiator_id, definition_id, attempt_count, max_attempts, next_attempt_at, due_at, "
+            "registered_at, finished_at, skipped_count, registration_lag_seconds, version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                str(event.originator_id),
+                str(event.tenant_id),
+                str(event.schedule_id),
+                event.planned_at,
+                event.trigger,
+                event.status,
+                frozen["title"],
+                frozen["initiator_id"],
+                frozen["definition_id"],
+                event.max_attempts,
+                due,
+                due,
+                event.at,
+                event.at if event.status == SKIPPED_MISSED else None,
+                event.skipped_count,
+                (event.at - event.planned_at).total_seconds(),
+                event.originator_version,
+            ),
+        )
+
+    @staticmethod
+    def attempt_started(sql: Sql, event: Any, position: int) -> None:
+        run_id = str(event.originator_id)
+        sql.write(
+            "INSERT INTO attempts (run_id, number, tenant_id, schedule_id, worker, started_at, "
+            "lease_expires_at) SELECT id, ?, tenant_id, schedule_id, ?, ?, ? FROM runs "
+            "WHERE id = ?",
+            (event.number, event.worker, event.at, event.lease_expires_at, run_id),
+        )
+        _update(
+            sql,
+            event,
+            status=event.status,
+            attempt_count=event.number,
+            next_attempt_at=None,
+            lease_expires_at=event.lease_expires_at,
+            due_at=event.lease_expires_at,
+        )
+
+    @staticmethod
+    def attempt_succeeded(sql: Sql, event: Any, position: int) -> None:
+        _end_attempt(sql, event, ATTEMPT_SUCCEEDED, None, None, event.instance_id)
+        _update(
+            sql,
+            event,
+            status=event.status,
+            instance_id=event.instance_id,
+            lease_expires_at=None,
+            due_at=None,
+            finished_at=event.at,
+        )
+
+    @staticmethod
+    def attempt_ended(outcome: str) -> Handler:
+        """A failed or interrupted attempt: the run waits to retry, or is finished."""
+
+        def handler(sql: Sql, event: Any, position: int) -> None:
+            _end_attempt(sql, event, outcome, event.code, event.message, None)
+            _update(
+                sql,
+                event,
+                status=event.status,
+                next_attempt_at=event.next_attempt_at,
+                lease_expires_at=None,
+                due_at=event.next_attempt_at,
+                last_error_code=event.code,
+                finished_at=None if event.next_attempt_at else event.at,
+            )
+
+        return handler
+
+    @staticmethod
+    def stopped(sql: Sql, event: Any, position: int) -> None:
+        _update(
+            sql, event, status=event.status, next_attempt_at=None, due_at=None, finished_at=event.at
+        )
+
+    @staticmethod
+    def retried(sql: Sql, event: Any, position: int) -> None:
+        _update(
+            sql,
+            event,
+            status=event.status,
+            next_attempt_at=event.at,
+            due_at=event.at,
+            finished_at=None,
+        )
+
+
+def _update(sql: Sql, event: Any, **columns: Any) -> None:
+    """Set these columns of the event's run, and its version."""
+    assignments = ", ".join(f"{name} = ?" for name in columns)
+    sql.write(
+        f"UPDATE runs SET {assignments}, version = ? WHERE id = ?",  # noqa: S608
+        (*columns.values(), event.originator_version, str(event.originator_id)),
+    )
+
+
+def _end_attempt(
+    sql: Sql,
+    event: Any,
+    outcome: str,
+    code: str | None,
+    message: str | None,
+    instance_id: str | None,
+) -> None:
+    sql.write(
+        "UPDATE attempts SET finished_at = ?, outcome = ?, error_code = ?, error_message = ?, "
+        "instance_id = ? WHERE run_id = ? AND number = ?",
+        (event.at, outcome, code, message, instance_id, str(event.originator_id), event.number),
+    )
+
+
+class LagHistogram(NamedTuple):
+    """Runs registered within each bound (cumulative), all runs, and their summed lag."""
+
+    at_most: list[int]
+    total: int
+    sum_seconds: float
+
+
+def due_runs(store: Store, now: datetime, limit: int) -> list[tuple[str, str]]:
+    """(run id, schedule id) of the runs a worker may claim now, oldest due first."""
+    rows = store.query(
+        "SELECT id, schedule_id FROM runs WHERE due_at <= ? ORDER BY due_at, planned_at, id "
+        "LIMIT ?",
+        (now, limit),
+    )
+    return [(str(run_id), str(schedule_id)) for run_id, schedule_id in rows]
+
+
+def running_per_schedule(
+    store: Store, schedule_ids: Collection[str], now: datetime
+) -> dict[str, int]:
+    """Attempts still held (lease not run out) per schedule: an abandoned one counts none."""
+    if not schedule_ids:
+        return {}
+    marks = ", ".join("?" for _ in schedule_ids)
+    rows = store.query(
+        f"SELECT schedule_id, COUNT(*) FROM runs WHERE status = ? "  # noqa: S608
+        f"AND lease_expires_at > ? AND schedule_id IN ({marks}) GROUP BY schedule_id",
+        (RUNNING, now, *schedule_ids),
+    )
+    return {str(schedule_id): int(count) for schedule_id, count in rows}
+
+
+def unfinished_earlier(store: Store, schedule_id: UUID, planned_at: datetime) -> str | None:
+    """An earlier cycle of the schedule not finished, or its instance still in review."""
+    marks = ", ".join("?" for _ in UNFINISHED)
+    rows = store.query(
+        "SELECT r.id FROM runs r LEFT JOIN approvals a ON a.id = r.instance_id "  # noqa: S608
+        f"WHERE r.schedule_id = ? AND r.planned_at < ? AND (r.status IN ({marks}) "
+        "OR a.state = ?) ORDER BY r.planned_at LIMIT 1",
+        (str(schedule_id), planned_at, *sorted(UNFINISHED), WAITING_REVIEW),
+    )
+    return str(rows[0][0]) if rows else None
+
+
+def unfinished_count(store: Store, schedule_id: UUID) -> int:
+    """Runs of the schedule not yet finished."""
+    marks = ", ".join("?" for _ in UNFINISHED)
+    rows = store.query(
+        f"SELECT COUNT(*) FROM runs WHERE schedule_id = ? AND status IN ({marks})",  # noqa: S608
+        (str(schedule_id), *sorted(UNFINISHED)),
+    )
+    return int(rows[0][0])
+
+
+def run_page(
+    store: Store, schedule_id: UUID, status: str | None, page: int, page_size: int
+) -> tuple[list[str], int]:
+    """One page of the schedule's run ids, newest planned first, and how many there are."""
+    filters = {"schedule_id": str(schedule_id), **({"status": status} if status else {})}
+    return store.page_of_ids("runs", filters, "planned_at DESC, id", page, page_size)
+
+
+def backlog_by_status(store: Store, tenant_id: UUID | None) -> dict[str, int]:
+    """How many runs are PENDING, RETRY_WAIT and DEAD_LETTER (one tenant, or all)."""
+    scope, params = tenant_scope(tenant_id)
+    rows = store.query(
+        f"SELECT status, COUNT(*) FROM runs WHERE {scope} status IN (?, ?, ?) "  # noqa: S608
+        "GROUP BY status",
+        (*params, PENDING, RETRY_WAIT, DEAD_LETTER),
+    )
+    counts = {str(status): int(count) for status, count in rows}
+    return {status: counts.get(status, 0) for status in (PENDING, RETRY_WAIT, DEAD_LETTER)}
+
+
+def attempt_outcomes(store: Store) -> dict[str, int]:
+    """How many attempts ended with each outcome, across every tenant."""
+    rows = store.query(
+        "SELECT outcome, COUNT(*) FROM attempts WHERE outcome IS NOT NULL GROUP BY outcome"
+    )
+    return {str(outcome): int(count) for outcome, count in rows}
+
+
+def registration_lags(store: Store, bounds: Sequence[float]) -> LagHistogram:
+    """How late every run was registered after its planned instant, across every tenant."""
+    counts = ", ".join(
+        f"SUM(CASE WHEN registration_lag_seconds <= {bound} THEN 1 ELSE 0 END)" for bound in bounds
+    )
+    row = store.query(
+        f"SELECT {counts}, COUNT(*), SUM(registration_lag_seconds) FROM runs"  # noqa: S608
+    )[0]
+    return LagHistogram(
+        at_most=[int(count or 0) for count in row[:-2]],
+        total=int(row[-2]),
+        sum_seconds=float(row[-1] or 0.0),
+    )

@@ -1,0 +1,84 @@
+"""Fixtures of the end-to-end tests: published definitions, a schedule body, a served process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.helpers import CRON_9AM, answers
+from tests.processes import free_port, run_cli, started
+from tests.support import Api
+
+
+@pytest.fixture
+def definition_id(admin: Api) -> str:
+    """A published definition without presets."""
+    created = admin.post(
+        "/api/definitions",
+        {
+            "key": "onboarding",
+            "name": "Onboarding",
+            "external": False,
+            "review_window_seconds": 3600,
+        },
+    ).json
+    admin.post(f"/api/definitions/{created['id']}/publish")
+    return str(created["id"])
+
+
+@pytest.fixture
+def definition(admin: Api) -> dict[str, Any]:
+    """A published definition with a schedule preset, as the API answers it."""
+    created = admin.post(
+        "/api/definitions",
+        {
+            "key": "daily",
+            "name": "Daily",
+            "external": False,
+            "review_window_seconds": 3600,
+            "schedule_presets": [
+                {
+                    "id": "weekday-morning",
+                    "title": "Morning check {{date}}",
+                    "timezone": "Europe/London",
+                    "form_data": {"shift": "early"},
+                    "trigger": {"kind": "cron", "expression": "0 8 * * MON-FRI"},
+                }
+            ],
+        },
+    ).json
+    return admin.post(f"/api/definitions/{created['id']}/publish").json  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def body(definition: dict[str, Any]) -> dict[str, Any]:
+    """A valid schedule on `definition`, initiated by `root`."""
+    return {
+        "name": "每日检查",
+        "definition_id": definition["id"],
+        "trigger": CRON_9AM,
+        "timezone": "Asia/Shanghai",
+        "initiator_id": "root",
+        "title_template": "每日检查 {{date}}",
+        "form_data": {"region": "east"},
+    }
+
+
+@pytest.fixture
+def token(store_url: str) -> str:
+    """The admin token `cronledger bootstrap` printed for tenant `demo`."""
+    result = run_cli(store_url, "bootstrap", "--tenant", "demo", "--admin", "admin")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture
+def server(store_url: str, token: str) -> Iterator[str]:
+    """The base URL of `cronledger serve` on the test's store, once it answers."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with started(store_url, "serve", "--port", str(port)) as child:
+        child.wait_for(lambda: answers(f"{base}/healthz"), "answering /healthz")
+        yield base

@@ -1,0 +1,170 @@
+"""The wheel, installed with its dependencies into a fresh virtual environment, works alone.
+
+Nothing of the source tree or of the test environment is visible to it: a module, data file or
+dependency the wheel forgot fails here instead of on a user's machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from email.parser import Parser
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("cronledger", "domain", "projections", "tick", "web")
+NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".*_cache", "var"
+)
+IMPORT_EVERY_MODULE = f"""
+import importlib, pkgutil
+for name in {PACKAGES!r}:
+    package = importlib.import_module(name)
+    for module in pkgutil.walk_packages(package.__path__, name + "."):
+        importlib.import_module(module.name)
+"""
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", "--quiet"]
+# Together below pytest's `timeout` (300 s), which the first test's setup must fit in.
+BUILD_SECONDS = 90
+INSTALL_SECONDS = 150  # dependencies come from PyPI (pip's cache makes it a few seconds)
+COMMAND_SECONDS = 30
+
+
+def run(args: list[str], cwd: Path, timeout: float, **env: str) -> str:
+    """Run a command with PYTHONPATH unset; its standard output, or a failure showing stderr."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    result = subprocess.run(
+        args,
+        cwd=cwd,
+        env={**environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, f"{args} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def imported_modules(source: Path) -> set[str]:
+    """The top-level names every module of the packages imports (relative imports aside)."""
+    names: set[str] = set()
+    for path in (p for package in PACKAGES for p in (source / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def required_distributions(wheel: Path) -> set[str]:
+    """What the wheel requires to run, with what the extras it asks for (`psycopg[pool]`) add."""
+    archive = zipfile.ZipFile(wheel)
+    (name,) = (n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+    text = archive.read(name)
+    required: set[str] = set()
+    for line in Parser().parsestr(text.decode()).get_all("Requires-Dist") or []:
+        requirement = Requirement(line)
+        if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
+            continue  # cronledger's own extras (dev)
+        required.add(canonicalize_name(requirement.name))
+        for extra in requirement.extras:
+            for brought in map(Requirement, metadata.requires(requirement.name) or []):
+                if brought.marker and brought.marker.evaluate({"extra": extra}):
+                    required.add(canonicalize_name(brought.name))
+    return required
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the repository without its venv, caches and stale `build/` folder.
+
+    Building in the shared tree would write `build/` there and ship whatever is left in it.
+    """
+    copy = tmp_path_factory.mktemp("wheel") / "source"
+    shutil.copytree(ROOT, copy, ignore=NOT_SOURCE)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def wheel(source: Path) -> Path:
+    dist = source.parent / "dist"
+    run([*PIP, "wheel", "--no-deps", "-w", str(dist), str(source)], dist.parent, BUILD_SECONDS)
+    (built,) = dist.glob("cronledger-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv holding the wheel and its dependencies from PyPI, nothing else (not even
+    pip: this environment's pip installs into it, which saves seconds)."""
+    venv = tmp_path_factory.mktemp("installed") / "venv"
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)], venv.parent, COMMAND_SECONDS)
+    python = str(venv / "bin" / "python")
+    run([*PIP, "--python", python, "install", str(wheel)], venv.parent, INSTALL_SECONDS)
+    return venv
+
+
+def test_the_wheel_holds_every_file_of_the_packages_and_nothing_else(
+    wheel: Path, source: Path
+) -> None:
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    expected = {
+        path.relative_to(source).as_posix()
+        for package in PACKAGES
+        for path in (source / package).rglob("*")
+        if path.is_file()  # the copy left caches and bytecode out
+    }
+    assert expected - shipped == set()
+    top_level = {name.split("/")[0] for name in shipped if not name.startswith("cronledger-")}
+    assert top_level == set(PACKAGES)
+    assert "cronledger/persistence/ledger.py" in shipped
+    assert "cronledger/application/services.py" in shipped
+
+
+def test_every_imported_distribution_is_declared(wheel: Path, source: Path) -> None:
+    """A dependency that only arrives through another one (click through flask) is not enough."""
+    third_party = imported_modules(source) - set(sys.stdlib_module_names) - set(PACKAGES)
+    providers = metadata.packages_distributions()
+    imported = {canonicalize_name(providers.get(name, [name])[0]) for name in third_party}
+    assert imported - required_distributions(wheel) == set()
+
+
+def test_the_installed_package_is_the_wheels(venv: Path) -> None:
+    python = str(venv / "bin" / "python")
+    where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site_packages = Path(run([python, "-c", where], venv.parent, COMMAND_SECONDS).strip())
+    found = "import cronledger, sys; print(cronledger.__file__)"
+    module = Path(run([python, "-c", found], venv.parent, COMMAND_SECONDS).strip())
+    assert module == site_packages / "cronledger" / "__init__.py"
+
+
+def test_every_module_imports_with_the_declared_dependencies(venv: Path) -> None:
+    run([str(venv / "bin" / "python"), "-c", IMPORT_EVERY_MODULE], venv.parent, COMMAND_SECONDS)
+
+
+def test_the_console_script_migrates_and_bootstraps_a_store(venv: Path) -> None:
+    cli = str(venv / "bin" / "cronledger")
+    cwd = venv.parent
+    database = {"CRONLEDGER_DATABASE_URL": f"sqlite:///{cwd}/cronledger.sqlite"}
+
+    assert "bootstrap" in run([cli, "--help"], cwd, COMMAND_SECONDS)
+    assert run([cli, "migrate"], cwd, COMMAND_SECONDS, **database) == "store ready (sqlite)\n"
+    out = run(
+        [cli, "bootstrap", "--tenant", "acme", "--admin", "root"], cwd, COMMAND_SECONDS, **database
+    )
+
+    assert out.splitlines()[-1].startswith("clt_")
+    assert (cwd / "cronledger.sqlite").stat().st_size > 0

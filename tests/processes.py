@@ -1,0 +1,141 @@
+"""`cronledger` commands run as a user runs them, each with a time limit.
+
+A started command is watched through its standard error; waiting for it has a deadline, a
+child that exits early fails the test with what it logged, and it is always ended at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from tests.support import WAIT_SECONDS, wait_until
+
+T = TypeVar("T")
+CLI = str(Path(sys.executable).parent / "cronledger")
+RUN_SECONDS = 60  # one command that finishes by itself
+STOP_SECONDS = 15  # from SIGTERM until the child is killed
+
+
+def environment(store_url: str, **env: str) -> dict[str, str]:
+    return {**os.environ, "CRONLEDGER_DATABASE_URL": store_url, **env}
+
+
+def run_cli(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CLI, *args],
+        env=environment(store_url),
+        capture_output=True,
+        text=True,
+        timeout=RUN_SECONDS,
+        check=False,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Child:
+    """A running `cronledger` command; its standard error is collected as it comes."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.command = " ".join(["cronledger", *args])
+        self.process = subprocess.Popen(
+            [CLI, *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._collect, daemon=True)
+        self.reader.start()
+
+    def _collect(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.append(line)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(list(self.lines))
+
+    def logged(self, text: str) -> bool:
+        return any(text in line for line in list(self.lines))
+
+    def wait_for(self, condition: Callable[[], T], what: str, timeout: float = WAIT_SECONDS) -> T:
+        """`condition`'s first truthy value; the test fails if the child exits or time runs out
+        first."""
+
+        def met_while_running() -> T:
+            value = condition()
+            if not value and self.process.poll() is not None:
+                self.reader.join(STOP_SECONDS)  # the rest of what it wrote
+                pytest.fail(
+                    f"{self.command} exited with {self.process.returncode} before {what}:\n"
+                    f"{self.stderr}"
+                )
+            return value
+
+        return wait_until(met_while_running, what, timeout, context=self.describe)
+
+    def describe(self) -> str:
+        return f"{self.command} logged:\n{self.stderr}"
+
+    def stop(self) -> int:
+        """SIGTERM, then its exit status once it has stopped (SIGKILL after `STOP_SECONDS`)."""
+        self.process.terminate()
+        try:
+            return self.process.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            pytest.fail(f"{self.command} ignored SIGTERM for {STOP_SECONDS}s\n{self.describe()}")
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(STOP_SECONDS)
+
+    def end(self) -> None:
+        """Whatever happened, the child is gone and its standard error closed."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.reader.join(STOP_SECONDS)
+
+
+@contextmanager
+def started(store_url: str, *args: str, **env: str) -> Iterator[Child]:
+    """`cronledger ARGS` running on `store_url` (with `env` added) until the block ends."""
+    child = Child(list(args), environment(store_url, **env))
+    try:
+        yield child
+    finally:
+        child.end()
+
+
+def killed_mid_work(
+    store_url: str, command: str, working: Callable[[], object], what: str, **env: str
+) -> None:
+    """Start `cronledger COMMAND`, and SIGKILL it as soon as `working()` shows it at work."""
+    with started(store_url, command, **env) as child:
+        child.wait_for(working, what)
+        child.kill()

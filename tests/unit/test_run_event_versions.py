@@ -1,0 +1,44 @@
+"""Run events stored before they named the status (and error) they leave, read back today."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from tests.support import stored_by_an_older_release
+from tests.unit.helpers import LEASE, T0, new_run
+
+
+def test_every_older_run_event_reads_with_the_status_it_always_left() -> None:
+    run = new_run()
+    run.claim("w1", T0, LEASE)
+    run.claim("w2", T0 + LEASE, LEASE)  # the first lease ran out: interrupted
+    cancelled = new_run()
+    cancelled.cancel(T0, "ops")
+    cancelled.retry(T0, "ops")
+    skipped = new_run()
+    skipped.skip_overlap("earlier", T0, "w1")
+    events = [*run.collect_events(), *cancelled.collect_events(), *skipped.collect_events()]
+    statuses = {
+        type(e).__name__: stored_by_an_older_release(e, "status").status
+        for e in events
+        if type(e).__name__ not in {"Registered", "AttemptInterrupted"}
+    }
+    assert statuses == {
+        "AttemptStarted": "RUNNING",
+        "Cancelled": "CANCELLED",
+        "Retried": "PENDING",
+        "SkippedOverlap": "SKIPPED_OVERLAP",
+    }
+
+
+def test_an_older_interrupted_attempt_reads_with_its_error() -> None:
+    run = new_run()
+    run.claim("w1", T0, LEASE)
+    run.claim("w2", T0 + LEASE + timedelta(seconds=1), LEASE)
+    interrupted = next(e for e in run.collect_events() if "Interrupted" in type(e).__name__)
+    older = stored_by_an_older_release(interrupted, "code", "message")
+    assert (older.code, older.message, older.status) == (
+        "INTERRUPTED",
+        "the worker's lease ran out",
+        "RETRY_WAIT",
+    )
