@@ -41,6 +41,7 @@ class Settings:
     database_url: str = dataclasses.field(default="sqlite:///var/cronledger.sqlite", repr=False)
     timezone: str = "UTC"
     tick_seconds: float = 1.0
+    misfire_grace_seconds: float = 5.0
     retry_base_seconds: float = 30.0
     max_attempts: int = 5
     lease_seconds: float = 60.0

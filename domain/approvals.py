@@ -5,15 +5,21 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.directory import NAMESPACE, Definition, self_approval_was_not_allowed
-from domain.errors import DomainError, ValidationFailed
+from domain.directory import NAMESPACE, Definition, DefinitionTerms, self_approval_was_not_allowed
+from domain.errors import DomainError, Forbidden, ValidationFailed
+from domain.permissions import (
+    ALL_PERMISSIONS,
+    APPROVAL_CALLBACK,
+    APPROVAL_DECIDE,
+    APPROVAL_SUBMIT,
+)
 from domain.values import FormData, checked_form_data
 
 WAITING_REVIEW = "WAITING_REVIEW"
@@ -23,6 +29,9 @@ EXPIRED = "EXPIRED"
 TERMINAL = frozenset({APPROVED, WITHDRAWN, EXPIRED})
 MAX_EXTENSION = timedelta(days=30)
 MAX_DEADLINE_AHEAD = timedelta(days=366)
+# The version of the deadline rules above (inclusive deadline, 366 days ahead, extensions later
+# and within 30 days); deadline policies and extensions record it. 0.1.0 applied version 1.
+DEADLINE_RULES_VERSION = 1
 
 # Outcomes of a command (stored on the log), besides the states it can lead to.
 SELF_APPROVAL = "SELF_APPROVAL"
@@ -32,9 +41,18 @@ OBSERVED = "OBSERVED"
 NOT_DUE = "NOT_DUE"
 CONFLICT = "CONFLICT"
 LATE_OR_CONFLICT = "LATE_OR_CONFLICT"
+FORBIDDEN = "FORBIDDEN"  # refused, recorded, answered 403
+RULE_BROKEN = "RULE_BROKEN"  # refused, recorded, answered 422 on the command's field
 
 SUBMIT = "submit"
 APPROVE, WITHDRAW, EXTEND, SIGN, SWEEP = "approve", "withdraw", "extend-deadline", "sign", "sweep"
+PERMISSION_OF_COMMAND = {
+    APPROVE: APPROVAL_DECIDE,
+    WITHDRAW: APPROVAL_SUBMIT,
+    EXTEND: APPROVAL_DECIDE,
+    SIGN: APPROVAL_CALLBACK,
+}
+FIELD_OF_RULE = {EXTEND: "new_deadline_at"}  # the field a RULE_BROKEN answer is about
 
 
 def approval_uuid(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
@@ -98,15 +116,29 @@ class Submission:
         checked_form_data(self.form_data)
 
     def deadline(
-        self, review_window_seconds: int, now: datetime
+        self, review_window_seconds: int, now: datetime, revision: dict[str, int]
     ) -> tuple[datetime, dict[str, Any]]:
-        """The review deadline and how it was set: as asked, or the definition's window."""
+        """The review deadline and how it was set (the deadline policy): as asked, or the
+        window of the definition (at `revision`, when known), under the deadline rules' version."""
         if self.review_deadline_at is not None:
-            return self.review_deadline_at, {"source": "explicit"}
+            return self.review_deadline_at, {
+                "source": "explicit",
+                "rule_version": DEADLINE_RULES_VERSION,
+            }
         return now + timedelta(seconds=review_window_seconds), {
             "source": "definition",
             "review_window_seconds": review_window_seconds,
+            **revision,
+            "rule_version": DEADLINE_RULES_VERSION,
         }
+
+
+def revision_of(definition: Definition | DefinitionTerms) -> dict[str, int]:
+    """The definition revision whose review window sets a deadline, when known: a definition's
+    current (published) one; a launch's frozen terms do not name their revision."""
+    if isinstance(definition, Definition):
+        return {"definition_revision": definition.revision}
+    return {}
 
 
 @dataclass(frozen=True)
@@ -133,6 +165,21 @@ class Parties:
         if self.launched and self.schedule_saver_id is None:
             return "the launch did not record who saved the schedule, so nobody may approve"
         return None
+
+
+def fire_metadata(origin: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A launch's origin as written before fire metadata (requirement 001: workflow schedules),
+    completed from what it holds: `fire_id` is the run id, `source` the run's trigger
+    (`schedule` or `manual`, which was stored as `trigger_kind`), and `trigger_kind` the kind of
+    the frozen trigger (`cron` or `window-interval`)."""
+    if origin is None:
+        return None
+    return {
+        **origin,
+        "source": origin["trigger_kind"],
+        "fire_id": origin["run_id"],
+        "trigger_kind": origin["trigger"]["kind"],
+    }
 
 
 def _plain(value: object) -> object:
@@ -167,8 +214,47 @@ def decide(
     now: datetime,
     actor: str,
     parties: Parties,
+    *,
+    granted: frozenset[str] = ALL_PERMISSIONS,
+    contract_id: str | None = None,
 ) -> Decision:
-    """The one transition rule (docs/approvals.md), whatever the entry point."""
+    """The one transition rule (docs/approvals.md), whatever the entry point.
+
+    `granted` are the actor's permissions (the service's own actors hold them all);
+    `contract_id` is the contract the instance's callbacks are bound to, if any yet.
+    """
+    refusal = refusal_of(command, actor, parties, granted)
+    if refusal is not None:
+        return Decision(FORBIDDEN, state, False, refusal)
+    decision = _decide_in_time(state, deadline, material_version, command, now, actor, parties)
+    if command.kind == SIGN:
+        return _matched(
+            decision, callback_mismatches(command.payload, material_version, contract_id)
+        )
+    return decision
+
+
+def refusal_of(
+    command: Command, actor: str, parties: Parties, granted: frozenset[str]
+) -> str | None:
+    """Why `actor` may not send `command` at all, or None: checked before anything else."""
+    needed = PERMISSION_OF_COMMAND.get(command.kind)
+    if needed is not None and needed not in granted:
+        return f"{actor} lacks the permission {needed}"
+    if command.kind == WITHDRAW and actor != parties.applicant_id:
+        return "only the applicant may withdraw an instance"
+    return None
+
+
+def _decide_in_time(
+    state: str,
+    deadline: datetime,
+    material_version: int,
+    command: Command,
+    now: datetime,
+    actor: str,
+    parties: Parties,
+) -> Decision:
     if state == WAITING_REVIEW and now >= deadline:
         reason = f"the review deadline {deadline.isoformat()} had passed at {now.isoformat()}"
         return Decision(EXPIRED, EXPIRED, command.kind == SWEEP, reason)
@@ -177,34 +263,79 @@ def decide(
     if state in TERMINAL:
         outcome = LATE_OR_CONFLICT if command.kind == SIGN else CONFLICT
         return Decision(outcome, state, False, f"the instance is already {state}")
+    if command.kind == EXTEND:
+        return _decide_extension(deadline, command, now)
     return _decide_waiting(material_version, command, parties.interest_of(actor))
 
 
 def _decide_waiting(material_version: int, command: Command, interest: str | None) -> Decision:
     if command.kind == APPROVE and interest is not None:
         return Decision(SELF_APPROVAL, WAITING_REVIEW, False, f"no self-approval: {interest}")
+    stale = stale_material(command, material_version)
+    if stale is not None:
+        return Decision(STALE_MATERIAL, WAITING_REVIEW, False, stale)
     if command.kind == APPROVE:
-        offered = command.payload["material_version"]
-        if offered != material_version:
-            reason = f"material version {offered} is not the current {material_version}"
-            return Decision(STALE_MATERIAL, WAITING_REVIEW, False, reason)
         return Decision(APPROVED, APPROVED, True, "approved before the deadline")
     if command.kind == WITHDRAW:
         return Decision(WITHDRAWN, WITHDRAWN, True, "withdrawn before the deadline")
-    if command.kind == EXTEND:
-        return Decision(EXTENDED, WAITING_REVIEW, True, command.payload["reason"])
     if command.kind == SIGN:
         return Decision(OBSERVED, WAITING_REVIEW, True, "callback recorded as an observation")
     return Decision(NOT_DUE, WAITING_REVIEW, True, "the deadline has not come")
 
 
-def check_new_deadline(current: datetime, new: datetime, now: datetime) -> None:
+def stale_material(command: Command, material_version: int) -> str | None:
+    """Why an approve, or a withdraw that names a material version, offers stale material."""
+    if command.kind not in (APPROVE, WITHDRAW):
+        return None
+    offered = command.payload.get("material_version")
+    if offered is None or offered == material_version:
+        return None
+    return f"material version {offered} is not the current {material_version}"
+
+
+def _decide_extension(deadline: datetime, command: Command, now: datetime) -> Decision:
+    broken = broken_extension_rule(deadline, command.payload["new_deadline_at"], now)
+    if broken is not None:
+        return Decision(RULE_BROKEN, WAITING_REVIEW, False, broken)
+    return Decision(EXTENDED, WAITING_REVIEW, True, command.payload["reason"])
+
+
+def broken_extension_rule(current: datetime, new: datetime, now: datetime) -> str | None:
+    """Which rule a new deadline breaks, or None: later than the current one, within 30 days."""
     if new <= current:
-        raise ValidationFailed.of(
-            "new_deadline_at", f"must be later than the current deadline {current.isoformat()}"
-        )
+        return f"new_deadline_at must be later than the current deadline {current.isoformat()}"
     if new > now + MAX_EXTENSION:
-        raise ValidationFailed.of("new_deadline_at", "must be within 30 days of now")
+        return "new_deadline_at must be within 30 days of now"
+    return None
+
+
+def callback_mismatches(
+    payload: Mapping[str, Any], material_version: int, contract_id: str | None
+) -> list[str]:
+    """How a signing callback differs from its instance; an unbound contract always matches."""
+    found = []
+    if payload["material_version"] != material_version:
+        found.append(
+            f"material version {payload['material_version']} is not the current {material_version}"
+        )
+    if contract_id is not None and payload["contract_id"] != contract_id:
+        found.append(f"contract {payload['contract_id']} is not the instance's {contract_id}")
+    return found
+
+
+def _matched(decision: Decision, mismatches: list[str]) -> Decision:
+    if not mismatches:
+        return decision
+    return replace(decision, reason=f"{decision.reason}; mismatch: {'; '.join(mismatches)}")
+
+
+def refusal_error(answer: Answer, command: Command) -> DomainError | None:
+    """The problem a refused command is answered with, after it was recorded; None otherwise."""
+    if answer.outcome == FORBIDDEN:
+        return Forbidden(answer.reason)
+    if answer.outcome == RULE_BROKEN:
+        return ValidationFailed.of(FIELD_OF_RULE[command.kind], answer.reason)
+    return None
 
 
 class ApprovalInstance(Aggregate):
@@ -214,14 +345,33 @@ class ApprovalInstance(Aggregate):
     def create_id(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
         return approval_uuid(tenant_id, applicant_id, command_id)
 
-    class_version = 2
+    class_version = 4
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
-    class Submitted(Aggregate.Created):
-        """Version 2 added `allow_self_approval` (false before: self-approval was not allowed)."""
+    @staticmethod
+    def upcast_v2_v3(state: dict[str, Any]) -> None:
+        state["origin"] = fire_metadata(state["origin"])
 
-        class_version = 2
+    @staticmethod
+    def upcast_v3_v4(state: dict[str, Any]) -> None:
+        """A snapshot from before callback matching and extension history: the first callback
+        binds the contract, each observation is matched, and the extensions before the
+        snapshot are left out (the timeline has them)."""
+        observations = state["observations"]
+        state["contract_id"] = observations[0]["contract_id"] if observations else None
+        for observation in observations:
+            observation["material_matches"] = (
+                observation["material_version"] == state["material_version"]
+            )
+            observation["contract_matches"] = observation["contract_id"] == state["contract_id"]
+        state["extensions"] = []
+
+    class Submitted(Aggregate.Created):
+        """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
+        version 3 gave a launch's `origin` its fire metadata (see `fire_metadata`)."""
+
+        class_version = 3
         tenant_id: UUID
         definition_id: str
         applicant_id: str
@@ -239,18 +389,25 @@ class ApprovalInstance(Aggregate):
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            state["origin"] = fire_metadata(state["origin"])
+
     @classmethod
     def submit(
         cls,
         tenant_id: UUID,
         applicant_id: str,
         submission: Submission,
-        definition: Definition,
+        definition: Definition | DefinitionTerms,
         origin: dict[str, Any] | None,
         at: datetime,
     ) -> ApprovalInstance:
-        """A new instance, submitted by its applicant or by a run on the applicant's behalf."""
-        deadline, deadline_policy = submission.deadline(definition.review_window_seconds, at)
+        """A new instance, submitted by its applicant or by a run on the applicant's behalf
+        (with the terms of the definition's revision the run was frozen at)."""
+        deadline, deadline_policy = submission.deadline(
+            definition.review_window_seconds, at, revision_of(definition)
+        )
         return cls(
             tenant_id=tenant_id,
             definition_id=submission.definition_id,
@@ -300,12 +457,22 @@ class ApprovalInstance(Aggregate):
         self.state = WAITING_REVIEW
         self.decided_at: datetime | None = None
         self.observations: list[dict[str, Any]] = []
+        self.contract_id: str | None = None  # bound by the first signing callback
+        self.extensions: list[dict[str, Any]] = []
         self.answers: dict[str, dict[str, Any]] = {}
         self.submission_fingerprint = fingerprint
 
-    def answer_to(self, command: Command) -> Answer | None:
-        """The first answer to a repeated command id, or None for a new one."""
+    def answer_to(
+        self, command: Command, actor: str | None = None, granted: frozenset[str] = ALL_PERMISSIONS
+    ) -> Answer | None:
+        """The first answer to a repeated command id, or None for a new one.
+
+        None too when the rule refuses `actor` (with `granted`) the command: a refusal is
+        decided and recorded each time, and never replays, nor takes, another caller's answer.
+        """
         if command.command_id is None or command.command_id not in self.answers:
+            return None
+        if actor is not None and refusal_of(command, actor, self.parties, granted):
             return None
         first = Answer(**self.answers[command.command_id])
         if first.fingerprint != command.fingerprint:
@@ -317,8 +484,14 @@ class ApprovalInstance(Aggregate):
         saver = self.origin.get("saved_by") if self.origin else None
         return Parties(self.applicant_id, self.origin is not None, saver, self.allow_self_approval)
 
-    def handle(self, command: Command, at: datetime, actor: str) -> Answer:
-        """Decide `command` at server time `at` and record it, winner or loser."""
+    def handle(
+        self,
+        command: Command,
+        at: datetime,
+        actor: str,
+        granted: frozenset[str] = ALL_PERMISSIONS,
+    ) -> Answer:
+        """Decide `command` at server time `at` and record it, winner or loser (refusals too)."""
         decision = decide(
             self.state,
             self.review_deadline_at,
@@ -327,12 +500,14 @@ class ApprovalInstance(Aggregate):
             at,
             actor,
             self.parties,
+            granted=granted,
+            contract_id=self.contract_id,
         )
-        if decision.outcome == EXTENDED:
-            check_new_deadline(self.review_deadline_at, command.payload["new_deadline_at"], at)
+        extension = {"rule_version": DEADLINE_RULES_VERSION} if decision.outcome == EXTENDED else {}
         if decision.outcome != NOT_DUE:
             self.trigger_event(
                 EVENT_OF_OUTCOME[decision.outcome],
+                **extension,
                 command=command.kind,
                 command_id=command.command_id,
                 payload=command.payload,
@@ -372,7 +547,14 @@ class ApprovalInstance(Aggregate):
         pass
 
     class DeadlineExtended(CommandHandled):
-        pass
+        """Version 2 added `rule_version`, the deadline rules' version that allowed it."""
+
+        class_version = 2
+        rule_version: int
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["rule_version"] = 1  # 0.1.0 applied the first version of the deadline rules
 
     class CallbackObserved(CommandHandled):
         pass
@@ -383,7 +565,7 @@ class ApprovalInstance(Aggregate):
     def record(self, handled: CommandHandled) -> None:
         """Apply a handled command: its answer, any observation, any change of state."""
         state = STATE_AFTER.get(handled.outcome, self.state)
-        if handled.command_id is not None:
+        if handled.command_id is not None and handled.outcome != FORBIDDEN:
             self.answers[handled.command_id] = {
                 "outcome": handled.outcome,
                 "state": state,
@@ -391,21 +573,48 @@ class ApprovalInstance(Aggregate):
                 "reason": handled.reason,
                 "fingerprint": handled.fingerprint,
             }
-        if handled.command == SIGN:
-            self.observations.append(
-                {
-                    **handled.payload,
-                    "outcome": handled.outcome,
-                    "recorded_at": handled.at,
-                    "command_id": handled.command_id,
-                }
-            )
-        if handled.outcome == EXTENDED:
-            self.review_deadline_at = handled.payload["new_deadline_at"]
-            self.deadline_policy = {"source": "extended", "reason": handled.reason}
+        if handled.command == SIGN and handled.outcome != FORBIDDEN:
+            self.observe(handled)  # a refused caller's callback is no observation
+        if isinstance(handled, ApprovalInstance.DeadlineExtended):
+            self.extend(handled)
         if state != self.state:
             self.state = state
             self.decided_at = handled.at
+
+    def observe(self, handled: CommandHandled) -> None:
+        """Keep a signing callback, matched against the instance; the first binds the contract."""
+        contract_id = handled.payload["contract_id"]
+        if self.contract_id is None:
+            self.contract_id = contract_id
+        self.observations.append(
+            {
+                **handled.payload,
+                "outcome": handled.outcome,
+                "recorded_at": handled.at,
+                "command_id": handled.command_id,
+                "material_matches": handled.payload["material_version"] == self.material_version,
+                "contract_matches": contract_id == self.contract_id,
+            }
+        )
+
+    def extend(self, handled: DeadlineExtended) -> None:
+        """Move the deadline, keeping the old one, who, when, why and under which rules."""
+        self.extensions.append(
+            {
+                "old_deadline_at": self.review_deadline_at,
+                "new_deadline_at": handled.payload["new_deadline_at"],
+                "reason": handled.reason,
+                "actor": handled.actor,
+                "at": handled.at,
+                "rule_version": handled.rule_version,
+            }
+        )
+        self.review_deadline_at = handled.payload["new_deadline_at"]
+        self.deadline_policy = {
+            "source": "extended",
+            "reason": handled.reason,
+            "rule_version": handled.rule_version,
+        }
 
 
 STATE_AFTER = {APPROVED: APPROVED, WITHDRAWN: WITHDRAWN, EXPIRED: EXPIRED}
@@ -419,4 +628,6 @@ EVENT_OF_OUTCOME: dict[str, type[ApprovalInstance.CommandHandled]] = {
     SELF_APPROVAL: ApprovalInstance.CommandRejected,
     CONFLICT: ApprovalInstance.CommandRejected,
     LATE_OR_CONFLICT: ApprovalInstance.CommandRejected,
+    FORBIDDEN: ApprovalInstance.CommandRejected,
+    RULE_BROKEN: ApprovalInstance.CommandRejected,
 }

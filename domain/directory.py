@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid5
@@ -20,6 +20,8 @@ PUBLIC_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 SYSTEM_ACTOR = "system"  # the service's own actors are "system" and "system:<part>"
 ADMIN_ROLE = "admin"
+UNPUBLISHED_REVISION = 0  # a definition never published has no revision yet
+FIRST_REVISION = 1  # what a definition of release 0.1.0 counts as
 
 
 def tenant_uuid(name: str) -> UUID:
@@ -231,12 +233,38 @@ def self_approval_was_not_allowed(state: dict[str, Any]) -> None:
     state["allow_self_approval"] = False
 
 
-class Definition(Aggregate):
-    """A process definition that approval instances are started from."""
+def counted_as_first_revision(state: dict[str, Any]) -> None:
+    """Upcast of an event from before revisions: every definition then counts as revision 1."""
+    state["revision"] = FIRST_REVISION
 
-    class_version = 2
+
+@dataclass(frozen=True)
+class DefinitionTerms:
+    """What a launch takes from one published revision of a definition."""
+
+    name: str
+    external: bool
+    review_window_seconds: int
+    allow_self_approval: bool
+
+
+class Definition(Aggregate):
+    """A process definition that approval instances are started from.
+
+    Publishing, and each update while published, makes a new `revision` (requirement 001:
+    a server schedule runs the exact published version); the terms of every published revision
+    are kept, so a schedule saved against one launches with it. Version 3 added them.
+    """
+
+    class_version = 3
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
+
+    @staticmethod
+    def upcast_v2_v3(state: dict[str, Any]) -> None:
+        """A snapshot from before revisions: revision 1, with the terms it holds."""
+        state["revision"] = FIRST_REVISION
+        state["revisions"] = {str(FIRST_REVISION): _terms_of(state)}
 
     @staticmethod
     def create_id(tenant_id: UUID, key: str) -> UUID:
@@ -280,22 +308,35 @@ class Definition(Aggregate):
         self.allow_self_approval = allow_self_approval
         self.published = False
         self.created_at = at
+        self.revision = UNPUBLISHED_REVISION
+        self.revisions: dict[str, dict[str, Any]] = {}  # terms of each published revision
+
+    @property
+    def terms(self) -> DefinitionTerms:
+        """The terms as they stand (an unpublished definition's may not be any revision's)."""
+        return DefinitionTerms(**_terms_of(self.__dict__))
+
+    def terms_of(self, revision: int) -> DefinitionTerms:
+        """The terms of a published revision, which a launch frozen at it uses."""
+        return DefinitionTerms(**self.revisions[str(revision)])
 
     class Updated(Aggregate.Event):
-        """Version 2 added `allow_self_approval` (false before: self-approval was not allowed)."""
+        """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
+        version 3 added `revision`, the definition's revision after it (1 before)."""
 
-        class_version = 2
+        class_version = 3
         name: str
         external: bool
         review_window_seconds: int
         schedule_presets: list[dict[str, Any]]
         allow_self_approval: bool
+        revision: int
         at: datetime
         actor: str
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
+        upcast_v2_v3 = staticmethod(counted_as_first_revision)
 
-    @event(Updated)
     def update(
         self,
         name: str,
@@ -306,27 +347,74 @@ class Definition(Aggregate):
         at: datetime,
         actor: str,
     ) -> None:
+        """Change the settings; while published, the change is published as a new revision."""
+        self._updated(
+            name=name,
+            external=external,
+            review_window_seconds=review_window_seconds,
+            schedule_presets=schedule_presets,
+            allow_self_approval=allow_self_approval,
+            revision=self.revision + 1 if self.published else self.revision,
+            at=at,
+            actor=actor,
+        )
+
+    @event(Updated)
+    def _updated(
+        self,
+        name: str,
+        external: bool,
+        review_window_seconds: int,
+        schedule_presets: list[dict[str, Any]],
+        allow_self_approval: bool,
+        revision: int,
+        at: datetime,
+        actor: str,
+    ) -> None:
         self.name = name
         self.external = external
         self.review_window_seconds = review_window_seconds
         self.schedule_presets = schedule_presets
         self.allow_self_approval = allow_self_approval
+        self._reach(revision)
 
     def publish(self, at: datetime, actor: str) -> None:
+        """Publish the settings as they stand, as the next revision."""
         if not self.published:
-            self._published(at=at, actor=actor)
+            self._published(revision=self.revision + 1, at=at, actor=actor)
 
     def unpublish(self, at: datetime, actor: str) -> None:
         if self.published:
             self._unpublished(at=at, actor=actor)
 
-    @event("Published")
-    def _published(self, at: datetime, actor: str) -> None:
+    class Published(Aggregate.Event):
+        """Version 2 added `revision`, the revision it published (1 before)."""
+
+        class_version = 2
+        revision: int
+        at: datetime
+        actor: str
+
+        upcast_v1_v2 = staticmethod(counted_as_first_revision)
+
+    @event(Published)
+    def _published(self, revision: int, at: datetime, actor: str) -> None:
         self.published = True
+        self._reach(revision)
 
     @event("Unpublished")
     def _unpublished(self, at: datetime, actor: str) -> None:
         self.published = False
+
+    def _reach(self, revision: int) -> None:
+        """Move to `revision`, keeping its terms if they are published."""
+        self.revision = revision
+        if self.published:
+            self.revisions = {**self.revisions, str(revision): _terms_of(self.__dict__)}
+
+
+def _terms_of(state: dict[str, Any]) -> dict[str, Any]:
+    return {field.name: state[field.name] for field in fields(DefinitionTerms)}
 
 
 @dataclass(frozen=True)

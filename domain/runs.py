@@ -10,7 +10,7 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 from domain.approvals import ApprovalInstance, Submission, approval_uuid
-from domain.directory import NAMESPACE, Definition
+from domain.directory import FIRST_REVISION, NAMESPACE, Definition, DefinitionTerms
 from domain.errors import DomainError, InvalidState
 from domain.launch import LaunchFailed
 from domain.policy import RunPolicy
@@ -39,11 +39,28 @@ UNFINISHED = frozenset({PENDING, RUNNING, RETRY_WAIT})
 RETRYABLE = frozenset({FAILED, DEAD_LETTER, CANCELLED})
 CANCELLABLE = frozenset({PENDING, RETRY_WAIT})
 
+# Why a run was skipped (requirement 001: workflow schedules, the plan page shows 跳过原因).
+SKIP_OVERLAP = "OVERLAP"
+SKIP_MISSED = "MISSED"
+
+
+def skip_reason_of(code: str, blocking_run_id: str | None, count: int) -> dict[str, Any]:
+    """A skip reason: OVERLAP names the unfinished run that blocked the cycle, MISSED counts the
+    missed cycles a summary stands for."""
+    overlap = code == SKIP_OVERLAP
+    return {
+        "code": code,
+        "blocking_run_id": blocking_run_id if overlap else None,
+        "count": None if overlap else count,
+    }
+
+
 # How an attempt ended (stored on the log); INTERRUPTED is also the error code of a lost lease.
 ATTEMPT_SUCCEEDED = "SUCCEEDED"
 ATTEMPT_FAILED = "FAILED"
 INTERRUPTED = "INTERRUPTED"
 LEASE_RAN_OUT = "the worker's lease ran out"
+TICK_ACTOR = "system:tick"  # who registers scheduled cycles
 
 
 def run_uuid(schedule_id: UUID, planned_at: datetime) -> UUID:
@@ -52,7 +69,14 @@ def run_uuid(schedule_id: UUID, planned_at: datetime) -> UUID:
     return uuid5(NAMESPACE, f"schedule/{schedule_id}/run/{instant}")
 
 
-def manual_run_uuid(schedule_id: UUID, request_id: str) -> UUID:
+def manual_run_uuid(schedule_id: UUID, account_id: str, request_id: str) -> UUID:
+    """The one manual run of an account's request on a schedule (requirement 002: scheduled
+    tasks): the key is (account, schedule, request id)."""
+    return uuid5(NAMESPACE, f"schedule/{schedule_id}/account/{account_id}/manual/{request_id}")
+
+
+def legacy_manual_run_uuid(schedule_id: UUID, request_id: str) -> UUID:
+    """How release 0.1.0 named a manual run, whoever asked: such runs are found by it."""
     return uuid5(NAMESPACE, f"schedule/{schedule_id}/manual/{request_id}")
 
 
@@ -65,6 +89,22 @@ def status_was(status: str) -> Callable[[dict[str, Any]], None]:
     return upcast
 
 
+class RequestIdReused(DomainError):
+    code = "REQUEST_ID_REUSED"
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(
+            f"request_id {run.request_id!r} registered run {run.id} at schedule version "
+            f"{run.schedule_version}; the schedule has changed since: check that run's outcome, "
+            "then use a new request_id"
+        )
+
+
+def frozen_at_first_revision(frozen: dict[str, Any]) -> dict[str, Any]:
+    """What a run registered before definition revisions froze: every definition was at 1."""
+    return {**frozen, "definition_revision": FIRST_REVISION}
+
+
 class LeaseLost(DomainError):
     code = "INVALID_STATE"
 
@@ -73,15 +113,57 @@ class LeaseLost(DomainError):
 
 
 class Run(Aggregate):
-    """One cycle of a schedule, with what it was frozen with when registered."""
+    """One cycle of a schedule, with what it was frozen with when registered.
+
+    Version 2 keeps who registered it (`triggered_by`, the Registered event's actor), and the
+    run whose overlap skipped it (`blocked_by`).
+    """
+
+    class_version = 3
 
     @staticmethod
-    def create_id(schedule_id: UUID, planned_at: datetime, request_id: str | None) -> UUID:
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        """A snapshot of version 1 left it out: the tick registers every scheduled cycle; the
+        account behind a manual run is not in the snapshot (None: unknown)."""
+        state["triggered_by"] = TICK_ACTOR if state["trigger"] == "schedule" else None
+        # A run skipped for overlap has two events, never a snapshot (taken every 50).
+        state["blocked_by"] = None
+
+    @staticmethod
+    def upcast_v2_v3(state: dict[str, Any]) -> None:
+        """Version 3 freezes the definition's revision; a snapshot before it ran revision 1."""
+        state["frozen"] = frozen_at_first_revision(state["frozen"])
+
+    @staticmethod
+    def create_id(
+        schedule_id: UUID, planned_at: datetime, request_id: str | None, actor: str
+    ) -> UUID:
         if request_id is not None:
-            return manual_run_uuid(schedule_id, request_id)
+            return manual_run_uuid(schedule_id, actor, request_id)
         return run_uuid(schedule_id, planned_at)
 
-    @event("Registered")
+    class Registered(Aggregate.Created):
+        """Version 2 added `definition_revision` to `frozen` (1 before: see Definition)."""
+
+        class_version = 2
+        tenant_id: UUID
+        schedule_id: UUID
+        planned_at: datetime
+        request_id: str | None
+        trigger: str
+        status: str
+        skipped_count: int
+        missed_until: datetime | None
+        frozen: dict[str, Any]
+        max_attempts: int
+        at: datetime
+        actor: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["frozen"] = frozen_at_first_revision(state["frozen"])
+
+    @event(Registered)
     def __init__(
         self,
         tenant_id: UUID,
@@ -108,12 +190,14 @@ class Run(Aggregate):
         self.frozen = frozen
         self.max_attempts = max_attempts
         self.registered_at = at
+        self.triggered_by: str | None = actor
         self.finished_at = at if status == SKIPPED_MISSED else None
         self.attempts: list[dict[str, Any]] = []
         self.next_attempt_at = at if status == PENDING else None
         self.instance_id: str | None = None
         self.last_error: dict[str, str] | None = None
         self.round_start = 0  # attempts before it belong to earlier rounds (manual retries)
+        self.blocked_by: str | None = None  # the unfinished run that made it skip its overlap
 
     @property
     def attempts_in_round(self) -> int:
@@ -132,9 +216,62 @@ class Run(Aggregate):
         return str(self.frozen["saved_by"])
 
     @property
+    def schedule_version(self) -> int:
+        """The schedule's version when the run was registered."""
+        return int(self.frozen["schedule_revision"])
+
+    @property
+    def trace_id(self) -> str:
+        """The run's trace id, on its record and on every log line of its launch: its id as 32
+        hex digits (a W3C trace id), so every attempt and every process shares it."""
+        return self.id.hex
+
+    @property
+    def started_at(self) -> datetime | None:
+        """When its first attempt started (the actual start); None before."""
+        if not self.attempts:
+            return None
+        first: datetime = self.attempts[0]["started_at"]
+        return first
+
+    @property
+    def duration_seconds(self) -> float | None:
+        """From the actual start to the finish, retries included; None until both exist."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+    @property
+    def error_code(self) -> str | None:
+        """The code of the last failed or interrupted attempt, unless the run succeeded since."""
+        if self.last_error is None or self.status == SUCCEEDED:
+            return None
+        return self.last_error["code"]
+
+    def answers_request_of(self, account_id: str) -> bool:
+        """Whether a repeat of this manual run's request by this account finds it (the account
+        is unknown only for a release 0.1.0 run read from an old snapshot)."""
+        return self.triggered_by in (account_id, None)
+
+    def check_repeat(self, schedule_version: int, version: int | None) -> None:
+        """A repeated run-now answers this run only at the schedule version it was registered
+        at; after the schedule changed, or naming another version, the request id is reused."""
+        if schedule_version != self.schedule_version or version not in (None, schedule_version):
+            raise RequestIdReused(self)
+
+    @property
     def skips_overlap(self) -> bool:
         """Overlap policy `skip`, and no attempt made yet: an earlier unfinished cycle blocks it."""
         return self.frozen.get("overlap_policy") == "skip" and not self.attempts
+
+    @property
+    def skip_reason(self) -> dict[str, Any] | None:
+        """Why the run was skipped: the run whose overlap blocked it, or how many were missed."""
+        if self.status == SKIPPED_OVERLAP:
+            return skip_reason_of(SKIP_OVERLAP, self.blocked_by, 0)
+        if self.status == SKIPPED_MISSED:
+            return skip_reason_of(SKIP_MISSED, None, self.skipped_count)
+        return None
 
     @property
     def instance_command_id(self) -> str:
@@ -145,8 +282,15 @@ class Run(Aggregate):
         """The one instance this run can create: retries and recoveries find it again."""
         return approval_uuid(self.tenant_id, self.initiator_id, self.instance_command_id)
 
+    @property
+    def definition_revision(self) -> int:
+        """The definition's published revision the run launches (frozen at registration)."""
+        return int(self.frozen["definition_revision"])
+
     def approval(self, definition: Definition, at: datetime) -> ApprovalInstance:
-        """The instance this run launches: frozen values, on the initiator's behalf."""
+        """The instance this run launches: frozen values, on the initiator's behalf, with the
+        terms of the definition's revision it was frozen at."""
+        terms = definition.terms_of(self.definition_revision)
         submission = Submission(
             command_id=self.instance_command_id,
             definition_id=self.definition_id,
@@ -159,19 +303,27 @@ class Run(Aggregate):
             tenant_id=self.tenant_id,
             applicant_id=self.initiator_id,
             submission=submission,
-            definition=definition,
-            origin={
-                "source": "schedule",
-                "schedule_id": str(self.schedule_id),
-                "schedule_name": self.frozen["schedule_name"],
-                "run_id": str(self.id),
-                "scheduled_for": self.planned_at,
-                "trigger_kind": self.trigger,
-                "trigger": self.frozen["schedule_trigger"],
-                "saved_by": self.saved_by,
-            },
+            definition=terms,
+            origin=self.fire_metadata(terms),
             at=at,
         )
+
+    def fire_metadata(self, terms: DefinitionTerms) -> dict[str, Any]:
+        """What the instance records of the fire that launched it (requirement 001: workflow
+        schedules); `run_id` repeats `fire_id` for clients of earlier releases."""
+        return {
+            "source": self.trigger,
+            "schedule_id": str(self.schedule_id),
+            "schedule_name": self.frozen["schedule_name"],
+            "fire_id": str(self.id),
+            "run_id": str(self.id),
+            "scheduled_for": self.planned_at,
+            "trigger_kind": self.frozen["schedule_trigger"]["kind"],
+            "trigger": self.frozen["schedule_trigger"],
+            "definition_revision": self.definition_revision,
+            "definition_name": terms.name,
+            "saved_by": self.saved_by,
+        }
 
     def is_due(self, now: datetime) -> bool:
         """Whether a worker may claim it now: due to (re)try, or its attempt's lease ran out."""
@@ -410,6 +562,7 @@ class Run(Aggregate):
     @event(SkippedOverlap)
     def _skipped_overlap(self, earlier_run_id: str, status: str, at: datetime, actor: str) -> None:
         self.status = status
+        self.blocked_by = earlier_run_id
         self.next_attempt_at = None
         self.finished_at = at
 

@@ -10,10 +10,11 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
+from domain.directory import FIRST_REVISION
 from domain.errors import InvalidState, ValidationFailed
 from domain.planning import Cycle, plan_due_cycles
 from domain.policy import RunPolicy
-from domain.runs import Run
+from domain.runs import TICK_ACTOR, Run
 from domain.triggers import (
     TriggerError,
     check_fires_within,
@@ -25,11 +26,12 @@ from domain.triggers import (
 from domain.values import FormData, form_data_problem
 
 MISFIRE_POLICIES = ("catch_up", "skip", "once")
-OVERLAP_POLICIES = ("allow", "skip")
+OVERLAP_ALLOW = "allow"
+OVERLAP_SKIP = "skip"  # the default (requirement 001: workflow schedules; 002: scheduled jobs)
+OVERLAP_POLICIES = (OVERLAP_ALLOW, OVERLAP_SKIP)
 PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
 PLACEHOLDERS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M"}
 MAX_CYCLES_BEFORE_EDIT = 500  # per transaction; the service saves a longer backlog first
-TICK_ACTOR = "system:tick"
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class ScheduleSettings:
     title_template: str
     form_data: FormData
     misfire_policy: str = "catch_up"
-    overlap_policy: str = "allow"
+    overlap_policy: str = OVERLAP_SKIP
     preset_id: str | None = None
 
     def __post_init__(self) -> None:
@@ -139,7 +141,9 @@ def untemplated(template: str) -> str:
 
 
 def render_title(template: str, name: str, planned_at: datetime, timezone: str) -> str:
-    """The run's title: placeholders filled from the planned instant in the schedule's zone."""
+    """The run's title: placeholders filled from the planned instant in `timezone`, the business
+    time zone (requirement 000: the cron runs in the schedule's zone, titles in the business
+    zone), not the schedule's."""
     if not template:
         return name
     if "{{" not in template:
@@ -150,16 +154,44 @@ def render_title(template: str, name: str, planned_at: datetime, timezone: str) 
     return template
 
 
-class Schedule(Aggregate):
-    """One schedule, with its plan: the next instant it fires, or None when it does not."""
+def saved_against_first_revision(state: dict[str, Any]) -> None:
+    """Upcast from before definition revisions: every definition then counted as revision 1."""
+    state["definition_revision"] = FIRST_REVISION
 
-    @event("Created")
+
+class Schedule(Aggregate):
+    """One schedule, with its plan: the next instant it fires, or None when it does not.
+
+    Version 2 records the definition's published revision it was saved against
+    (`definition_revision`): its runs launch that revision until the schedule is saved again.
+    """
+
+    class_version = 2
+
+    upcast_v1_v2 = staticmethod(saved_against_first_revision)
+
+    class Created(Aggregate.Created):
+        """Version 2 added `definition_revision` (1 before)."""
+
+        class_version = 2
+        tenant_id: UUID
+        settings: dict[str, Any]
+        enabled: bool
+        next_fire_at: datetime | None
+        definition_revision: int
+        at: datetime
+        actor: str
+
+        upcast_v1_v2 = staticmethod(saved_against_first_revision)
+
+    @event(Created)
     def __init__(
         self,
         tenant_id: UUID,
         settings: dict[str, Any],
         enabled: bool,
         next_fire_at: datetime | None,
+        definition_revision: int,
         at: datetime,
         actor: str,
     ) -> None:
@@ -167,6 +199,7 @@ class Schedule(Aggregate):
         self.settings = ScheduleSettings(**settings)
         self.enabled = enabled
         self.next_fire_at = next_fire_at
+        self.definition_revision = definition_revision
         self.revision = 1
         self.created_at = at
         self.updated_at = at
@@ -175,14 +208,23 @@ class Schedule(Aggregate):
 
     @classmethod
     def create(
-        cls, tenant_id: UUID, settings: ScheduleSettings, enabled: bool, at: datetime, actor: str
+        cls,
+        tenant_id: UUID,
+        settings: ScheduleSettings,
+        enabled: bool,
+        at: datetime,
+        actor: str,
+        definition_revision: int = FIRST_REVISION,
     ) -> Schedule:
+        """A new schedule, saved against the definition's current published revision (the
+        service names it; the first revision otherwise)."""
         next_fire_at = settings.next_fire_after(at) if enabled else None
         return cls(
             tenant_id=tenant_id,
             settings=asdict(settings),
             enabled=enabled,
             next_fire_at=next_fire_at,
+            definition_revision=definition_revision,
             at=at,
             actor=actor,
         )
@@ -194,12 +236,15 @@ class Schedule(Aggregate):
         at: datetime,
         actor: str,
         policy: RunPolicy,
+        definition_revision: int | None = None,
     ) -> list[Run]:
         """Replace the settings; the plan moves only if the timing or the enabled state did.
 
         Cycles already due under the old plan are registered first, so an edit never drops or
         delays a cycle that came due before it (a backlog longer than MAX_CYCLES_BEFORE_EDIT
-        is the caller's to register beforehand, see `replans`).
+        is the caller's to register beforehand, see `replans`). A re-save names the
+        definition's current `definition_revision`; without one (enabling, disabling) the
+        schedule keeps the revision it has.
         """
         self.check_not_deleted()
         runs: list[Run] = []
@@ -209,6 +254,9 @@ class Schedule(Aggregate):
             settings=asdict(settings),
             enabled=enabled,
             next_fire_at=self._plan_after_edit(settings, enabled, at),
+            definition_revision=(
+                self.definition_revision if definition_revision is None else definition_revision
+            ),
             at=at,
             actor=actor,
         )
@@ -258,11 +306,12 @@ class Schedule(Aggregate):
         settings = self.settings
         frozen = {
             "title": render_title(
-                settings.title_template, settings.name, planned_at, settings.timezone
+                settings.title_template, settings.name, planned_at, policy.business_timezone
             ),
             "form_data": settings.form_data,
             "initiator_id": settings.initiator_id,
             "definition_id": settings.definition_id,
+            "definition_revision": self.definition_revision,
             "schedule_name": settings.name,
             "schedule_revision": self.revision,
             "schedule_trigger": settings.trigger,
@@ -302,18 +351,33 @@ class Schedule(Aggregate):
         if self.deleted:
             raise InvalidState("the schedule was deleted")
 
-    @event("Updated")
+    class Updated(Aggregate.Event):
+        """Version 2 added `definition_revision` (1 before)."""
+
+        class_version = 2
+        settings: dict[str, Any]
+        enabled: bool
+        next_fire_at: datetime | None
+        definition_revision: int
+        at: datetime
+        actor: str
+
+        upcast_v1_v2 = staticmethod(saved_against_first_revision)
+
+    @event(Updated)
     def _updated(
         self,
         settings: dict[str, Any],
         enabled: bool,
         next_fire_at: datetime | None,
+        definition_revision: int,
         at: datetime,
         actor: str,
     ) -> None:
         self.settings = ScheduleSettings(**settings)
         self.enabled = enabled
         self.next_fire_at = next_fire_at
+        self.definition_revision = definition_revision
         self.revision += 1
         self.updated_at = at
         self.updated_by = actor

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -9,6 +10,7 @@ from uuid import UUID
 from cronledger.persistence.store import Store, as_instant, tenant_scope
 from domain.approvals import EXPIRED, TERMINAL, WAITING_REVIEW
 from projections.engine import Handler, Projection, Sql
+from projections.runs import LagHistogram
 
 
 class ApprovalsProjection(Projection):
@@ -176,6 +178,24 @@ def overdue_backlog(
     )
     count, oldest = rows[0]
     return int(count), as_instant(oldest)
+
+
+def expiry_lags(store: Store, tenant_id: UUID | None, bounds: Sequence[float]) -> LagHistogram:
+    """How late each expiry was recorded after its deadline (one tenant, or all)."""
+    scope, params = tenant_scope(tenant_id)
+    counts = ", ".join(
+        f"SUM(CASE WHEN expiry_lag_seconds <= {float(bound)} THEN 1 ELSE 0 END)" for bound in bounds
+    )
+    row = store.query(
+        f"SELECT {counts}, COUNT(*), SUM(expiry_lag_seconds) FROM approvals "  # noqa: S608
+        f"WHERE {scope} state = ?",
+        (*params, EXPIRED),
+    )[0]
+    return LagHistogram(
+        at_most=[int(count or 0) for count in row[:-2]],
+        total=int(row[-2]),
+        sum_seconds=float(row[-1] or 0.0),
+    )
 
 
 def approval_page(

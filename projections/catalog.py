@@ -6,6 +6,7 @@ from projections.approvals import ApprovalsProjection
 from projections.chain import HashChainProjection
 from projections.directory import DirectoryProjection
 from projections.engine import Projection
+from projections.operations import OperationsProjection
 from projections.rollup import ScheduleDailyProjection
 from projections.runs import RunsProjection
 from projections.schedules import SchedulesProjection
@@ -18,6 +19,7 @@ def all_projections() -> list[Projection]:
         ApprovalsProjection(),
         ScheduleDailyProjection(),
         DirectoryProjection(),
+        OperationsProjection(),
         HashChainProjection(),
     ]
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from cronledger.persistence.store import Store, tenant_scope
+from cronledger.persistence.store import Store, as_instant, tenant_scope
 from domain.approvals import WAITING_REVIEW
 from domain.runs import (
     ATTEMPT_FAILED,
@@ -17,6 +18,8 @@ from domain.runs import (
     PENDING,
     RETRY_WAIT,
     RUNNING,
+    SKIP_MISSED,
+    SKIP_OVERLAP,
     SKIPPED_MISSED,
     UNFINISHED,
 )
@@ -27,7 +30,8 @@ class RunsProjection(Projection):
     """One row per cycle, and one per attempt.
 
     `runs.due_at` is when a worker may next claim the run: its next attempt, or when the
-    lease of its running attempt runs out.
+    lease of its running attempt runs out. `started_at` is its first attempt's start, and
+    `duration_seconds` runs from there to `finished_at`.
     """
 
     name = "runs"
@@ -43,10 +47,16 @@ class RunsProjection(Projection):
             "attempt_count INTEGER NOT NULL, max_attempts INTEGER NOT NULL, instance_id TEXT, "
             f"next_attempt_at {ts}, lease_expires_at {ts}, due_at {ts}, last_error_code TEXT, "
             f"registered_at {ts} NOT NULL, finished_at {ts}, skipped_count INTEGER NOT NULL, "
-            "registration_lag_seconds DOUBLE PRECISION NOT NULL, version INTEGER NOT NULL)",
+            "registration_lag_seconds DOUBLE PRECISION NOT NULL, version INTEGER NOT NULL, "
+            "skip_reason TEXT, blocking_run_id TEXT, schedule_version INTEGER NOT NULL, "
+            "triggered_by TEXT NOT NULL, request_id TEXT, trace_id TEXT NOT NULL, "
+            f"started_at {ts}, duration_seconds DOUBLE PRECISION)",
             "CREATE INDEX IF NOT EXISTS runs_by_schedule ON runs (schedule_id, planned_at)",
             "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status)",
+            "CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant_id, planned_at)",
             "CREATE INDEX IF NOT EXISTS runs_due ON runs (due_at)",
+            "CREATE INDEX IF NOT EXISTS runs_skips ON runs (schedule_id, finished_at) "
+            "WHERE skip_reason IS NOT NULL",
             "CREATE TABLE IF NOT EXISTS attempts ("
             "run_id TEXT NOT NULL, number INTEGER NOT NULL, tenant_id TEXT NOT NULL, "
             f"schedule_id TEXT NOT NULL, worker TEXT NOT NULL, started_at {ts} NOT NULL, "
@@ -63,7 +73,7 @@ class RunsProjection(Projection):
             "Run.AttemptSucceeded": self.attempt_succeeded,
             "Run.AttemptFailed": self.attempt_ended(ATTEMPT_FAILED),
             "Run.AttemptInterrupted": self.attempt_ended(INTERRUPTED),
-            "Run.SkippedOverlap": self.stopped,
+            "Run.SkippedOverlap": self.skipped_overlap,
             "Run.Cancelled": self.stopped,
             "Run.Retried": self.retried,
         }
@@ -75,8 +85,9 @@ class RunsProjection(Projection):
         sql.write(
             "INSERT INTO runs (id, tenant_id, schedule_id, planned_at, trigger, status, title, "
             "initiator_id, definition_id, attempt_count, max_attempts, next_attempt_at, due_at, "
-            "registered_at, finished_at, skipped_count, registration_lag_seconds, version) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "registered_at, finished_at, skipped_count, registration_lag_seconds, version, "
+            "skip_reason, schedule_version, triggered_by, request_id, trace_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -95,6 +106,11 @@ class RunsProjection(Projection):
                 event.skipped_count,
                 (event.at - event.planned_at).total_seconds(),
                 event.originator_version,
+                SKIP_MISSED if event.status == SKIPPED_MISSED else None,
+                frozen["schedule_revision"],
+                event.actor,
+                event.request_id,
+                event.originator_id.hex,
             ),
         )
 
@@ -106,6 +122,9 @@ class RunsProjection(Projection):
             "lease_expires_at) SELECT id, ?, tenant_id, schedule_id, ?, ?, ? FROM runs "
             "WHERE id = ?",
             (event.number, event.worker, event.at, event.lease_expires_at, run_id),
+        )
+        sql.write(
+            "UPDATE runs SET started_at = ? WHERE id = ? AND started_at IS NULL", (event.at, run_id)
         )
         _update(
             sql,
@@ -129,6 +148,7 @@ class RunsProjection(Projection):
             due_at=None,
             finished_at=event.at,
         )
+        _set_duration(sql, event)
 
     @staticmethod
     def attempt_ended(outcome: str) -> Handler:
@@ -146,6 +166,8 @@ class RunsProjection(Projection):
                 last_error_code=event.code,
                 finished_at=None if event.next_attempt_at else event.at,
             )
+            if not event.next_attempt_at:
+                _set_duration(sql, event)
 
         return handler
 
@@ -153,6 +175,20 @@ class RunsProjection(Projection):
     def stopped(sql: Sql, event: Any, position: int) -> None:
         _update(
             sql, event, status=event.status, next_attempt_at=None, due_at=None, finished_at=event.at
+        )
+        _set_duration(sql, event)
+
+    @staticmethod
+    def skipped_overlap(sql: Sql, event: Any, position: int) -> None:
+        _update(
+            sql,
+            event,
+            status=event.status,
+            next_attempt_at=None,
+            due_at=None,
+            finished_at=event.at,
+            skip_reason=SKIP_OVERLAP,
+            blocking_run_id=event.earlier_run_id,
         )
 
     @staticmethod
@@ -164,6 +200,7 @@ class RunsProjection(Projection):
             next_attempt_at=event.at,
             due_at=event.at,
             finished_at=None,
+            duration_seconds=None,
         )
 
 
@@ -173,6 +210,18 @@ def _update(sql: Sql, event: Any, **columns: Any) -> None:
     sql.write(
         f"UPDATE runs SET {assignments}, version = ? WHERE id = ?",  # noqa: S608
         (*columns.values(), event.originator_version, str(event.originator_id)),
+    )
+
+
+def _set_duration(sql: Sql, event: Any) -> None:
+    """`duration_seconds`: from the run's first start to this event, which finished it."""
+    if sql.kind == "postgresql":
+        seconds = "EXTRACT(EPOCH FROM (CAST(? AS TIMESTAMPTZ) - started_at))"
+    else:
+        seconds = "ROUND((julianday(?) - julianday(started_at)) * 86400, 3)"
+    sql.write(
+        f"UPDATE runs SET duration_seconds = {seconds} WHERE id = ?",  # noqa: S608
+        (event.at, str(event.originator_id)),
     )
 
 
@@ -224,16 +273,65 @@ def running_per_schedule(
     return {str(schedule_id): int(count) for schedule_id, count in rows}
 
 
-def unfinished_earlier(store: Store, schedule_id: UUID, planned_at: datetime) -> str | None:
-    """An earlier cycle of the schedule not finished, or its instance still in review."""
+def unfinished_earlier(
+    store: Store, schedule_id: UUID, planned_at: datetime, registered_at: datetime, run_id: UUID
+) -> str | None:
+    """An earlier cycle of the schedule not finished, or its instance still in review.
+
+    Cycles planned at the same instant (a manual run and a scheduled one) come in the order they
+    were registered, then by id, so the first blocks the other and never the other way round.
+    """
     marks = ", ".join("?" for _ in UNFINISHED)
     rows = store.query(
         "SELECT r.id FROM runs r LEFT JOIN approvals a ON a.id = r.instance_id "  # noqa: S608
-        f"WHERE r.schedule_id = ? AND r.planned_at < ? AND (r.status IN ({marks}) "
-        "OR a.state = ?) ORDER BY r.planned_at LIMIT 1",
-        (str(schedule_id), planned_at, *sorted(UNFINISHED), WAITING_REVIEW),
+        "WHERE r.schedule_id = ? AND (r.planned_at < ? OR (r.planned_at = ? AND "
+        "(r.registered_at < ? OR (r.registered_at = ? AND r.id < ?)))) "
+        f"AND (r.status IN ({marks}) OR a.state = ?) ORDER BY r.planned_at, r.registered_at, r.id "
+        "LIMIT 1",
+        (
+            str(schedule_id),
+            planned_at,
+            planned_at,
+            registered_at,
+            registered_at,
+            str(run_id),
+            *sorted(UNFINISHED),
+            WAITING_REVIEW,
+        ),
     )
     return str(rows[0][0]) if rows else None
+
+
+class LastSkip(NamedTuple):
+    """The schedule's most recently skipped run, and why."""
+
+    run_id: str
+    planned_at: datetime | None
+    skipped_at: datetime | None
+    skip_reason: str
+    blocking_run_id: str | None
+    skipped_count: int
+
+
+def last_skip_of(store: Store, schedule_id: UUID) -> LastSkip | None:
+    """The schedule's run skipped last (an overlap, or a summary of missed cycles), if any."""
+    rows = store.query(
+        "SELECT id, planned_at, finished_at, skip_reason, blocking_run_id, skipped_count "
+        "FROM runs WHERE schedule_id = ? AND skip_reason IS NOT NULL "
+        "ORDER BY finished_at DESC, planned_at DESC, id DESC LIMIT 1",
+        (str(schedule_id),),
+    )
+    if not rows:
+        return None
+    run_id, planned_at, skipped_at, reason, blocking_run_id, count = rows[0]
+    return LastSkip(
+        str(run_id),
+        as_instant(planned_at),
+        as_instant(skipped_at),
+        str(reason),
+        blocking_run_id,
+        int(count),
+    )
 
 
 def unfinished_count(store: Store, schedule_id: UUID) -> int:
@@ -246,12 +344,47 @@ def unfinished_count(store: Store, schedule_id: UUID) -> int:
     return int(rows[0][0])
 
 
-def run_page(
-    store: Store, schedule_id: UUID, status: str | None, page: int, page_size: int
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs of a tenant to list; None leaves a condition out. `planned_from` is
+    inclusive, `planned_to` exclusive."""
+
+    schedule_id: UUID | None = None
+    status: str | None = None
+    trigger: str | None = None
+    planned_from: datetime | None = None
+    planned_to: datetime | None = None
+
+    def where(self, tenant_id: UUID) -> tuple[str, list[Any]]:
+        """The SQL condition (fixed text, values as parameters) and its parameters."""
+        conditions: list[str] = ["tenant_id = ?"]
+        params: list[Any] = [str(tenant_id)]
+        for condition, value in (
+            ("schedule_id = ?", str(self.schedule_id) if self.schedule_id else None),
+            ("status = ?", self.status),
+            ("trigger = ?", self.trigger),
+            ("planned_at >= ?", self.planned_from),
+            ("planned_at < ?", self.planned_to),
+        ):
+            if value is not None:
+                conditions.append(condition)
+                params.append(value)
+        return " AND ".join(conditions), params
+
+
+def run_log_page(
+    store: Store, tenant_id: UUID, run_filter: RunFilter, page: int, page_size: int
 ) -> tuple[list[str], int]:
-    """One page of the schedule's run ids, newest planned first, and how many there are."""
-    filters = {"schedule_id": str(schedule_id), **({"status": status} if status else {})}
-    return store.page_of_ids("runs", filters, "planned_at DESC, id", page, page_size)
+    """One page of the tenant's matching run ids, newest planned first, and how many match
+    (requirement 002: scheduled tasks, the execution log by task and status, paged)."""
+    where, params = run_filter.where(tenant_id)
+    total = store.query(f"SELECT COUNT(*) FROM runs WHERE {where}", params)  # noqa: S608
+    rows = store.query(
+        f"SELECT id FROM runs WHERE {where} ORDER BY planned_at DESC, id "  # noqa: S608
+        "LIMIT ? OFFSET ?",
+        [*params, page_size, (page - 1) * page_size],
+    )
+    return [str(row[0]) for row in rows], int(total[0][0])
 
 
 def backlog_by_status(store: Store, tenant_id: UUID | None) -> dict[str, int]:

@@ -135,6 +135,7 @@ class World:
             "initiator_id": "ann",
             "title_template": "Daily {{date}}",
             "form_data": {"n": 1},
+            "overlap_policy": "allow",  # overlapping cycles launch unless a test asks for skip
             **schedule,
         }
         settings = services.schedules.settings_from(body)

@@ -122,6 +122,8 @@ class Worker:
 
         claims = [c for c in self.ledger.save_batch_or_each(save_all, runs, self._claim_again) if c]
         report.claimed += len(claims)
+        for claim in claims:
+            log.info("attempt started", extra=self._traced(claim))
         return claims
 
     def _claim_again(self, stale: Run) -> Claim | None:
@@ -136,7 +138,9 @@ class Worker:
         if not run.is_due(now):
             return None
         if run.skips_overlap and (
-            earlier := unfinished_earlier(self.ledger.store, run.schedule_id, run.planned_at)
+            earlier := unfinished_earlier(
+                self.ledger.store, run.schedule_id, run.planned_at, run.registered_at, run.id
+            )
         ):
             run.skip_overlap(earlier, now, self.name)
             report.skipped += 1
@@ -165,6 +169,7 @@ class Worker:
         if not run.holds(claim.number, self.name):
             run.reject_outcome(claim.number, self.name, "launch", self.ledger.clock())
             self.ledger.save(run)
+            log.warning("launch not recorded: the lease was lost", extra=self._traced(claim))
             return "rejected"
         made = self.ledger.exists(run.instance_id_to_launch)  # by an attempt that lost its outcome
         return self._launched([Claim(run, claim.number)], reuse=made)[0]
@@ -197,7 +202,30 @@ class Worker:
                 outcomes.append("succeeded")
             changed.append(run)
         self.ledger.save(*changed, unchanged=list(unchanged.items()))
+        for claim, outcome in zip(claims, outcomes, strict=True):
+            self._log_outcome(claim, outcome)
         return outcomes
+
+    def _log_outcome(self, claim: Claim, outcome: str) -> None:
+        """One line per committed launch; never the form data (requirement 002)."""
+        run = claim.run
+        if outcome == "succeeded":
+            log.info("launch succeeded", extra=self._traced(claim, instance_id=run.instance_id))
+        else:
+            fields = self._traced(claim, error_code=run.error_code, status=run.status)
+            log.warning("launch failed", extra=fields)
+
+    def _traced(self, claim: Claim, **fields: object) -> dict[str, object]:
+        """A launch log line's fields: the run's trace id (its record shows it), the attempt."""
+        run = claim.run
+        return {
+            "trace_id": run.trace_id,
+            "run_id": str(run.id),
+            "schedule_id": str(run.schedule_id),
+            "attempt": claim.number,
+            "worker": self.name,
+            **fields,
+        }
 
     def _launch_inputs(self, runs: Sequence[Run]) -> dict[UUID, LaunchInputs]:
         """Each run's initiator, definition and schedule's last saver, as of now."""

@@ -21,7 +21,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The Flask app; `config["SERVICES"]` injects ready services (tests), else env settings."""
     from cronledger.application.services import open_services
     from cronledger.config import Settings
-    from web import approvals, directory, events, metrics, ops, runs, schedules
+    from web import approvals, audit, directory, events, metrics, ops, runs, schedules
     from web.problems import register_error_handlers
     from web.refusals import refusal_budget
 
@@ -39,8 +39,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(directory.bp)
     app.register_blueprint(schedules.bp)
     app.register_blueprint(runs.bp)
+    app.register_blueprint(runs.log_bp)
     app.register_blueprint(approvals.bp)
     app.register_blueprint(events.bp)
+    app.register_blueprint(audit.bp)
     app.before_request(_start_request)
     refusal_budget(app, services.settings.refusals_per_minute)  # checked after the request id
     app.after_request(_log_request)

@@ -51,6 +51,7 @@ class Answered:
 class EndpointSpec:
     summary: str
     permission: str | None
+    seen_with: str | None
     body: Body | None
     query: type[Schema] | None
     response: type[Schema] | None
@@ -67,20 +68,25 @@ def endpoint(
     *,
     tag: str,
     permission: str | None = None,
+    seen_with: str | None = None,
     body: Body | None = None,
     query: type[Schema] | None = None,
     response: type[Schema] | None = None,
     status: int = 200,
 ) -> Callable[[View], View]:
-    """Declare a view: who may call it, what it takes and what it answers."""
-    spec = EndpointSpec(summary, permission, body, query, response, status, tag)
+    """Declare a view: who may call it, what it takes and what it answers.
+
+    A caller lacking `permission` but holding `seen_with` (who can see the resource) still
+    reaches the view, whose service records the refusal and answers it 403.
+    """
+    spec = EndpointSpec(summary, permission, seen_with, body, query, response, status, tag)
 
     def decorate(view: View) -> View:
         @functools.wraps(view)
         def handle(**path: Any) -> ResponseReturnValue:
             inputs: dict[str, Any] = dict(path)
             if permission is not None:
-                inputs["principal"] = authorize(permission)
+                inputs["principal"] = authorize(permission, seen_with)
             if body is not None:
                 data = json_object()
                 shape = body.pick(data) if isinstance(body, Either) else body
@@ -102,8 +108,8 @@ def endpoint(
     return decorate
 
 
-def authorize(permission: str) -> Principal:
-    """The caller, if its bearer token works and grants `permission`."""
+def authorize(permission: str, seen_with: str | None = None) -> Principal:
+    """The caller, if its bearer token works and grants `permission` (or `seen_with`)."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Problem("UNAUTHENTICATED", "send Authorization: Bearer <token>")
@@ -111,7 +117,7 @@ def authorize(permission: str) -> Principal:
     if principal is None:
         raise Problem("UNAUTHENTICATED", "the token is unknown, revoked or its account inactive")
     g.principal = principal
-    if not principal.can(permission):
+    if not principal.can(permission) and not (seen_with and principal.can(seen_with)):
         raise Problem("FORBIDDEN", f"this needs the permission {permission}")
     return principal
 

@@ -99,6 +99,7 @@ def _answer(principal: Principal, instance_id: str, kind: str, body: dict[str, A
     "Approve (200 APPROVED, or 409 with the losing outcome)",
     tag=TAG,
     permission=APPROVAL_DECIDE,
+    seen_with=APPROVAL_LIST,
     body=ApproveIn,
     response=CommandOut,
 )
@@ -111,6 +112,7 @@ def approve(principal: Principal, instance_id: str, body: dict[str, Any]) -> Ans
     "Withdraw your own instance",
     tag=TAG,
     permission=APPROVAL_SUBMIT,
+    seen_with=APPROVAL_LIST,
     body=WithdrawIn,
     response=CommandOut,
 )
@@ -123,6 +125,7 @@ def withdraw(principal: Principal, instance_id: str, body: dict[str, Any]) -> An
     "Move the deadline later (at most 30 days from now)",
     tag=TAG,
     permission=APPROVAL_DECIDE,
+    seen_with=APPROVAL_LIST,
     body=ExtendDeadlineIn,
     response=CommandOut,
 )
@@ -135,6 +138,7 @@ def extend_deadline(principal: Principal, instance_id: str, body: dict[str, Any]
     "Record an external signing callback as an observation",
     tag=TAG,
     permission=APPROVAL_CALLBACK,
+    seen_with=APPROVAL_LIST,
     body=SignCallbackIn,
     response=CommandOut,
 )

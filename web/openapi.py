@@ -66,7 +66,11 @@ def _operation(declared: EndpointSpec, path_arguments: set[str]) -> dict[str, An
         }
     if declared.permission is not None:
         operation["security"] = [{"bearer": []}]
-        operation["description"] = f"Needs the permission `{declared.permission}`."
+        operation["description"] = f"Needs the permission `{declared.permission}`." + (
+            f" A caller with only `{declared.seen_with}` gets 403, and the refusal is recorded."
+            if declared.seen_with
+            else ""
+        )
         problem = {"content": {"application/problem+json": {"schema": "Problem"}}}
         for status, text in ERRORS.items():
             operation["responses"][status] = {"description": text, **problem}

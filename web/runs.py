@@ -1,4 +1,5 @@
-"""A schedule's runs (定时发起的运行) over HTTP (docs/api.md#runs)."""
+"""Runs (定时发起的运行) over HTTP: a schedule's, and the tenant's execution log
+(docs/api.md#runs)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,22 @@ from cronledger.application.directory import Page
 from cronledger.application.runs import RunView
 from domain.directory import Principal
 from domain.permissions import SCHEDULE_EDIT, SCHEDULE_LIST
+from projections.runs import RunFilter
 from web.api import endpoint, services
-from web.schemas import RunDetailOut, RunListQuery, RunNowIn, RunOut, VersionBody, page_of
+from web.schemas import (
+    RunDetailOut,
+    RunListQuery,
+    RunLogQuery,
+    RunNowIn,
+    RunOut,
+    VersionBody,
+    page_of,
+)
 
 bp = Blueprint("runs", __name__, url_prefix="/api/workflows/schedules/<schedule_id>")
+log_bp = Blueprint("run_log", __name__, url_prefix="/api/workflows/runs")
 TAG = "schedules"
+RUN_PAGE = page_of(RunOut)
 
 
 @bp.post("/run")
@@ -27,21 +39,46 @@ TAG = "schedules"
     status=202,
 )
 def run_now(principal: Principal, schedule_id: str, body: dict[str, Any]) -> RunView:
-    return services().schedules.run_now(principal, schedule_id, body["request_id"])
+    return services().schedules.run_now(
+        principal, schedule_id, body["request_id"], body.get("version")
+    )
 
 
 @bp.get("/runs")
 @endpoint(
-    "The schedule's runs, newest planned first",
+    "The schedule's runs, newest planned first (a deleted schedule's too)",
     tag=TAG,
     permission=SCHEDULE_LIST,
     query=RunListQuery,
-    response=page_of(RunOut),
+    response=RUN_PAGE,
 )
 def list_runs(principal: Principal, schedule_id: str, query: dict[str, Any]) -> Page[RunView]:
-    schedule = services().schedules.schedule(principal.tenant_id, schedule_id)
+    schedule = services().schedules.find(principal.tenant_id, schedule_id)
+    run_filter = RunFilter(schedule_id=schedule.id, status=query["status"])
     return services().runs.list_page(
-        schedule.id, query["status"], query["page"], query["page_size"]
+        principal.tenant_id, run_filter, query["page"], query["page_size"]
+    )
+
+
+@log_bp.get("")
+@endpoint(
+    "The execution log: the tenant's runs across schedules, deleted ones' included, "
+    "newest planned first",
+    tag=TAG,
+    permission=SCHEDULE_LIST,
+    query=RunLogQuery,
+    response=RUN_PAGE,
+)
+def run_log(principal: Principal, query: dict[str, Any]) -> Page[RunView]:
+    run_filter = RunFilter(
+        schedule_id=query["schedule_id"],
+        status=query["status"],
+        trigger=query["trigger"],
+        planned_from=query["planned_from"],
+        planned_to=query["planned_to"],
+    )
+    return services().runs.list_page(
+        principal.tenant_id, run_filter, query["page"], query["page_size"]
     )
 
 

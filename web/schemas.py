@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, get_type_hints
+from typing import Any, get_args, get_origin, get_type_hints
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from cronledger.application.backlog import Backlog
 from domain.directory import PUBLIC_ID
 from domain.permissions import ROLES
+from domain.runs import SKIP_MISSED, SKIP_OVERLAP
+from domain.schedules import OVERLAP_POLICIES, OVERLAP_SKIP
 
 MAX_NAME = 200
 PRESET_ID = r"^[a-z][a-z0-9_-]{0,63}$"
@@ -151,6 +153,12 @@ class DefinitionOut(Schema):
     name = fields.String()
     external = fields.Boolean()
     published = fields.Boolean()
+    revision = fields.Integer(
+        metadata={
+            "description": "the published revision: publishing, and each update while "
+            "published, makes the next one; 0 until first published"
+        }
+    )
     review_window_seconds = fields.Integer()
     schedule_presets = fields.List(fields.Dict())
     allow_self_approval = fields.Boolean()
@@ -227,7 +235,11 @@ class ScheduleFieldsIn(StrictSchema):
     misfire_policy = fields.String(
         validate=validate.OneOf(["catch_up", "skip", "once"]), load_default="catch_up"
     )
-    overlap_policy = fields.String(validate=validate.OneOf(["allow", "skip"]), load_default="allow")
+    overlap_policy = fields.String(
+        validate=validate.OneOf(OVERLAP_POLICIES),
+        load_default=OVERLAP_SKIP,
+        metadata={"description": "skip (default): a cycle while an earlier one is unfinished"},
+    )
 
 
 class ScheduleFromPresetIn(StrictSchema):
@@ -243,6 +255,28 @@ class ScheduleUpdate(ScheduleFieldsIn):
 
 class VersionQuery(Schema):
     version = fields.Integer(required=True, validate=validate.Range(1, 2**31))
+
+
+class SkipReasonOut(Schema):
+    code = fields.String(metadata={"enum": [SKIP_OVERLAP, SKIP_MISSED]})
+    blocking_run_id = fields.String(
+        allow_none=True, metadata={"description": "OVERLAP: the unfinished run that blocked it"}
+    )
+    count = fields.Integer(
+        allow_none=True, metadata={"description": "MISSED: how many missed cycles it stands for"}
+    )
+
+
+class LastSkipOut(Schema):
+    run_id = fields.String()
+    planned_at = UtcDateTime()
+    skipped_at = UtcDateTime()
+    skip_reason = fields.Nested(SkipReasonOut)
+
+
+class NextFireOut(Schema):
+    at = UtcDateTime()
+    local = LocalDateTime(metadata={"description": "in the schedule's time zone"})
 
 
 class ScheduleOut(Schema):
@@ -264,6 +298,16 @@ class ScheduleOut(Schema):
     updated_by = fields.String()
     next_fire_at = UtcDateTime(allow_none=True)
     last_run = fields.Dict(allow_none=True)
+    last_skip = fields.Nested(
+        LastSkipOut, allow_none=True, metadata={"description": "the run skipped most recently"}
+    )
+    definition_revision = fields.Integer(
+        metadata={"description": "the definition's revision it was last saved against"}
+    )
+    next_fires = fields.List(
+        fields.Nested(NextFireOut),
+        metadata={"description": "the next 5 fire times after now, computed as if enabled"},
+    )
 
 
 class PreviewIn(StrictSchema):
@@ -300,6 +344,11 @@ class ApproveIn(StrictSchema):
 
 class WithdrawIn(StrictSchema):
     command_id = command_id_field()
+    material_version = strict_int(
+        0,
+        2**31,
+        metadata={"description": "optional: a version other than the current is STALE_MATERIAL"},
+    )
 
 
 class ExtendDeadlineIn(StrictSchema):
@@ -316,11 +365,56 @@ class SignCallbackIn(StrictSchema):
     source = fields.String(required=True, validate=validate.Length(1, 128))
 
 
+class OriginOut(Schema):
+    """The fire that launched an instance (requirement 001: workflow schedules)."""
+
+    source = fields.String(metadata={"enum": ["schedule", "manual"]})
+    schedule_id = fields.String()
+    schedule_name = fields.String()
+    fire_id = fields.String(metadata={"description": "the run's id"})
+    run_id = fields.String(metadata={"description": "the same as fire_id (earlier releases)"})
+    scheduled_for = fields.String(metadata={"format": "date-time", "description": "planned"})
+    trigger_kind = fields.String(metadata={"enum": ["cron", "window-interval"]})
+    trigger = fields.Dict(metadata={"description": "the schedule's trigger, frozen"})
+    definition_revision = fields.Integer(
+        metadata={"description": "the definition's revision launched (absent before 0.2.0)"}
+    )
+    definition_name = fields.String(metadata={"description": "that revision's name"})
+    saved_by = fields.String(metadata={"description": "who last saved the schedule"})
+
+
 APPROVAL_STATES = ["WAITING_REVIEW", "APPROVED", "WITHDRAWN", "EXPIRED"]
 
 
 class ApprovalListQuery(PageQuery):
     state = fields.String(validate=validate.OneOf(APPROVAL_STATES), load_default=None)
+
+
+class ObservationOut(Schema):
+    """A signing callback as kept, matched against the instance when it was recorded."""
+
+    command_id = fields.String()
+    contract_id = fields.String()
+    material_version = fields.Integer()
+    occurred_at = fields.String(metadata={"format": "date-time", "description": "the claim"})
+    source = fields.String()
+    outcome = fields.String()
+    recorded_at = fields.String(metadata={"format": "date-time"})
+    material_matches = fields.Boolean(
+        metadata={"description": "its material_version was the instance's current one"}
+    )
+    contract_matches = fields.Boolean(
+        metadata={"description": "its contract_id was the instance's (the first one binds it)"}
+    )
+
+
+class ExtensionOut(Schema):
+    old_deadline_at = fields.String(metadata={"format": "date-time"})
+    new_deadline_at = fields.String(metadata={"format": "date-time"})
+    reason = fields.String()
+    actor = fields.String()
+    at = fields.String(metadata={"format": "date-time"})
+    rule_version = fields.Integer(metadata={"description": "the deadline rules' version"})
 
 
 class ApprovalOut(Schema):
@@ -333,12 +427,19 @@ class ApprovalOut(Schema):
     material_version = fields.Integer()
     review_deadline_at = UtcDateTime()
     deadline_policy = fields.Dict()
-    origin = fields.Dict(allow_none=True)
+    origin = fields.Nested(
+        OriginOut, allow_none=True, metadata={"description": "null unless a schedule launched it"}
+    )
     allow_self_approval = fields.Boolean()
     submitted_at = UtcDateTime()
     decided_at = UtcDateTime(allow_none=True)
     version = fields.Integer()
-    observations = fields.List(fields.Dict())
+    observations = fields.List(fields.Nested(ObservationOut))
+    contract_id = fields.String(
+        allow_none=True,
+        metadata={"description": "bound by the first signing callback; null before it"},
+    )
+    extensions = fields.List(fields.Nested(ExtensionOut))
 
 
 class CommandOut(Schema):
@@ -348,11 +449,15 @@ class CommandOut(Schema):
     replayed = fields.Boolean()
 
 
+def _backlog_field(kind: Any) -> fields.Field[Any]:
+    """A backlog figure's field: a number, or numbers by label (e.g. by reason)."""
+    if get_origin(kind) is dict:
+        return fields.Dict(keys=fields.String(), values=_backlog_field(get_args(kind)[1]))
+    return fields.Float() if kind is float else fields.Integer()
+
+
 BacklogOut = Schema.from_dict(
-    {
-        name: fields.Float() if kind is float else fields.Integer()
-        for name, kind in get_type_hints(Backlog).items()
-    },
+    {name: _backlog_field(kind) for name, kind in get_type_hints(Backlog).items()},
     name="BacklogOut",
 )
 
@@ -370,12 +475,35 @@ RUN_STATUSES = [
 ]
 
 
+RUN_TRIGGERS = ["schedule", "manual"]
+
+
 class RunNowIn(StrictSchema):
-    request_id = fields.String(required=True, validate=validate.Length(1, 128))
+    request_id = fields.String(
+        required=True,
+        validate=validate.Length(1, 128),
+        metadata={"description": "with the caller's account and the schedule, the repeat key"},
+    )
+    version = strict_int(
+        1, 2**31, metadata={"description": "the schedule's; optional, a stale one is 409"}
+    )
 
 
 class RunListQuery(PageQuery):
     status = fields.String(validate=validate.OneOf(RUN_STATUSES), load_default=None)
+
+
+class RunLogQuery(RunListQuery):
+    schedule_id = fields.UUID(load_default=None)
+    trigger = fields.String(validate=validate.OneOf(RUN_TRIGGERS), load_default=None)
+    planned_from = UtcDateTime(load_default=None, metadata={"description": "inclusive"})
+    planned_to = UtcDateTime(load_default=None, metadata={"description": "exclusive"})
+
+    @validates_schema
+    def _check_window(self, data: dict[str, Any], **kwargs: Any) -> None:
+        start, end = data.get("planned_from"), data.get("planned_to")
+        if start is not None and end is not None and end < start:
+            raise ValidationError("must not be before planned_from", "planned_to")
 
 
 class ErrorOut(Schema):
@@ -396,8 +524,17 @@ class AttemptOut(Schema):
 class RunOut(Schema):
     id = fields.String()
     schedule_id = fields.String()
+    schedule_version = fields.Integer(metadata={"description": "the schedule's, at registration"})
+    definition_revision = fields.Integer(
+        metadata={"description": "the definition's revision it launches, frozen at registration"}
+    )
     planned_at = UtcDateTime()
-    trigger = fields.String(metadata={"enum": ["schedule", "manual"]})
+    trigger = fields.String(metadata={"enum": RUN_TRIGGERS})
+    triggered_by = fields.String(
+        allow_none=True,
+        metadata={"description": "the account (manual) or system:tick (schedule)"},
+    )
+    request_id = fields.String(allow_none=True, metadata={"description": "a manual run's"})
     status = fields.String(metadata={"enum": RUN_STATUSES})
     title = fields.String()
     form_data = fields.Dict()
@@ -408,9 +545,20 @@ class RunOut(Schema):
     last_error = fields.Nested(ErrorOut, allow_none=True)
     instance_id = fields.String(allow_none=True)
     registered_at = UtcDateTime()
+    started_at = UtcDateTime(allow_none=True, metadata={"description": "the first attempt's"})
     finished_at = UtcDateTime(allow_none=True)
+    duration_seconds = fields.Float(
+        allow_none=True, metadata={"description": "from started_at to finished_at"}
+    )
+    error_code = fields.String(
+        allow_none=True, metadata={"description": "the last error's code, unless it succeeded"}
+    )
+    trace_id = fields.String(metadata={"description": "on every log line of its launch"})
     skipped_count = fields.Integer()
     missed_until = UtcDateTime(allow_none=True)
+    skip_reason = fields.Nested(
+        SkipReasonOut, allow_none=True, metadata={"description": "set on skipped runs only"}
+    )
     version = fields.Integer()
 
 

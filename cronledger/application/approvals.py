@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
+
+from eventsourcing.persistence import IntegrityError
 
 from cronledger.application.directory import Directory, Page
 from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
@@ -18,14 +23,54 @@ from domain.approvals import (
     CommandIdReused,
     Submission,
     approval_uuid,
+    refusal_error,
 )
 from domain.directory import Definition, Principal
-from domain.errors import Forbidden, ValidationFailed
+from domain.errors import ValidationFailed
 from domain.launch import definition_problem
-from projections.approvals import approval_page, overdue_backlog, overdue_instances
+from projections.approvals import (
+    approval_page,
+    expiry_lags,
+    overdue_backlog,
+    overdue_instances,
+)
 from projections.engine import Projector
 
 SWEEPER = "system:sweeper"
+# Why a sweep failed to expire a due instance (the reason label of the failures counter).
+VERSION_CONFLICT = "version_conflict"  # another writer saved one of a batch first; retried
+UNREADABLE = "unreadable"  # its history holds an undecodable event; left waiting
+ERROR = "error"  # the sweep itself failed (e.g. the store went away); the next one retries
+# Upper bounds (seconds) of the expiry lag histogram: from a deadline to its recorded expiry.
+EXPIRY_LAG_BOUNDS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 86400.0)
+
+
+class SweepFailures:
+    """How many times this process's sweeps failed, by reason (kept in memory)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def add(self, reason: str, count: int = 1) -> None:
+        if count:
+            with self._lock:
+                self._counts[reason] += count
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                reason: self._counts[reason] for reason in (VERSION_CONFLICT, UNREADABLE, ERROR)
+            }
+
+    @contextmanager
+    def counting(self, reason: str, kind: type[Exception] = Exception) -> Iterator[None]:
+        """Count an exception of `kind` from the block under `reason`, and let it go on."""
+        try:
+            yield
+        except kind:
+            self.add(reason)
+            raise
 
 
 @dataclass(frozen=True)
@@ -45,6 +90,8 @@ class ApprovalView:
     decided_at: datetime | None
     version: int
     observations: list[dict[str, Any]]
+    contract_id: str | None
+    extensions: list[dict[str, Any]]
 
     @classmethod
     def of(cls, instance: ApprovalInstance) -> ApprovalView:
@@ -64,6 +111,8 @@ class ApprovalView:
             decided_at=instance.decided_at,
             version=instance.version,
             observations=jsonable(instance.observations),
+            contract_id=instance.contract_id,
+            extensions=jsonable(instance.extensions),
         )
 
 
@@ -87,6 +136,7 @@ class Approvals:
         self.ledger = ledger
         self.directory = directory
         self.projector = projector
+        self.sweep_failures = SweepFailures()
 
     def submit(self, actor: Principal, submission: Submission) -> tuple[ApprovalView, bool]:
         """The new instance, or the one this command id already made (then True)."""
@@ -121,38 +171,48 @@ class Approvals:
         return self.ledger.retrying(lambda: self._command(actor, instance_id, command))
 
     def _command(self, actor: Principal, instance_id: str, command: Command) -> CommandResult:
+        """Get, decide (a refusal too), save; a refusal is then answered as its problem."""
         instance = self.instance(actor.tenant_id, instance_id)
-        if command.kind == "withdraw" and instance.applicant_id != actor.account_id:
-            raise Forbidden("only the applicant may withdraw an instance")
-        first = instance.answer_to(command)
-        if first is not None:
-            return CommandResult.of(first, instance, replayed=True)
-        answer = instance.handle(command, self.ledger.clock(), actor.account_id)
-        self.ledger.save(instance)
-        return CommandResult.of(answer, instance, replayed=False)
+        first = instance.answer_to(command, actor.account_id, actor.permissions)
+        replayed = first is not None
+        answer = first or instance.handle(
+            command, self.ledger.clock(), actor.account_id, actor.permissions
+        )
+        if not replayed:
+            self.ledger.save(instance)
+        refused = refusal_error(answer, command)
+        if refused is not None:
+            raise refused
+        return CommandResult.of(answer, instance, replayed)
 
     def sweep(self, limit: int = 500) -> int:
-        """Expire every waiting instance whose deadline has come; how many were expired."""
-        self.projector.catch_up()
-        due = overdue_instances(self.ledger.store, self.ledger.clock(), limit)
-        expired = 0
-        for chunk in (due[i : i + 100] for i in range(0, len(due), 100)):
-            expired += self._expire(chunk)
-        return expired
+        """Expire every waiting instance whose deadline has come; how many were expired.
+
+        Failures are counted by reason (`sweep_failures`)."""
+        with self.sweep_failures.counting(ERROR):
+            self.projector.catch_up()
+            due = overdue_instances(self.ledger.store, self.ledger.clock(), limit)
+            expired = 0
+            for chunk in (due[i : i + 100] for i in range(0, len(due), 100)):
+                expired += self._expire(chunk)
+            return expired
 
     def _expire(self, ids: Sequence[UUID]) -> int:
         """One transaction for the chunk; if another writer got there first, one at a time."""
         found = self.ledger.get_many(ids).values()  # an unreadable one is left out, and logged
         instances = [i for i in found if isinstance(i, ApprovalInstance)]
+        self.sweep_failures.add(UNREADABLE, len(ids) - len(instances))
         for instance in instances:
             instance.handle(Command(SWEEP, None), self.ledger.clock(), SWEEPER)
         changed = [i for i in instances if i.pending_events]
 
         def save_all() -> list[int]:
-            self.ledger.save(*changed)
+            with self.sweep_failures.counting(VERSION_CONFLICT, IntegrityError):
+                self.ledger.save(*changed)
             return [1 for _ in changed]
 
-        return sum(self.ledger.save_batch_or_each(save_all, ids, self._expire_one))
+        readable = [i.id for i in instances]  # the unreadable ones would fail one at a time
+        return sum(self.ledger.save_batch_or_each(save_all, readable, self._expire_one))
 
     def _expire_one(self, instance_id: UUID) -> int:
         instance = self.ledger.find(ApprovalInstance, instance_id, "approval", instance_id)
@@ -182,15 +242,23 @@ class Approvals:
         return self.ledger.find_in_tenant(ApprovalInstance, instance_id, "approval", tenant_id)
 
     def backlog(self, tenant_id: UUID | None) -> dict[str, Any]:
-        """Instances past their deadline but not yet expired, and the oldest one's lag.
+        """Instances past their deadline but not yet expired, and the oldest one's lag; how late
+        the expiries were recorded; and this process's sweep failures by reason.
 
-        For one tenant, or for all (None).
+        For one tenant, or for all (None); the sweep failures are always the process's.
         """
         now = self.ledger.clock()
         count, oldest_at = overdue_backlog(self.ledger.store, tenant_id, now)
+        lags = expiry_lags(self.ledger.store, tenant_id, EXPIRY_LAG_BOUNDS)
         return {
             "expired_unswept_approvals": count,
             "oldest_expired_unswept_lag_seconds": (
                 (now - oldest_at).total_seconds() if oldest_at else 0.0
             ),
+            "expiry_lag_buckets": {
+                **{str(b): n for b, n in zip(EXPIRY_LAG_BOUNDS, lags.at_most, strict=True)},
+                "+Inf": lags.total,
+            },
+            "expiry_lag_sum_seconds": lags.sum_seconds,
+            "sweep_failures": self.sweep_failures.counts(),
         }

@@ -28,6 +28,11 @@ class Backlog:
         metadata=_gauge("How long the oldest of them has been past its deadline")
     )
     projection_lag_events: int  # /metrics has it per projection
+    # Expiries recorded at most `bound` seconds after their deadline, by bound ("+Inf": all);
+    # /metrics has them, with the sum, as the histogram cronledger_expiry_lag_seconds.
+    expiry_lag_buckets: dict[str, int]
+    expiry_lag_sum_seconds: float
+    sweep_failures: dict[str, int]  # this process's, by reason; /metrics: a counter
 
     def gauges(self) -> Iterator[tuple[str, str, float]]:
         """Each figure /metrics exports as a gauge of its own: name, help text, value."""

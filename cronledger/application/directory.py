@@ -78,6 +78,7 @@ class DefinitionView:
     name: str
     external: bool
     published: bool
+    revision: int
     review_window_seconds: int
     schedule_presets: list[dict[str, Any]]
     allow_self_approval: bool
@@ -92,6 +93,7 @@ class DefinitionView:
             name=definition.name,
             external=definition.external,
             published=definition.published,
+            revision=definition.revision,
             review_window_seconds=definition.review_window_seconds,
             schedule_presets=jsonable(definition.schedule_presets),
             allow_self_approval=definition.allow_self_approval,

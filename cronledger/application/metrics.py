@@ -14,6 +14,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from cronledger.application.backlog import Backlog
 from cronledger.application.services import Services
 from projections.engine import undecodable_count
 from projections.runs import attempt_outcomes, registration_lags
@@ -51,8 +52,11 @@ class OperationsCollector(Collector):
 
     def _measure(self) -> Iterator[Metric]:
         self.services.projector.catch_up()
-        for name, help_text, value in self.services.backlog(None).gauges():
+        backlog = self.services.backlog(None)
+        for name, help_text, value in backlog.gauges():
             yield GaugeMetricFamily(f"cronledger_{name}", help_text, value=value)
+        yield self._expiry_lag(backlog)
+        yield self._sweep_failures(backlog)
         yield self._attempts()
         yield self._registration_lag()
         yield self._projection_lag()
@@ -76,6 +80,29 @@ class OperationsCollector(Collector):
             buckets=[*buckets, ("+Inf", lags.total)],
             sum_value=lags.sum_seconds,
         )
+
+    @staticmethod
+    def _expiry_lag(backlog: Backlog) -> Metric:
+        """How late the sweeper (or a late command) recorded each expiry after its deadline."""
+        buckets = dict(backlog.expiry_lag_buckets)
+        total = buckets.pop("+Inf")
+        return HistogramMetricFamily(
+            "cronledger_expiry_lag_seconds",
+            "Seconds from an instance's review deadline to its recorded expiry",
+            buckets=[*buckets.items(), ("+Inf", total)],
+            sum_value=backlog.expiry_lag_sum_seconds,
+        )
+
+    @staticmethod
+    def _sweep_failures(backlog: Backlog) -> Metric:
+        family = CounterMetricFamily(
+            "cronledger_sweep_failures",
+            "Deadline sweeps of this process that failed, by reason",
+            labels=["reason"],
+        )
+        for reason, count in backlog.sweep_failures.items():
+            family.add_metric([reason], count)
+        return family
 
     def _undecodable(self) -> Metric:
         """Any value above 0 deserves an alert: readers skip these events (see the log)."""

@@ -12,9 +12,23 @@ from cronledger.application.directory import Page
 from cronledger.persistence.ledger import Ledger, jsonable
 from domain.directory import Principal, check_expected_version
 from domain.errors import NotFound
-from domain.runs import DEAD_LETTER, PENDING, RETRY_WAIT, Run
+from domain.runs import (
+    DEAD_LETTER,
+    PENDING,
+    RETRY_WAIT,
+    Run,
+    legacy_manual_run_uuid,
+    manual_run_uuid,
+    skip_reason_of,
+)
 from projections.engine import Projector
-from projections.runs import backlog_by_status, run_page, unfinished_count
+from projections.runs import (
+    RunFilter,
+    backlog_by_status,
+    last_skip_of,
+    run_log_page,
+    unfinished_count,
+)
 from projections.schedules import last_run_of
 
 
@@ -22,8 +36,12 @@ from projections.schedules import last_run_of
 class RunView:
     id: str
     schedule_id: str
+    schedule_version: int
+    definition_revision: int
     planned_at: datetime
     trigger: str
+    triggered_by: str | None
+    request_id: str | None
     status: str
     title: str
     form_data: dict[str, Any]
@@ -34,9 +52,14 @@ class RunView:
     last_error: dict[str, str] | None
     instance_id: str | None
     registered_at: datetime
+    started_at: datetime | None
     finished_at: datetime | None
+    duration_seconds: float | None
+    error_code: str | None
+    trace_id: str
     skipped_count: int
     missed_until: datetime | None
+    skip_reason: dict[str, Any] | None
     attempts: list[dict[str, Any]]
     version: int
 
@@ -45,8 +68,12 @@ class RunView:
         return cls(
             id=str(run.id),
             schedule_id=str(run.schedule_id),
+            schedule_version=run.schedule_version,
+            definition_revision=run.definition_revision,
             planned_at=run.planned_at,
             trigger=run.trigger,
+            triggered_by=run.triggered_by,
+            request_id=run.request_id,
             status=run.status,
             title=run.frozen["title"],
             form_data=dict(run.frozen["form_data"]),
@@ -57,9 +84,14 @@ class RunView:
             last_error=run.last_error,
             instance_id=run.instance_id,
             registered_at=run.registered_at,
+            started_at=run.started_at,
             finished_at=run.finished_at,
+            duration_seconds=run.duration_seconds,
+            error_code=run.error_code,
+            trace_id=run.trace_id,
             skipped_count=run.skipped_count,
             missed_until=run.missed_until,
+            skip_reason=run.skip_reason,
             attempts=jsonable(run.attempts),
             version=run.version,
         )
@@ -76,6 +108,19 @@ class Runs:
         if run.schedule_id != schedule_id:
             raise NotFound("run", run_id)
         return run
+
+    def manual(self, schedule_id: UUID, account_id: str, request_id: str) -> Run | None:
+        """The manual run of this account's request on the schedule, if there is one: named by
+        (account, schedule, request id), or as release 0.1.0 named it (schedule, request id)."""
+        for run_id in (
+            manual_run_uuid(schedule_id, account_id, request_id),
+            legacy_manual_run_uuid(schedule_id, request_id),
+        ):
+            if self.ledger.exists(run_id):
+                run = self.ledger.find(Run, run_id, "run", run_id)
+                if run.answers_request_of(account_id):
+                    return run
+        return None
 
     def retry(
         self, actor: Principal, schedule_id: UUID, run_id: str, version: int | None
@@ -110,13 +155,13 @@ class Runs:
         return RunView.of(self.run(tenant_id, schedule_id, run_id))
 
     def list_page(
-        self, schedule_id: UUID, status: str | None, page: int, page_size: int
+        self, tenant_id: UUID, run_filter: RunFilter, page: int, page_size: int
     ) -> Page[RunView]:
-        keys, total = run_page(self.ledger.store, schedule_id, status, page, page_size)
+        """The tenant's runs that match, newest planned first (deleted schedules' included)."""
+        keys, total = run_log_page(self.ledger.store, tenant_id, run_filter, page, page_size)
         found = self.ledger.get_many([UUID(key) for key in keys])
-        items = [RunView.of(run) for run in found.values() if isinstance(run, Run)]
-        items.sort(key=lambda v: (v.planned_at, v.id), reverse=True)
-        return Page(items, page, page_size, total)
+        views = {str(run.id): RunView.of(run) for run in found.values() if isinstance(run, Run)}
+        return Page([views[key] for key in keys if key in views], page, page_size, total)
 
     def last_run(self, schedule_id: UUID) -> dict[str, Any] | None:
         """The schedule's newest planned run (kept on its `schedules` row)."""
@@ -127,6 +172,21 @@ class Runs:
             "run_id": last.run_id,
             "planned_at": jsonable(last.planned_at),
             "status": last.status,
+        }
+
+    def last_skip(self, schedule_id: UUID) -> dict[str, Any] | None:
+        """The schedule's most recently skipped run and why (requirement 001: workflow
+        schedules, the plan page shows 跳过原因)."""
+        last = last_skip_of(self.ledger.store, schedule_id)
+        if last is None:
+            return None
+        return {
+            "run_id": last.run_id,
+            "planned_at": last.planned_at,
+            "skipped_at": last.skipped_at,
+            "skip_reason": skip_reason_of(
+                last.skip_reason, last.blocking_run_id, last.skipped_count
+            ),
         }
 
     def backlog(self, tenant_id: UUID | None) -> dict[str, int]:

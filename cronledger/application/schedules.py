@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from itertools import islice
 from typing import Any
 from uuid import UUID
 
@@ -17,9 +19,9 @@ from cronledger.persistence.ledger import Ledger, TimelineEntry
 from domain.directory import Principal, check_expected_version
 from domain.errors import InFlight, NotFound, ValidationFailed
 from domain.policy import RunPolicy
-from domain.runs import manual_run_uuid
 from domain.schedules import (
     MAX_CYCLES_BEFORE_EDIT,
+    OVERLAP_SKIP,
     Schedule,
     ScheduleSettings,
     checked_settings,
@@ -29,6 +31,8 @@ from domain.schedules import (
 from domain.triggers import fire_times, load_zone, local_time, parse_trigger
 from domain.values import FormData
 from projections.schedules import due_schedule_backlog, live_schedule_page
+
+NEXT_FIRES_SHOWN = 5  # requirement 001: saving a schedule shows its next five fire times
 
 
 @dataclass(frozen=True)
@@ -51,9 +55,18 @@ class ScheduleView:
     updated_by: str
     next_fire_at: datetime | None
     last_run: dict[str, Any] | None
+    last_skip: dict[str, Any] | None
+    definition_revision: int
+    next_fires: list[FireTime]
 
     @classmethod
-    def of(cls, schedule: Schedule, last_run: dict[str, Any] | None = None) -> ScheduleView:
+    def of(
+        cls,
+        schedule: Schedule,
+        last_run: dict[str, Any] | None = None,
+        last_skip: dict[str, Any] | None = None,
+        next_fires: Sequence[FireTime] = (),
+    ) -> ScheduleView:
         return cls(
             id=str(schedule.id),
             **asdict(schedule.settings),
@@ -64,7 +77,18 @@ class ScheduleView:
             updated_by=schedule.updated_by,
             next_fire_at=schedule.next_fire_at,
             last_run=last_run,
+            last_skip=last_skip,
+            definition_revision=schedule.definition_revision,
+            next_fires=list(next_fires),
         )
+
+
+@dataclass(frozen=True)
+class FireTime:
+    """A fire time in UTC (`at`) and in the schedule's zone (`local`)."""
+
+    at: datetime
+    local: datetime
 
 
 @dataclass(frozen=True)
@@ -94,14 +118,17 @@ class Schedules:
             title_template=fields.get("title_template", ""),
             form_data=FormData.of(fields.get("form_data")),
             misfire_policy=fields.get("misfire_policy", "catch_up"),
-            overlap_policy=fields.get("overlap_policy", "allow"),
+            overlap_policy=fields.get("overlap_policy", OVERLAP_SKIP),
             preset_id=fields.get("preset_id"),
         )
 
     def create(self, actor: Principal, settings: ScheduleSettings, enabled: bool) -> ScheduleView:
         at = self.ledger.clock()
         settings = self._checked(actor.tenant_id, settings, at)
-        schedule = Schedule.create(actor.tenant_id, settings, enabled, at, actor.account_id)
+        revision = self._published_revision(actor.tenant_id, settings)
+        schedule = Schedule.create(
+            actor.tenant_id, settings, enabled, at, actor.account_id, revision
+        )
         self.ledger.save(schedule)
         return self.view_of(schedule)
 
@@ -141,8 +168,9 @@ class Schedules:
         """Replace the settings; cycles due under the old plan are registered first."""
         self.schedule(actor.tenant_id, schedule_id)
         settings = self._checked(actor.tenant_id, settings, self.ledger.clock())
+        revision = self._published_revision(actor.tenant_id, settings)
         return self.ledger.retrying(
-            lambda: self._edit(actor, schedule_id, settings, enabled, version)
+            lambda: self._edit(actor, schedule_id, settings, enabled, version, revision)
         )
 
     def _edit(
@@ -152,12 +180,16 @@ class Schedules:
         settings: ScheduleSettings,
         enabled: bool,
         version: int | None,
+        definition_revision: int | None = None,
     ) -> ScheduleView:
+        """Save the settings; a re-save names the definition's revision, enabling keeps it."""
         schedule = self.schedule(actor.tenant_id, schedule_id, version)
         at = self.ledger.clock()
         if schedule.replans(settings, enabled, at):
             schedule = self._register_backlog(schedule, at)
-        runs = schedule.edit(settings, enabled, at, actor.account_id, self.policy)
+        runs = schedule.edit(
+            settings, enabled, at, actor.account_id, self.policy, definition_revision
+        )
         self.ledger.save(schedule, *runs)
         return self.view_of(schedule)
 
@@ -196,21 +228,32 @@ class Schedules:
         schedule.delete(self.ledger.clock(), actor.account_id)
         self.ledger.save(schedule)
 
-    def run_now(self, actor: Principal, schedule_id: str, request_id: str) -> RunView:
-        """A manual cycle at the accepted time; the same request id answers the same run."""
+    def run_now(
+        self, actor: Principal, schedule_id: str, request_id: str, version: int | None = None
+    ) -> RunView:
+        """A manual cycle at the accepted time (requirement 002: scheduled tasks): the same
+        account's same request id answers the same run, while the schedule is at the version
+        the run was registered at."""
         schedule = self.schedule(actor.tenant_id, schedule_id)
-        existing = manual_run_uuid(schedule.id, request_id)
-        if self.ledger.exists(existing):
-            return self.runs.view(actor.tenant_id, schedule.id, str(existing))
+        original = self.runs.manual(schedule.id, actor.account_id, request_id)
+        if original is not None:
+            original.check_repeat(schedule.revision, version)
+            return RunView.of(original)
+        check_expected_version("schedule", schedule.revision, version)
         at = self.ledger.clock()
         self._checked(actor.tenant_id, schedule.settings, at)
         run = schedule.manual_run(request_id, at, actor.account_id, self.policy)
         with suppress(IntegrityError):  # the same request, accepted a moment ago elsewhere
             self.ledger.save(run)
-        return self.runs.view(actor.tenant_id, schedule.id, str(existing))
+        return self.runs.view(actor.tenant_id, schedule.id, str(run.id))
 
     def view_of(self, schedule: Schedule) -> ScheduleView:
-        return ScheduleView.of(schedule, self.runs.last_run(schedule.id))
+        return ScheduleView.of(
+            schedule,
+            self.runs.last_run(schedule.id),
+            self.runs.last_skip(schedule.id),
+            self._fire_times(schedule.settings.trigger, schedule.settings.timezone),
+        )
 
     def view(self, tenant_id: UUID, schedule_id: str) -> ScheduleView:
         return self.view_of(self.schedule(tenant_id, schedule_id))
@@ -250,13 +293,25 @@ class Schedules:
         """The next `count` fire times, so a user sees daylight saving before saving."""
         timezone = timezone or self.default_timezone
         checked_trigger(trigger, timezone, after or self.ledger.clock())
+        fires = self._fire_times(trigger, timezone, count, after)
+        return Preview([fire.at for fire in fires], [fire.local for fire in fires])
+
+    def _fire_times(
+        self,
+        trigger: dict[str, Any],
+        timezone: str,
+        count: int = NEXT_FIRES_SHOWN,
+        after: datetime | None = None,
+    ) -> list[FireTime]:
+        """The next `count` fire times after `after` (default now), enabled or not."""
         parsed, zone = parse_trigger(trigger), load_zone(timezone)
-        times: list[datetime] = []
-        for instant in fire_times(parsed, zone, after or self.ledger.clock()):
-            times.append(instant)
-            if len(times) == count:
-                break
-        return Preview(times, [local_time(t, zone) for t in times])
+        times = islice(fire_times(parsed, zone, after or self.ledger.clock()), count)
+        return [FireTime(instant, local_time(instant, zone)) for instant in times]
+
+    def _published_revision(self, tenant_id: UUID, settings: ScheduleSettings) -> int:
+        """The revision of the (checked, so published) definition a schedule is saved against."""
+        definition = self.directory.definition_aggregate(tenant_id, settings.definition_id)
+        return definition.revision
 
     def _checked(
         self, tenant_id: UUID, settings: ScheduleSettings, at: datetime

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 from cronledger.application.approvals import Approvals
 from cronledger.application.audit import Audit
 from cronledger.application.backlog import Backlog
 from cronledger.application.directory import Directory
+from cronledger.application.operations import Operations
 from cronledger.application.runs import Runs
 from cronledger.application.schedules import Schedules
 from cronledger.clock import Clock, system_clock
@@ -33,6 +35,7 @@ class Services:
     schedules: Schedules
     runs: Runs
     approvals: Approvals
+    operations: Operations
 
     @property
     def store(self) -> Store:
@@ -41,11 +44,14 @@ class Services:
     def backlog(self, tenant_id: UUID | None) -> Backlog:
         """What operations watch (docs/operations.md), for one tenant or (None) for all."""
         due, oldest_lag = self.schedules.due_backlog(tenant_id)
+        figures: dict[str, Any] = {
+            **self.runs.backlog(tenant_id),
+            **self.approvals.backlog(tenant_id),
+        }
         return Backlog(
             due_schedules=due,
             oldest_due_lag_seconds=oldest_lag,
-            **self.runs.backlog(tenant_id),
-            **self.approvals.backlog(tenant_id),
+            **figures,
             projection_lag_events=self.projector.lag(),
         )
 
@@ -74,6 +80,7 @@ def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
         schedules=Schedules(ledger, directory, runs, settings),
         runs=runs,
         approvals=Approvals(ledger, directory, projector),
+        operations=Operations(ledger),
     )
 
 

@@ -57,8 +57,14 @@ def test_submission_answers_the_instance(requester: Api, definition_id: str) -> 
         2,
     )
     assert body["review_deadline_at"] == "2026-10-01T10:00:00Z"
-    assert body["deadline_policy"] == {"source": "definition", "review_window_seconds": 3600}
+    assert body["deadline_policy"] == {
+        "source": "definition",
+        "review_window_seconds": 3600,
+        "definition_revision": 1,
+        "rule_version": 1,
+    }
     assert (body["origin"], body["observations"], body["version"]) == (None, [], 1)
+    assert (body["contract_id"], body["extensions"]) == (None, [])
     again = submit(requester, definition_id)
     assert (again.status_code, again.json["id"]) == (201, body["id"])
     assert again.headers["Idempotent-Replayed"] == "true"

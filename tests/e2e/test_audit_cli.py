@@ -31,7 +31,12 @@ def served_activity(base: str, bearer: str) -> str:
         {"key": "k", "name": "K", "external": False, "review_window_seconds": 600},
     )
     request(f"{base}/api/definitions/{definition['id']}/publish", bearer, {})
-    body = {"definition_id": definition["id"], "trigger": EVERY_SECOND, "initiator_id": "admin"}
+    body = {
+        "definition_id": definition["id"],
+        "trigger": EVERY_SECOND,
+        "initiator_id": "admin",
+        "overlap_policy": "allow",  # every cycle launches, while the earlier ones wait for review
+    }
     _, schedule = request(
         f"{base}/api/workflows/schedules", bearer, {**body, "name": "s", "enabled": True}
     )

@@ -140,7 +140,8 @@ def body_of(response: TestResponse) -> dict[str, Any]:
 
 @pytest.fixture
 def schedule_id(admin: Api, body: dict[str, Any]) -> str:
-    created = admin.post("/api/workflows/schedules", body)
+    """A schedule whose runs all launch, even while earlier instances wait for review."""
+    created = admin.post("/api/workflows/schedules", {**body, "overlap_policy": "allow"})
     assert created.status_code == 201
     return str(body_of(created)["id"])
 

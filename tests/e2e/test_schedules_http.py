@@ -17,8 +17,12 @@ def test_create_read_update_delete(admin: Api, body: dict[str, Any], clock: Fake
     assert created.status_code == 201
     schedule = created.json
     assert (schedule["enabled"], schedule["next_fire_at"], schedule["version"]) == (False, None, 1)
-    assert (schedule["misfire_policy"], schedule["overlap_policy"]) == ("catch_up", "allow")
-    assert (schedule["updated_by"], schedule["last_run"]) == ("root", None)
+    assert (schedule["misfire_policy"], schedule["overlap_policy"]) == ("catch_up", "skip")
+    assert (schedule["updated_by"], schedule["last_run"], schedule["last_skip"]) == (
+        "root",
+        None,
+        None,
+    )
     path = f"/api/workflows/schedules/{schedule['id']}"
     assert admin.get(path).json == schedule
 

@@ -34,6 +34,7 @@ def test_sigkill_mid_batch_then_restart_launches_each_run_once(store_url: str) -
             "trigger": HOURLY,
             "timezone": "UTC",
             "initiator_id": "root",
+            "overlap_policy": "allow",  # the catch-up's runs all launch
         }
         services.schedules.create(root, services.schedules.settings_from(body), True)
     services.ledger.clock = lambda: datetime.now(UTC)

@@ -53,4 +53,5 @@ def _settings_of(schedule: Any) -> dict[str, Any]:
         "initiator_id": settings.initiator_id,
         "title_template": settings.title_template,
         "form_data": settings.form_data,
+        "overlap_policy": settings.overlap_policy,
     }

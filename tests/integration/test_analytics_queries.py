@@ -48,6 +48,7 @@ from cronledger.config import Settings
 from cronledger.persistence.store import as_instant
 from domain.approvals import Command, approval_uuid
 from domain.directory import Principal
+from domain.permissions import ROLES
 from domain.runs import run_uuid
 from projections.catalog import all_projections
 from tests.support import FakeClock, fresh_postgres_url
@@ -150,6 +151,7 @@ class DataSet:
     i4: str
     i5: str
     i7: str
+    skipping_tenant: str
 
     def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return self.services.store.query(sql, params)
@@ -184,9 +186,9 @@ def build(services: Services, clock: FakeClock) -> DataSet:
     root = directory.authenticate(directory.bootstrap("acme", "root").token)
     assert root is not None
     tenant = root.tenant_id
-    ann = Principal(tenant, "ann", frozenset())
-    bob = Principal(tenant, "bob", frozenset())
-    olga = Principal(tenant, "olga", frozenset())  # saves the schedules: root approves
+    ann = Principal(tenant, "ann", ROLES["requester"])
+    bob = Principal(tenant, "bob", ROLES["requester"])
+    olga = Principal(tenant, "olga", ROLES["operator"])  # saves the schedules: root approves
     directory.create_account(root, "ann", "Ann", ["requester"])
     directory.create_account(root, "bob", "Bob", ["requester"])
     directory.create_account(root, "olga", "Olga", ["operator"])
@@ -215,6 +217,7 @@ def build(services: Services, clock: FakeClock) -> DataSet:
             "timezone": "UTC",
             "initiator_id": initiator,
             "title_template": title,
+            "overlap_policy": "allow",  # S3's second manual run launches while I7 waits
         }
         settings = services.schedules.settings_from(body)
         return services.schedules.create(actor, settings, enabled).id
@@ -308,6 +311,7 @@ def build(services: Services, clock: FakeClock) -> DataSet:
     poll(at(3, 15, 0, 1), claimed=1, failed=1)
 
     clock.now = at(3, 16)
+    skipping_tenant = skips(services, clock)
     services.projector.catch_up()
     return DataSet(
         services=services,
@@ -324,7 +328,36 @@ def build(services: Services, clock: FakeClock) -> DataSet:
         i4=i4,
         i5=i5,
         i7=i7,
+        skipping_tenant=skipping_tenant,
     )
+
+
+def skips(services: Services, clock: FakeClock) -> str:
+    """Tenant `initech`: "Reports" (every 10 minutes, misfire `skip`, overlap `skip` by default)
+    enabled at 16:00 on day 3 and first scanned at 16:30:01, so 16:10 and 16:20 are missed and
+    16:30 is on time; a manual run at 16:30:01 is skipped while 16:30 is pending."""
+    directory = services.directory
+    boss = directory.authenticate(directory.bootstrap("initech", "ines").token)
+    assert boss is not None
+    directory.create_account(boss, "ian", "Ian", ["requester"])
+    reports = directory.create_definition(
+        boss, "reports", DefinitionFields("Reports", False, 3600, [])
+    ).id
+    directory.set_published(boss, reports, True, None)
+    body = {
+        "name": "Reports",
+        "definition_id": reports,
+        "trigger": {"kind": "cron", "expression": "*/10 * * * *"},
+        "timezone": "UTC",
+        "initiator_id": "ian",
+        "misfire_policy": "skip",
+    }
+    schedule = services.schedules.create(boss, services.schedules.settings_from(body), True).id
+    clock.now = at(3, 16, 30, 1)
+    assert Ticker.of(services).scan().registered == 2  # the summary and 16:30
+    services.schedules.run_now(boss, schedule, "now-1")
+    assert Worker.of(services).poll() == WorkReport(claimed=1, succeeded=1, skipped=1)
+    return str(boss.tenant_id)
 
 
 # -- the expected figures, worked out by hand from the data set above ---------------------------
@@ -429,6 +462,34 @@ def decisions_by_definition_name_and_reviewer(d: DataSet) -> list[Case]:
                 ("Vendors", "root", "APPROVED", 1),
             ],
         ),
+    ]
+
+
+@case(15)
+def operations_per_actor_and_kind(d: DataSet) -> list[Case]:
+    # bootstrap, accounts, definitions and schedules on day 1 at 08:00; ann switched off and on
+    # at 09:02 and off at 15:00 on day 3, D2 unpublished at 09:30, S3 run by hand at 14:00, 15:00
+    day_3 = [
+        ("root", "account.activated", 1, at(3, 9, 2)),
+        ("root", "account.deactivated", 2, at(3, 15)),
+        ("root", "definition.unpublished", 1, at(3, 9, 30)),
+        ("root", "run.manual", 2, at(3, 15)),
+    ]
+    return [
+        (
+            (d.tenant, *WHOLE),
+            [
+                ("olga", "schedule.created", 3, at(1, 8)),
+                *day_3[:2],
+                ("root", "account.registered", 3, at(1, 8)),
+                ("root", "definition.published", 2, at(1, 8)),
+                ("root", "definition.registered", 2, at(1, 8)),
+                *day_3[2:],
+                ("system", "account.registered", 1, at(1, 8)),
+                ("system", "account.token_issued", 1, at(1, 8)),
+            ],
+        ),
+        ((d.tenant, *DAY_3), day_3),
     ]
 
 
@@ -609,6 +670,19 @@ def instances_waiting_past_their_deadline(d: DataSet) -> list[Case]:
     ]
 
 
+@case(16)
+def skipped_runs_per_schedule_and_reason(d: DataSet) -> list[Case]:
+    skipped_at = at(3, 16, 30, 1)
+    return [
+        (
+            (d.skipping_tenant, *WHOLE),
+            [("Reports", "MISSED", 1, 2, skipped_at), ("Reports", "OVERLAP", 1, 1, skipped_at)],
+        ),
+        ((d.skipping_tenant, *DAY_1), []),
+        ((d.tenant, *WHOLE), []),
+    ]
+
+
 @case(13)
 def projection_positions(d: DataSet) -> list[Case]:
     end = d.services.ledger.recorder.max_notification_id()
@@ -621,6 +695,7 @@ def projection_positions(d: DataSet) -> list[Case]:
                     "approvals",
                     "audit_chain",
                     "directory",
+                    "operations",
                     "runs",
                     "schedule_daily",
                     "schedules",

@@ -12,6 +12,7 @@ from cronledger.application.directory import DefinitionFields
 from cronledger.application.services import Services
 from domain.approvals import APPROVE, WITHDRAW, Command, Submission
 from domain.directory import Principal
+from domain.permissions import ROLES
 from tests.support import FakeClock
 
 
@@ -26,7 +27,7 @@ def root(services: Services) -> Principal:
 def reviewer(services: Services, root: Principal) -> Principal:
     """Approves what root submits: nobody approves their own instance."""
     services.directory.create_account(root, "rev", "Reviewer", ["operator"])
-    return Principal(root.tenant_id, "rev", frozenset())
+    return Principal(root.tenant_id, "rev", ROLES["operator"])
 
 
 def sender(root: Principal, reviewer: Principal, command: Command) -> Principal:
@@ -64,10 +65,10 @@ def test_sweeper_down_two_hours_expires_everything_due_with_both_times(
     not_yet = submit(services, root, definition_id, "later", start + timedelta(hours=3))
     clock.advance(2 * 3600)
     backlog = services.approvals.backlog(root.tenant_id)
-    assert backlog == {
-        "expired_unswept_approvals": 4,
-        "oldest_expired_unswept_lag_seconds": 110 * 60.0,
-    }
+    assert (
+        backlog["expired_unswept_approvals"],
+        backlog["oldest_expired_unswept_lag_seconds"],
+    ) == (4, 110 * 60.0)
     assert services.approvals.sweep() == 4
     sweep_time = clock.now
     for instance_id, deadline in zip(due, deadlines, strict=True):
@@ -169,7 +170,12 @@ def test_deadline_from_the_definitions_review_window(
 ) -> None:
     view, _ = services.approvals.submit(root, Submission("w", definition_id, "T", {}, 1, None))
     assert view.review_deadline_at == clock.now + timedelta(hours=1)
-    assert view.deadline_policy == {"source": "definition", "review_window_seconds": 3600}
+    assert view.deadline_policy == {
+        "source": "definition",
+        "review_window_seconds": 3600,
+        "definition_revision": 1,
+        "rule_version": 1,
+    }
 
 
 def test_list_filters_by_state_newest_first(

@@ -103,6 +103,7 @@ def ticked_schedule(save: Save, clock: FakeClock, definition: Definition) -> tup
         settings=asdict(settings),
         enabled=True,
         next_fire_at=clock() + timedelta(minutes=1),
+        definition_revision=1,
         at=clock(),
         actor="root",
     )

@@ -14,7 +14,9 @@ from cronledger.application.directory import DefinitionFields
 from cronledger.application.services import Services
 from cronledger.persistence.store import as_instant
 from domain.directory import Principal
+from domain.schedules import Schedule
 from domain.triggers import fire_times, load_zone, parse_trigger
+from projections.runs import RunFilter
 from tests.support import FakeClock, Opener
 from tick.ticker import Ticker
 
@@ -66,7 +68,10 @@ def planned(services: Services, schedule_id: str) -> list[datetime | None]:
 
 def runs_of(services: Services, schedule_id: str) -> list[Any]:
     services.projector.catch_up()
-    return services.runs.list_page(UUID(schedule_id), None, 1, 200).items
+    schedule = services.ledger.find(Schedule, UUID(schedule_id), "schedule", schedule_id)
+    return services.runs.list_page(
+        schedule.tenant_id, RunFilter(schedule_id=schedule.id), 1, 200
+    ).items
 
 
 def every_minute_between(start: datetime, end: datetime) -> list[datetime]:

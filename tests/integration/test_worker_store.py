@@ -41,8 +41,9 @@ def test_a_launch_creates_the_instance_on_the_initiators_behalf(world: World) ->
     )
     assert instance.review_deadline_at == T0 + timedelta(seconds=3600)
     assert instance.origin is not None
-    assert instance.origin["source"] == "schedule"
+    assert (instance.origin["source"], instance.origin["trigger_kind"]) == ("manual", "cron")
     assert (instance.origin["schedule_id"], instance.origin["run_id"]) == (world.schedule, run_id)
+    assert (instance.origin["fire_id"], instance.origin["definition_revision"]) == (run_id, 1)
     assert Worker.of(world.services).poll() == WorkReport()
 
 

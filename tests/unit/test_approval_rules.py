@@ -11,7 +11,9 @@ from eventsourcing.domain import Snapshot
 
 from domain.approvals import (
     APPROVE,
+    DEADLINE_RULES_VERSION,
     EXTEND,
+    RULE_BROKEN,
     SELF_APPROVAL,
     SIGN,
     SWEEP,
@@ -21,6 +23,7 @@ from domain.approvals import (
     CommandIdReused,
     Parties,
     decide,
+    refusal_error,
 )
 from domain.errors import ValidationFailed
 from tests.support import stored_by_an_older_release
@@ -61,6 +64,10 @@ def withdraw(command_id: str = "withdraw-1") -> Command:
     return Command(WITHDRAW, command_id, {})
 
 
+def extend(new: datetime) -> Command:
+    return Command(EXTEND, "extend-1", {"new_deadline_at": new, "reason": "customer asked"})
+
+
 def recorded(subject: ApprovalInstance) -> list[tuple[str, str]]:
     return [(type(e).__name__, getattr(e, "outcome", "")) for e in subject.collect_events()][1:]
 
@@ -81,7 +88,7 @@ def recorded(subject: ApprovalInstance) -> list[tuple[str, str]]:
         (
             "WAITING_REVIEW",
             BEFORE,
-            Command(EXTEND, "e", {"reason": "r"}),
+            extend(DEADLINE + timedelta(days=1)),
             "EXTENDED",
             "WAITING_REVIEW",
             True,
@@ -94,7 +101,7 @@ def recorded(subject: ApprovalInstance) -> list[tuple[str, str]]:
         ("WAITING_REVIEW", DEADLINE, Command(SWEEP, None), "EXPIRED", "EXPIRED", True),
         ("APPROVED", BEFORE, withdraw(), "CONFLICT", "APPROVED", False),
         ("WITHDRAWN", BEFORE, approve(), "CONFLICT", "WITHDRAWN", False),
-        ("EXPIRED", DEADLINE, Command(EXTEND, "e", {"reason": "r"}), "CONFLICT", "EXPIRED", False),
+        ("EXPIRED", DEADLINE, extend(DEADLINE + timedelta(days=1)), "CONFLICT", "EXPIRED", False),
         ("EXPIRED", DEADLINE, Command(SIGN, "s", SIGNED), "LATE_OR_CONFLICT", "EXPIRED", False),
         ("APPROVED", DEADLINE, Command(SWEEP, None), "NOT_DUE", "APPROVED", True),
     ],
@@ -102,7 +109,8 @@ def recorded(subject: ApprovalInstance) -> list[tuple[str, str]]:
 def test_the_contract_table(
     state: str, now: datetime, command: Command, outcome: str, after: str, accepted: bool
 ) -> None:
-    decision = decide(state, DEADLINE, 2, command, now, "ops", PARTIES)
+    actor = "sales" if command.kind == WITHDRAW else "ops"
+    decision = decide(state, DEADLINE, 2, command, now, actor, PARTIES)
     assert (decision.outcome, decision.state, decision.accepted) == (outcome, after, accepted)
 
 
@@ -169,16 +177,26 @@ def test_stale_material_is_rejected_and_recorded() -> None:
     assert recorded(subject) == [("CommandRejected", "STALE_MATERIAL")]
 
 
-def extend(new: datetime) -> Command:
-    return Command(EXTEND, "extend-1", {"new_deadline_at": new, "reason": "customer asked"})
-
-
 def test_extension_moves_the_deadline_and_keeps_the_reason() -> None:
     subject = instance()
     later = DEADLINE + timedelta(days=2)
     assert subject.handle(extend(later), BEFORE, "ops").outcome == "EXTENDED"
     assert subject.review_deadline_at == later
-    assert subject.deadline_policy == {"source": "extended", "reason": "customer asked"}
+    assert subject.deadline_policy == {
+        "source": "extended",
+        "reason": "customer asked",
+        "rule_version": DEADLINE_RULES_VERSION,
+    }
+    assert subject.extensions == [
+        {
+            "old_deadline_at": DEADLINE,
+            "new_deadline_at": later,
+            "reason": "customer asked",
+            "actor": "ops",
+            "at": BEFORE,
+            "rule_version": DEADLINE_RULES_VERSION,
+        }
+    ]
     assert subject.handle(approve(), DEADLINE + timedelta(days=1), "ops").outcome == "APPROVED"
 
 
@@ -187,10 +205,17 @@ def test_extension_moves_the_deadline_and_keeps_the_reason() -> None:
 )
 def test_extension_must_be_later_and_within_30_days(new: datetime) -> None:
     subject = instance()
-    with pytest.raises(ValidationFailed) as caught:
-        subject.handle(extend(new), BEFORE, "ops")
-    assert "new_deadline_at" in caught.value.errors
-    assert recorded(subject) == []
+    answer = subject.handle(extend(new), BEFORE, "ops")
+    assert (answer.outcome, answer.accepted, subject.review_deadline_at) == (
+        RULE_BROKEN,
+        False,
+        DEADLINE,
+    )
+    assert recorded(subject) == [("CommandRejected", RULE_BROKEN)]
+    error = refusal_error(answer, extend(new))
+    assert isinstance(error, ValidationFailed)
+    assert "new_deadline_at" in error.errors
+    assert subject.extensions == []
 
 
 def test_sweep_before_the_deadline_records_nothing() -> None:

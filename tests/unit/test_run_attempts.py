@@ -110,6 +110,7 @@ def test_the_instance_carries_the_frozen_values_and_its_origin() -> None:
         at=T0,
         actor="root",
     )
+    definition.publish(T0, "root")
     instance = run.approval(definition, T0)
     assert instance.id == run.instance_id_to_launch
     assert (instance.applicant_id, instance.title, instance.form_data) == (
@@ -119,8 +120,12 @@ def test_the_instance_carries_the_frozen_values_and_its_origin() -> None:
     )
     assert instance.review_deadline_at == T0 + timedelta(seconds=600)
     assert instance.origin is not None
-    assert instance.origin["run_id"] == str(run.id)
-    assert instance.origin["trigger_kind"] == "manual"
+    assert instance.origin["fire_id"] == instance.origin["run_id"] == str(run.id)
+    assert (instance.origin["source"], instance.origin["trigger_kind"]) == ("manual", "cron")
+    assert (instance.origin["definition_revision"], instance.origin["definition_name"]) == (
+        1,
+        "Daily",
+    )
     assert (instance.origin["saved_by"], instance.allow_self_approval) == ("ops", False)
 
 

@@ -162,7 +162,8 @@ def test_all_broken_rules_are_reported_together() -> None:
     assert set(errors) == {"timezone", "title_template"}
 
 
-def test_title_renders_the_planned_instant_in_the_schedule_zone() -> None:
+def test_title_renders_the_planned_instant_in_the_zone_given() -> None:
+    """The business zone (test_launch_revisions.py), whatever the schedule's zone."""
     planned = datetime(2026, 10, 1, 17, 30, tzinfo=UTC)  # 01:30 next day in Shanghai
     assert render_title("检查 {{date}}", "n", planned, "Asia/Shanghai") == "检查 2026-10-02"
     assert render_title("{{datetime}}", "n", planned, "Asia/Shanghai") == "2026-10-02 01:30"

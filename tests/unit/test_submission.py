@@ -8,7 +8,7 @@ from uuid import uuid4
 
 import pytest
 
-from domain.approvals import ApprovalInstance, Command, Submission
+from domain.approvals import DEADLINE_RULES_VERSION, ApprovalInstance, Command, Submission
 from domain.errors import ValidationFailed
 from domain.launch import LaunchFailed, checked_launch, definition_problem, initiator_problem
 from domain.policy import RunPolicy
@@ -95,15 +95,21 @@ def test_the_factory_sets_the_deadline_from_the_request_or_the_definition() -> N
     explicit = ApprovalInstance.submit(uuid4(), "ann", asked, target, None, T0)
     assert (explicit.review_deadline_at, explicit.deadline_policy) == (
         T0 + timedelta(hours=2),
-        {"source": "explicit"},
+        {"source": "explicit", "rule_version": DEADLINE_RULES_VERSION},
     )
     windowed = ApprovalInstance.submit(
         uuid4(), "ann", Submission("c2", "d1", "T", {}, 1, None), target, None, T0
     )
     assert (windowed.review_deadline_at, windowed.deadline_policy) == (
         T0 + timedelta(seconds=60),
-        {"source": "definition", "review_window_seconds": 60},
+        {
+            "source": "definition",
+            "review_window_seconds": 60,
+            "definition_revision": target.revision,
+            "rule_version": DEADLINE_RULES_VERSION,
+        },
     )
+    assert target.revision == 1
     assert (windowed.applicant_id, windowed.origin) == ("ann", None)
 
 

@@ -1,0 +1,40 @@
+"""The tenant's operations audit (requirement 002: configuration changes, enabling, disabling,
+deletion and manual runs go to the platform's operations audit), and any aggregate's timeline.
+
+Read from the log through the `operations` projection: not a second record.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+from cronledger.application.directory import Page
+from cronledger.persistence.ledger import Ledger, TimelineEntry
+from domain.approvals import ApprovalInstance
+from domain.directory import Account, Definition
+from domain.errors import NotFound
+from domain.runs import Run
+from domain.schedules import Schedule
+from projections.operations import Operation, OperationFilter, operation_page
+
+# The aggregates a tenant's auditors may read the timeline of (never its tokens' or the tenant's).
+WITH_TIMELINE = (Schedule, Run, ApprovalInstance, Account, Definition)
+
+
+class Operations:
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def list_page(self, wanted: OperationFilter, page: int, page_size: int) -> Page[Operation]:
+        """The tenant's operations, newest first (from the `operations` table)."""
+        items, total = operation_page(self.ledger.store, wanted, page, page_size)
+        return Page(items, page, page_size, total)
+
+    def timeline(self, tenant_id: UUID, aggregate_id: str) -> list[TimelineEntry]:
+        """Every event of one of the tenant's schedules, runs, instances, accounts, definitions."""
+        aggregate = self.ledger.find_in_tenant(Aggregate, aggregate_id, "aggregate", tenant_id)
+        if not isinstance(aggregate, WITH_TIMELINE):
+            raise NotFound("aggregate", aggregate_id)
+        return self.ledger.timeline(aggregate.id)

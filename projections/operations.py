@@ -1,0 +1,360 @@
+"""`operations`: the tenant's operations audit (requirement 002), read from the log.
+
+One row per event that changed configuration or started (or stopped) work, with who, when,
+what kind and which aggregate; `operation_subjects` is the projection's bookkeeping (each
+aggregate's tenant and what a later event's row needs). Tick registrations, the worker's
+attempts, submissions and approval decisions are not operations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+from uuid import UUID
+
+from cronledger.persistence.store import Store, as_instant
+from projections.engine import Handler, Projection, Sql
+
+SCHEDULE, RUN, APPROVAL = "schedule", "run", "approval"  # aggregate types with a view of their own
+MANUAL_TRIGGER = "manual"
+KINDS = (
+    "account.registered",
+    "account.renamed",
+    "account.roles_changed",
+    "account.deactivated",
+    "account.activated",
+    "account.token_issued",
+    "account.token_revoked",
+    "definition.registered",
+    "definition.updated",
+    "definition.published",
+    "definition.unpublished",
+    "schedule.created",
+    "schedule.updated",
+    "schedule.enabled",
+    "schedule.disabled",
+    "schedule.deleted",
+    "run.manual",
+    "run.retried",
+    "run.cancelled",
+    "approval.deadline_extended",
+)
+COLUMNS = "position, at, actor, kind, aggregate_type, aggregate_id, schedule_id, summary"
+
+
+class Subject(NamedTuple):
+    """What `operation_subjects` keeps of an aggregate for the rows of its later events."""
+
+    tenant_id: str
+    name: str
+    schedule_id: str | None
+    enabled: bool | None
+    settings_digest: str | None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One operation, as its handler works it out; its kind starts with its aggregate's type."""
+
+    kind: str
+    summary: str
+
+    @property
+    def aggregate_type(self) -> str:
+        return self.kind.partition(".")[0]
+
+
+class Operation(NamedTuple):
+    """One row of `operations`, as the API lists it."""
+
+    position: int
+    at: datetime
+    actor: str
+    kind: str
+    aggregate_type: str
+    aggregate_id: str
+    schedule_id: str | None
+    summary: str
+
+
+@dataclass(frozen=True)
+class OperationFilter:
+    """Which operations of one tenant to list: by actor, kind and `since <= at < until`."""
+
+    tenant_id: UUID
+    actor: str | None = None
+    kind: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+class OperationsProjection(Projection):
+    """The operations audit: configuration changes, manual runs, retries, cancels, extensions."""
+
+    name = "operations"
+    tables = ("operations", "operation_subjects")
+
+    def ddl(self, sql: Sql) -> list[str]:
+        ts = sql.timestamp_type
+        return [
+            "CREATE TABLE IF NOT EXISTS operations ("
+            f"position BIGINT PRIMARY KEY, tenant_id TEXT NOT NULL, at {ts} NOT NULL, "
+            "actor TEXT NOT NULL, kind TEXT NOT NULL, aggregate_type TEXT NOT NULL, "
+            "aggregate_id TEXT NOT NULL, schedule_id TEXT, summary TEXT NOT NULL)",
+            "CREATE INDEX IF NOT EXISTS operations_by_tenant ON operations (tenant_id, position)",
+            "CREATE INDEX IF NOT EXISTS operations_by_time ON operations (tenant_id, at)",
+            "CREATE TABLE IF NOT EXISTS operation_subjects ("
+            "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, name TEXT NOT NULL, "
+            "schedule_id TEXT, enabled BOOLEAN, settings_digest TEXT)",
+        ]
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "Account.Registered": self.account_registered,
+            "Account.Renamed": _later(_renamed),
+            "Account.RolesChanged": _later(_roles_changed),
+            "Account.Deactivated": _later(_plain("account.deactivated")),
+            "Account.Activated": _later(_plain("account.activated")),
+            "Account.TokenIssued": _later(_token("issued")),
+            "Account.TokenRevoked": _later(_token("revoked")),
+            "Definition.Registered": self.definition_registered,
+            "Definition.Updated": _later(_definition_updated),
+            "Definition.Published": _later(_plain("definition.published")),
+            "Definition.Unpublished": _later(_plain("definition.unpublished")),
+            "Schedule.Created": self.schedule_created,
+            "Schedule.Updated": self.schedule_updated,
+            "Schedule.Deleted": _later(_plain("schedule.deleted")),
+            "Run.Registered": self.run_registered,
+            "Run.Retried": _later(_plain("run.retried")),
+            "Run.Cancelled": _later(_plain("run.cancelled")),
+            "ApprovalInstance.Submitted": self.approval_submitted,
+            "ApprovalInstance.DeadlineExtended": _later(_deadline_extended),
+        }
+
+    @staticmethod
+    def account_registered(sql: Sql, event: Any, position: int) -> None:
+        subject = Subject(str(event.tenant_id), event.account_id, None, None, None)
+        _remember(sql, event, subject)
+        roles = ", ".join(sorted(set(event.roles))) or "none"
+        summary = f"account {event.account_id} registered with roles {roles}"
+        _insert(sql, event, position, subject, Row("account.registered", summary))
+
+    @staticmethod
+    def definition_registered(sql: Sql, event: Any, position: int) -> None:
+        subject = Subject(str(event.tenant_id), event.key, None, None, None)
+        _remember(sql, event, subject)
+        summary = f"definition {event.key} registered as {event.name!r}, unpublished"
+        _insert(sql, event, position, subject, Row("definition.registered", summary))
+
+    @staticmethod
+    def schedule_created(sql: Sql, event: Any, position: int) -> None:
+        name = event.settings["name"]
+        subject = Subject(
+            str(event.tenant_id),
+            name,
+            str(event.originator_id),
+            event.enabled,
+            _digest(event.settings),
+        )
+        _remember(sql, event, subject)
+        state = "enabled" if event.enabled else "disabled"
+        summary = f"schedule {name!r} created, {state}"
+        _insert(sql, event, position, subject, Row("schedule.created", summary))
+
+    @staticmethod
+    def schedule_updated(sql: Sql, event: Any, position: int) -> None:
+        """`schedule.enabled` or `.disabled` when the switch moved, else `schedule.updated`."""
+        before = _subject(sql, event)
+        if before is None:
+            return
+        digest = _digest(event.settings)
+        after = before._replace(
+            name=event.settings["name"], enabled=event.enabled, settings_digest=digest
+        )
+        sql.write(
+            "UPDATE operation_subjects SET name = ?, enabled = ?, settings_digest = ? WHERE id = ?",
+            (after.name, after.enabled, digest, str(event.originator_id)),
+        )
+        changed = digest != before.settings_digest
+        _insert(sql, event, position, after, _schedule_change(after, before.enabled, changed))
+
+    @staticmethod
+    def run_registered(sql: Sql, event: Any, position: int) -> None:
+        """Every run is remembered (a tick's may be retried); only a manual one is an operation."""
+        schedule_name = event.frozen["schedule_name"]
+        subject = Subject(str(event.tenant_id), schedule_name, str(event.schedule_id), None, None)
+        _remember(sql, event, subject)
+        if event.trigger != MANUAL_TRIGGER:
+            return
+        summary = f"manual run of schedule {schedule_name!r} at {_instant(event.planned_at)}"
+        _insert(sql, event, position, subject, Row("run.manual", summary))
+
+    @staticmethod
+    def approval_submitted(sql: Sql, event: Any, position: int) -> None:
+        origin = event.origin or {}
+        subject = Subject(str(event.tenant_id), event.title, origin.get("schedule_id"), None, None)
+        _remember(sql, event, subject)
+
+
+Describe = Callable[[Subject, Any], Row]
+
+
+def _later(describe: Describe) -> Handler:
+    """A handler for an event that does not name its tenant: the subject remembered does."""
+
+    def handler(sql: Sql, event: Any, position: int) -> None:
+        subject = _subject(sql, event)
+        if subject is not None:
+            _insert(sql, event, position, subject, describe(subject, event))
+
+    return handler
+
+
+def _plain(kind: str) -> Describe:
+    """An operation whose summary is its aggregate, named, and what happened to it."""
+    aggregate_type, _, verb = kind.partition(".")
+
+    def describe(subject: Subject, event: Any) -> Row:
+        return Row(kind, f"{_named(aggregate_type, subject)} {verb}")
+
+    return describe
+
+
+def _named(aggregate_type: str, subject: Subject) -> str:
+    if aggregate_type == SCHEDULE:
+        return f"schedule {subject.name!r}"
+    if aggregate_type == RUN:
+        return f"a run of schedule {subject.name!r}"
+    return f"{aggregate_type} {subject.name}"
+
+
+def _renamed(subject: Subject, event: Any) -> Row:
+    return Row("account.renamed", f"account {subject.name} renamed to {event.name!r}")
+
+
+def _roles_changed(subject: Subject, event: Any) -> Row:
+    old, new = (", ".join(roles) or "none" for roles in (event.old, event.new))
+    return Row("account.roles_changed", f"account {subject.name} roles {old} -> {new}")
+
+
+def _token(verb: str) -> Describe:
+    """Token ids are shown once, to whoever issues a token: the summary leaves them out."""
+
+    def describe(subject: Subject, event: Any) -> Row:
+        return Row(f"account.token_{verb}", f"an API token of account {subject.name} {verb}")
+
+    return describe
+
+
+def _definition_updated(subject: Subject, event: Any) -> Row:
+    summary = (
+        f"definition {subject.name} updated: name {event.name!r}, "
+        f"review window {event.review_window_seconds} s"
+    )
+    return Row("definition.updated", summary)
+
+
+def _deadline_extended(subject: Subject, event: Any) -> Row:
+    new_deadline = _instant(event.payload["new_deadline_at"])
+    summary = f"review deadline of {subject.name!r} extended to {new_deadline}: {event.reason}"
+    return Row("approval.deadline_extended", summary)
+
+
+def _schedule_change(after: Subject, was_enabled: bool | None, settings_changed: bool) -> Row:
+    named = f"schedule {after.name!r}"
+    if after.enabled == was_enabled:
+        detail = "settings changed" if settings_changed else "settings saved unchanged"
+        return Row("schedule.updated", f"{named} {detail}")
+    verb = "enabled" if after.enabled else "disabled"
+    extra = " with new settings" if settings_changed else ""
+    return Row(f"schedule.{verb}", f"{named} {verb}{extra}")
+
+
+def _remember(sql: Sql, event: Any, subject: Subject) -> None:
+    sql.write(
+        "INSERT INTO operation_subjects (id, tenant_id, name, schedule_id, enabled, "
+        "settings_digest) VALUES (?, ?, ?, ?, ?, ?)",
+        (str(event.originator_id), *subject),
+    )
+
+
+def _subject(sql: Sql, event: Any) -> Subject | None:
+    """The aggregate's subject; None for one of no tenant's (an event a handler never expects)."""
+    row = sql.execute(
+        "SELECT tenant_id, name, schedule_id, enabled, settings_digest FROM operation_subjects "
+        "WHERE id = ?",
+        (str(event.originator_id),),
+    ).fetchone()
+    if row is None:
+        return None
+    tenant_id, name, schedule_id, enabled, digest = row
+    return Subject(tenant_id, name, schedule_id, None if enabled is None else bool(enabled), digest)
+
+
+def _insert(sql: Sql, event: Any, position: int, subject: Subject, row: Row) -> None:
+    sql.write(
+        "INSERT INTO operations (position, tenant_id, at, actor, kind, aggregate_type, "
+        "aggregate_id, schedule_id, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            position,
+            subject.tenant_id,
+            event.at,
+            event.actor,
+            row.kind,
+            row.aggregate_type,
+            str(event.originator_id),
+            subject.schedule_id,
+            row.summary,
+        ),
+    )
+
+
+def _digest(settings: Mapping[str, Any]) -> str:
+    """A fingerprint of a schedule's settings, to tell an edit from a bare switch."""
+    text = json.dumps(settings, sort_keys=True, ensure_ascii=False, default=_plain_value)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _plain_value(value: Any) -> Any:
+    return dict(value) if isinstance(value, Mapping) else str(value)
+
+
+def _instant(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def operation_page(
+    store: Store, wanted: OperationFilter, page: int, page_size: int
+) -> tuple[list[Operation], int]:
+    """One page of the tenant's operations matching `wanted`, newest first, and how many."""
+    where, params = _where(wanted)
+    total = store.query(f"SELECT COUNT(*) FROM operations WHERE {where}", params)  # noqa: S608
+    rows = store.query(
+        f"SELECT {COLUMNS} FROM operations WHERE {where} "  # noqa: S608
+        "ORDER BY position DESC LIMIT ? OFFSET ?",
+        [*params, page_size, (page - 1) * page_size],
+    )
+    return [_operation(row) for row in rows], int(total[0][0])
+
+
+def _where(wanted: OperationFilter) -> tuple[str, list[Any]]:
+    conditions = [
+        ("tenant_id = ?", str(wanted.tenant_id)),
+        ("actor = ?", wanted.actor),
+        ("kind = ?", wanted.kind),
+        ("at >= ?", wanted.since),
+        ("at < ?", wanted.until),
+    ]
+    kept = [(condition, value) for condition, value in conditions if value is not None]
+    return " AND ".join(c for c, _ in kept), [v for _, v in kept]
+
+
+def _operation(row: tuple[Any, ...]) -> Operation:
+    position, at, *rest = row
+    instant = as_instant(at)
+    assert instant is not None
+    return Operation(int(position), instant, *rest)
