@@ -7,14 +7,15 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
+from typing import Any
 
 import click
 import psycopg
 from eventsourcing import persistence
 from tqdm import tqdm
 
-from cronledger.application.services import Services, open_services
+from cronledger.application.services import NoLog, Services, open_existing, open_services
 from cronledger.config import ConfigError, Settings
 from cronledger.logs import configure_logging
 from cronledger.persistence.ledger import TimelineEntry, jsonable
@@ -22,7 +23,9 @@ from cronledger.persistence.store import redacted_url
 from cronledger.printable import printable, printable_json
 from cronledger.version import installed_version
 from domain.errors import DomainError
+from domain.triggers import TriggerError, load_zone
 from projections.catalog import projection_named, rebuildable_projections
+from projections.maintenance import STOPPED
 from projections.maintenance import rebuild as rebuild_projections
 from tick.loops import Loop, stop_on_signals
 from tick.processes import (
@@ -33,15 +36,32 @@ from tick.processes import (
     worker_loop,
 )
 
+WHERE_OF_SIDE = {
+    "live": "only in the live table",
+    "replay": "only in the replay",
+    STOPPED: "the replay stopped on an event it cannot apply",
+}
+
+
+class NothingToRead(click.ClickException):
+    """A read-only command found no log: exit code 2, as for any unusable input."""
+
+    exit_code = 2
+
 
 @contextmanager
-def opened() -> Iterator[Services]:
-    """The services for one command; configuration and rule errors end it with exit code 1."""
+def opened(read_only: bool = False) -> Iterator[Services]:
+    """The services for one command; configuration and rule errors end it with exit code 1.
+
+    `read_only` commands refuse (exit code 2) a store without events instead of creating one.
+    """
     try:
         settings = Settings.from_env()
-        services = open_services(settings)
+        services = open_existing(settings) if read_only else open_services(settings)
     except ConfigError as error:
         raise click.ClickException(str(error)) from None
+    except NoLog as error:
+        raise NothingToRead(str(error)) from None
     except (psycopg.OperationalError, persistence.OperationalError) as error:
         where = redacted_url(settings.database_url)
         raise click.ClickException(f"cannot open the store at {where}: {error}") from None
@@ -129,7 +149,7 @@ def projections(context: click.Context, interval: float) -> None:
 @click.argument("name", required=False)
 def rebuild(name: str | None) -> None:
     """Rebuild one projection (or all) from position zero into fresh tables, then swap them in."""
-    with opened() as services:
+    with opened(read_only=True) as services:
         try:
             chosen = [projection_named(name)] if name else rebuildable_projections()
         except ValueError as error:
@@ -201,20 +221,48 @@ def audit() -> None:
     """Read the log as an auditor."""
 
 
+class Zone(click.ParamType[tzinfo]):
+    """An IANA time zone name, e.g. Asia/Shanghai."""
+
+    name = "zone"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tzinfo:
+        if isinstance(value, tzinfo):
+            return value
+        try:
+            return load_zone(value)
+        except TriggerError as error:
+            self.fail(error.message, param, ctx)
+
+
+def zone_option(command: Callable[..., None]) -> Callable[..., None]:
+    """`--tz ZONE`: instants printed in that zone, with its offset, instead of UTC."""
+    return click.option(
+        "--tz",
+        "zone",
+        type=Zone(),
+        default=UTC,
+        help="IANA time zone to print instants in (default UTC).",
+    )(command)
+
+
 @audit.command()
 @click.argument("key")
 @click.option("--tenant", help="Tenant of an account id (needed only if several have it).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
-def timeline(key: str, tenant: str | None, as_json: bool) -> None:
+@zone_option
+def timeline(key: str, tenant: str | None, as_json: bool, zone: tzinfo) -> None:
     """Every event of one aggregate (a log id, or an account id), oldest first."""
-    with opened() as services:
-        entries = services.audit.timeline(key, tenant)
+    with opened(read_only=True) as services:
+        entries = services.audit.timeline(key, tenant, zone)
     if as_json:
-        json.dump({"items": [jsonable(asdict(e)) for e in entries]}, sys.stdout, indent=2)
+        json.dump({"items": [jsonable(asdict(e), zone) for e in entries]}, sys.stdout, indent=2)
         click.echo()
         return
     for entry in entries:
-        click.echo(_line(entry))
+        click.echo(_line(entry, zone))
 
 
 @audit.command()
@@ -222,17 +270,19 @@ def timeline(key: str, tenant: str | None, as_json: bool) -> None:
 @click.option("--at", "at_text", required=True, help="An instant with its offset (ISO 8601).")
 @click.option("--tenant", help="Tenant of an account id (needed only if several have it).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
-def state(key: str, at_text: str, tenant: str | None, as_json: bool) -> None:
+@zone_option
+def state(key: str, at_text: str, tenant: str | None, as_json: bool, zone: tzinfo) -> None:
     """An aggregate as it was at a past instant."""
     at = _instant(at_text)
-    with opened() as services:
-        found = services.audit.state(key, at, tenant)
+    with opened(read_only=True) as services:
+        found = services.audit.state(key, at, tenant, zone)
     if as_json:
         click.echo(printable_json(found, indent=2))
         return
     last = found["last_event"]
     click.echo(
-        f"{printable(found['type'])} {found['id']} v{found['version']} as of {found['as_of']} "
+        f"{printable(found['type'])} {found['id']} log_version {found['log_version']} "
+        f"as of {found['as_of']} "
         f"(last event #{last['position']} {printable(last['type'])})"
     )
     for field, value in found["state"].items():
@@ -243,7 +293,7 @@ def state(key: str, at_text: str, tenant: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
 def replay(as_json: bool) -> None:
     """Rebuild every projection from the log and compare it with the live tables."""
-    with opened() as services, _progress(services, "replay") as advance:
+    with opened(read_only=True) as services, _progress(services, "replay") as advance:
         differences = services.audit.replay(advance)
     if as_json:
         rows = [
@@ -252,8 +302,7 @@ def replay(as_json: bool) -> None:
         click.echo(printable_json({"differences": rows}, indent=2))
     else:
         for d in differences:
-            where = "only in the live table" if d.side == "live" else "only in the replay"
-            click.echo(f"{d.table}: {where}: {jsonable(list(d.row))}")
+            click.echo(f"{d.table}: {WHERE_OF_SIDE[d.side]}: {jsonable(list(d.row))}")
         click.echo("no difference" if not differences else f"{len(differences)} differences")
     if differences:
         sys.exit(1)
@@ -263,13 +312,19 @@ def replay(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
 def verify(as_json: bool) -> None:
     """Recompute the hash chain over the log; name the first position that no longer matches."""
-    with opened() as services, _progress(services, "verify") as advance:
-        found = services.audit.verify(advance)
+    with opened(read_only=True) as services, _progress(services, "verify") as advance:
+        verification = services.audit.verify(advance)
+    found, head = verification.found, verification.head
     if as_json:
         broken = {"position": found.position, "problem": found.problem} if found else None
-        click.echo(json.dumps({"intact": found is None, "break": broken}))
+        checked = {"events": head.events, "position": head.position, "head": head.hash}
+        vouched = dict.fromkeys(checked) if found else checked  # a broken log vouches for none
+        click.echo(json.dumps({"intact": found is None, "break": broken, **vouched}))
     elif found is None:
-        click.echo("the log matches its hash chain")
+        click.echo(
+            f"the log matches its hash chain: {head.events} events checked, up to position "
+            f"{head.position}; chain head {head.hash}"
+        )
     else:
         click.echo(
             f"the log no longer matches at position {found.position}: {printable(found.problem)}"
@@ -298,8 +353,8 @@ def _instant(text: str) -> datetime:
     return moment
 
 
-def _line(entry: TimelineEntry) -> str:
-    at = jsonable(entry.at)
+def _line(entry: TimelineEntry, zone: tzinfo) -> str:
+    at = jsonable(entry.at, zone)
     extras = [
         f"{k}={printable(v)}"
         for k, v in (
@@ -314,7 +369,7 @@ def _line(entry: TimelineEntry) -> str:
         part
         for part in (
             f"#{entry.position}",
-            f"v{entry.version}",
+            f"log_version={entry.log_version}",
             at,
             printable(entry.type),
             f"by {printable(entry.actor or '-')}",

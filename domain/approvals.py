@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 from uuid import UUID, uuid5
 
@@ -46,6 +46,7 @@ RULE_BROKEN = "RULE_BROKEN"  # refused, recorded, answered 422 on the command's 
 
 SUBMIT = "submit"
 APPROVE, WITHDRAW, EXTEND, SIGN, SWEEP = "approve", "withdraw", "extend-deadline", "sign", "sweep"
+DEADLINE_ACTOR = "system:sweeper"  # who expires an instance: the deadline rule, run by the service
 PERMISSION_OF_COMMAND = {
     APPROVE: APPROVAL_DECIDE,
     WITHDRAW: APPROVAL_SUBMIT,
@@ -76,6 +77,9 @@ class Command:
     kind: str
     command_id: str | None
     payload: dict[str, Any] = field(default_factory=dict)
+    # The offset (minutes east of UTC) a deadline in the payload was given with, which the
+    # payload holds in UTC; not part of the fingerprint, so a repeat of the same instant matches.
+    deadline_offset_minutes: int | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -93,10 +97,12 @@ class Submission:
     form_data: Mapping[str, Any]
     material_version: int
     review_deadline_at: datetime | None
+    review_deadline_offset_minutes: int | None = None  # as given beside the UTC deadline
 
     @property
     def fingerprint(self) -> str:
-        """What a repeat is compared with; instances keep it, so it must never change."""
+        """What a repeat is compared with; instances keep it, so it must never change (the
+        deadline's given offset is left out: the same instant, however written, matches)."""
         payload = {
             "definition_id": self.definition_id,
             "title": self.title,
@@ -131,6 +137,19 @@ class Submission:
             **revision,
             "rule_version": DEADLINE_RULES_VERSION,
         }
+
+
+def offset_minutes_of(moment: datetime) -> int:
+    """The offset (minutes east of UTC) an aware instant was given with."""
+    offset = moment.utcoffset()
+    assert offset is not None, "an instant carries its offset"
+    return int(offset.total_seconds() // 60)
+
+
+def at_offset(moment: datetime, offset_minutes: int | None) -> datetime:
+    """`moment` at the offset it was given with; in UTC when none was given (None)."""
+    zone = UTC if offset_minutes is None else timezone(timedelta(minutes=offset_minutes))
+    return moment.astimezone(zone)
 
 
 def revision_of(definition: Definition | DefinitionTerms) -> dict[str, int]:
@@ -345,7 +364,7 @@ class ApprovalInstance(Aggregate):
     def create_id(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
         return approval_uuid(tenant_id, applicant_id, command_id)
 
-    class_version = 4
+    class_version = 6
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -365,13 +384,26 @@ class ApprovalInstance(Aggregate):
                 observation["material_version"] == state["material_version"]
             )
             observation["contract_matches"] = observation["contract_id"] == state["contract_id"]
+
+    @staticmethod
+    def upcast_v4_v5(state: dict[str, Any]) -> None:
+        """A snapshot from before version 5 did not keep the command that decided the instance
+        (its timeline has it): unknown."""
+        state["winning_command"] = None
         state["extensions"] = []
+
+    @staticmethod
+    def upcast_v5_v6(state: dict[str, Any]) -> None:
+        """A snapshot from before version 6 kept no given offset of its deadline: UTC."""
+        state["review_deadline_offset_minutes"] = None
 
     class Submitted(Aggregate.Created):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
-        version 3 gave a launch's `origin` its fire metadata (see `fire_metadata`)."""
+        version 3 gave a launch's `origin` its fire metadata (see `fire_metadata`); version 4
+        added `review_deadline_offset_minutes`, the offset a deadline was given with (None: UTC,
+        or a deadline from the definition's review window)."""
 
-        class_version = 3
+        class_version = 4
         tenant_id: UUID
         definition_id: str
         applicant_id: str
@@ -379,6 +411,7 @@ class ApprovalInstance(Aggregate):
         form_data: FormData
         material_version: int
         review_deadline_at: datetime
+        review_deadline_offset_minutes: int | None
         deadline_policy: dict[str, Any]
         origin: dict[str, Any] | None
         allow_self_approval: bool
@@ -392,6 +425,10 @@ class ApprovalInstance(Aggregate):
         @staticmethod
         def upcast_v2_v3(state: dict[str, Any]) -> None:
             state["origin"] = fire_metadata(state["origin"])
+
+        @staticmethod
+        def upcast_v3_v4(state: dict[str, Any]) -> None:
+            state["review_deadline_offset_minutes"] = None  # no offset was kept: UTC
 
     @classmethod
     def submit(
@@ -416,6 +453,11 @@ class ApprovalInstance(Aggregate):
             form_data=FormData.of(submission.form_data),
             material_version=submission.material_version,
             review_deadline_at=deadline,
+            review_deadline_offset_minutes=(
+                submission.review_deadline_offset_minutes
+                if submission.review_deadline_at is not None
+                else None
+            ),
             deadline_policy=deadline_policy,
             origin=origin,
             allow_self_approval=definition.allow_self_approval,
@@ -435,6 +477,7 @@ class ApprovalInstance(Aggregate):
         form_data: FormData,
         material_version: int,
         review_deadline_at: datetime,
+        review_deadline_offset_minutes: int | None,
         deadline_policy: dict[str, Any],
         origin: dict[str, Any] | None,
         allow_self_approval: bool,
@@ -450,12 +493,14 @@ class ApprovalInstance(Aggregate):
         self.form_data = form_data
         self.material_version = material_version
         self.review_deadline_at = review_deadline_at
+        self.review_deadline_offset_minutes = review_deadline_offset_minutes
         self.deadline_policy = deadline_policy
         self.origin = origin
         self.allow_self_approval = allow_self_approval
         self.submitted_at = at
         self.state = WAITING_REVIEW
         self.decided_at: datetime | None = None
+        self.winning_command: dict[str, str | None] | None = None  # the command that decided it
         self.observations: list[dict[str, Any]] = []
         self.contract_id: str | None = None  # bound by the first signing callback
         self.extensions: list[dict[str, Any]] = []
@@ -480,6 +525,11 @@ class ApprovalInstance(Aggregate):
         return first
 
     @property
+    def review_deadline_at_local(self) -> datetime:
+        """The review deadline at the offset it was given with; in UTC when none was."""
+        return at_offset(self.review_deadline_at, self.review_deadline_offset_minutes)
+
+    @property
     def parties(self) -> Parties:
         saver = self.origin.get("saved_by") if self.origin else None
         return Parties(self.applicant_id, self.origin is not None, saver, self.allow_self_approval)
@@ -491,7 +541,11 @@ class ApprovalInstance(Aggregate):
         actor: str,
         granted: frozenset[str] = ALL_PERMISSIONS,
     ) -> Answer:
-        """Decide `command` at server time `at` and record it, winner or loser (refusals too)."""
+        """Decide `command` at server time `at` and record it, winner or loser (refusals too).
+
+        A command that finds the deadline passed is recorded as rejected (EXPIRED), after the
+        expiry itself, which is the deadline rule's (`DEADLINE_ACTOR`), not the caller's.
+        """
         decision = decide(
             self.state,
             self.review_deadline_at,
@@ -503,10 +557,20 @@ class ApprovalInstance(Aggregate):
             granted=granted,
             contract_id=self.contract_id,
         )
-        extension = {"rule_version": DEADLINE_RULES_VERSION} if decision.outcome == EXTENDED else {}
+        extension = (
+            {
+                "rule_version": DEADLINE_RULES_VERSION,
+                "deadline_offset_minutes": command.deadline_offset_minutes,
+            }
+            if decision.outcome == EXTENDED
+            else {}
+        )
+        late = decision.outcome == EXPIRED and command.kind != SWEEP
+        if late:
+            self.handle(Command(SWEEP, None), at, DEADLINE_ACTOR)
         if decision.outcome != NOT_DUE:
             self.trigger_event(
-                EVENT_OF_OUTCOME[decision.outcome],
+                ApprovalInstance.CommandRejected if late else EVENT_OF_OUTCOME[decision.outcome],
                 **extension,
                 command=command.kind,
                 command_id=command.command_id,
@@ -547,14 +611,20 @@ class ApprovalInstance(Aggregate):
         pass
 
     class DeadlineExtended(CommandHandled):
-        """Version 2 added `rule_version`, the deadline rules' version that allowed it."""
+        """Version 2 added `rule_version`, the deadline rules' version that allowed it;
+        version 3 `deadline_offset_minutes`, the offset the new deadline was given with."""
 
-        class_version = 2
+        class_version = 3
         rule_version: int
+        deadline_offset_minutes: int | None
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["rule_version"] = 1  # 0.1.0 applied the first version of the deadline rules
+
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            state["deadline_offset_minutes"] = None  # no offset was kept: UTC
 
     class CallbackObserved(CommandHandled):
         pass
@@ -580,6 +650,17 @@ class ApprovalInstance(Aggregate):
         if state != self.state:
             self.state = state
             self.decided_at = handled.at
+            self.winning_command = {
+                "command_id": handled.command_id,
+                "kind": handled.command,
+                "actor": handled.actor,
+            }
+
+    @property
+    def decided_by(self) -> str | None:
+        """Who decided the instance (the deadline rule's actor for an expiry); None while it
+        waits, or when only a snapshot of an earlier release knew."""
+        return self.winning_command["actor"] if self.winning_command else None
 
     def observe(self, handled: CommandHandled) -> None:
         """Keep a signing callback, matched against the instance; the first binds the contract."""
@@ -610,6 +691,7 @@ class ApprovalInstance(Aggregate):
             }
         )
         self.review_deadline_at = handled.payload["new_deadline_at"]
+        self.review_deadline_offset_minutes = handled.deadline_offset_minutes
         self.deadline_policy = {
             "source": "extended",
             "reason": handled.reason,

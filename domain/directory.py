@@ -14,6 +14,7 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.errors import InvalidState, ValidationFailed, VersionConflict
 from domain.permissions import ROLES, permissions_of
+from domain.reasons import given_no_reason
 
 NAMESPACE = UUID("6f1d3c8e-52a7-4d8b-9a43-0c5e1f2b7d90")
 PUBLIC_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
@@ -161,29 +162,35 @@ class Account(Aggregate):
     def is_active_admin(self) -> bool:
         return self.active and ADMIN_ROLE in self.roles
 
-    def update(self, name: str, roles: list[str], at: datetime, actor: str) -> None:
-        """Rename and re-role; only what changed becomes an event."""
+    def update(
+        self, name: str, roles: list[str], at: datetime, actor: str, reason: str | None = None
+    ) -> None:
+        """Rename and re-role; only what changed becomes an event (a role change with why)."""
         if name != self.name:
             self._renamed(name=name, at=at, actor=actor)
         if sorted(set(roles)) != self.roles:
-            self._roles_changed(old=self.roles, new=sorted(set(roles)), at=at, actor=actor)
+            self._roles_changed(
+                old=self.roles, new=sorted(set(roles)), at=at, actor=actor, reason=reason
+            )
 
-    def deactivate(self, at: datetime, actor: str) -> None:
+    def deactivate(self, at: datetime, actor: str, reason: str | None = None) -> None:
         if self.active:
-            self._deactivated(at=at, actor=actor)
+            self._deactivated(at=at, actor=actor, reason=reason)
 
-    def activate(self, at: datetime, actor: str) -> None:
+    def activate(self, at: datetime, actor: str, reason: str | None = None) -> None:
         if not self.active:
-            self._activated(at=at, actor=actor)
+            self._activated(at=at, actor=actor, reason=reason)
 
     def issue_token(self, token_id: str, at: datetime, actor: str) -> None:
         if not self.active:
             raise InvalidState(f"account {self.account_id} is deactivated: activate it first")
         self._token_issued(token_id=token_id, at=at, actor=actor)
 
-    def revoke_token(self, token_id: str, at: datetime, actor: str) -> None:
+    def revoke_token(
+        self, token_id: str, at: datetime, actor: str, reason: str | None = None
+    ) -> None:
         if not self.tokens.get(token_id, True):
-            self._token_revoked(token_id=token_id, at=at, actor=actor)
+            self._token_revoked(token_id=token_id, at=at, actor=actor, reason=reason)
 
     def holds_live_token(self, token_id: str) -> bool:
         return self.active and self.tokens.get(token_id) is False
@@ -192,24 +199,69 @@ class Account(Aggregate):
     def _renamed(self, name: str, at: datetime, actor: str) -> None:
         self.name = name
 
-    @event("RolesChanged")
-    def _roles_changed(self, old: list[str], new: list[str], at: datetime, actor: str) -> None:
+    class RolesChanged(Aggregate.Event):
+        """Version 2 added the optional `reason` (None before)."""
+
+        class_version = 2
+        old: list[str]
+        new: list[str]
+        at: datetime
+        actor: str
+        reason: str | None
+
+        upcast_v1_v2 = staticmethod(given_no_reason)
+
+    @event(RolesChanged)
+    def _roles_changed(
+        self, old: list[str], new: list[str], at: datetime, actor: str, reason: str | None
+    ) -> None:
         self.roles = new
 
-    @event("Deactivated")
-    def _deactivated(self, at: datetime, actor: str) -> None:
+    class Deactivated(Aggregate.Event):
+        """Version 2 added the optional `reason` (None before)."""
+
+        class_version = 2
+        at: datetime
+        actor: str
+        reason: str | None
+
+        upcast_v1_v2 = staticmethod(given_no_reason)
+
+    @event(Deactivated)
+    def _deactivated(self, at: datetime, actor: str, reason: str | None) -> None:
         self.active = False
 
-    @event("Activated")
-    def _activated(self, at: datetime, actor: str) -> None:
+    class Activated(Aggregate.Event):
+        """Version 2 added the optional `reason` (None before)."""
+
+        class_version = 2
+        at: datetime
+        actor: str
+        reason: str | None
+
+        upcast_v1_v2 = staticmethod(given_no_reason)
+
+    @event(Activated)
+    def _activated(self, at: datetime, actor: str, reason: str | None) -> None:
         self.active = True
 
     @event("TokenIssued")
     def _token_issued(self, token_id: str, at: datetime, actor: str) -> None:
         self.tokens[token_id] = False
 
-    @event("TokenRevoked")
-    def _token_revoked(self, token_id: str, at: datetime, actor: str) -> None:
+    class TokenRevoked(Aggregate.Event):
+        """Version 2 added the optional `reason` (None before)."""
+
+        class_version = 2
+        token_id: str
+        at: datetime
+        actor: str
+        reason: str | None
+
+        upcast_v1_v2 = staticmethod(given_no_reason)
+
+    @event(TokenRevoked)
+    def _token_revoked(self, token_id: str, at: datetime, actor: str, reason: str | None) -> None:
         self.tokens[token_id] = True
 
 

@@ -14,6 +14,7 @@ from domain.directory import FIRST_REVISION, NAMESPACE, Definition, DefinitionTe
 from domain.errors import DomainError, InvalidState
 from domain.launch import LaunchFailed
 from domain.policy import RunPolicy
+from domain.reasons import given_no_reason
 
 PENDING = "PENDING"
 RUNNING = "RUNNING"
@@ -116,10 +117,11 @@ class Run(Aggregate):
     """One cycle of a schedule, with what it was frozen with when registered.
 
     Version 2 keeps who registered it (`triggered_by`, the Registered event's actor), and the
-    run whose overlap skipped it (`blocked_by`).
+    run whose overlap skipped it (`blocked_by`). Version 4 clears `last_error` when an attempt
+    succeeds (its attempts keep the history).
     """
 
-    class_version = 3
+    class_version = 4
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -133,6 +135,12 @@ class Run(Aggregate):
     def upcast_v2_v3(state: dict[str, Any]) -> None:
         """Version 3 freezes the definition's revision; a snapshot before it ran revision 1."""
         state["frozen"] = frozen_at_first_revision(state["frozen"])
+
+    @staticmethod
+    def upcast_v3_v4(state: dict[str, Any]) -> None:
+        """A snapshot before version 4 kept the last failure of a run that succeeded since."""
+        if state["status"] == SUCCEEDED:
+            state["last_error"] = None
 
     @staticmethod
     def create_id(
@@ -244,7 +252,7 @@ class Run(Aggregate):
     @property
     def error_code(self) -> str | None:
         """The code of the last failed or interrupted attempt, unless the run succeeded since."""
-        if self.last_error is None or self.status == SUCCEEDED:
+        if self.last_error is None:
             return None
         return self.last_error["code"]
 
@@ -415,20 +423,20 @@ class Run(Aggregate):
         if not self.holds(number, worker):
             raise LeaseLost(number, worker)
 
-    def retry(self, at: datetime, actor: str) -> None:
+    def retry(self, at: datetime, actor: str, reason: str | None = None) -> None:
         """Manual retry: a new round of attempts on the same run."""
         if self.status not in RETRYABLE:
             raise InvalidState(
                 f"run {self.id} is {self.status}: only FAILED, DEAD_LETTER or CANCELLED runs retry"
             )
-        self._retried(status=PENDING, at=at, actor=actor)
+        self._retried(status=PENDING, at=at, actor=actor, reason=reason)
 
-    def cancel(self, at: datetime, actor: str) -> None:
+    def cancel(self, at: datetime, actor: str, reason: str | None = None) -> None:
         if self.status not in CANCELLABLE:
             raise InvalidState(
                 f"run {self.id} is {self.status}: only PENDING or RETRY_WAIT runs can be cancelled"
             )
-        self._cancelled(status=CANCELLED, at=at, actor=actor)
+        self._cancelled(status=CANCELLED, at=at, actor=actor, reason=reason)
 
     class AttemptStarted(Aggregate.Event):
         """Version 2 added `status`, the run's status after it."""
@@ -488,6 +496,7 @@ class Run(Aggregate):
         self._end_attempt(ATTEMPT_SUCCEEDED, None, instance_id, at)
         self.status = status
         self.instance_id = instance_id
+        self.last_error = None
         self.finished_at = at
 
     @event("AttemptFailed")
@@ -567,34 +576,38 @@ class Run(Aggregate):
         self.finished_at = at
 
     class Retried(Aggregate.Event):
-        """Version 2 added `status`, the run's status after it."""
+        """Version 2 added `status`, the run's status after it; version 3 the optional `reason`."""
 
-        class_version = 2
+        class_version = 3
         status: str
         at: datetime
         actor: str
+        reason: str | None
 
         upcast_v1_v2 = staticmethod(status_was(PENDING))
+        upcast_v2_v3 = staticmethod(given_no_reason)
 
     @event(Retried)
-    def _retried(self, status: str, at: datetime, actor: str) -> None:
+    def _retried(self, status: str, at: datetime, actor: str, reason: str | None) -> None:
         self.status = status
         self.round_start = len(self.attempts)
         self.next_attempt_at = at
         self.finished_at = None
 
     class Cancelled(Aggregate.Event):
-        """Version 2 added `status`, the run's status after it."""
+        """Version 2 added `status`, the run's status after it; version 3 the optional `reason`."""
 
-        class_version = 2
+        class_version = 3
         status: str
         at: datetime
         actor: str
+        reason: str | None
 
         upcast_v1_v2 = staticmethod(status_was(CANCELLED))
+        upcast_v2_v3 = staticmethod(given_no_reason)
 
     @event(Cancelled)
-    def _cancelled(self, status: str, at: datetime, actor: str) -> None:
+    def _cancelled(self, status: str, at: datetime, actor: str, reason: str | None) -> None:
         self.status = status
         self.next_attempt_at = None
         self.finished_at = at

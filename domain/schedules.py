@@ -14,6 +14,7 @@ from domain.directory import FIRST_REVISION
 from domain.errors import InvalidState, ValidationFailed
 from domain.planning import Cycle, plan_due_cycles
 from domain.policy import RunPolicy
+from domain.reasons import given_no_reason
 from domain.runs import TICK_ACTOR, Run
 from domain.triggers import (
     TriggerError,
@@ -159,6 +160,27 @@ def saved_against_first_revision(state: dict[str, Any]) -> None:
     state["definition_revision"] = FIRST_REVISION
 
 
+def changes_not_recorded(state: dict[str, Any]) -> None:
+    """Upcast from before edits recorded their changes: readers derive them (`changes_between`)."""
+    state["changes"] = None
+
+
+def saved_state(
+    settings: dict[str, Any], enabled: bool, definition_revision: int
+) -> dict[str, Any]:
+    """What a save sets, flat: the settings, the switch and the definition's revision."""
+    return {**settings, "enabled": enabled, "definition_revision": definition_revision}
+
+
+def changes_between(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each field whose value differs, as `{"field", "old", "new"}`, in `after`'s order."""
+    return [
+        {"field": field, "old": before.get(field), "new": value}
+        for field, value in after.items()
+        if before.get(field) != value
+    ]
+
+
 class Schedule(Aggregate):
     """One schedule, with its plan: the next instant it fires, or None when it does not.
 
@@ -250,16 +272,37 @@ class Schedule(Aggregate):
         runs: list[Run] = []
         if self.replans(settings, enabled, at):
             runs = self.register_due(at, MAX_CYCLES_BEFORE_EDIT, policy)
+        revision = self.definition_revision if definition_revision is None else definition_revision
+        after = saved_state(asdict(settings), enabled, revision)
         self._updated(
             settings=asdict(settings),
             enabled=enabled,
             next_fire_at=self._plan_after_edit(settings, enabled, at),
-            definition_revision=(
-                self.definition_revision if definition_revision is None else definition_revision
-            ),
+            definition_revision=revision,
+            changes=changes_between(self.saved_fields, after),
             at=at,
             actor=actor,
         )
+        return runs
+
+    @property
+    def saved_fields(self) -> dict[str, Any]:
+        return saved_state(asdict(self.settings), self.enabled, self.definition_revision)
+
+    def switch(
+        self, enabled: bool, at: datetime, actor: str, policy: RunPolicy, reason: str | None = None
+    ) -> list[Run]:
+        """Enable (the first fire is strictly after `at`) or disable (cycles already due are
+        registered first, as an edit does); switching to the state it is in records nothing."""
+        self.check_not_deleted()
+        if enabled == self.enabled:
+            return []
+        if enabled:
+            next_fire_at = self.settings.next_fire_after(at)
+            self._enabled(next_fire_at=next_fire_at, at=at, actor=actor, reason=reason)
+            return []
+        runs = self.register_due(at, MAX_CYCLES_BEFORE_EDIT, policy)
+        self._disabled(at=at, actor=actor, reason=reason)
         return runs
 
     def replans(self, settings: ScheduleSettings, enabled: bool, at: datetime) -> bool:
@@ -289,9 +332,12 @@ class Schedule(Aggregate):
         return runs
 
     def manual_run(self, request_id: str, at: datetime, actor: str, policy: RunPolicy) -> Run:
-        """A cycle planned at the time the request was accepted; the plan stays as it is."""
+        """A cycle planned at the time the request was accepted, recorded on the schedule's own
+        history too (save both together); the plan stays as it is."""
         self.check_not_deleted()
-        return self._run(at, Cycle(at), request_id, "manual", policy, at, actor)
+        run = self._run(at, Cycle(at), request_id, "manual", policy, at, actor)
+        self._run_requested(run_id=str(run.id), request_id=request_id, at=at, actor=actor)
+        return run
 
     def _run(
         self,
@@ -343,26 +389,30 @@ class Schedule(Aggregate):
             return settings.next_fire_after(at)
         return self.next_fire_at
 
-    def delete(self, at: datetime, actor: str) -> None:
+    def delete(self, at: datetime, actor: str, reason: str | None = None) -> None:
         self.check_not_deleted()
-        self._deleted(at=at, actor=actor)
+        self._deleted(at=at, actor=actor, reason=reason)
 
     def check_not_deleted(self) -> None:
         if self.deleted:
             raise InvalidState("the schedule was deleted")
 
     class Updated(Aggregate.Event):
-        """Version 2 added `definition_revision` (1 before)."""
+        """Version 2 added `definition_revision` (1 before); version 3 `changes`, each field
+        the save changed as `{"field", "old", "new"}` (None before: the timeline derives them).
+        """
 
-        class_version = 2
+        class_version = 3
         settings: dict[str, Any]
         enabled: bool
         next_fire_at: datetime | None
         definition_revision: int
+        changes: list[dict[str, Any]] | None
         at: datetime
         actor: str
 
         upcast_v1_v2 = staticmethod(saved_against_first_revision)
+        upcast_v2_v3 = staticmethod(changes_not_recorded)
 
     @event(Updated)
     def _updated(
@@ -371,6 +421,7 @@ class Schedule(Aggregate):
         enabled: bool,
         next_fire_at: datetime | None,
         definition_revision: int,
+        changes: list[dict[str, Any]] | None,
         at: datetime,
         actor: str,
     ) -> None:
@@ -378,9 +429,30 @@ class Schedule(Aggregate):
         self.enabled = enabled
         self.next_fire_at = next_fire_at
         self.definition_revision = definition_revision
+        self._saved(at, actor)
+
+    @event("Enabled")
+    def _enabled(
+        self, next_fire_at: datetime | None, at: datetime, actor: str, reason: str | None
+    ) -> None:
+        self.enabled = True
+        self.next_fire_at = next_fire_at
+        self._saved(at, actor)
+
+    @event("Disabled")
+    def _disabled(self, at: datetime, actor: str, reason: str | None) -> None:
+        self.enabled = False
+        self.next_fire_at = None
+        self._saved(at, actor)
+
+    def _saved(self, at: datetime, actor: str) -> None:
         self.revision += 1
         self.updated_at = at
         self.updated_by = actor
+
+    @event("RunRequested")
+    def _run_requested(self, run_id: str, request_id: str, at: datetime, actor: str) -> None:
+        """A manual run, registered with this event: the schedule's own state stays."""
 
     @event("PlanAdvanced")
     def _plan_advanced(
@@ -388,8 +460,18 @@ class Schedule(Aggregate):
     ) -> None:
         self.next_fire_at = next_fire_at
 
-    @event("Deleted")
-    def _deleted(self, at: datetime, actor: str) -> None:
+    class Deleted(Aggregate.Event):
+        """Version 2 added the optional `reason` (None before)."""
+
+        class_version = 2
+        at: datetime
+        actor: str
+        reason: str | None
+
+        upcast_v1_v2 = staticmethod(given_no_reason)
+
+    @event(Deleted)
+    def _deleted(self, at: datetime, actor: str, reason: str | None) -> None:
         self.revision += 1
         self.deleted = True
         self.enabled = False

@@ -252,6 +252,13 @@ def local_time(instant: datetime, zone: ZoneInfo) -> datetime:
     return _naive_utc(instant).replace(tzinfo=UTC).astimezone(zone)
 
 
+def local_or_none(instant: datetime | None, timezone: str | None) -> datetime | None:
+    """`instant` in the named zone (a schedule's), with its offset; None if either is None."""
+    if instant is None or timezone is None:
+        return None
+    return local_time(instant, load_zone(timezone))
+
+
 # ---------------------------------------------------------------------------------------------
 # Cron expressions: croniter expands the fields; the checks and rewrites here keep it to the
 # contract's syntax and to the Vixie meaning of ranges

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
@@ -20,14 +22,14 @@ class ApprovalsProjection(Projection):
     tables = ("approvals", "approval_commands")
 
     def ddl(self, sql: Sql) -> list[str]:
-        ts = sql.timestamp_type
+        ts, seconds = sql.timestamp_type, sql.seconds_type
         return [
             "CREATE TABLE IF NOT EXISTS approvals ("
             "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, definition_id TEXT NOT NULL, "
             "applicant_id TEXT NOT NULL, title TEXT NOT NULL, state TEXT NOT NULL, "
             f"review_deadline_at {ts} NOT NULL, submitted_at {ts} NOT NULL, "
-            f"decided_at {ts}, outcome TEXT, decision_seconds DOUBLE PRECISION, "
-            "expiry_lag_seconds DOUBLE PRECISION, schedule_id TEXT, run_id TEXT, "
+            f"decided_at {ts}, outcome TEXT, decision_seconds {seconds}, "
+            f"expiry_lag_seconds {seconds}, schedule_id TEXT, run_id TEXT, "
             "version INTEGER NOT NULL, position BIGINT NOT NULL)",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
@@ -102,7 +104,7 @@ class ApprovalsProjection(Projection):
             deadline, submitted = sql.execute(
                 "SELECT review_deadline_at, submitted_at FROM approvals WHERE id = ?", (key[2],)
             ).fetchone()
-            lag = _seconds_between(deadline, event.at) if event.outcome == EXPIRED else None
+            lag = _seconds_between(sql, deadline, event.at) if event.outcome == EXPIRED else None
             sql.write(
                 "UPDATE approvals SET state = ?, decided_at = ?, outcome = ?, "
                 "decision_seconds = ?, expiry_lag_seconds = ?, version = ?, position = ? "
@@ -111,7 +113,7 @@ class ApprovalsProjection(Projection):
                     event.outcome,
                     event.at,
                     event.outcome,
-                    _seconds_between(submitted, event.at),
+                    _seconds_between(sql, submitted, event.at),
                     lag,
                     *key,
                 ),
@@ -150,10 +152,10 @@ def _command(
     )
 
 
-def _seconds_between(deadline: Any, at: Any) -> float:
+def _seconds_between(sql: Sql, deadline: Any, at: Any) -> Decimal | float:
     start = as_instant(deadline)
     assert start is not None
-    return float((at - start).total_seconds())
+    return sql.seconds(at - start)
 
 
 def overdue_instances(store: Store, now: datetime, limit: int) -> list[UUID]:
@@ -198,9 +200,46 @@ def expiry_lags(store: Store, tenant_id: UUID | None, bounds: Sequence[float]) -
     )
 
 
+@dataclass(frozen=True)
+class ApprovalFilter:
+    """Which instances of a tenant to list; None leaves a condition out. `schedule_id` is the
+    schedule that launched it; `deadline_from` is inclusive, `deadline_to` exclusive."""
+
+    state: str | None = None
+    applicant_id: str | None = None
+    definition_id: str | None = None
+    schedule_id: UUID | None = None
+    deadline_from: datetime | None = None
+    deadline_to: datetime | None = None
+
+    def where(self, tenant_id: UUID) -> tuple[str, list[Any]]:
+        """The SQL condition (fixed text, values as parameters) and its parameters."""
+        conditions: list[str] = ["tenant_id = ?"]
+        params: list[Any] = [str(tenant_id)]
+        for condition, value in (
+            ("state = ?", self.state),
+            ("applicant_id = ?", self.applicant_id),
+            ("definition_id = ?", self.definition_id),
+            ("schedule_id = ?", str(self.schedule_id) if self.schedule_id else None),
+            ("review_deadline_at >= ?", self.deadline_from),
+            ("review_deadline_at < ?", self.deadline_to),
+        ):
+            if value is not None:
+                conditions.append(condition)
+                params.append(value)
+        return " AND ".join(conditions), params
+
+
 def approval_page(
-    store: Store, tenant_id: UUID, state: str | None, page: int, page_size: int
+    store: Store, tenant_id: UUID, wanted: ApprovalFilter, page: int, page_size: int
 ) -> tuple[list[str], int]:
-    """One page of the tenant's instance ids, newest submitted first, and how many there are."""
-    filters = {"tenant_id": str(tenant_id), **({"state": state} if state else {})}
-    return store.page_of_ids("approvals", filters, "submitted_at DESC, id", page, page_size)
+    """One page of the tenant's matching instance ids, newest submitted first, and how many
+    match."""
+    where, params = wanted.where(tenant_id)
+    total = store.query(f"SELECT COUNT(*) FROM approvals WHERE {where}", params)  # noqa: S608
+    rows = store.query(
+        f"SELECT id FROM approvals WHERE {where} ORDER BY submitted_at DESC, id "  # noqa: S608
+        "LIMIT ? OFFSET ?",
+        [*params, page_size, (page - 1) * page_size],
+    )
+    return [str(row[0]) for row in rows], int(total[0][0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from projections.activity import ActivityProjection
 from projections.approvals import ApprovalsProjection
 from projections.chain import HashChainProjection
 from projections.directory import DirectoryProjection
@@ -21,6 +22,7 @@ def all_projections() -> list[Projection]:
         DirectoryProjection(),
         OperationsProjection(),
         HashChainProjection(),
+        ActivityProjection(),
     ]
 
 

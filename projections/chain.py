@@ -31,8 +31,16 @@ def link(previous: str, notification: Notification) -> str:
         notification.topic,
     ):
         digest.update(b"\x00" + part.encode())
-    digest.update(b"\x00" + bytes(notification.state))
+    digest.update(_stored_bytes(notification.state))
     return digest.hexdigest()
+
+
+def _stored_bytes(state: object) -> bytes:
+    """The state as hashed: bytes as they are; any other type (only an edit of the database
+    stores one) tagged with its type, so it never matches the link of the original bytes."""
+    if isinstance(state, bytes | bytearray | memoryview):
+        return b"\x00" + bytes(state)
+    return b"\x01" + f"{type(state).__name__}:{state!r}".encode()
 
 
 class HashChainProjection(Projection):

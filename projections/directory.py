@@ -1,4 +1,4 @@
-"""`accounts` and `definitions`: the names analysts join ids to."""
+"""`tenants`, `accounts` and `definitions`: the names analysts join ids to."""
 
 from __future__ import annotations
 
@@ -12,17 +12,18 @@ class DirectoryProjection(Projection):
     """Accounts (roles as comma-separated text) and process definitions, as they are now."""
 
     name = "directory"
-    tables = ("accounts", "definitions")
+    tables = ("tenants", "accounts", "definitions")
 
     def ddl(self, sql: Sql) -> list[str]:
         ts = sql.timestamp_type
         return [
+            "CREATE TABLE IF NOT EXISTS tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL)",
+            "CREATE UNIQUE INDEX IF NOT EXISTS tenants_by_name ON tenants (name)",
             "CREATE TABLE IF NOT EXISTS accounts ("
-            "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, account_id TEXT NOT NULL, "
+            "aggregate_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, id TEXT NOT NULL, "
             "name TEXT NOT NULL, roles TEXT NOT NULL, active BOOLEAN NOT NULL, "
             f"created_at {ts} NOT NULL, updated_at {ts} NOT NULL, version INTEGER NOT NULL)",
-            "CREATE UNIQUE INDEX IF NOT EXISTS accounts_by_tenant "
-            "ON accounts (tenant_id, account_id)",
+            "CREATE UNIQUE INDEX IF NOT EXISTS accounts_by_tenant ON accounts (tenant_id, id)",
             "CREATE TABLE IF NOT EXISTS definitions ("
             "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, key TEXT NOT NULL, "
             "name TEXT NOT NULL, external BOOLEAN NOT NULL, published BOOLEAN NOT NULL, "
@@ -34,6 +35,7 @@ class DirectoryProjection(Projection):
 
     def handlers(self) -> dict[str, Handler]:
         return {
+            "Tenant.Registered": self.tenant_registered,
             "Account.Registered": self.account_registered,
             "Account.Renamed": _setting("accounts", lambda e: {"name": e.name}),
             "Account.RolesChanged": _setting("accounts", lambda e: {"roles": ",".join(e.new)}),
@@ -55,9 +57,16 @@ class DirectoryProjection(Projection):
         }
 
     @staticmethod
+    def tenant_registered(sql: Sql, event: Any, position: int) -> None:
+        sql.write(
+            "INSERT INTO tenants (id, name) VALUES (?, ?)",
+            (str(event.originator_id), event.name),
+        )
+
+    @staticmethod
     def account_registered(sql: Sql, event: Any, position: int) -> None:
         sql.write(
-            "INSERT INTO accounts (id, tenant_id, account_id, name, roles, active, created_at, "
+            "INSERT INTO accounts (aggregate_id, tenant_id, id, name, roles, active, created_at, "
             "updated_at, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
@@ -94,13 +103,15 @@ class DirectoryProjection(Projection):
 
 
 def _setting(table: str, columns_of: Callable[[Any], dict[str, Any]]) -> Handler:
-    """A handler setting the event's columns, `updated_at` and `version` of its row."""
+    """A handler setting the event's columns, `updated_at` and `version` of its row (an
+    account's row by its `aggregate_id`: its `id` is the API's, unique in its tenant)."""
+    key = "aggregate_id" if table == "accounts" else "id"
 
     def handler(sql: Sql, event: Any, position: int) -> None:
         columns = {**columns_of(event), "updated_at": event.at, "version": event.originator_version}
         assignments = ", ".join(f"{name} = ?" for name in columns)
         sql.write(
-            f"UPDATE {table} SET {assignments} WHERE id = ?",  # noqa: S608
+            f"UPDATE {table} SET {assignments} WHERE {key} = ?",  # noqa: S608
             (*columns.values(), str(event.originator_id)),
         )
 

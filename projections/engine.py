@@ -14,12 +14,14 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from eventsourcing.persistence import Notification
 
 from cronledger.persistence.ledger import Ledger, Undecodable
-from cronledger.persistence.store import Store, db_value
+from cronledger.persistence.store import SQLITE_INSTANT, Store, db_value
 
 Handler = Callable[["Sql", Any, int], None]
 
@@ -48,6 +50,19 @@ class Sql:
     @property
     def timestamp_type(self) -> str:
         return "TIMESTAMPTZ" if self.kind == "postgresql" else "TEXT"
+
+    @property
+    def seconds_type(self) -> str:
+        """Durations in seconds: PostgreSQL `NUMERIC` (its `ROUND(x, n)` takes no `DOUBLE
+        PRECISION`), SQLite `DOUBLE PRECISION` (`REAL`, which rounds fine)."""
+        return "NUMERIC" if self.kind == "postgresql" else "DOUBLE PRECISION"
+
+    def seconds(self, delta: timedelta) -> Decimal | float:
+        """A duration as a seconds column takes it: exact to the microsecond on PostgreSQL."""
+        if self.kind == "postgresql":
+            whole = delta.days * 86400 + delta.seconds
+            return Decimal(whole) + Decimal(delta.microseconds) / 1_000_000
+        return delta.total_seconds()
 
     def execute(self, statement: str, params: Sequence[Any] = ()) -> Any:
         """Run a statement now (the queued writes first): for reads, and what must not wait."""
@@ -131,8 +146,15 @@ class Projection:
         raise NotImplementedError
 
     def layout(self, sql: Sql) -> str:
-        """A fingerprint of the tables' definitions: when it changes, the tables need rebuilding."""
-        return hashlib.sha256("\n".join(self.ddl(sql)).encode()).hexdigest()[:16]
+        """A fingerprint of the tables' definitions: when it changes, the tables need rebuilding.
+
+        On SQLite it covers the form instants are stored in, so rows of an older form are
+        rebuilt (projections that cannot be rebuilt hold no instants).
+        """
+        text = "\n".join(self.ddl(sql))
+        if sql.kind == "sqlite" and self.rebuildable:
+            text += f"\ninstants as {SQLITE_INSTANT}"
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def passes(self) -> list[dict[str, Handler]]:
         """The handlers in passes over each batch: groups that touch disjoint rows or columns.

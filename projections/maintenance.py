@@ -17,6 +17,10 @@ from projections.engine import Projection, Projector, Sql
 
 Progress = Callable[[int], object]  # events projected since the last call
 SHOWN_ROWS = 20
+UNDECODABLE_TABLE = "undecodable_events"  # where every projector records what it cannot read
+
+
+STOPPED = "stopped"
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,22 @@ def rebuild(ledger: Ledger, projections: Sequence[Projection], progress: Progres
 def replay(
     ledger: Ledger, projections: Sequence[Projection], progress: Progress
 ) -> list[Difference]:
-    """Rebuild every projection in scratch and compare it, row for row, with the live tables."""
+    """Rebuild every projection in scratch and compare it, row for row, with the live tables.
+
+    The events the replay cannot decode are compared too: one damaged since the live projectors
+    read it is named as a row `only in the replay` of `undecodable_events`. An event the
+    projections cannot apply (a forged duplicate breaking a unique key) stops the replay, and
+    the replay says so as its one difference (side `stopped`) instead of raising.
+    """
+    try:
+        return _replayed(ledger, projections, progress)
+    except Exception as error:  # whatever a damaged log makes a projection raise
+        return [Difference("(replay)", STOPPED, (f"{type(error).__name__}: {error}",))]
+
+
+def _replayed(
+    ledger: Ledger, projections: Sequence[Projection], progress: Progress
+) -> list[Difference]:
     Projector(ledger, projections).catch_up()
     with ledger.store.scratch() as scratch:
         built = Projector(ledger, projections, tables=scratch)
@@ -61,7 +80,7 @@ def replay(
                 alone.catch_up(until=live_positions[projection.name], exactly=True)
                 for table in projection.tables:
                     differences += _compare(sql, table, prefix)
-            return differences
+            return differences + _compare(sql, UNDECODABLE_TABLE, prefix)
 
 
 @contextmanager
@@ -110,8 +129,9 @@ def _positions(sql: Sql, projections: Sequence[Projection]) -> dict[str, int]:
 
 def _swap(sql: Sql, projection: Projection, scratch: str, position: int) -> None:
     """Replace the live tables with the rebuilt ones (layout included) and move the position."""
+    live = "main." if sql.kind == "sqlite" else ""  # else SQLite drops a new table's scratch one
     for table in projection.tables:
-        sql.execute(f"DROP TABLE IF EXISTS {table}")
+        sql.execute(f"DROP TABLE IF EXISTS {live}{table}")
     for statement in projection.ddl(sql):
         sql.execute(statement)
     for table in projection.tables:

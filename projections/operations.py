@@ -19,7 +19,8 @@ from uuid import UUID
 from cronledger.persistence.store import Store, as_instant
 from projections.engine import Handler, Projection, Sql
 
-SCHEDULE, RUN, APPROVAL = "schedule", "run", "approval"  # aggregate types with a view of their own
+# Aggregate types with a view of their own.
+SCHEDULE, RUN, APPROVAL, DEFINITION = "schedule", "run", "approval", "definition"
 MANUAL_TRIGGER = "manual"
 KINDS = (
     "account.registered",
@@ -44,6 +45,7 @@ KINDS = (
     "approval.deadline_extended",
 )
 COLUMNS = "position, at, actor, kind, aggregate_type, aggregate_id, schedule_id, summary"
+SUBJECTS = "operation_subjects"
 
 
 class Subject(NamedTuple):
@@ -107,9 +109,7 @@ class OperationsProjection(Projection):
             "aggregate_id TEXT NOT NULL, schedule_id TEXT, summary TEXT NOT NULL)",
             "CREATE INDEX IF NOT EXISTS operations_by_tenant ON operations (tenant_id, position)",
             "CREATE INDEX IF NOT EXISTS operations_by_time ON operations (tenant_id, at)",
-            "CREATE TABLE IF NOT EXISTS operation_subjects ("
-            "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, name TEXT NOT NULL, "
-            "schedule_id TEXT, enabled BOOLEAN, settings_digest TEXT)",
+            subjects_ddl(SUBJECTS),
         ]
 
     def handlers(self) -> dict[str, Handler]:
@@ -127,6 +127,8 @@ class OperationsProjection(Projection):
             "Definition.Unpublished": _later(_plain("definition.unpublished")),
             "Schedule.Created": self.schedule_created,
             "Schedule.Updated": self.schedule_updated,
+            "Schedule.Enabled": self.schedule_switched,
+            "Schedule.Disabled": self.schedule_switched,
             "Schedule.Deleted": _later(_plain("schedule.deleted")),
             "Run.Registered": self.run_registered,
             "Run.Retried": _later(_plain("run.retried")),
@@ -138,7 +140,7 @@ class OperationsProjection(Projection):
     @staticmethod
     def account_registered(sql: Sql, event: Any, position: int) -> None:
         subject = Subject(str(event.tenant_id), event.account_id, None, None, None)
-        _remember(sql, event, subject)
+        remember_subject(sql, event, subject)
         roles = ", ".join(sorted(set(event.roles))) or "none"
         summary = f"account {event.account_id} registered with roles {roles}"
         _insert(sql, event, position, subject, Row("account.registered", summary))
@@ -146,7 +148,7 @@ class OperationsProjection(Projection):
     @staticmethod
     def definition_registered(sql: Sql, event: Any, position: int) -> None:
         subject = Subject(str(event.tenant_id), event.key, None, None, None)
-        _remember(sql, event, subject)
+        remember_subject(sql, event, subject)
         summary = f"definition {event.key} registered as {event.name!r}, unpublished"
         _insert(sql, event, position, subject, Row("definition.registered", summary))
 
@@ -160,7 +162,7 @@ class OperationsProjection(Projection):
             event.enabled,
             _digest(event.settings),
         )
-        _remember(sql, event, subject)
+        remember_subject(sql, event, subject)
         state = "enabled" if event.enabled else "disabled"
         summary = f"schedule {name!r} created, {state}"
         _insert(sql, event, position, subject, Row("schedule.created", summary))
@@ -168,7 +170,7 @@ class OperationsProjection(Projection):
     @staticmethod
     def schedule_updated(sql: Sql, event: Any, position: int) -> None:
         """`schedule.enabled` or `.disabled` when the switch moved, else `schedule.updated`."""
-        before = _subject(sql, event)
+        before = subject_of(sql, event)
         if before is None:
             return
         digest = _digest(event.settings)
@@ -183,11 +185,24 @@ class OperationsProjection(Projection):
         _insert(sql, event, position, after, _schedule_change(after, before.enabled, changed))
 
     @staticmethod
+    def schedule_switched(sql: Sql, event: Any, position: int) -> None:
+        """`schedule.enabled` or `.disabled`, as the event names it."""
+        before = subject_of(sql, event)
+        if before is None:
+            return
+        after = before._replace(enabled=type(event).__qualname__ == "Schedule.Enabled")
+        sql.write(
+            "UPDATE operation_subjects SET enabled = ? WHERE id = ?",
+            (after.enabled, str(event.originator_id)),
+        )
+        _insert(sql, event, position, after, _schedule_change(after, before.enabled, False))
+
+    @staticmethod
     def run_registered(sql: Sql, event: Any, position: int) -> None:
         """Every run is remembered (a tick's may be retried); only a manual one is an operation."""
         schedule_name = event.frozen["schedule_name"]
         subject = Subject(str(event.tenant_id), schedule_name, str(event.schedule_id), None, None)
-        _remember(sql, event, subject)
+        remember_subject(sql, event, subject)
         if event.trigger != MANUAL_TRIGGER:
             return
         summary = f"manual run of schedule {schedule_name!r} at {_instant(event.planned_at)}"
@@ -197,7 +212,7 @@ class OperationsProjection(Projection):
     def approval_submitted(sql: Sql, event: Any, position: int) -> None:
         origin = event.origin or {}
         subject = Subject(str(event.tenant_id), event.title, origin.get("schedule_id"), None, None)
-        _remember(sql, event, subject)
+        remember_subject(sql, event, subject)
 
 
 Describe = Callable[[Subject, Any], Row]
@@ -207,7 +222,7 @@ def _later(describe: Describe) -> Handler:
     """A handler for an event that does not name its tenant: the subject remembered does."""
 
     def handler(sql: Sql, event: Any, position: int) -> None:
-        subject = _subject(sql, event)
+        subject = subject_of(sql, event)
         if subject is not None:
             _insert(sql, event, position, subject, describe(subject, event))
 
@@ -274,18 +289,28 @@ def _schedule_change(after: Subject, was_enabled: bool | None, settings_changed:
     return Row(f"schedule.{verb}", f"{named} {verb}{extra}")
 
 
-def _remember(sql: Sql, event: Any, subject: Subject) -> None:
+def subjects_ddl(table: str) -> str:
+    """A table of subjects, keyed by aggregate id (`activity` keeps one of its own)."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS {table} ("
+        "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, name TEXT NOT NULL, "
+        "schedule_id TEXT, enabled BOOLEAN, settings_digest TEXT)"
+    )
+
+
+def remember_subject(sql: Sql, event: Any, subject: Subject, table: str = SUBJECTS) -> None:
+    """Keep the subject of the aggregate an event created."""
     sql.write(
-        "INSERT INTO operation_subjects (id, tenant_id, name, schedule_id, enabled, "
+        f"INSERT INTO {table} (id, tenant_id, name, schedule_id, enabled, "  # noqa: S608
         "settings_digest) VALUES (?, ?, ?, ?, ?, ?)",
         (str(event.originator_id), *subject),
     )
 
 
-def _subject(sql: Sql, event: Any) -> Subject | None:
+def subject_of(sql: Sql, event: Any, table: str = SUBJECTS) -> Subject | None:
     """The aggregate's subject; None for one of no tenant's (an event a handler never expects)."""
     row = sql.execute(
-        "SELECT tenant_id, name, schedule_id, enabled, settings_digest FROM operation_subjects "
+        f"SELECT tenant_id, name, schedule_id, enabled, settings_digest FROM {table} "  # noqa: S608
         "WHERE id = ?",
         (str(event.originator_id),),
     ).fetchone()

@@ -24,14 +24,15 @@ class ScheduleDailyProjection(Projection):
     tables = ("schedule_daily", "schedule_daily_keys")
 
     def ddl(self, sql: Sql) -> list[str]:
+        seconds = sql.seconds_type
         return [
             "CREATE TABLE IF NOT EXISTS schedule_daily ("
             "schedule_id TEXT NOT NULL, day TEXT NOT NULL, tenant_id TEXT NOT NULL, "
             "cycles INTEGER NOT NULL, successes INTEGER NOT NULL, dead_letters INTEGER NOT NULL, "
-            "registration_lag_total_seconds DOUBLE PRECISION NOT NULL, "
-            "mean_registration_lag_seconds DOUBLE PRECISION NOT NULL, "
-            "decisions INTEGER NOT NULL, decision_total_seconds DOUBLE PRECISION NOT NULL, "
-            "mean_decision_seconds DOUBLE PRECISION, PRIMARY KEY (schedule_id, day))",
+            f"registration_lag_total_seconds {seconds} NOT NULL, "
+            f"mean_registration_lag_seconds {seconds} NOT NULL, "
+            f"decisions INTEGER NOT NULL, decision_total_seconds {seconds} NOT NULL, "
+            f"mean_decision_seconds {seconds}, PRIMARY KEY (schedule_id, day))",
             "CREATE INDEX IF NOT EXISTS schedule_daily_by_tenant "
             "ON schedule_daily (tenant_id, day)",
             "CREATE TABLE IF NOT EXISTS schedule_daily_keys ("
@@ -65,7 +66,7 @@ class ScheduleDailyProjection(Projection):
     def registered(sql: Sql, event: Any, position: int) -> None:
         day = _day(event)
         schedule_id = str(event.schedule_id)
-        lag = (event.at - event.planned_at).total_seconds()
+        lag = sql.seconds(event.at - event.planned_at)
         sql.write(
             "INSERT INTO schedule_daily (schedule_id, day, tenant_id, cycles, successes, "
             "dead_letters, registration_lag_total_seconds, mean_registration_lag_seconds, "
@@ -117,7 +118,7 @@ class ScheduleDailyProjection(Projection):
             return
         started = as_instant(row[2])
         assert started is not None
-        seconds = (event.at - started).total_seconds()
+        seconds = sql.seconds(event.at - started)
         sql.write(
             "UPDATE schedule_daily SET decisions = decisions + 1, "
             "decision_total_seconds = decision_total_seconds + ?, "

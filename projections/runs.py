@@ -38,7 +38,7 @@ class RunsProjection(Projection):
     tables = ("runs", "attempts")
 
     def ddl(self, sql: Sql) -> list[str]:
-        ts = sql.timestamp_type
+        ts, seconds = sql.timestamp_type, sql.seconds_type
         return [
             "CREATE TABLE IF NOT EXISTS runs ("
             "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, schedule_id TEXT NOT NULL, "
@@ -47,10 +47,10 @@ class RunsProjection(Projection):
             "attempt_count INTEGER NOT NULL, max_attempts INTEGER NOT NULL, instance_id TEXT, "
             f"next_attempt_at {ts}, lease_expires_at {ts}, due_at {ts}, last_error_code TEXT, "
             f"registered_at {ts} NOT NULL, finished_at {ts}, skipped_count INTEGER NOT NULL, "
-            "registration_lag_seconds DOUBLE PRECISION NOT NULL, version INTEGER NOT NULL, "
+            f"registration_lag_seconds {seconds} NOT NULL, version INTEGER NOT NULL, "
             "skip_reason TEXT, blocking_run_id TEXT, schedule_version INTEGER NOT NULL, "
             "triggered_by TEXT NOT NULL, request_id TEXT, trace_id TEXT NOT NULL, "
-            f"started_at {ts}, duration_seconds DOUBLE PRECISION)",
+            f"started_at {ts}, duration_seconds {seconds}, last_error_message TEXT)",
             "CREATE INDEX IF NOT EXISTS runs_by_schedule ON runs (schedule_id, planned_at)",
             "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status)",
             "CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant_id, planned_at)",
@@ -104,7 +104,7 @@ class RunsProjection(Projection):
                 event.at,
                 event.at if event.status == SKIPPED_MISSED else None,
                 event.skipped_count,
-                (event.at - event.planned_at).total_seconds(),
+                sql.seconds(event.at - event.planned_at),
                 event.originator_version,
                 SKIP_MISSED if event.status == SKIPPED_MISSED else None,
                 frozen["schedule_revision"],
@@ -147,6 +147,8 @@ class RunsProjection(Projection):
             lease_expires_at=None,
             due_at=None,
             finished_at=event.at,
+            last_error_code=None,
+            last_error_message=None,
         )
         _set_duration(sql, event)
 
@@ -164,6 +166,7 @@ class RunsProjection(Projection):
                 lease_expires_at=None,
                 due_at=event.next_attempt_at,
                 last_error_code=event.code,
+                last_error_message=event.message,
                 finished_at=None if event.next_attempt_at else event.at,
             )
             if not event.next_attempt_at:
@@ -399,12 +402,14 @@ def backlog_by_status(store: Store, tenant_id: UUID | None) -> dict[str, int]:
     return {status: counts.get(status, 0) for status in (PENDING, RETRY_WAIT, DEAD_LETTER)}
 
 
-def attempt_outcomes(store: Store) -> dict[str, int]:
-    """How many attempts ended with each outcome, across every tenant."""
+def attempt_outcomes(store: Store) -> dict[tuple[str, str], int]:
+    """How many attempts ended with each (outcome, error code), across every tenant; a
+    success's error code is ''."""
     rows = store.query(
-        "SELECT outcome, COUNT(*) FROM attempts WHERE outcome IS NOT NULL GROUP BY outcome"
+        "SELECT outcome, COALESCE(error_code, ''), COUNT(*) FROM attempts "
+        "WHERE outcome IS NOT NULL GROUP BY outcome, COALESCE(error_code, '')"
     )
-    return {str(outcome): int(count) for outcome, count in rows}
+    return {(str(outcome), str(code)): int(count) for outcome, code, count in rows}
 
 
 def registration_lags(store: Store, bounds: Sequence[float]) -> LagHistogram:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 from uuid import UUID
@@ -24,7 +25,7 @@ RUN_STATUS_EVENTS = (
 class SchedulesProjection(Projection):
     """Every schedule as it is now, deleted ones included, with its plan and its last run.
 
-    `version` is the aggregate's (the tick checks it); `revision` is the API's `version`.
+    `version` is the API's; `log_version` is the aggregate's event count (the tick checks it).
     """
 
     name = "schedules"
@@ -34,13 +35,13 @@ class SchedulesProjection(Projection):
         ts = sql.timestamp_type
         return [
             "CREATE TABLE IF NOT EXISTS schedules ("
-            "schedule_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, name TEXT NOT NULL, "
+            "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, name TEXT NOT NULL, "
             "definition_id TEXT NOT NULL, initiator_id TEXT NOT NULL, trigger_kind TEXT NOT NULL, "
             "trigger TEXT NOT NULL, timezone TEXT NOT NULL, misfire_policy TEXT NOT NULL, "
             f"overlap_policy TEXT NOT NULL, enabled BOOLEAN NOT NULL, next_fire_at {ts}, "
             f"created_at {ts} NOT NULL, updated_at {ts} NOT NULL, updated_by TEXT NOT NULL, "
             f"deleted_at {ts}, last_run_id TEXT, last_run_planned_at {ts}, last_run_status TEXT, "
-            "revision INTEGER NOT NULL, version INTEGER NOT NULL)",
+            "version INTEGER NOT NULL, log_version INTEGER NOT NULL)",
             "CREATE INDEX IF NOT EXISTS schedules_by_tenant ON schedules (tenant_id, created_at)",
             "CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_fire_at)",
             "CREATE INDEX IF NOT EXISTS schedules_by_last_run ON schedules (last_run_id)",
@@ -55,7 +56,10 @@ class SchedulesProjection(Projection):
             {
                 "Schedule.Created": self.created,
                 "Schedule.Updated": self.updated,
+                "Schedule.Enabled": self.switched,
+                "Schedule.Disabled": self.switched,
                 "Schedule.PlanAdvanced": self.advanced,
+                "Schedule.RunRequested": self.run_requested,
                 "Schedule.Deleted": self.deleted,
             },
             {
@@ -67,9 +71,9 @@ class SchedulesProjection(Projection):
     @staticmethod
     def created(sql: Sql, event: Any, position: int) -> None:
         sql.write(
-            "INSERT INTO schedules (schedule_id, tenant_id, name, definition_id, initiator_id, "
+            "INSERT INTO schedules (id, tenant_id, name, definition_id, initiator_id, "
             "trigger_kind, trigger, timezone, misfire_policy, overlap_policy, enabled, "
-            "next_fire_at, created_at, updated_at, updated_by, revision, version) "
+            "next_fire_at, created_at, updated_at, updated_by, version, log_version) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
             (
                 str(event.originator_id),
@@ -90,7 +94,7 @@ class SchedulesProjection(Projection):
             "UPDATE schedules SET name = ?, definition_id = ?, initiator_id = ?, "
             "trigger_kind = ?, trigger = ?, timezone = ?, misfire_policy = ?, "
             "overlap_policy = ?, enabled = ?, next_fire_at = ?, updated_at = ?, updated_by = ?, "
-            "revision = revision + 1, version = ? WHERE schedule_id = ?",
+            "version = version + 1, log_version = ? WHERE id = ?",
             (
                 *_settings(event.settings),
                 event.enabled,
@@ -103,9 +107,33 @@ class SchedulesProjection(Projection):
         )
 
     @staticmethod
+    def switched(sql: Sql, event: Any, position: int) -> None:
+        """`Schedule.Enabled` or `.Disabled`: the switch and the plan move, the settings stay."""
+        sql.write(
+            "UPDATE schedules SET enabled = ?, next_fire_at = ?, updated_at = ?, updated_by = ?, "
+            "version = version + 1, log_version = ? WHERE id = ?",
+            (
+                type(event).__qualname__ == "Schedule.Enabled",
+                getattr(event, "next_fire_at", None),
+                event.at,
+                event.actor,
+                event.originator_version,
+                str(event.originator_id),
+            ),
+        )
+
+    @staticmethod
+    def run_requested(sql: Sql, event: Any, position: int) -> None:
+        """A manual run on the schedule's history: only the aggregate's version moves."""
+        sql.write(
+            "UPDATE schedules SET log_version = ? WHERE id = ?",
+            (event.originator_version, str(event.originator_id)),
+        )
+
+    @staticmethod
     def advanced(sql: Sql, event: Any, position: int) -> None:
         sql.write(
-            "UPDATE schedules SET next_fire_at = ?, version = ? WHERE schedule_id = ?",
+            "UPDATE schedules SET next_fire_at = ?, log_version = ? WHERE id = ?",
             (event.next_fire_at, event.originator_version, str(event.originator_id)),
         )
 
@@ -113,8 +141,8 @@ class SchedulesProjection(Projection):
     def deleted(sql: Sql, event: Any, position: int) -> None:
         sql.write(
             "UPDATE schedules SET enabled = ?, next_fire_at = NULL, deleted_at = ?, "
-            "updated_at = ?, updated_by = ?, revision = revision + 1, version = ? "
-            "WHERE schedule_id = ?",
+            "updated_at = ?, updated_by = ?, version = version + 1, log_version = ? "
+            "WHERE id = ?",
             (
                 False,
                 event.at,
@@ -130,7 +158,7 @@ class SchedulesProjection(Projection):
         """The newest planned run is the schedule's last run."""
         sql.write(
             "UPDATE schedules SET last_run_id = ?, last_run_planned_at = ?, last_run_status = ? "
-            "WHERE schedule_id = ? AND (last_run_planned_at IS NULL OR last_run_planned_at < ? "
+            "WHERE id = ? AND (last_run_planned_at IS NULL OR last_run_planned_at < ? "
             "OR (last_run_planned_at = ? AND last_run_id < ?))",
             (
                 str(event.originator_id),
@@ -176,8 +204,8 @@ class LastRun(NamedTuple):
 def due_schedules(store: Store, now: datetime, limit: int) -> list[tuple[UUID, int]]:
     """(schedule id, aggregate version) of the schedules whose next fire has come, oldest first."""
     rows = store.query(
-        "SELECT schedule_id, version FROM schedules WHERE next_fire_at <= ? "
-        "ORDER BY next_fire_at, schedule_id LIMIT ?",
+        "SELECT id, log_version FROM schedules WHERE next_fire_at <= ? "
+        "ORDER BY next_fire_at, id LIMIT ?",
         (now, limit),
     )
     return [(UUID(row[0]), int(row[1])) for row in rows]
@@ -200,7 +228,7 @@ def last_run_of(store: Store, schedule_id: UUID) -> LastRun | None:
     """The schedule's newest planned run, if it has any."""
     rows = store.query(
         "SELECT last_run_id, last_run_planned_at, last_run_status FROM schedules "
-        "WHERE schedule_id = ? AND last_run_id IS NOT NULL",
+        "WHERE id = ? AND last_run_id IS NOT NULL",
         (str(schedule_id),),
     )
     if not rows:
@@ -209,15 +237,31 @@ def last_run_of(store: Store, schedule_id: UUID) -> LastRun | None:
     return LastRun(str(run_id), as_instant(planned_at), status)
 
 
+@dataclass(frozen=True)
+class ScheduleFilter:
+    """Which live schedules of a tenant to list, each condition an exact match; None leaves a
+    condition out."""
+
+    name: str | None = None
+    enabled: bool | None = None
+    definition_id: str | None = None
+    initiator_id: str | None = None
+
+    def columns(self) -> dict[str, Any]:
+        """The `column = value` conditions it sets."""
+        return {column: value for column, value in asdict(self).items() if value is not None}
+
+
 def live_schedule_page(
-    store: Store, tenant_id: UUID, page: int, page_size: int
+    store: Store, tenant_id: UUID, page: int, page_size: int, wanted: ScheduleFilter
 ) -> tuple[list[str], int]:
-    """One page of the tenant's undeleted schedule ids, oldest first, and how many there are."""
+    """One page of the tenant's matching undeleted schedule ids, oldest first, and how many
+    match."""
     return store.page_of_ids(
         "schedules",
-        {"tenant_id": str(tenant_id), "deleted_at": None},
-        "created_at, schedule_id",
+        {"tenant_id": str(tenant_id), "deleted_at": None, **wanted.columns()},
+        "created_at, id",
         page,
         page_size,
-        key="schedule_id",
+        key="id",
     )

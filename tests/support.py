@@ -105,6 +105,11 @@ class Api:
     def delete(self, path: str, **kwargs: Any) -> TestResponse:
         return self.call("DELETE", path, **kwargs)
 
+    def patch(self, path: str, json: Any = None, **kwargs: Any) -> TestResponse:
+        """A JSON Merge Patch (RFC 7396)."""
+        headers = {"Content-Type": "application/merge-patch+json", **kwargs.pop("headers", {})}
+        return self.call("PATCH", path, json, headers=headers, **kwargs)
+
 
 def principal_of(services: Services, api: Api) -> Principal:
     """Who `api`'s token stands for."""

@@ -27,7 +27,7 @@ from cronledger.persistence.ledger import Ledger
 from domain.directory import Account, Definition, account_uuid
 from domain.launch import LaunchFailed, checked_launch
 from domain.policy import RunPolicy
-from domain.runs import Run
+from domain.runs import DEAD_LETTER, Run
 from projections.engine import Projector
 from projections.runs import due_runs, running_per_schedule, unfinished_earlier
 
@@ -207,13 +207,15 @@ class Worker:
         return outcomes
 
     def _log_outcome(self, claim: Claim, outcome: str) -> None:
-        """One line per committed launch; never the form data (requirement 002)."""
+        """One line per committed launch; never the form data (requirement 002). A failed
+        attempt is a WARNING, one that dead-lettered its run an ERROR."""
         run = claim.run
         if outcome == "succeeded":
             log.info("launch succeeded", extra=self._traced(claim, instance_id=run.instance_id))
         else:
+            level = logging.ERROR if run.status == DEAD_LETTER else logging.WARNING
             fields = self._traced(claim, error_code=run.error_code, status=run.status)
-            log.warning("launch failed", extra=fields)
+            log.log(level, "launch failed", extra=fields)
 
     def _traced(self, claim: Claim, **fields: object) -> dict[str, object]:
         """A launch log line's fields: the run's trace id (its record shows it), the attempt."""
@@ -222,6 +224,7 @@ class Worker:
             "trace_id": run.trace_id,
             "run_id": str(run.id),
             "schedule_id": str(run.schedule_id),
+            "tenant_id": str(run.tenant_id),
             "attempt": claim.number,
             "worker": self.name,
             **fields,

@@ -33,6 +33,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions["metrics"] = metrics.registry_for(services)
     app.extensions["streams"] = events.slots_for(services.settings, app.config.get("WEB_THREADS"))
     app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.json.ensure_ascii = False  # type: ignore[attr-defined]  # UTF-8 text, not \u escapes
     register_error_handlers(app)
     app.register_blueprint(ops.bp)
     app.register_blueprint(metrics.bp)

@@ -13,11 +13,12 @@ from typing import Any, cast
 
 from flask import current_app, g, jsonify, request
 from flask.typing import ResponseReturnValue
-from marshmallow import Schema, ValidationError
+from marshmallow import RAISE, Schema, ValidationError
 
 from cronledger.application.services import Services
 from domain.directory import Principal
 from web.json_depth import check_nesting
+from web.merge_patch import merge_patch
 from web.problems import Problem
 
 View = Callable[..., Any]
@@ -35,7 +36,21 @@ class Either:
         return self.with_key if self.key in data else self.without_key
 
 
-Body = type[Schema] | Either
+@dataclass(frozen=True)
+class MergePatch:
+    """A JSON Merge Patch (RFC 7396) of the resource `current` reads (given the principal
+    and the path) and `shown_as` dumps, validated once merged as the PUT body `replaces`;
+    a key the patch removes with null becomes its `defaults` entry (or is missing, so 422)."""
+
+    shown_as: type[Schema]
+    replaces: type[Schema]
+    documented: type[Schema]
+    defaults: Mapping[str, Any]
+    current: Callable[..., Any]
+
+
+Body = type[Schema] | Either | MergePatch
+MERGE_PATCH_TYPES = ("application/merge-patch+json", "application/json")
 
 
 @dataclass(frozen=True)
@@ -87,12 +102,15 @@ def endpoint(
             inputs: dict[str, Any] = dict(path)
             if permission is not None:
                 inputs["principal"] = authorize(permission, seen_with)
-            if body is not None:
+            if isinstance(body, MergePatch):
+                inputs["body"] = patched(body, inputs)
+            elif body is not None:
                 data = json_object()
                 shape = body.pick(data) if isinstance(body, Either) else body
                 inputs["body"] = load(shape(), data)
+            arguments = load((query or Schema)(unknown=RAISE), request.args.to_dict())
             if query is not None:
-                inputs["query"] = load(query(unknown="exclude"), request.args.to_dict())
+                inputs["query"] = arguments
             if request.method == "GET" and permission is not None:
                 services().projector.catch_up()  # reads include every write committed so far
             result = view(**inputs)
@@ -120,6 +138,21 @@ def authorize(permission: str, seen_with: str | None = None) -> Principal:
     if not principal.can(permission) and not (seen_with and principal.can(seen_with)):
         raise Problem("FORBIDDEN", f"this needs the permission {permission}")
     return principal
+
+
+def patched(patch: MergePatch, inputs: Mapping[str, Any]) -> Any:
+    """The PUT body the merge patch makes of the current representation's settable fields.
+
+    Without a `version` the patch applies to the version it was merged with, so a change
+    made in between is 409 rather than silently undone.
+    """
+    if request.mimetype not in MERGE_PATCH_TYPES:
+        raise Problem("UNSUPPORTED_MEDIA_TYPE", "send Content-Type: application/merge-patch+json")
+    changes = json_object()
+    current = patch.shown_as().dump(patch.current(**inputs))
+    settable = {key: current[key] for key in patch.replaces().fields if key in current}
+    merged = {**patch.defaults, **merge_patch(settable, changes)}
+    return load(patch.replaces(), merged)
 
 
 def json_object() -> dict[str, Any]:

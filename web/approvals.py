@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint
@@ -9,7 +10,15 @@ from flask import Blueprint
 from cronledger.application.approvals import ApprovalView, CommandResult
 from cronledger.application.directory import Page
 from cronledger.persistence.ledger import TimelineEntry
-from domain.approvals import APPROVE, EXTEND, SIGN, WITHDRAW, Command, Submission
+from domain.approvals import (
+    APPROVE,
+    EXTEND,
+    SIGN,
+    WITHDRAW,
+    Command,
+    Submission,
+    offset_minutes_of,
+)
 from domain.directory import Principal
 from domain.permissions import (
     APPROVAL_CALLBACK,
@@ -18,6 +27,7 @@ from domain.permissions import (
     APPROVAL_SUBMIT,
     AUDIT_READ,
 )
+from projections.approvals import ApprovalFilter
 from web.api import Answered, endpoint, services
 from web.schemas import (
     ApprovalListQuery,
@@ -46,7 +56,11 @@ TAG = "approvals"
     status=201,
 )
 def submit(principal: Principal, body: dict[str, Any]) -> Answered:
-    instance, replayed = services().approvals.submit(principal, Submission(**body))
+    deadline, offset = _in_utc(body["review_deadline_at"])
+    submission = Submission(
+        **{**body, "review_deadline_at": deadline}, review_deadline_offset_minutes=offset
+    )
+    instance, replayed = services().approvals.submit(principal, submission)
     return Answered(instance, 201, {"Idempotent-Replayed": "true"} if replayed else {})
 
 
@@ -59,8 +73,16 @@ def submit(principal: Principal, body: dict[str, Any]) -> Answered:
     response=page_of(ApprovalOut),
 )
 def list_approvals(principal: Principal, query: dict[str, Any]) -> Page[ApprovalView]:
+    wanted = ApprovalFilter(
+        state=query["state"],
+        applicant_id=query["applicant_id"],
+        definition_id=query["definition_id"],
+        schedule_id=query["schedule_id"],
+        deadline_from=query["deadline_from"],
+        deadline_to=query["deadline_to"],
+    )
     return services().approvals.list_page(
-        principal.tenant_id, query["state"], query["page"], query["page_size"]
+        principal.tenant_id, wanted, query["page"], query["page_size"]
     )
 
 
@@ -86,11 +108,23 @@ def approval_timeline(principal: Principal, instance_id: str) -> dict[str, list[
     return {"items": services().approvals.timeline(principal.tenant_id, instance_id)}
 
 
-def _answer(principal: Principal, instance_id: str, kind: str, body: dict[str, Any]) -> Answered:
+def _in_utc(moment: datetime | None) -> tuple[datetime | None, int | None]:
+    """A deadline as given: in UTC (as fingerprinted and stored), and the offset it had."""
+    if moment is None:
+        return None, None
+    return moment.astimezone(UTC), offset_minutes_of(moment)
+
+
+def _answer(
+    principal: Principal,
+    instance_id: str,
+    kind: str,
+    body: dict[str, Any],
+    deadline_offset_minutes: int | None = None,
+) -> Answered:
     payload = {k: v for k, v in body.items() if k != "command_id"}
-    result: CommandResult = services().approvals.command(
-        principal, instance_id, Command(kind, body["command_id"], payload)
-    )
+    command = Command(kind, body["command_id"], payload, deadline_offset_minutes)
+    result: CommandResult = services().approvals.command(principal, instance_id, command)
     return Answered(result, 200 if result.accepted else 409)
 
 
@@ -130,7 +164,8 @@ def withdraw(principal: Principal, instance_id: str, body: dict[str, Any]) -> An
     response=CommandOut,
 )
 def extend_deadline(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
-    return _answer(principal, instance_id, EXTEND, body)
+    deadline, offset = _in_utc(body["new_deadline_at"])
+    return _answer(principal, instance_id, EXTEND, {**body, "new_deadline_at": deadline}, offset)
 
 
 @bp.post("/<instance_id>/callbacks/sign")

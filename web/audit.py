@@ -11,7 +11,15 @@ from cronledger.application.directory import Page
 from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.permissions import AUDIT_READ
-from projections.operations import APPROVAL, KINDS, SCHEDULE, Operation, OperationFilter
+from projections.operations import (
+    APPROVAL,
+    DEFINITION,
+    KINDS,
+    RUN,
+    SCHEDULE,
+    Operation,
+    OperationFilter,
+)
 from web.api import endpoint, services
 from web.schemas import PageQuery, TimelineOut, UtcDateTime, page_of
 
@@ -22,6 +30,8 @@ MAX_ACTOR = 64
 OWN_TIMELINES = {
     SCHEDULE: "/api/workflows/schedules/{id}/timeline",
     APPROVAL: "/api/approvals/{id}/timeline",
+    RUN: "/api/workflows/runs/{id}/timeline",
+    DEFINITION: "/api/definitions/{id}/timeline",
 }
 TIMELINE = "/api/audit/timeline/{id}"
 

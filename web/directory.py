@@ -13,19 +13,28 @@ from cronledger.application.directory import (
     IssuedToken,
     Page,
 )
+from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
-from domain.permissions import DIRECTORY_MANAGE
-from web.api import endpoint, services
+from domain.permissions import AUDIT_READ, DIRECTORY_MANAGE
+from web.api import MergePatch, endpoint, services
 from web.schemas import (
     AccountCreate,
+    AccountFieldsIn,
     AccountOut,
+    AccountPatch,
     AccountUpdate,
     DefinitionCreate,
+    DefinitionFieldsIn,
     DefinitionOut,
+    DefinitionPatch,
     DefinitionUpdate,
     PageQuery,
+    ReasonBody,
+    TimelineOut,
     TokenOut,
     VersionBody,
+    VersionReasonBody,
+    defaults_of,
     page_of,
 )
 
@@ -67,6 +76,12 @@ def get_account(principal: Principal, account_id: str) -> AccountView:
     return services().directory.account(principal.tenant_id, account_id)
 
 
+@bp.get("/accounts/<account_id>/timeline")
+@endpoint("Every event of the account", tag=ACCOUNTS, permission=AUDIT_READ, response=TimelineOut)
+def account_timeline(principal: Principal, account_id: str) -> dict[str, list[TimelineEntry]]:
+    return {"items": services().directory.account_timeline(principal.tenant_id, account_id)}
+
+
 @bp.put("/accounts/<account_id>")
 @endpoint(
     "Rename an account or change its roles",
@@ -76,9 +91,31 @@ def get_account(principal: Principal, account_id: str) -> AccountView:
     response=AccountOut,
 )
 def update_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
+    return _replace_account(principal, account_id, body)
+
+
+def _replace_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
     return services().directory.update_account(
-        principal, account_id, body["name"], body["roles"], body["version"]
+        principal, account_id, body["name"], body["roles"], body["version"], body.get("reason")
     )
+
+
+def _account(principal: Principal, account_id: str) -> AccountView:
+    return services().directory.account(principal.tenant_id, account_id)
+
+
+@bp.patch("/accounts/<account_id>")
+@endpoint(
+    "Change an account's name or roles (JSON Merge Patch), saved as a PUT of the result",
+    tag=ACCOUNTS,
+    permission=DIRECTORY_MANAGE,
+    body=MergePatch(
+        AccountOut, AccountUpdate, AccountPatch, defaults_of(AccountFieldsIn), _account
+    ),
+    response=AccountOut,
+)
+def patch_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
+    return _replace_account(principal, account_id, body)
 
 
 @bp.post("/accounts/<account_id>/deactivate")
@@ -86,11 +123,13 @@ def update_account(principal: Principal, account_id: str, body: dict[str, Any]) 
     "Deactivate an account: its tokens stop working",
     tag=ACCOUNTS,
     permission=DIRECTORY_MANAGE,
-    body=VersionBody,
+    body=VersionReasonBody,
     response=AccountOut,
 )
 def deactivate_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
-    return services().directory.set_active(principal, account_id, False, body.get("version"))
+    return services().directory.set_active(
+        principal, account_id, False, body.get("version"), body["reason"]
+    )
 
 
 @bp.post("/accounts/<account_id>/activate")
@@ -98,11 +137,13 @@ def deactivate_account(principal: Principal, account_id: str, body: dict[str, An
     "Activate an account again",
     tag=ACCOUNTS,
     permission=DIRECTORY_MANAGE,
-    body=VersionBody,
+    body=VersionReasonBody,
     response=AccountOut,
 )
 def activate_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
-    return services().directory.set_active(principal, account_id, True, body.get("version"))
+    return services().directory.set_active(
+        principal, account_id, True, body.get("version"), body["reason"]
+    )
 
 
 @bp.post("/accounts/<account_id>/tokens")
@@ -118,9 +159,17 @@ def issue_token(principal: Principal, account_id: str) -> IssuedToken:
 
 
 @bp.delete("/accounts/<account_id>/tokens/<token_id>")
-@endpoint("Revoke an API token", tag=ACCOUNTS, permission=DIRECTORY_MANAGE, status=204)
-def revoke_token(principal: Principal, account_id: str, token_id: str) -> None:
-    services().directory.revoke_token(principal, account_id, token_id)
+@endpoint(
+    "Revoke an API token",
+    tag=ACCOUNTS,
+    permission=DIRECTORY_MANAGE,
+    body=ReasonBody,
+    status=204,
+)
+def revoke_token(
+    principal: Principal, account_id: str, token_id: str, body: dict[str, Any]
+) -> None:
+    services().directory.revoke_token(principal, account_id, token_id, body["reason"])
 
 
 @bp.post("/definitions")
@@ -159,6 +208,28 @@ def get_definition(principal: Principal, definition_id: str) -> DefinitionView:
     return services().directory.definition(principal.tenant_id, definition_id)
 
 
+@bp.get("/definitions/by-key/<key>")
+@endpoint(
+    "Read a process definition by its key",
+    tag=DEFINITIONS,
+    permission=DIRECTORY_MANAGE,
+    response=DefinitionOut,
+)
+def get_definition_by_key(principal: Principal, key: str) -> DefinitionView:
+    return services().directory.definition_by_key(principal.tenant_id, key)
+
+
+@bp.get("/definitions/<definition_id>/timeline")
+@endpoint(
+    "Every event of the process definition",
+    tag=DEFINITIONS,
+    permission=AUDIT_READ,
+    response=TimelineOut,
+)
+def definition_timeline(principal: Principal, definition_id: str) -> dict[str, list[TimelineEntry]]:
+    return {"items": services().directory.definition_timeline(principal.tenant_id, definition_id)}
+
+
 @bp.put("/definitions/<definition_id>")
 @endpoint(
     "Replace a process definition's fields (its key stays)",
@@ -170,9 +241,39 @@ def get_definition(principal: Principal, definition_id: str) -> DefinitionView:
 def update_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
 ) -> DefinitionView:
+    return _replace_definition(principal, definition_id, body)
+
+
+def _replace_definition(
+    principal: Principal, definition_id: str, body: dict[str, Any]
+) -> DefinitionView:
     return services().directory.update_definition(
         principal, definition_id, _fields(body), body["version"]
     )
+
+
+def _definition(principal: Principal, definition_id: str) -> DefinitionView:
+    return services().directory.definition(principal.tenant_id, definition_id)
+
+
+@bp.patch("/definitions/<definition_id>")
+@endpoint(
+    "Change some of a process definition's fields (JSON Merge Patch), saved as a PUT",
+    tag=DEFINITIONS,
+    permission=DIRECTORY_MANAGE,
+    body=MergePatch(
+        DefinitionOut,
+        DefinitionUpdate,
+        DefinitionPatch,
+        defaults_of(DefinitionFieldsIn),
+        _definition,
+    ),
+    response=DefinitionOut,
+)
+def patch_definition(
+    principal: Principal, definition_id: str, body: dict[str, Any]
+) -> DefinitionView:
+    return _replace_definition(principal, definition_id, body)
 
 
 @bp.post("/definitions/<definition_id>/publish")

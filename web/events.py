@@ -12,7 +12,7 @@ from functools import partial
 from typing import cast
 
 from flask import Blueprint, Response, current_app, g, request, stream_with_context
-from marshmallow import Schema, fields, validate
+from marshmallow import RAISE, Schema, fields, validate
 
 from cronledger.application.stream import (
     READERS,
@@ -49,7 +49,7 @@ class StreamQuery(Schema):
 @bp.get("/stream")
 def stream() -> Response:
     principal = _caller()
-    query = load(StreamQuery(unknown="exclude"), request.args.to_dict())
+    query = load(StreamQuery(unknown=RAISE), request.args.to_dict())
     events = EventStream(
         services().ledger,
         principal,
@@ -109,6 +109,10 @@ stream.openapi_operation = {  # type: ignore[attr-defined]
         "429": {
             "description": "too many open streams; retry after `Retry-After` seconds",
             "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+            "content": {"application/problem+json": {"schema": "Problem"}},
+        },
+        "422": {
+            "description": "an invalid or unknown query parameter, named in `errors`",
             "content": {"application/problem+json": {"schema": "Problem"}},
         },
     },
@@ -198,5 +202,9 @@ def _frame(item: StreamItem) -> str:
         clipped = {"requested_after": item.requested, "starts_after": item.position}
         return f"event: replay-clipped\ndata: {json.dumps(clipped)}\n\n"
     body = {**TimelineEntryOut().dump(item.entry), "aggregate_id": str(item.aggregate_id)}
+    if item.schedule_id is not None:
+        body["schedule_id"] = str(item.schedule_id)
+    if item.account_id is not None:
+        body["account_id"] = item.account_id
     data = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     return f"id: {item.entry.position}\nevent: {item.entry.type}\ndata: {data}\n\n"

@@ -8,9 +8,10 @@ from typing import Any
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Flask
+from marshmallow import Schema
 
 from cronledger.version import installed_version
-from web.api import Body, Either, EndpointSpec
+from web.api import MERGE_PATCH_TYPES, Body, Either, EndpointSpec, MergePatch
 from web.schemas import ProblemOut
 
 PATH_PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
@@ -19,7 +20,7 @@ ERRORS = {
     "403": "the token's account lacks the permission",
     "404": "no such resource in this tenant",
     "409": "conflict with the resource's state or version",
-    "422": "invalid fields",
+    "422": "invalid fields, or fields or query parameters it does not take (named in errors)",
 }
 
 
@@ -62,7 +63,7 @@ def _operation(declared: EndpointSpec, path_arguments: set[str]) -> dict[str, An
     if declared.body is not None:
         operation["requestBody"] = {
             "required": True,
-            "content": {"application/json": {"schema": _body_schema(declared.body)}},
+            "content": _body_content(declared.body),
         }
     if declared.permission is not None:
         operation["security"] = [{"bearer": []}]
@@ -77,7 +78,14 @@ def _operation(declared: EndpointSpec, path_arguments: set[str]) -> dict[str, An
     return operation
 
 
-def _body_schema(body: Body) -> Any:
+def _body_content(body: Body) -> dict[str, Any]:
+    """The media types a body is taken in: a merge patch as either of its types."""
+    if isinstance(body, MergePatch):
+        return {media_type: {"schema": body.documented} for media_type in MERGE_PATCH_TYPES}
+    return {"application/json": {"schema": _body_schema(body)}}
+
+
+def _body_schema(body: type[Schema] | Either) -> Any:
     if isinstance(body, Either):
         return {"oneOf": [body.without_key, body.with_key]}
     return body

@@ -9,8 +9,9 @@ from flask import Blueprint
 
 from cronledger.application.directory import Page
 from cronledger.application.runs import RunView
+from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
-from domain.permissions import SCHEDULE_EDIT, SCHEDULE_LIST
+from domain.permissions import AUDIT_READ, SCHEDULE_EDIT, SCHEDULE_LIST
 from projections.runs import RunFilter
 from web.api import endpoint, services
 from web.schemas import (
@@ -19,7 +20,8 @@ from web.schemas import (
     RunLogQuery,
     RunNowIn,
     RunOut,
-    VersionBody,
+    TimelineOut,
+    VersionReasonBody,
     page_of,
 )
 
@@ -82,6 +84,23 @@ def run_log(principal: Principal, query: dict[str, Any]) -> Page[RunView]:
     )
 
 
+@log_bp.get("/<run_id>")
+@endpoint(
+    "A run of the tenant by its id alone, with its attempts",
+    tag=TAG,
+    permission=SCHEDULE_LIST,
+    response=RunDetailOut,
+)
+def get_run_by_id(principal: Principal, run_id: str) -> RunView:
+    return services().runs.view_by_id(principal.tenant_id, run_id)
+
+
+@log_bp.get("/<run_id>/timeline")
+@endpoint("Every event of the run", tag=TAG, permission=AUDIT_READ, response=TimelineOut)
+def run_timeline(principal: Principal, run_id: str) -> dict[str, list[TimelineEntry]]:
+    return {"items": services().runs.timeline(principal.tenant_id, run_id)}
+
+
 @bp.get("/runs/<run_id>")
 @endpoint("A run with its attempts", tag=TAG, permission=SCHEDULE_LIST, response=RunDetailOut)
 def get_run(principal: Principal, schedule_id: str, run_id: str) -> RunView:
@@ -94,13 +113,15 @@ def get_run(principal: Principal, schedule_id: str, run_id: str) -> RunView:
     "Retry a FAILED, DEAD_LETTER or CANCELLED run: a new round of attempts",
     tag=TAG,
     permission=SCHEDULE_EDIT,
-    body=VersionBody,
+    body=VersionReasonBody,
     response=RunDetailOut,
     status=202,
 )
 def retry_run(principal: Principal, schedule_id: str, run_id: str, body: dict[str, Any]) -> RunView:
     schedule = services().schedules.find(principal.tenant_id, schedule_id)
-    return services().runs.retry(principal, schedule.id, run_id, body.get("version"))
+    return services().runs.retry(
+        principal, schedule.id, run_id, body.get("version"), body["reason"]
+    )
 
 
 @bp.post("/runs/<run_id>/cancel")
@@ -108,7 +129,7 @@ def retry_run(principal: Principal, schedule_id: str, run_id: str, body: dict[st
     "Cancel a PENDING or RETRY_WAIT run: no further attempts",
     tag=TAG,
     permission=SCHEDULE_EDIT,
-    body=VersionBody,
+    body=VersionReasonBody,
     response=RunDetailOut,
     status=202,
 )
@@ -116,4 +137,6 @@ def cancel_run(
     principal: Principal, schedule_id: str, run_id: str, body: dict[str, Any]
 ) -> RunView:
     schedule = services().schedules.find(principal.tenant_id, schedule_id)
-    return services().runs.cancel(principal, schedule.id, run_id, body.get("version"))
+    return services().runs.cancel(
+        principal, schedule.id, run_id, body.get("version"), body["reason"]
+    )

@@ -17,18 +17,23 @@ from domain.permissions import (
     SCHEDULE_EDIT,
     SCHEDULE_LIST,
 )
-from web.api import Either, endpoint, services
+from projections.schedules import ScheduleFilter
+from web.api import Either, MergePatch, endpoint, services
 from web.schemas import (
-    PageQuery,
     PreviewIn,
     PreviewOut,
+    ReasonBody,
+    SavedPreviewQuery,
     ScheduleFieldsIn,
     ScheduleFromPresetIn,
+    ScheduleListQuery,
     ScheduleOut,
+    SchedulePatch,
     ScheduleUpdate,
     TimelineOut,
-    VersionBody,
     VersionQuery,
+    VersionReasonBody,
+    defaults_of,
     page_of,
 )
 
@@ -59,11 +64,16 @@ def create_schedule(principal: Principal, body: dict[str, Any]) -> ScheduleView:
     "List schedules",
     tag=TAG,
     permission=SCHEDULE_LIST,
-    query=PageQuery,
+    query=ScheduleListQuery,
     response=page_of(ScheduleOut),
 )
 def list_schedules(principal: Principal, query: dict[str, Any]) -> Page[ScheduleView]:
-    return services().schedules.list_page(principal.tenant_id, query["page"], query["page_size"])
+    wanted = ScheduleFilter(
+        query["name"], query["enabled"], query["definition_id"], query["initiator_id"]
+    )
+    return services().schedules.list_page(
+        principal.tenant_id, wanted, query["page"], query["page_size"]
+    )
 
 
 @bp.post("/preview")
@@ -86,19 +96,55 @@ def get_schedule(principal: Principal, schedule_id: str) -> ScheduleView:
     return services().schedules.view(principal.tenant_id, schedule_id)
 
 
+@bp.get("/<schedule_id>/preview")
+@endpoint(
+    "The next fire times of a saved schedule's trigger, enabled or not",
+    tag=TAG,
+    permission=SCHEDULE_LIST,
+    query=SavedPreviewQuery,
+    response=PreviewOut,
+)
+def saved_preview(principal: Principal, schedule_id: str, query: dict[str, Any]) -> Preview:
+    return services().schedules.saved_preview(
+        principal.tenant_id, schedule_id, query["count"], query["after"]
+    )
+
+
 @bp.put("/<schedule_id>")
 @endpoint(
-    "Replace a schedule's settings",
+    "Replace a schedule's settings: every settable field is required",
     tag=TAG,
     permission=SCHEDULE_EDIT,
     body=ScheduleUpdate,
     response=ScheduleOut,
 )
 def update_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
+    return _replace(principal, schedule_id, body)
+
+
+def _replace(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
     schedules = services().schedules
     return schedules.update(
         principal, schedule_id, schedules.settings_from(body), body["enabled"], body["version"]
     )
+
+
+def _schedule(principal: Principal, schedule_id: str) -> ScheduleView:
+    return services().schedules.view(principal.tenant_id, schedule_id)
+
+
+@bp.patch("/<schedule_id>")
+@endpoint(
+    "Change some of a schedule's settings (JSON Merge Patch), saved as a PUT of the result",
+    tag=TAG,
+    permission=SCHEDULE_EDIT,
+    body=MergePatch(
+        ScheduleOut, ScheduleUpdate, SchedulePatch, defaults_of(ScheduleFieldsIn), _schedule
+    ),
+    response=ScheduleOut,
+)
+def patch_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
+    return _replace(principal, schedule_id, body)
 
 
 @bp.post("/<schedule_id>/enable")
@@ -106,11 +152,13 @@ def update_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]
     "Enable a schedule: its first fire is strictly after now",
     tag=TAG,
     permission=SCHEDULE_EDIT,
-    body=VersionBody,
+    body=VersionReasonBody,
     response=ScheduleOut,
 )
 def enable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
-    return services().schedules.set_enabled(principal, schedule_id, True, body.get("version"))
+    return services().schedules.set_enabled(
+        principal, schedule_id, True, body.get("version"), body["reason"]
+    )
 
 
 @bp.post("/<schedule_id>/disable")
@@ -118,11 +166,13 @@ def enable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]
     "Disable a schedule: it stops planning",
     tag=TAG,
     permission=SCHEDULE_EDIT,
-    body=VersionBody,
+    body=VersionReasonBody,
     response=ScheduleOut,
 )
 def disable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
-    return services().schedules.set_enabled(principal, schedule_id, False, body.get("version"))
+    return services().schedules.set_enabled(
+        principal, schedule_id, False, body.get("version"), body["reason"]
+    )
 
 
 @bp.delete("/<schedule_id>")
@@ -131,10 +181,13 @@ def disable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any
     tag=TAG,
     permission=SCHEDULE_DELETE,
     query=VersionQuery,
+    body=ReasonBody,
     status=204,
 )
-def delete_schedule(principal: Principal, schedule_id: str, query: dict[str, Any]) -> None:
-    services().schedules.delete(principal, schedule_id, query["version"])
+def delete_schedule(
+    principal: Principal, schedule_id: str, query: dict[str, Any], body: dict[str, Any]
+) -> None:
+    services().schedules.delete(principal, schedule_id, query["version"], body["reason"])
 
 
 @bp.get("/<schedule_id>/timeline")

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from copy import copy
 from datetime import UTC, datetime
 from typing import Any, get_args, get_origin, get_type_hints
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import RAISE, Schema, ValidationError, fields, missing, validate, validates_schema
 
 from cronledger.application.backlog import Backlog
 from domain.directory import PUBLIC_ID
 from domain.permissions import ROLES
+from domain.reasons import MAX_REASON
 from domain.runs import SKIP_MISSED, SKIP_OVERLAP
 from domain.schedules import OVERLAP_POLICIES, OVERLAP_SKIP
 
@@ -20,6 +22,7 @@ MAX_REVIEW_WINDOW_SECONDS = 366 * 24 * 3600
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(2999, 12, 31, tzinfo=UTC)
 MAX_DATETIME_LENGTH = 64  # 2026-10-01T18:00:00.123456+08:00 is 32
+MAX_PREVIEW = 50  # fire times in one preview
 
 
 class UtcDateTime(fields.DateTime):
@@ -31,6 +34,10 @@ class UtcDateTime(fields.DateTime):
         return str(value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S") + _fraction(value) + "Z")
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> datetime:
+        return self._given(value, attr, data, **kwargs).astimezone(UTC)
+
+    def _given(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> datetime:
+        """The request time at the offset it was given with."""
         if isinstance(value, str) and len(value) > MAX_DATETIME_LENGTH:
             raise ValidationError(f"must be at most {MAX_DATETIME_LENGTH} characters long")
         parsed = super()._deserialize(value, attr, data, **kwargs)
@@ -38,7 +45,14 @@ class UtcDateTime(fields.DateTime):
             raise ValidationError("must carry an offset, e.g. 2026-10-01T18:00:00+08:00 or ...Z")
         if not EARLIEST <= parsed <= LATEST:
             raise ValidationError("must lie between the years 1970 and 2999")
-        return parsed.astimezone(UTC)
+        return parsed
+
+
+class OffsetDateTime(UtcDateTime):
+    """A UtcDateTime whose request time keeps the offset it was given with."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> datetime:
+        return self._given(value, attr, data, **kwargs)
 
 
 def _fraction(value: datetime) -> str:
@@ -64,6 +78,48 @@ class StrictSchema(Schema):
         unknown = RAISE
 
 
+VERSION_EXPECTED = (
+    "the resource's `version` as last read (not a timeline entry's `log_version`); "
+    "a stale one is 409"
+)
+
+
+def replacing(schema: type[Schema], name: str) -> type[Schema]:
+    """A PUT body: every field of `schema` required, and the `version` it replaces."""
+    required = {key: _copied(field, required=True) for key, field in _fields_of(schema).items()}
+    version = strict_int(1, 2**31, required=True, metadata={"description": VERSION_EXPECTED})
+    return type(name, (schema,), {**required, "version": version})
+
+
+def merge_patch_of(schema: type[Schema], name: str) -> type[Schema]:
+    """A PATCH body as documented: any field of the PUT body `schema`, null meaning default."""
+    optional = {key: _copied(field, allow_none=True) for key, field in _fields_of(schema).items()}
+    return type(name, (schema,), optional)
+
+
+def defaults_of(schema: type[Schema]) -> dict[str, Any]:
+    """What a field left out of `schema` becomes, for the fields that have a default."""
+    return {
+        key: field.load_default() if callable(field.load_default) else field.load_default
+        for key, field in _fields_of(schema).items()
+        if field.load_default is not missing
+    }
+
+
+def _fields_of(schema: type[Schema]) -> dict[str, fields.Field[Any]]:
+    return dict(schema._declared_fields)
+
+
+def _copied(field: fields.Field[Any], **changes: Any) -> fields.Field[Any]:
+    """The field with no default and `changes` (`required`, `allow_none`)."""
+    changed = copy(field)
+    changed.load_default = missing
+    changed.required = False
+    for attribute, value in changes.items():
+        setattr(changed, attribute, value)
+    return changed
+
+
 class PageQuery(Schema):
     page = fields.Integer(validate=validate.Range(1, 1_000_000), load_default=1)
     page_size = fields.Integer(validate=validate.Range(1, 200), load_default=20)
@@ -71,6 +127,28 @@ class PageQuery(Schema):
 
 class VersionBody(StrictSchema):
     version = strict_int(1, 2**31, metadata={"description": "optional; a stale one is 409"})
+
+
+def reason_field() -> fields.String:
+    """Why the operator does it: optional, recorded on the event and shown in timelines."""
+    return fields.String(
+        validate=validate.Length(1, MAX_REASON),
+        load_default=None,
+        metadata={"description": "optional: why, recorded on the event (timelines show it)"},
+    )
+
+
+def with_reason(schema: type[Schema]) -> type[Schema]:
+    """`schema` with an optional `reason`, under the same name."""
+    return type(schema.__name__, (schema,), {"reason": reason_field()})
+
+
+class ReasonBody(StrictSchema):
+    reason = reason_field()
+
+
+class VersionReasonBody(VersionBody):
+    reason = reason_field()
 
 
 class AccountCreate(StrictSchema):
@@ -85,10 +163,13 @@ class AccountCreate(StrictSchema):
     )
 
 
-class AccountUpdate(StrictSchema):
+class AccountFieldsIn(StrictSchema):
     name = name_field(required=True)
     roles = AccountCreate._declared_fields["roles"]
-    version = strict_int(1, 2**31, required=True)
+
+
+AccountUpdate = with_reason(replacing(AccountFieldsIn, "AccountUpdate"))
+AccountPatch = merge_patch_of(AccountUpdate, "AccountPatch")
 
 
 class AccountOut(Schema):
@@ -143,8 +224,8 @@ class DefinitionCreate(DefinitionFieldsIn):
     key = fields.String(required=True, validate=validate.Regexp(DEFINITION_KEY))
 
 
-class DefinitionUpdate(DefinitionFieldsIn):
-    version = strict_int(1, 2**31, required=True)
+DefinitionUpdate = replacing(DefinitionFieldsIn, "DefinitionUpdate")
+DefinitionPatch = merge_patch_of(DefinitionUpdate, "DefinitionPatch")
 
 
 class DefinitionOut(Schema):
@@ -167,8 +248,13 @@ class DefinitionOut(Schema):
 
 
 class TimelineEntryOut(Schema):
-    position = fields.Integer()
-    version = fields.Integer()
+    position = fields.Integer(metadata={"description": "the event's place in the whole log"})
+    log_version = fields.Integer(
+        metadata={
+            "description": "the event's place in its resource's log (1, 2, ...); not the "
+            "`version` a PUT, PATCH or command takes (0.1.0 named this `version`)"
+        }
+    )
     type = fields.String()
     at = UtcDateTime()
     actor = fields.String(allow_none=True)
@@ -249,8 +335,8 @@ class ScheduleFromPresetIn(StrictSchema):
     name = name_field(load_default=None)
 
 
-class ScheduleUpdate(ScheduleFieldsIn):
-    version = strict_int(1, 2**31, required=True)
+ScheduleUpdate = replacing(ScheduleFieldsIn, "ScheduleUpdate")
+SchedulePatch = merge_patch_of(ScheduleUpdate, "SchedulePatch")
 
 
 class VersionQuery(Schema):
@@ -297,6 +383,9 @@ class ScheduleOut(Schema):
     updated_at = UtcDateTime()
     updated_by = fields.String()
     next_fire_at = UtcDateTime(allow_none=True)
+    next_fire_at_local = LocalDateTime(
+        allow_none=True, metadata={"description": "`next_fire_at` in the schedule's time zone"}
+    )
     last_run = fields.Dict(allow_none=True)
     last_skip = fields.Nested(
         LastSkipOut, allow_none=True, metadata={"description": "the run skipped most recently"}
@@ -313,7 +402,12 @@ class ScheduleOut(Schema):
 class PreviewIn(StrictSchema):
     trigger = fields.Dict(required=True)
     timezone = fields.String(validate=validate.Length(1, 64), allow_none=True, load_default=None)
-    count = strict_int(1, 50, load_default=5)
+    count = strict_int(1, MAX_PREVIEW, load_default=5)
+    after = UtcDateTime(load_default=None, metadata={"description": "with an offset; default now"})
+
+
+class SavedPreviewQuery(Schema):
+    count = fields.Integer(validate=validate.Range(1, MAX_PREVIEW), load_default=5)
     after = UtcDateTime(load_default=None, metadata={"description": "with an offset; default now"})
 
 
@@ -332,8 +426,12 @@ class ApprovalSubmit(StrictSchema):
     title = name_field(required=True)
     form_data = fields.Dict(load_default=dict)
     material_version = strict_int(0, 2**31, required=True)
-    review_deadline_at = UtcDateTime(
-        load_default=None, metadata={"description": "default: now + the review window"}
+    review_deadline_at = OffsetDateTime(
+        load_default=None,
+        metadata={
+            "description": "default: now + the review window; its offset is kept beside the "
+            "UTC value (`review_deadline_at_local`)"
+        },
     )
 
 
@@ -353,7 +451,10 @@ class WithdrawIn(StrictSchema):
 
 class ExtendDeadlineIn(StrictSchema):
     command_id = command_id_field()
-    new_deadline_at = UtcDateTime(required=True)
+    new_deadline_at = OffsetDateTime(
+        required=True,
+        metadata={"description": "its offset is kept beside the UTC value"},
+    )
     reason = fields.String(required=True, validate=validate.Length(1, 500))
 
 
@@ -386,8 +487,41 @@ class OriginOut(Schema):
 APPROVAL_STATES = ["WAITING_REVIEW", "APPROVED", "WITHDRAWN", "EXPIRED"]
 
 
+def id_filter(description: str) -> fields.String:
+    """A list filter on an id: an exact match, or left out."""
+    return fields.String(
+        validate=validate.Length(1, 64), load_default=None, metadata={"description": description}
+    )
+
+
 class ApprovalListQuery(PageQuery):
     state = fields.String(validate=validate.OneOf(APPROVAL_STATES), load_default=None)
+    applicant_id = id_filter("the applicant's account id")
+    definition_id = id_filter("the definition's id")
+    schedule_id = fields.UUID(
+        load_default=None, metadata={"description": "the schedule that launched it"}
+    )
+    deadline_from = UtcDateTime(
+        load_default=None, metadata={"description": "review deadline, inclusive"}
+    )
+    deadline_to = UtcDateTime(
+        load_default=None, metadata={"description": "review deadline, exclusive"}
+    )
+
+    @validates_schema
+    def _check_window(self, data: dict[str, Any], **kwargs: Any) -> None:
+        start, end = data.get("deadline_from"), data.get("deadline_to")
+        if start is not None and end is not None and end < start:
+            raise ValidationError("must not be before deadline_from", "deadline_to")
+
+
+class ScheduleListQuery(PageQuery):
+    name = name_field(load_default=None, metadata={"description": "the exact name"})
+    enabled = fields.Boolean(
+        truthy={"true"}, falsy={"false"}, load_default=None, metadata={"description": "true, false"}
+    )
+    definition_id = id_filter("the definition's id")
+    initiator_id = id_filter("the initiator's account id")
 
 
 class ObservationOut(Schema):
@@ -417,6 +551,14 @@ class ExtensionOut(Schema):
     rule_version = fields.Integer(metadata={"description": "the deadline rules' version"})
 
 
+class WinningCommandOut(Schema):
+    """The command that decided an instance."""
+
+    command_id = fields.String(allow_none=True)
+    kind = fields.String(metadata={"description": "approve, withdraw or sweep"})
+    actor = fields.String()
+
+
 class ApprovalOut(Schema):
     id = fields.String()
     definition_id = fields.String()
@@ -426,6 +568,12 @@ class ApprovalOut(Schema):
     state = fields.String(metadata={"enum": APPROVAL_STATES})
     material_version = fields.Integer()
     review_deadline_at = UtcDateTime()
+    review_deadline_at_local = LocalDateTime(
+        metadata={
+            "description": "`review_deadline_at` at the offset it was given with; UTC "
+            "(+00:00) when none was given, e.g. a deadline from the review window"
+        }
+    )
     deadline_policy = fields.Dict()
     origin = fields.Nested(
         OriginOut, allow_none=True, metadata={"description": "null unless a schedule launched it"}
@@ -433,6 +581,13 @@ class ApprovalOut(Schema):
     allow_self_approval = fields.Boolean()
     submitted_at = UtcDateTime()
     decided_at = UtcDateTime(allow_none=True)
+    decided_by = fields.String(
+        allow_none=True,
+        metadata={"description": "who decided it (`system:sweeper`: an expiry); null if waiting"},
+    )
+    winning_command = fields.Nested(
+        WinningCommandOut, allow_none=True, metadata={"description": "null while waiting"}
+    )
     version = fields.Integer()
     observations = fields.List(fields.Nested(ObservationOut))
     contract_id = fields.String(
@@ -447,6 +602,12 @@ class CommandOut(Schema):
     state = fields.String()
     instance = fields.Nested(ApprovalOut)
     replayed = fields.Boolean()
+    reason = fields.String(metadata={"description": "why the command won or lost"})
+    winning_command = fields.Nested(
+        WinningCommandOut,
+        allow_none=True,
+        metadata={"description": "the command that decided the instance; null while it waits"},
+    )
 
 
 def _backlog_field(kind: Any) -> fields.Field[Any]:
@@ -529,6 +690,10 @@ class RunOut(Schema):
         metadata={"description": "the definition's revision it launches, frozen at registration"}
     )
     planned_at = UtcDateTime()
+    planned_at_local = LocalDateTime(
+        allow_none=True,
+        metadata={"description": "`planned_at` in the schedule's time zone (frozen with the run)"},
+    )
     trigger = fields.String(metadata={"enum": RUN_TRIGGERS})
     triggered_by = fields.String(
         allow_none=True,

@@ -16,6 +16,7 @@ from eventsourcing.persistence import IntegrityError
 from cronledger.application.directory import Directory, Page
 from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
 from domain.approvals import (
+    DEADLINE_ACTOR,
     SWEEP,
     Answer,
     ApprovalInstance,
@@ -29,6 +30,7 @@ from domain.directory import Definition, Principal
 from domain.errors import ValidationFailed
 from domain.launch import definition_problem
 from projections.approvals import (
+    ApprovalFilter,
     approval_page,
     expiry_lags,
     overdue_backlog,
@@ -36,7 +38,7 @@ from projections.approvals import (
 )
 from projections.engine import Projector
 
-SWEEPER = "system:sweeper"
+SWEEPER = DEADLINE_ACTOR
 # Why a sweep failed to expire a due instance (the reason label of the failures counter).
 VERSION_CONFLICT = "version_conflict"  # another writer saved one of a batch first; retried
 UNREADABLE = "unreadable"  # its history holds an undecodable event; left waiting
@@ -83,11 +85,14 @@ class ApprovalView:
     state: str
     material_version: int
     review_deadline_at: datetime
+    review_deadline_at_local: datetime
     deadline_policy: dict[str, Any]
     origin: dict[str, Any] | None
     allow_self_approval: bool
     submitted_at: datetime
     decided_at: datetime | None
+    decided_by: str | None
+    winning_command: dict[str, str | None] | None
     version: int
     observations: list[dict[str, Any]]
     contract_id: str | None
@@ -104,11 +109,14 @@ class ApprovalView:
             state=instance.state,
             material_version=instance.material_version,
             review_deadline_at=instance.review_deadline_at,
+            review_deadline_at_local=instance.review_deadline_at_local,
             deadline_policy=jsonable(instance.deadline_policy),
             origin=jsonable(instance.origin),
             allow_self_approval=instance.allow_self_approval,
             submitted_at=instance.submitted_at,
             decided_at=instance.decided_at,
+            decided_by=instance.decided_by,
+            winning_command=instance.winning_command,
             version=instance.version,
             observations=jsonable(instance.observations),
             contract_id=instance.contract_id,
@@ -123,11 +131,20 @@ class CommandResult:
     accepted: bool
     instance: ApprovalView
     replayed: bool
+    reason: str
+    winning_command: dict[str, str | None] | None
 
     @classmethod
     def of(cls, answer: Answer, instance: ApprovalInstance, replayed: bool) -> CommandResult:
+        view = ApprovalView.of(instance)
         return cls(
-            answer.outcome, answer.state, answer.accepted, ApprovalView.of(instance), replayed
+            answer.outcome,
+            answer.state,
+            answer.accepted,
+            view,
+            replayed,
+            answer.reason,
+            view.winning_command,
         )
 
 
@@ -226,9 +243,10 @@ class Approvals:
         return ApprovalView.of(self.instance(tenant_id, instance_id))
 
     def list_page(
-        self, tenant_id: UUID, state: str | None, page: int, page_size: int
+        self, tenant_id: UUID, wanted: ApprovalFilter, page: int, page_size: int
     ) -> Page[ApprovalView]:
-        keys, total = approval_page(self.ledger.store, tenant_id, state, page, page_size)
+        """The tenant's instances that match, newest submitted first."""
+        keys, total = approval_page(self.ledger.store, tenant_id, wanted, page, page_size)
         found = self.ledger.get_many([UUID(key) for key in keys])
         instances = [found.get(UUID(key)) for key in keys]
         views = [ApprovalView.of(i) for i in instances if isinstance(i, ApprovalInstance)]

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 from uuid import UUID, uuid4
 
-from cronledger.persistence.ledger import Ledger, jsonable
+from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
 from domain.directory import (
     ADMIN_ROLE,
     SYSTEM_ACTOR,
@@ -189,48 +189,76 @@ class Directory:
     def account(self, tenant_id: UUID, account_id: str) -> AccountView:
         return AccountView.of(self._account(tenant_id, account_id))
 
+    def account_timeline(self, tenant_id: UUID, account_id: str) -> list[TimelineEntry]:
+        """Every event of one of the tenant's accounts, named by its public id."""
+        return self.ledger.timeline(self._account(tenant_id, account_id).id)
+
     def accounts(self, tenant_id: UUID, page: int, page_size: int) -> Page[AccountView]:
         keys, total = page_of(self.tenant(tenant_id).account_ids, page, page_size)
         items = [self.account(tenant_id, key) for key in keys]
         return Page(items, page, page_size, total)
 
     def update_account(
-        self, actor: Principal, account_id: str, name: str, roles: list[str], version: int
+        self,
+        actor: Principal,
+        account_id: str,
+        name: str,
+        roles: list[str],
+        version: int,
+        reason: str | None = None,
     ) -> AccountView:
         check_roles(roles)
         return self.ledger.retrying(
-            lambda: self._update_account(actor, account_id, name, roles, version)
+            lambda: self._update_account(actor, account_id, name, roles, version, reason)
         )
 
     def _update_account(
-        self, actor: Principal, account_id: str, name: str, roles: list[str], version: int
+        self,
+        actor: Principal,
+        account_id: str,
+        name: str,
+        roles: list[str],
+        version: int,
+        reason: str | None,
     ) -> AccountView:
         account = self._account(actor.tenant_id, account_id)
         check_expected_version("account", account.version, version)
         at = self.ledger.clock()
         losing_admin = account.is_active_admin and ADMIN_ROLE not in roles
         tenant = self._removing_admin(account, at, actor) if losing_admin else None
-        account.update(name=name, roles=roles, at=at, actor=actor.account_id)
+        account.update(name=name, roles=roles, at=at, actor=actor.account_id, reason=reason)
         self.ledger.save(account, tenant)
         return AccountView.of(account)
 
     def set_active(
-        self, actor: Principal, account_id: str, active: bool, version: int | None
+        self,
+        actor: Principal,
+        account_id: str,
+        active: bool,
+        version: int | None,
+        reason: str | None = None,
     ) -> AccountView:
-        return self.ledger.retrying(lambda: self._set_active(actor, account_id, active, version))
+        return self.ledger.retrying(
+            lambda: self._set_active(actor, account_id, active, version, reason)
+        )
 
     def _set_active(
-        self, actor: Principal, account_id: str, active: bool, version: int | None
+        self,
+        actor: Principal,
+        account_id: str,
+        active: bool,
+        version: int | None,
+        reason: str | None,
     ) -> AccountView:
         account = self._account(actor.tenant_id, account_id)
         check_expected_version("account", account.version, version)
         at = self.ledger.clock()
         tenant: Tenant | None = None
         if active:
-            account.activate(at=at, actor=actor.account_id)
+            account.activate(at=at, actor=actor.account_id, reason=reason)
         else:
             tenant = self._removing_admin(account, at, actor) if account.is_active_admin else None
-            account.deactivate(at=at, actor=actor.account_id)
+            account.deactivate(at=at, actor=actor.account_id, reason=reason)
         self.ledger.save(account, tenant)
         return AccountView.of(account)
 
@@ -265,11 +293,14 @@ class Directory:
         self.ledger.save(account, token)
         return IssuedToken(token=secret, token_id=str(secret_hash))
 
-    def revoke_token(self, actor: Principal, account_id: str, token_id: str) -> None:
+    def revoke_token(
+        self, actor: Principal, account_id: str, token_id: str, reason: str | None = None
+    ) -> None:
         account = self._account(actor.tenant_id, account_id)
         if token_id not in account.tokens:
             raise NotFound("token", token_id)
-        account.revoke_token(token_id=token_id, at=self.ledger.clock(), actor=actor.account_id)
+        at = self.ledger.clock()
+        account.revoke_token(token_id=token_id, at=at, actor=actor.account_id, reason=reason)
         self.ledger.save(account)
 
     def authenticate(self, secret: str) -> Principal | None:
@@ -352,6 +383,15 @@ class Directory:
     def definition(self, tenant_id: UUID, definition_id: str) -> DefinitionView:
         return DefinitionView.of(self.definition_aggregate(tenant_id, definition_id))
 
+    def definition_by_key(self, tenant_id: UUID, key: str) -> DefinitionView:
+        """The tenant's definition of this key (keys are unique in a tenant)."""
+        definition_id = definition_uuid(tenant_id, key)
+        return DefinitionView.of(self.ledger.find(Definition, definition_id, "definition", key))
+
+    def definition_timeline(self, tenant_id: UUID, definition_id: str) -> list[TimelineEntry]:
+        """Every event of one of the tenant's definitions."""
+        return self.ledger.timeline(self.definition_aggregate(tenant_id, definition_id).id)
+
     def definitions(self, tenant_id: UUID, page: int, page_size: int) -> Page[DefinitionView]:
         keys, total = page_of(self.tenant(tenant_id).definition_ids, page, page_size)
         items = [self.definition(tenant_id, key) for key in keys]
@@ -359,12 +399,16 @@ class Directory:
 
     def launch_problems(self, tenant_id: UUID, settings: ScheduleSettings) -> dict[str, list[str]]:
         """What stops the definition or the initiator from being used by a schedule."""
+        return self.launch_problems_of(tenant_id, settings.definition_id, settings.initiator_id)
+
+    def launch_problems_of(
+        self, tenant_id: UUID, definition_id: str, initiator_id: str
+    ) -> dict[str, list[str]]:
+        """What stops this definition or this initiator from launching an instance now."""
         problems = {
-            "definition_id": definition_problem(
-                self.find_definition(tenant_id, settings.definition_id)
-            ),
+            "definition_id": definition_problem(self.find_definition(tenant_id, definition_id)),
             "initiator_id": initiator_problem(
-                self._maybe(lambda: self._account(tenant_id, settings.initiator_id))
+                self._maybe(lambda: self._account(tenant_id, initiator_id))
             ),
         }
         return {field: [problem.reason] for field, problem in problems.items() if problem}

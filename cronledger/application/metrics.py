@@ -64,10 +64,12 @@ class OperationsCollector(Collector):
 
     def _attempts(self) -> Metric:
         family = CounterMetricFamily(
-            "cronledger_attempts", "Launch attempts ended, by outcome", labels=["outcome"]
+            "cronledger_attempts",
+            "Launch attempts ended, by outcome and error code ('' for a success)",
+            labels=["outcome", "error_code"],
         )
-        for outcome, count in attempt_outcomes(self.services.store).items():
-            family.add_metric([outcome], count)
+        for (outcome, error_code), count in attempt_outcomes(self.services.store).items():
+            family.add_metric([outcome, error_code], count)
         return family
 
     def _registration_lag(self) -> Metric:

@@ -8,10 +8,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from cronledger.application.directory import Page
-from cronledger.persistence.ledger import Ledger, jsonable
+from cronledger.application.directory import Directory, Page
+from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
 from domain.directory import Principal, check_expected_version
-from domain.errors import NotFound
+from domain.errors import NotFound, ValidationFailed
 from domain.runs import (
     DEAD_LETTER,
     PENDING,
@@ -21,6 +21,7 @@ from domain.runs import (
     manual_run_uuid,
     skip_reason_of,
 )
+from domain.triggers import local_or_none
 from projections.engine import Projector
 from projections.runs import (
     RunFilter,
@@ -39,6 +40,7 @@ class RunView:
     schedule_version: int
     definition_revision: int
     planned_at: datetime
+    planned_at_local: datetime | None
     trigger: str
     triggered_by: str | None
     request_id: str | None
@@ -71,6 +73,7 @@ class RunView:
             schedule_version=run.schedule_version,
             definition_revision=run.definition_revision,
             planned_at=run.planned_at,
+            planned_at_local=local_or_none(run.planned_at, run.frozen.get("timezone")),
             trigger=run.trigger,
             triggered_by=run.triggered_by,
             request_id=run.request_id,
@@ -98,9 +101,10 @@ class RunView:
 
 
 class Runs:
-    def __init__(self, ledger: Ledger, projector: Projector) -> None:
+    def __init__(self, ledger: Ledger, projector: Projector, directory: Directory) -> None:
         self.ledger = ledger
         self.projector = projector
+        self.directory = directory
 
     def run(self, tenant_id: UUID, schedule_id: UUID, run_id: str) -> Run:
         """A run of this schedule in this tenant; anything else is not found."""
@@ -123,16 +127,36 @@ class Runs:
         return None
 
     def retry(
-        self, actor: Principal, schedule_id: UUID, run_id: str, version: int | None
+        self,
+        actor: Principal,
+        schedule_id: UUID,
+        run_id: str,
+        version: int | None,
+        reason: str | None = None,
     ) -> RunView:
         """A new round of attempts for a failed, dead-lettered or cancelled run."""
-        return self._act(actor, schedule_id, run_id, version, Run.retry)
+        return self._act(actor, schedule_id, run_id, version, reason, self._retried)
+
+    def _retried(self, run: Run, at: datetime, actor: str, reason: str | None) -> None:
+        """Retry, refused as run-now is (422) while the initiator or definition still fails
+        the launch checks: the new round could only fail again."""
+        run.retry(at, actor, reason)
+        problems = self.directory.launch_problems_of(
+            run.tenant_id, run.definition_id, run.initiator_id
+        )
+        if problems:
+            raise ValidationFailed(problems)
 
     def cancel(
-        self, actor: Principal, schedule_id: UUID, run_id: str, version: int | None
+        self,
+        actor: Principal,
+        schedule_id: UUID,
+        run_id: str,
+        version: int | None,
+        reason: str | None = None,
     ) -> RunView:
         """No further attempts for a run that is pending or waiting to retry."""
-        return self._act(actor, schedule_id, run_id, version, Run.cancel)
+        return self._act(actor, schedule_id, run_id, version, reason, Run.cancel)
 
     def _act(
         self,
@@ -140,12 +164,13 @@ class Runs:
         schedule_id: UUID,
         run_id: str,
         version: int | None,
-        command: Callable[[Run, datetime, str], None],
+        reason: str | None,
+        command: Callable[[Run, datetime, str, str | None], None],
     ) -> RunView:
         def attempt() -> RunView:
             run = self.run(actor.tenant_id, schedule_id, run_id)
             check_expected_version("run", run.version, version)
-            command(run, self.ledger.clock(), actor.account_id)
+            command(run, self.ledger.clock(), actor.account_id, reason)
             self.ledger.save(run)
             return RunView.of(run)
 
@@ -153,6 +178,14 @@ class Runs:
 
     def view(self, tenant_id: UUID, schedule_id: UUID, run_id: str) -> RunView:
         return RunView.of(self.run(tenant_id, schedule_id, run_id))
+
+    def view_by_id(self, tenant_id: UUID, run_id: str) -> RunView:
+        """A run of this tenant by its id alone; another tenant's is not found."""
+        return RunView.of(self.ledger.find_in_tenant(Run, run_id, "run", tenant_id))
+
+    def timeline(self, tenant_id: UUID, run_id: str) -> list[TimelineEntry]:
+        """Every event of one of the tenant's runs."""
+        return self.ledger.timeline(self.ledger.find_in_tenant(Run, run_id, "run", tenant_id).id)
 
     def list_page(
         self, tenant_id: UUID, run_filter: RunFilter, page: int, page_size: int

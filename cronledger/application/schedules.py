@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from itertools import islice
 from typing import Any
 from uuid import UUID
-
-from eventsourcing.persistence import IntegrityError
 
 from cronledger.application.directory import Directory, Page
 from cronledger.application.runs import Runs, RunView
@@ -24,13 +21,15 @@ from domain.schedules import (
     OVERLAP_SKIP,
     Schedule,
     ScheduleSettings,
+    changes_between,
     checked_settings,
     checked_trigger,
+    saved_state,
     untemplated,
 )
-from domain.triggers import fire_times, load_zone, local_time, parse_trigger
+from domain.triggers import fire_times, load_zone, local_or_none, local_time, parse_trigger
 from domain.values import FormData
-from projections.schedules import due_schedule_backlog, live_schedule_page
+from projections.schedules import ScheduleFilter, due_schedule_backlog, live_schedule_page
 
 NEXT_FIRES_SHOWN = 5  # requirement 001: saving a schedule shows its next five fire times
 
@@ -54,6 +53,7 @@ class ScheduleView:
     updated_at: datetime
     updated_by: str
     next_fire_at: datetime | None
+    next_fire_at_local: datetime | None
     last_run: dict[str, Any] | None
     last_skip: dict[str, Any] | None
     definition_revision: int
@@ -76,6 +76,7 @@ class ScheduleView:
             updated_at=schedule.updated_at,
             updated_by=schedule.updated_by,
             next_fire_at=schedule.next_fire_at,
+            next_fire_at_local=local_or_none(schedule.next_fire_at, schedule.settings.timezone),
             last_run=last_run,
             last_skip=last_skip,
             definition_revision=schedule.definition_revision,
@@ -95,6 +96,10 @@ class FireTime:
 class Preview:
     fire_times: list[datetime]
     local_times: list[datetime]
+
+    @classmethod
+    def of(cls, fires: list[FireTime]) -> Preview:
+        return cls([fire.at for fire in fires], [fire.local for fire in fires])
 
 
 class Schedules:
@@ -203,21 +208,46 @@ class Schedules:
                 return schedule
 
     def set_enabled(
-        self, actor: Principal, schedule_id: str, enabled: bool, version: int | None
+        self,
+        actor: Principal,
+        schedule_id: str,
+        enabled: bool,
+        version: int | None,
+        reason: str | None = None,
     ) -> ScheduleView:
+        """Enable or disable (`Schedule.Enabled`, `.Disabled`); the settings and the
+        definition's revision stay as they are."""
         schedule = self.schedule(actor.tenant_id, schedule_id, version)
         if schedule.enabled == enabled:
             return self.view_of(schedule)
         if enabled:
             self._checked(actor.tenant_id, schedule.settings, self.ledger.clock())
         return self.ledger.retrying(
-            lambda: self._edit(actor, schedule_id, schedule.settings, enabled, version)
+            lambda: self._switch(actor, schedule_id, enabled, version, reason)
         )
 
-    def delete(self, actor: Principal, schedule_id: str, version: int) -> None:
-        self.ledger.retrying(lambda: self._delete(actor, schedule_id, version))
+    def _switch(
+        self,
+        actor: Principal,
+        schedule_id: str,
+        enabled: bool,
+        version: int | None,
+        reason: str | None,
+    ) -> ScheduleView:
+        schedule = self.schedule(actor.tenant_id, schedule_id, version)
+        at = self.ledger.clock()
+        if not enabled and schedule.next_fire_at is not None:
+            schedule = self._register_backlog(schedule, at)
+        runs = schedule.switch(enabled, at, actor.account_id, self.policy, reason)
+        self.ledger.save(schedule, *runs)
+        return self.view_of(schedule)
 
-    def _delete(self, actor: Principal, schedule_id: str, version: int) -> None:
+    def delete(
+        self, actor: Principal, schedule_id: str, version: int, reason: str | None = None
+    ) -> None:
+        self.ledger.retrying(lambda: self._delete(actor, schedule_id, version, reason))
+
+    def _delete(self, actor: Principal, schedule_id: str, version: int, reason: str | None) -> None:
         schedule = self.schedule(actor.tenant_id, schedule_id, version)
         unfinished = self.runs.unfinished(schedule.id)
         if unfinished:
@@ -225,7 +255,7 @@ class Schedules:
                 f"{unfinished} cycle(s) of this schedule are pending, running or waiting to "
                 "retry: cancel them or let them finish first"
             )
-        schedule.delete(self.ledger.clock(), actor.account_id)
+        schedule.delete(self.ledger.clock(), actor.account_id, reason)
         self.ledger.save(schedule)
 
     def run_now(
@@ -234,6 +264,13 @@ class Schedules:
         """A manual cycle at the accepted time (requirement 002: scheduled tasks): the same
         account's same request id answers the same run, while the schedule is at the version
         the run was registered at."""
+        return self.ledger.retrying(lambda: self._run_now(actor, schedule_id, request_id, version))
+
+    def _run_now(
+        self, actor: Principal, schedule_id: str, request_id: str, version: int | None
+    ) -> RunView:
+        """Register the run and `Schedule.RunRequested` together; if another writer won (the
+        same request accepted elsewhere, or the tick), the retry answers from what it saved."""
         schedule = self.schedule(actor.tenant_id, schedule_id)
         original = self.runs.manual(schedule.id, actor.account_id, request_id)
         if original is not None:
@@ -243,8 +280,7 @@ class Schedules:
         at = self.ledger.clock()
         self._checked(actor.tenant_id, schedule.settings, at)
         run = schedule.manual_run(request_id, at, actor.account_id, self.policy)
-        with suppress(IntegrityError):  # the same request, accepted a moment ago elsewhere
-            self.ledger.save(run)
+        self.ledger.save(schedule, run)
         return self.runs.view(actor.tenant_id, schedule.id, str(run.id))
 
     def view_of(self, schedule: Schedule) -> ScheduleView:
@@ -258,9 +294,11 @@ class Schedules:
     def view(self, tenant_id: UUID, schedule_id: str) -> ScheduleView:
         return self.view_of(self.schedule(tenant_id, schedule_id))
 
-    def list_page(self, tenant_id: UUID, page: int, page_size: int) -> Page[ScheduleView]:
-        """Live schedules of the tenant, oldest first (from the `schedules` table)."""
-        keys, total = live_schedule_page(self.ledger.store, tenant_id, page, page_size)
+    def list_page(
+        self, tenant_id: UUID, wanted: ScheduleFilter, page: int, page_size: int
+    ) -> Page[ScheduleView]:
+        """Live schedules of the tenant that match, oldest first (from the `schedules` table)."""
+        keys, total = live_schedule_page(self.ledger.store, tenant_id, page, page_size, wanted)
         found = self.ledger.get_many([UUID(key) for key in keys])
         views = {str(s.id): self.view_of(s) for s in found.values() if isinstance(s, Schedule)}
         return Page([views[key] for key in keys if key in views], page, page_size, total)
@@ -272,8 +310,9 @@ class Schedules:
         return count, (now - oldest_at).total_seconds() if oldest_at else 0.0
 
     def timeline(self, tenant_id: UUID, schedule_id: str) -> list[TimelineEntry]:
-        """Every event of the schedule, deleted ones included."""
-        return self.ledger.timeline(self.find(tenant_id, schedule_id).id)
+        """Every event of the schedule, deleted ones included; an edit saved before edits
+        recorded their `changes` shows them derived from the save before it."""
+        return with_changes(self.ledger.timeline(self.find(tenant_id, schedule_id).id))
 
     def schedule(self, tenant_id: UUID, schedule_id: str, version: int | None = None) -> Schedule:
         """A live schedule of this tenant, at the expected version if one is named."""
@@ -293,8 +332,14 @@ class Schedules:
         """The next `count` fire times, so a user sees daylight saving before saving."""
         timezone = timezone or self.default_timezone
         checked_trigger(trigger, timezone, after or self.ledger.clock())
-        fires = self._fire_times(trigger, timezone, count, after)
-        return Preview([fire.at for fire in fires], [fire.local for fire in fires])
+        return Preview.of(self._fire_times(trigger, timezone, count, after))
+
+    def saved_preview(
+        self, tenant_id: UUID, schedule_id: str, count: int, after: datetime | None
+    ) -> Preview:
+        """The next `count` fire times of a live schedule's saved trigger, enabled or not."""
+        settings = self.schedule(tenant_id, schedule_id).settings
+        return Preview.of(self._fire_times(settings.trigger, settings.timezone, count, after))
 
     def _fire_times(
         self,
@@ -326,3 +371,25 @@ class Schedules:
         if errors:
             raise ValidationFailed(errors)
         return settings
+
+
+SAVES = ("Schedule.Created", "Schedule.Updated")
+SWITCHES = {"Schedule.Enabled": True, "Schedule.Disabled": False}
+
+
+def with_changes(entries: list[TimelineEntry]) -> list[TimelineEntry]:
+    """The timeline, each `Schedule.Updated` without recorded `changes` given them, derived
+    from the settings of the save before it (the events themselves stay as stored)."""
+    before: dict[str, Any] = {}
+    shown = []
+    for entry in entries:
+        if entry.type in SAVES:
+            data = entry.data
+            after = saved_state(data["settings"], data["enabled"], data["definition_revision"])
+            if entry.type == "Schedule.Updated" and data.get("changes") is None:
+                entry = replace(entry, data={**data, "changes": changes_between(before, after)})
+            before = after
+        elif entry.type in SWITCHES:
+            before = {**before, "enabled": SWITCHES[entry.type]}
+        shown.append(entry)
+    return shown

@@ -17,12 +17,19 @@ from cronledger.application.schedules import Schedules
 from cronledger.clock import Clock, system_clock
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger
-from cronledger.persistence.store import Store
+from cronledger.persistence.store import Store, redacted_url
 from projections.catalog import all_projections
 from projections.engine import Projector
 from projections.maintenance import rebuild
 
 log = logging.getLogger("cronledger.application.services")
+
+
+class NoLog(Exception):
+    """A command that only reads the log found none where the URL points; nothing was created."""
+
+    def __init__(self, url: str, why: str) -> None:
+        super().__init__(f"no log to read at {redacted_url(url)}: {why}")
 
 
 @dataclass
@@ -70,7 +77,7 @@ def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
         _rebuild_outdated(ledger, projector)
     ledger.after_save = lambda position: projector.catch_up(until=position)
     directory = Directory(ledger, settings.timezone)
-    runs = Runs(ledger, projector)
+    runs = Runs(ledger, projector, directory)
     return Services(
         settings=settings,
         ledger=ledger,
@@ -82,6 +89,25 @@ def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
         approvals=Approvals(ledger, directory, projector),
         operations=Operations(ledger),
     )
+
+
+def open_existing(settings: Settings, clock: Clock = system_clock) -> Services:
+    """`open_services` on a store that already holds events; never creates a store or a log."""
+    why = _missing_log(Store.from_url(settings.database_url), clock)
+    if why is not None:
+        raise NoLog(settings.database_url, why)
+    return open_services(settings, clock)
+
+
+def _missing_log(store: Store, clock: Clock) -> str | None:
+    if store.missing_file():
+        return "the file does not exist"
+    ledger = Ledger(store, clock, create_tables=False)
+    try:
+        return ledger.missing_log()
+    finally:
+        ledger.close()
+        store.close()
 
 
 def _rebuild_outdated(ledger: Ledger, projector: Projector) -> None:

@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, DomainEventProtocol
@@ -45,12 +45,26 @@ WITHHELD_TYPES = frozenset({"Account.TokenIssued", "Account.TokenRevoked"})
 # Records of something refused, which change no state: the API shows them to `audit:read` only.
 REFUSALS = frozenset({"ApprovalInstance.CommandRejected", "Run.OutcomeRejected"})
 REPLAY_POSITIONS = 1000
+RUN, ACCOUNT = Run.__name__, Account.__name__
 
 
 @dataclass(frozen=True)
 class StreamedEvent:
+    """An event the caller may see; a run's names its schedule, an account's its public id."""
+
     aggregate_id: UUID
     entry: TimelineEntry
+    schedule_id: UUID | None = None
+    account_id: str | None = None
+
+
+class Origin(NamedTuple):
+    """What an aggregate's first event says of it: its tenant, and a run's schedule or an
+    account's public id."""
+
+    tenant_id: UUID | None
+    schedule_id: UUID | None
+    account_id: str | None
 
 
 @dataclass(frozen=True)
@@ -108,25 +122,29 @@ def state_change(entry: TimelineEntry) -> TimelineEntry:
 
 
 class Owners:
-    """The tenant of each aggregate, from its first event; the most recent ones remembered."""
+    """The origin of each aggregate, from its first event; the most recent ones remembered."""
 
     LIMIT: ClassVar[int] = 10_000
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
-        self._tenants: OrderedDict[UUID, UUID | None] = OrderedDict()
+        self._origins: OrderedDict[UUID, Origin] = OrderedDict()
 
     def tenant_of(self, event: DomainEventProtocol[UUID]) -> UUID | None:
         """The tenant owning the event's aggregate; None for an aggregate of no tenant."""
         if kind_of(event) == Tenant.__name__:
             return event.originator_id
+        return self.origin_of(event).tenant_id
+
+    def origin_of(self, event: DomainEventProtocol[UUID]) -> Origin:
+        """What the first event of the event's aggregate says of it."""
         aggregate_id = event.originator_id
-        if aggregate_id not in self._tenants:
-            self._tenants[aggregate_id] = self._tenant_in(self._created(event))
-            if len(self._tenants) > self.LIMIT:
-                self._tenants.popitem(last=False)
-        self._tenants.move_to_end(aggregate_id)
-        return self._tenants[aggregate_id]
+        if aggregate_id not in self._origins:
+            self._origins[aggregate_id] = self._origin_in(self._created(event))
+            if len(self._origins) > self.LIMIT:
+                self._origins.popitem(last=False)
+        self._origins.move_to_end(aggregate_id)
+        return self._origins[aggregate_id]
 
     def _created(self, event: DomainEventProtocol[UUID]) -> DomainEventProtocol[UUID] | None:
         """The event that created the aggregate: this one, or its first one read from the log."""
@@ -139,9 +157,15 @@ class Owners:
         return next((e for e in first if not isinstance(e, Undecodable)), None)
 
     @staticmethod
-    def _tenant_in(created: DomainEventProtocol[UUID] | None) -> UUID | None:
+    def _origin_in(created: DomainEventProtocol[UUID] | None) -> Origin:
         tenant_id = getattr(created, "tenant_id", None)
-        return tenant_id if isinstance(tenant_id, UUID) else None
+        schedule_id = getattr(created, "schedule_id", None) if kind_of(created) == RUN else None
+        account_id = getattr(created, "account_id", None) if kind_of(created) == ACCOUNT else None
+        return Origin(
+            tenant_id if isinstance(tenant_id, UUID) else None,
+            schedule_id if isinstance(schedule_id, UUID) else None,
+            account_id if isinstance(account_id, str) else None,
+        )
 
 
 class EventStream:
@@ -211,7 +235,10 @@ class EventStream:
                 continue
             entry = as_seen_by(self.principal, timeline_entry(notification.id, event))
             if entry is not None:
-                streamed.append(StreamedEvent(event.originator_id, entry))
+                origin = self.owners.origin_of(event)
+                streamed.append(
+                    StreamedEvent(event.originator_id, entry, origin.schedule_id, origin.account_id)
+                )
         return streamed
 
     def _may_see(self, event: DomainEventProtocol[UUID]) -> bool:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from functools import partial
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
@@ -44,8 +44,11 @@ log = logging.getLogger("cronledger.persistence.ledger")
 
 @dataclass(frozen=True)
 class TimelineEntry:
+    """One event of an aggregate; `log_version` is its place in the aggregate's log, not
+    the `version` the API shows and takes (a schedule's counts its edits only)."""
+
     position: int
-    version: int
+    log_version: int
     type: str
     at: datetime
     actor: str | None
@@ -89,12 +92,15 @@ class Ledger(Application[UUID]):
         ApprovalInstance: 50,
     }
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, create_tables: bool = True) -> None:
+        """With `create_tables` off, nothing is created: for commands that only read the log."""
         self.store = store
         self.clock = clock
         self.after_save: Callable[[int], object] | None = None
         self._deferring = _Deferring()
-        super().__init__(store.eventsourcing_env())
+        super().__init__(
+            {**store.eventsourcing_env(), "CREATE_TABLE": "y" if create_tables else "n"}
+        )
         self.events_table = table_of(self.recorder)
         assert self.snapshots is not None  # snapshotting_intervals turn snapshots on
         self.snapshots_table = table_of(self.snapshots.recorder)
@@ -197,6 +203,18 @@ class Ledger(Application[UUID]):
     def exists(self, aggregate_id: UUID) -> bool:
         return aggregate_id in self.repository
 
+    def recorded(self, aggregate_id: UUID) -> bool:
+        """Whether the log holds any event of that id, readable or not (nothing is decoded)."""
+        return bool(self.recorder.select_events(aggregate_id, limit=1))
+
+    def missing_log(self) -> str | None:
+        """Why there is no log to read here (no events table, or no events), or None."""
+        if not self.store.has_table(self.events_table):
+            return "it has no events table"
+        if not self.recorder.max_notification_id():
+            return "its log has no events"
+        return None
+
     def retrying(self, command: Callable[[], T], attempts: int = 20) -> T:
         """Run get-act-save again, after a short random pause, when another writer won."""
         for attempt in range(1, attempts):
@@ -219,8 +237,9 @@ class Ledger(Application[UUID]):
         except IntegrityError:
             return [self.retrying(partial(save_one, item)) for item in items]
 
-    def timeline(self, aggregate_id: UUID) -> list[TimelineEntry]:
-        """Every event of one aggregate, oldest first, with its position on the log."""
+    def timeline(self, aggregate_id: UUID, zone: tzinfo = UTC) -> list[TimelineEntry]:
+        """Every event of one aggregate, oldest first, with its position on the log (instants
+        in its data written in `zone`)."""
         positions = {
             version: position
             for position, version in self.store.query(
@@ -230,7 +249,7 @@ class Ledger(Application[UUID]):
             )
         }
         return [
-            timeline_entry(positions.get(stored.originator_version, 0), self.decode(stored))
+            timeline_entry(positions.get(stored.originator_version, 0), self.decode(stored), zone)
             for stored in self.recorder.select_events(aggregate_id)
         ]
 
@@ -323,22 +342,23 @@ def _events_after_sql(table: str, count: int) -> str:
     )
 
 
-def timeline_entry(position: int, event: Any) -> TimelineEntry:
-    """One event as a timeline entry: its envelope, the named fields, the rest as `data`."""
+def timeline_entry(position: int, event: Any, zone: tzinfo = UTC) -> TimelineEntry:
+    """One event as a timeline entry: its envelope, the named fields, the rest as `data`
+    (its instants written in `zone`)."""
     if isinstance(event, Undecodable):
         return undecodable_entry(position, event)
     state = {k: v for k, v in event.__dict__.items() if k not in ENVELOPE}
     named = {k: state.pop(k, None) for k in NAMED}
     return TimelineEntry(
         position=position,
-        version=event.originator_version,
+        log_version=event.originator_version,
         type=type(event).__qualname__,
         at=named["at"] or event.timestamp.astimezone(UTC),
         actor=named["actor"],
         command_id=named["command_id"],
         outcome=named["outcome"],
         reason=named["reason"],
-        data=jsonable(state),
+        data=jsonable(state, zone),
     )
 
 
@@ -346,7 +366,7 @@ def undecodable_entry(position: int, event: Undecodable) -> TimelineEntry:
     """An unreadable event in a timeline: where it stands and why it cannot be read."""
     return TimelineEntry(
         position=position,
-        version=event.originator_version,
+        log_version=event.originator_version,
         type=UNDECODABLE,
         at=datetime.fromtimestamp(0, UTC),
         actor=None,
@@ -365,16 +385,18 @@ def _fold(history: list[Any]) -> Aggregate | None:
     return aggregate
 
 
-def jsonable(value: Any) -> Any:
-    """JSON values: ids as strings, instants as UTC ISO 8601 with `Z`, dataclasses as objects."""
+def jsonable(value: Any, zone: tzinfo = UTC) -> Any:
+    """JSON values: ids as strings, instants as ISO 8601 in `zone` (UTC: with `Z`),
+    dataclasses as objects."""
     if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v, zone) for k, v in value.items()}
     if is_dataclass(value) and not isinstance(value, type):
-        return jsonable(asdict(value))
+        return jsonable(asdict(value), zone)
     if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v) for v in value]
+        return [jsonable(v, zone) for v in value]
     if isinstance(value, UUID):
         return str(value)
     if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        written = value.astimezone(zone).isoformat()
+        return written.replace("+00:00", "Z") if zone is UTC else written
     return value

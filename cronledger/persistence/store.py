@@ -37,18 +37,26 @@ def redacted_url(url: str) -> str:
     return _QUERY_PASSWORD.sub(r"\g<keep>***", url)
 
 
+# How SQLite keeps instants: fixed-width UTC text (`2026-10-01 09:00:00.000000`), so they sort
+# and compare as text, against literals (`'2026-10-01 09:00:00'`) too, and SQLite's date
+# functions (`datetime('now')`, `julianday`) read them.
+SQLITE_INSTANT = "%Y-%m-%d %H:%M:%S.%f"
+
+
 def db_value(kind: str, value: Any) -> Any:
-    """SQLite keeps instants as fixed-width UTC text, so they sort and compare as text."""
+    """SQLite keeps instants as SQLITE_INSTANT text, so they sort and compare as text."""
     if isinstance(value, datetime) and kind == "sqlite":
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return value.astimezone(UTC).strftime(SQLITE_INSTANT)
     return value
 
 
 def as_instant(value: Any) -> datetime | None:
-    """An instant read back from either store."""
+    """An instant read back from either store: a `datetime`, SQLITE_INSTANT text (UTC), or the
+    ISO-8601 text with an offset that releases before 0.2.0 wrote (`...T09:00:00.000000Z`)."""
     if value is None or isinstance(value, datetime):
         return value
-    return datetime.fromisoformat(str(value))
+    instant = datetime.fromisoformat(str(value))
+    return instant if instant.tzinfo else instant.replace(tzinfo=UTC)
 
 
 def tenant_scope(tenant_id: UUID | None) -> tuple[str, tuple[str, ...]]:
@@ -143,6 +151,17 @@ class Store:
                 open=True,
             )
         return self._pool
+
+    def missing_file(self) -> bool:
+        """Whether a SQLite store's file is absent, checked without creating it or its folder."""
+        return self.kind == "sqlite" and not Path(self.sqlite_path).is_file()
+
+    def has_table(self, table: str) -> bool:
+        """Whether this store holds that table (named as SQL: `Ledger.events_table`)."""
+        if self.kind == "sqlite":
+            statement = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+            return bool(self.query(statement, (table,)))
+        return self.query("SELECT to_regclass(?) IS NOT NULL", (table,))[0][0] is True
 
     def close(self) -> None:
         if self._pool is not None:

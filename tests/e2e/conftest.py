@@ -54,7 +54,7 @@ def definition(admin: Api) -> dict[str, Any]:
 
 @pytest.fixture
 def body(definition: dict[str, Any]) -> dict[str, Any]:
-    """A valid schedule on `definition`, initiated by `root`."""
+    """A valid schedule on `definition`, initiated by `root`, every settable field named."""
     return {
         "name": "每日检查",
         "definition_id": definition["id"],
@@ -63,6 +63,9 @@ def body(definition: dict[str, Any]) -> dict[str, Any]:
         "initiator_id": "root",
         "title_template": "每日检查 {{date}}",
         "form_data": {"region": "east"},
+        "enabled": False,
+        "misfire_policy": "catch_up",
+        "overlap_policy": "skip",
     }
 
 

@@ -116,7 +116,14 @@ def test_definition_lifecycle(admin: Api) -> None:
     assert (published.json["published"], published.json["version"]) == (True, 2)
     updated = admin.put(
         f"/api/definitions/{body['id']}",
-        {"name": "Daily", "external": True, "review_window_seconds": 60, "version": 2},
+        {
+            "name": "Daily",
+            "external": True,
+            "review_window_seconds": 60,
+            "schedule_presets": [],
+            "allow_self_approval": False,
+            "version": 2,
+        },
     )
     assert (updated.json["external"], updated.json["review_window_seconds"]) == (True, 60)
     assert admin.post(f"/api/definitions/{body['id']}/unpublish").json["published"] is False

@@ -202,7 +202,7 @@ def test_a_connected_client_sees_a_runs_events_within_a_second(
     assert ids[0] > start
     assert [f.data["position"] for f in frames] == ids
     first = run[0].data
-    assert (first["type"], first["version"], first["actor"]) == ("Run.Registered", 1, "root")
+    assert (first["type"], first["log_version"], first["actor"]) == ("Run.Registered", 1, "root")
     assert first["data"]["schedule_id"] == schedule_id
     assert {f.data["aggregate_id"] for f in run} == {first["aggregate_id"]}
 
@@ -263,7 +263,7 @@ def test_each_tenant_sees_its_own_events_only(
     assert types_of(globex_own) == ["Account.Registered"]  # nothing of acme's came before it
     assert schedule_id not in globex_stream.raw
     assert run_id not in globex_stream.raw
-    assert "Schedule.Updated" in types_of(acme)
+    assert "Schedule.Enabled" in types_of(acme)
     assert run_id in {f.data["aggregate_id"] for f in acme}
     assert "gina" not in acme_stream.raw
 
@@ -559,3 +559,21 @@ def test_only_audit_read_streams_refused_commands_and_others_command_detail(
         assert "cmd-stale" not in stream.raw
         assert "cmd-ok" not in stream.raw
         assert "material version" not in stream.raw
+
+
+def test_run_frames_name_their_schedule_and_account_frames_the_public_id(
+    admin: Api, schedule_id: str, services: Services
+) -> None:
+    start = services.ledger.recorder.max_notification_id()
+    run_now(admin, schedule_id, "ops-1")
+    Worker.of(services).poll()
+    account(admin, "ann", ["operator"])
+    assert admin.post("/api/accounts/ann/deactivate").status_code == 200
+    with open_stream(admin, f"&after={start}") as stream:
+        frames = stream.events_until(is_type("Account.Deactivated"))
+    runs = [f for f in frames if str(f.event).startswith("Run.")]
+    assert types_of(runs) == RUN_TYPES
+    assert {f.data["schedule_id"] for f in runs} == {schedule_id}
+    accounts = [(f.event, f.data["account_id"]) for f in frames if "account_id" in f.data]
+    assert accounts == [("Account.Registered", "ann"), ("Account.Deactivated", "ann")]
+    assert all("schedule_id" not in f.data for f in frames if f not in runs)

@@ -17,7 +17,7 @@ from marshmallow import Schema, fields, validate
 from tests.e2e.helpers import account, assert_problem
 from tests.support import Api
 from web import MAX_BODY_BYTES
-from web.api import Either, EndpointSpec
+from web.api import Either, EndpointSpec, MergePatch
 from web.events import StreamQuery
 from web.json_depth import MAX_JSON_DEPTH
 from web.schemas import ApprovalSubmit, DefinitionCreate, PageQuery, PreviewIn
@@ -174,6 +174,8 @@ def input_schemas(app: Flask) -> Iterator[type[Schema]]:
             for shape in (spec.body, spec.query):
                 if isinstance(shape, Either):
                     yield from (shape.with_key, shape.without_key)
+                elif isinstance(shape, MergePatch):
+                    yield shape.replaces
                 elif shape is not None:
                     yield shape
 

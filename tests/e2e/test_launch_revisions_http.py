@@ -50,6 +50,8 @@ def test_a_schedule_launches_the_revision_it_was_saved_against(
             "name": "Daily, renamed",
             "external": False,
             "review_window_seconds": 7200,
+            "schedule_presets": definition["schedule_presets"],
+            "allow_self_approval": False,
             "version": definition["version"],
         },
     ).json

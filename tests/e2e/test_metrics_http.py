@@ -28,8 +28,10 @@ def test_metrics_count_what_operations_watch(open_with: Opener) -> None:
     found = samples(response.get_data(as_text=True))
     assert found[("cronledger_dead_letter_runs", ())] == 1
     assert found[("cronledger_pending_runs", ())] == 0
-    assert found[("cronledger_attempts_total", (("outcome", "SUCCEEDED"),))] == 1
-    assert found[("cronledger_attempts_total", (("outcome", "FAILED"),))] == 2
+    succeeded = (("error_code", ""), ("outcome", "SUCCEEDED"))
+    failed = (("error_code", "INITIATOR_INACTIVE"), ("outcome", "FAILED"))
+    assert found[("cronledger_attempts_total", succeeded)] == 1
+    assert found[("cronledger_attempts_total", failed)] == 2
     assert found[("cronledger_registration_lag_seconds_count", ())] == 2
     assert found[("cronledger_registration_lag_seconds_bucket", (("le", "0.1"),))] == 2
     assert found[("cronledger_projection_lag_events", (("projection", "runs"),))] == 0

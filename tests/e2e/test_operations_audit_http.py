@@ -79,7 +79,7 @@ def test_each_operation_is_listed_newest_first_with_actor_kind_and_link(
 ) -> None:
     s = scenario
     schedule = ("schedule", s.schedule_id, f"{SCHEDULES}/{s.schedule_id}/timeline")
-    run = ("run", s.run_id, f"/api/audit/timeline/{s.run_id}")
+    run = ("run", s.run_id, f"/api/workflows/runs/{s.run_id}/timeline")
     olga = ("account", s.olga_id, f"/api/audit/timeline/{s.olga_id}")
     expected = [
         ("root", "account.roles_changed", *olga, s.times["roles"]),

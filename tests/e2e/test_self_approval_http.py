@@ -129,11 +129,14 @@ def test_allow_self_approval_defaults_to_false_and_is_a_strict_boolean(admin: Ap
     created = admin.post("/api/definitions", {**fields, "key": "k"}).json
     assert created["allow_self_approval"] is False
     path = f"/api/definitions/{created['id']}"
+    fields = {**fields, "schedule_presets": []}
     changed = admin.put(path, {**fields, "allow_self_approval": True, "version": 1}).json
     assert changed["allow_self_approval"] is True
     assert admin.get(path).json["allow_self_approval"] is True
-    replaced = admin.put(path, {**fields, "version": 2}).json
-    assert replaced["allow_self_approval"] is False
+    left_out = assert_problem(admin.put(path, {**fields, "version": 2}), 422, "VALIDATION_FAILED")
+    assert list(left_out["errors"]) == ["allow_self_approval"]
+    reset = admin.patch(path, {"allow_self_approval": None}).json
+    assert reset["allow_self_approval"] is False
     loose = admin.post("/api/definitions", {**fields, "key": "l", "allow_self_approval": "yes"})
     assert "allow_self_approval" in assert_problem(loose, 422, "VALIDATION_FAILED")["errors"]
 

@@ -125,8 +125,11 @@ def test_the_runs_table_keeps_the_record_of_a_launch(world: World) -> None:
     assert cancelled["duration_seconds"] == pytest.approx(2.5, abs=0.002)
     view = services.runs.view(world.root.tenant_id, UUID(world.schedule), run_id)
     assert (view.duration_seconds, view.error_code) == (2.5, "INITIATOR_INACTIVE")
+    world.set_ann_active(True)  # a retry while the initiator is inactive is refused
     services.runs.retry(world.root, UUID(world.schedule), run_id, None)
     assert record(services, run_id)["duration_seconds"] is None
+    Worker.of(services).poll()
+    assert record(services, run_id)["last_error_code"] is None
 
 
 def test_every_launch_log_line_carries_the_runs_trace_id(

@@ -46,6 +46,7 @@ def instance(
         form_data={},
         material_version=2,
         review_deadline_at=DEADLINE,
+        review_deadline_offset_minutes=None,
         deadline_policy={"source": "explicit"},
         origin=origin,
         allow_self_approval=allow_self_approval,
@@ -134,7 +135,10 @@ def test_approve_at_exactly_the_deadline_expires_and_is_recorded() -> None:
     answer = subject.handle(approve(), DEADLINE, "ops")
     assert (answer.outcome, answer.accepted, subject.state) == ("EXPIRED", False, "EXPIRED")
     assert subject.decided_at == DEADLINE
-    assert recorded(subject) == [("Expired", "EXPIRED")]
+    # the deadline's expiry (the service's), then the late command, refused, as the caller's
+    actors = [e.actor for e in subject.pending_events[1:]]  # type: ignore[attr-defined]
+    assert recorded(subject) == [("Expired", "EXPIRED"), ("CommandRejected", "EXPIRED")]
+    assert actors == ["system:sweeper", "ops"]
 
 
 def test_a_late_sign_callback_is_observed_but_changes_nothing() -> None:

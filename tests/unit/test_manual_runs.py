@@ -71,8 +71,8 @@ def test_the_record_carries_start_duration_error_code_and_trace_id() -> None:
     run.succeed(2, "w1", "i1", retry_at + timedelta(seconds=3))
     assert run.started_at == T0 + timedelta(seconds=1)  # the first attempt's
     assert run.duration_seconds == (retry_at - T0).total_seconds() + 2
-    assert run.error_code is None  # succeeded since (last_error keeps the old one)
-    assert run.last_error is not None
+    assert (run.error_code, run.last_error) == (None, None)  # succeeded since
+    assert run.attempts[0]["error"]["code"] == "INITIATOR_INACTIVE"  # its attempts keep it
 
 
 @pytest.mark.parametrize(

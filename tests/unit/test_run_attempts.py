@@ -52,6 +52,7 @@ def test_manual_retry_starts_a_new_round_on_the_same_run() -> None:
     assert number == 6
     run.succeed(number, "w1", "instance-1", later)
     assert (run.status, run.instance_id, len(run.attempts)) == ("SUCCEEDED", "instance-1", 6)
+    assert (run.last_error, run.error_code) == (None, None)
 
 
 def test_retry_and_cancel_only_from_their_states() -> None:
@@ -157,3 +158,11 @@ def test_each_launch_check_has_its_stable_code(
 def test_launch_checks_pass_for_an_active_initiator_and_a_published_definition() -> None:
     initiator, target = account(), definition()
     assert checked_launch(initiator, target, account()) == (initiator, target)
+
+
+def test_a_snapshot_before_version_4_forgets_the_error_of_a_run_that_succeeded() -> None:
+    succeeded = {"status": "SUCCEEDED", "last_error": {"code": "INITIATOR_INACTIVE"}}
+    failed = {"status": "DEAD_LETTER", "last_error": {"code": "INITIATOR_INACTIVE"}}
+    Run.upcast_v3_v4(succeeded)
+    Run.upcast_v3_v4(failed)
+    assert (succeeded["last_error"], failed["last_error"]) == (None, {"code": "INITIATOR_INACTIVE"})

@@ -62,6 +62,25 @@ def test_an_http_submission_keeps_its_fingerprint(
     assert Submission(**{**fields, "form_data": FormData(form_data)}).fingerprint == before
 
 
+@pytest.mark.parametrize("offset", [None, 480, -300, 0])
+def test_the_given_offset_of_a_deadline_leaves_the_fingerprint_as_it_was(
+    offset: int | None,
+) -> None:
+    fields = {
+        "command_id": "c1",
+        "definition_id": "d1",
+        "title": "T",
+        "form_data": {"a": 1},
+        "material_version": 3,
+        "review_deadline_at": T0 + timedelta(days=2),
+    }
+    submission = Submission(**fields, review_deadline_offset_minutes=offset)
+    assert submission.fingerprint == http_fingerprint_before(fields)
+    assert http_fingerprint_before(fields) == (
+        "8086405f5f3d80beb70a80556ad0155c42554eb9447a18bae39726f68b17c595"  # as 0.1.0 computed it
+    )
+
+
 @pytest.mark.parametrize("form_data", FORMS)
 def test_a_launched_submission_keeps_its_fingerprint(form_data: dict[str, Any]) -> None:
     settings = ScheduleSettings(

@@ -1,0 +1,196 @@
+"""The `activity` table: one row per command anyone sent, of every kind of aggregate, for
+counting per hour and per day on both stores (the hour and the day are text, computed when
+applied).
+
+What no one commanded is left out: the tick's registrations and plan advances, and the
+worker's attempts. The sweeper's expiries stay: they are the deadline rule's decisions.
+An event that does not name its tenant finds it in `activity_subjects`, kept by the same
+functions as the `operations` projection's `operation_subjects` (a table of its own, so that
+either projection can be rebuilt alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC
+from typing import Any
+
+from domain.approvals import DEADLINE_ACTOR, SUBMIT
+from projections.engine import Handler, Projection, Sql
+from projections.operations import Subject, remember_subject, subjects_ddl
+
+APPROVAL, SCHEDULE, RUN, ACCOUNT, DEFINITION = (
+    "approval",
+    "schedule",
+    "run",
+    "account",
+    "definition",
+)
+SUBJECTS = "activity_subjects"
+ACCEPTED = "ACCEPTED"  # the outcome of every command but an approval instance's
+SERVICE = "system:"  # actors the service runs on its own (the tick, the worker, ...)
+MANUAL_TRIGGER = "manual"
+APPROVAL_COMMANDS = (
+    "Approved",
+    "Withdrawn",
+    "Expired",
+    "DeadlineExtended",
+    "CallbackObserved",
+    "CommandRejected",
+)
+# Later events of each aggregate (its tenant from `activity_subjects`) and the command's type.
+LATER = {
+    "Schedule.Updated": (SCHEDULE, "update"),
+    "Schedule.Enabled": (SCHEDULE, "enable"),
+    "Schedule.Disabled": (SCHEDULE, "disable"),
+    "Schedule.Deleted": (SCHEDULE, "delete"),
+    "Schedule.RunRequested": (SCHEDULE, "run-now"),
+    "Run.Retried": (RUN, "retry"),
+    "Run.Cancelled": (RUN, "cancel"),
+    "Account.Renamed": (ACCOUNT, "rename"),
+    "Account.RolesChanged": (ACCOUNT, "change-roles"),
+    "Account.Deactivated": (ACCOUNT, "deactivate"),
+    "Account.Activated": (ACCOUNT, "activate"),
+    "Account.TokenIssued": (ACCOUNT, "issue-token"),
+    "Account.TokenRevoked": (ACCOUNT, "revoke-token"),
+    "Definition.Updated": (DEFINITION, "update"),
+    "Definition.Published": (DEFINITION, "publish"),
+    "Definition.Unpublished": (DEFINITION, "unpublish"),
+}
+COLUMNS = (
+    "position, tenant_id, aggregate_type, aggregate_id, version, actor, type, outcome, "
+    "accepted, at, hour, day"
+)
+
+
+class ActivityProjection(Projection):
+    """Every command sent, accepted or rejected: submissions, decisions, configuration, runs."""
+
+    name = "activity"
+    tables = ("activity", "activity_subjects")
+
+    def ddl(self, sql: Sql) -> list[str]:
+        ts = sql.timestamp_type
+        return [
+            "CREATE TABLE IF NOT EXISTS activity ("
+            "position BIGINT PRIMARY KEY, tenant_id TEXT NOT NULL, aggregate_type TEXT NOT NULL, "
+            "aggregate_id TEXT NOT NULL, version INTEGER NOT NULL, actor TEXT NOT NULL, "
+            "type TEXT NOT NULL, outcome TEXT NOT NULL, accepted BOOLEAN NOT NULL, "
+            f"at {ts} NOT NULL, hour TEXT NOT NULL, day TEXT NOT NULL)",
+            "CREATE INDEX IF NOT EXISTS activity_by_tenant_hour ON activity (tenant_id, hour)",
+            "CREATE INDEX IF NOT EXISTS activity_by_aggregate ON activity (aggregate_id, version)",
+            subjects_ddl(SUBJECTS),
+        ]
+
+    def handlers(self) -> dict[str, Handler]:
+        approvals = {f"ApprovalInstance.{name}": _approval_command for name in APPROVAL_COMMANDS}
+        later = {topic: _later(kind, type_) for topic, (kind, type_) in LATER.items()}
+        return {
+            "ApprovalInstance.Submitted": _created(
+                APPROVAL, SUBMIT, lambda e: (e.title, (e.origin or {}).get("schedule_id"))
+            ),
+            "Schedule.Created": _created(
+                SCHEDULE, "create", lambda e: (e.settings["name"], str(e.originator_id))
+            ),
+            "Run.Registered": _created(
+                RUN, "register", lambda e: (e.frozen["schedule_name"], str(e.schedule_id))
+            ),
+            "Account.Registered": _created(ACCOUNT, "register", lambda e: (e.account_id, None)),
+            "Definition.Registered": _created(DEFINITION, "register", lambda e: (e.key, None)),
+            **approvals,
+            **later,
+        }
+
+
+NameOf = Callable[[Any], tuple[str, str | None]]  # an aggregate's name and schedule id
+
+
+def _created(aggregate_type: str, type_: str, name_of: NameOf) -> Handler:
+    """An event that created an aggregate: its subject is remembered, then its row written.
+
+    Every run is remembered (a tick's may be retried or cancelled); only a manual one is a
+    command. A submission's outcome is `SUBMITTED`.
+    """
+
+    def handler(sql: Sql, event: Any, position: int) -> None:
+        name, schedule_id = name_of(event)
+        subject = Subject(str(event.tenant_id), name, schedule_id, None, None)
+        remember_subject(sql, event, subject, SUBJECTS)
+        if aggregate_type == RUN and event.trigger != MANUAL_TRIGGER:
+            return
+        if _unbidden(event.actor):
+            return
+        outcome = "SUBMITTED" if aggregate_type == APPROVAL else ACCEPTED
+        sql.write(
+            f"INSERT INTO activity ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
+            (
+                position,
+                subject.tenant_id,
+                aggregate_type,
+                str(event.originator_id),
+                event.originator_version,
+                event.actor,
+                type_,
+                outcome,
+                True,
+                event.at,
+                *_hour_and_day(event.at),
+            ),
+        )
+
+    return handler
+
+
+def _later(aggregate_type: str, type_: str) -> Handler:
+    """A later accepted command: its tenant is its aggregate's, remembered at its creation."""
+
+    def handler(sql: Sql, event: Any, position: int) -> None:
+        if not _unbidden(event.actor):
+            _insert_later(sql, event, position, aggregate_type, type_, ACCEPTED, True)
+
+    return handler
+
+
+def _approval_command(sql: Sql, event: Any, position: int) -> None:
+    """A command an instance handled, with the outcome and acceptance it recorded."""
+    if not _unbidden(event.actor):
+        _insert_later(sql, event, position, APPROVAL, event.command, event.outcome, event.accepted)
+
+
+def _insert_later(
+    sql: Sql,
+    event: Any,
+    position: int,
+    aggregate_type: str,
+    type_: str,
+    outcome: str,
+    accepted: bool,
+) -> None:
+    sql.write(
+        f"INSERT INTO activity ({COLUMNS}) "  # noqa: S608
+        "SELECT ?, tenant_id, ?, id, ?, ?, ?, ?, ?, ?, ?, ? FROM activity_subjects WHERE id = ?",
+        (
+            position,
+            aggregate_type,
+            event.originator_version,
+            event.actor,
+            type_,
+            outcome,
+            accepted,
+            event.at,
+            *_hour_and_day(event.at),
+            str(event.originator_id),
+        ),
+    )
+
+
+def _unbidden(actor: str) -> bool:
+    """Whether the service acted on its own (the tick, the worker), not on anyone's command;
+    the sweeper's expiries count, as the deadline rule's decisions."""
+    return actor.startswith(SERVICE) and actor != DEADLINE_ACTOR
+
+
+def _hour_and_day(at: Any) -> tuple[str, str]:
+    """The UTC hour (`2026-10-01 09:00`) and day (`2026-10-01`) of an instant, as text."""
+    utc = at.astimezone(UTC)
+    return utc.strftime("%Y-%m-%d %H:00"), utc.strftime("%Y-%m-%d")
