@@ -14,7 +14,7 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.errors import InvalidState, ValidationFailed, VersionConflict
 from domain.permissions import ROLES, permissions_of
-from domain.reasons import given_no_reason
+from domain.reasons import ReasonedEvent, given_no_reason
 
 NAMESPACE = UUID("6f1d3c8e-52a7-4d8b-9a43-0c5e1f2b7d90")
 PUBLIC_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
@@ -217,29 +217,15 @@ class Account(Aggregate):
     ) -> None:
         self.roles = new
 
-    class Deactivated(Aggregate.Event):
+    class Deactivated(ReasonedEvent):
         """Version 2 added the optional `reason` (None before)."""
-
-        class_version = 2
-        at: datetime
-        actor: str
-        reason: str | None
-
-        upcast_v1_v2 = staticmethod(given_no_reason)
 
     @event(Deactivated)
     def _deactivated(self, at: datetime, actor: str, reason: str | None) -> None:
         self.active = False
 
-    class Activated(Aggregate.Event):
+    class Activated(ReasonedEvent):
         """Version 2 added the optional `reason` (None before)."""
-
-        class_version = 2
-        at: datetime
-        actor: str
-        reason: str | None
-
-        upcast_v1_v2 = staticmethod(given_no_reason)
 
     @event(Activated)
     def _activated(self, at: datetime, actor: str, reason: str | None) -> None:

@@ -14,7 +14,7 @@ from domain.directory import FIRST_REVISION
 from domain.errors import InvalidState, ValidationFailed
 from domain.planning import Cycle, plan_due_cycles
 from domain.policy import RunPolicy
-from domain.reasons import given_no_reason
+from domain.reasons import ReasonedEvent
 from domain.runs import TICK_ACTOR, Run
 from domain.triggers import (
     TriggerError,
@@ -460,15 +460,8 @@ class Schedule(Aggregate):
     ) -> None:
         self.next_fire_at = next_fire_at
 
-    class Deleted(Aggregate.Event):
+    class Deleted(ReasonedEvent):
         """Version 2 added the optional `reason` (None before)."""
-
-        class_version = 2
-        at: datetime
-        actor: str
-        reason: str | None
-
-        upcast_v1_v2 = staticmethod(given_no_reason)
 
     @event(Deleted)
     def _deleted(self, at: datetime, actor: str, reason: str | None) -> None:

@@ -16,6 +16,7 @@ from cronledger.clock import Clock
 from cronledger.config import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
+WORKING = "release-0.1.0-working"  # a store release 0.1.0 wrote in use (see its script)
 
 
 def facts(name: str) -> dict[str, Any]:

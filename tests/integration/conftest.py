@@ -1,15 +1,31 @@
-"""Fixtures of the integration tests: a store after a busy day of work."""
+"""Fixtures of the integration tests: a store after a busy day of work, an upgraded store."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cronledger.application.services import Services, open_services
+from cronledger.config import Settings
 from domain.approvals import Command
+from tests.release_stores import WORKING, facts, store_written_by
 from tests.support import T0, FakeClock, Opener, World
 from tick.ticker import Ticker
 from tick.worker import Worker
+
+
+@pytest.fixture
+def upgraded(store_url: str, tmp_path: Path) -> Iterator[Services]:
+    """Today's release on the store release 0.1.0 wrote in use, at that store's last instant."""
+    clock = FakeClock(datetime.fromisoformat(facts(WORKING)["clock"]))
+    url = store_written_by(WORKING, store_url, tmp_path, clock)
+    services = open_services(Settings(database_url=url), clock)
+    yield services
+    services.close()
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ BAD_DATA = {"z": {"_type_": "datetime_iso", "_data_": 5}}
 
 
 @pytest.fixture
-def upgraded(store_url: str, tmp_path: Path, clock: FakeClock) -> Iterator[Services]:
+def poisoned(store_url: str, tmp_path: Path, clock: FakeClock) -> Iterator[Services]:
     """Today's release on release 0.1.0's poisoned store: the file itself, or its events."""
     store_url = store_written_by("release-0.1.0", store_url, tmp_path, clock)
     services = open_services(Settings(database_url=store_url), clock)
@@ -43,8 +43,8 @@ def as_user(client: FlaskClient, who: str) -> Api:
     return Api(client, FACTS["tokens"][who])
 
 
-def test_every_tenant_is_served_after_the_upgrade(upgraded: Services) -> None:
-    client = create_app({"SERVICES": upgraded, "TESTING": True}).test_client()
+def test_every_tenant_is_served_after_the_upgrade(poisoned: Services) -> None:
+    client = create_app({"SERVICES": poisoned, "TESTING": True}).test_client()
     acme, globex = as_user(client, "acme"), as_user(client, "globex")
     listed = acme.get("/api/approvals?page_size=50")
     assert listed.status_code == 200
@@ -57,11 +57,11 @@ def test_every_tenant_is_served_after_the_upgrade(upgraded: Services) -> None:
     timeline = acme.get(f"/api/approvals/{attack['id']}/timeline")
     assert timeline.status_code == 200
     assert client.get("/metrics").status_code == 200
-    assert upgraded.projector.lag() == 0
+    assert poisoned.projector.lag() == 0
 
 
-def test_old_instances_schedules_and_presets_keep_their_form_data(upgraded: Services) -> None:
-    client = create_app({"SERVICES": upgraded, "TESTING": True}).test_client()
+def test_old_instances_schedules_and_presets_keep_their_form_data(poisoned: Services) -> None:
+    client = create_app({"SERVICES": poisoned, "TESTING": True}).test_client()
     acme = as_user(client, "acme")
     ids = FACTS["ids"]
     run = acme.get(f"/api/workflows/schedules/{ids['schedule']}/runs/{ids['run']}").json
@@ -76,9 +76,9 @@ def test_old_instances_schedules_and_presets_keep_their_form_data(upgraded: Serv
     assert presets == {"daily": {"shift": "early"}, "poisoned": POISON}
 
 
-def test_commands_repeated_after_the_upgrade_are_recognised(upgraded: Services) -> None:
+def test_commands_repeated_after_the_upgrade_are_recognised(poisoned: Services) -> None:
     """Fingerprints stored by release 0.1.0 still match the same body."""
-    client = create_app({"SERVICES": upgraded, "TESTING": True}).test_client()
+    client = create_app({"SERVICES": poisoned, "TESTING": True}).test_client()
     again = as_user(client, "rita").post(
         "/api/approvals",
         {
@@ -93,12 +93,12 @@ def test_commands_repeated_after_the_upgrade_are_recognised(upgraded: Services) 
     assert again.json["form_data"] == POISON
 
 
-def test_the_loops_run_on_the_upgraded_store(upgraded: Services, clock: FakeClock) -> None:
+def test_the_loops_run_on_the_upgraded_store(poisoned: Services, clock: FakeClock) -> None:
     clock.advance(86400)
-    Ticker.of(upgraded).scan()
-    Worker.of(upgraded).poll()
-    upgraded.approvals.sweep()
-    assert upgraded.projector.lag() == 0
+    Ticker.of(poisoned).scan()
+    Worker.of(poisoned).poll()
+    poisoned.approvals.sweep()
+    assert poisoned.projector.lag() == 0
 
 
 def garbage(aggregate_id: UUID, version: int, topic: str, state: bytes) -> StoredEvent:

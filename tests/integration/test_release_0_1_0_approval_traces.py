@@ -3,28 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import datetime
-from pathlib import Path
-
-import pytest
-
-from cronledger.application.services import Services, open_services
-from cronledger.config import Settings
+from cronledger.application.services import Services
 from domain.approvals import SIGN, Command
-from tests.release_stores import facts, store_written_by
-from tests.support import FakeClock
+from tests.release_stores import facts
 
 FACTS = facts("release-0.1.0-working")
-
-
-@pytest.fixture
-def upgraded(store_url: str, tmp_path: Path) -> Iterator[Services]:
-    clock = FakeClock(datetime.fromisoformat(FACTS["clock"]))
-    url = store_written_by("release-0.1.0-working", store_url, tmp_path, clock)
-    services = open_services(Settings(database_url=url), clock)
-    yield services
-    services.close()
 
 
 def test_an_old_extension_is_in_the_history_under_rule_version_1(upgraded: Services) -> None:

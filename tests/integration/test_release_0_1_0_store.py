@@ -7,31 +7,16 @@ expiries and schedule snapshots.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import datetime
-from pathlib import Path
 from uuid import UUID
 
-import pytest
-
-from cronledger.application.services import Services, open_services
-from cronledger.config import Settings
-from tests.release_stores import facts, store_written_by
+from cronledger.application.services import Services
+from tests.release_stores import facts
 from tests.support import Api, FakeClock
 from tick.ticker import Ticker
 from tick.worker import Worker
 from web import create_app
 
 FACTS = facts("release-0.1.0-working")
-
-
-@pytest.fixture
-def upgraded(store_url: str, tmp_path: Path) -> Iterator[Services]:
-    clock = FakeClock(datetime.fromisoformat(FACTS["clock"]))
-    url = store_written_by("release-0.1.0-working", store_url, tmp_path, clock)
-    services = open_services(Settings(database_url=url), clock)
-    yield services
-    services.close()
 
 
 def every_aggregate(services: Services) -> list[UUID]:

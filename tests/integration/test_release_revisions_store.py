@@ -3,34 +3,19 @@ old instances' origins carry the fire metadata completed from what they stored."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import datetime
-from pathlib import Path
 from uuid import UUID
 
-import pytest
-
-from cronledger.application.services import Services, open_services
-from cronledger.config import Settings
+from cronledger.application.services import Services
 from domain.approvals import ApprovalInstance
 from domain.directory import Definition
 from domain.runs import Run
 from domain.schedules import Schedule
-from tests.release_stores import facts, store_written_by
+from tests.release_stores import facts
 from tests.support import FakeClock
 from tick.ticker import Ticker
 from tick.worker import Worker
 
 FACTS = facts("release-0.1.0-working")
-
-
-@pytest.fixture
-def upgraded(store_url: str, tmp_path: Path) -> Iterator[Services]:
-    clock = FakeClock(datetime.fromisoformat(FACTS["clock"]))
-    url = store_written_by("release-0.1.0-working", store_url, tmp_path, clock)
-    services = open_services(Settings(database_url=url), clock)
-    yield services
-    services.close()
 
 
 def test_old_instances_carry_fire_metadata(upgraded: Services) -> None:

@@ -4,22 +4,19 @@ schedule and request id, old manual runs found again, the record's columns, trac
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from datetime import datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
 import pytest
 
-from cronledger.application.services import Services, open_services
-from cronledger.config import Settings
+from cronledger.application.services import Services
 from cronledger.persistence.store import as_instant
 from domain.directory import Principal
 from domain.permissions import ROLES
 from domain.runs import TICK_ACTOR, RequestIdReused, Run, legacy_manual_run_uuid, manual_run_uuid
 from domain.schedules import Schedule
-from tests.release_stores import facts, store_written_by
+from tests.release_stores import facts
 from tests.support import T0, FakeClock, Opener, World
 from tick.ticker import Ticker
 from tick.worker import Worker
@@ -154,15 +151,6 @@ def test_a_failed_launch_logs_its_error_code_under_the_trace_id(
         Worker.of(world.services).poll()
     (failed,) = [r for r in caplog.records if r.getMessage() == "launch failed"]
     assert (failed.trace_id, failed.error_code) == (UUID(run_id).hex, "INITIATOR_INACTIVE")  # type: ignore[attr-defined]
-
-
-@pytest.fixture
-def upgraded(store_url: str, tmp_path: Path) -> Iterator[Services]:
-    clock = FakeClock(datetime.fromisoformat(OLD["clock"]))
-    url = store_written_by("release-0.1.0-working", store_url, tmp_path, clock)
-    services = open_services(Settings(database_url=url), clock)
-    yield services
-    services.close()
 
 
 def test_the_runs_of_release_0_1_0_carry_the_record(upgraded: Services) -> None:

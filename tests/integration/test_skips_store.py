@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from uuid import UUID
 
 from cronledger.application.runs import RunView
-from cronledger.application.services import open_services
-from cronledger.config import Settings
+from cronledger.application.services import Services
 from domain.runs import run_uuid
-from tests.release_stores import facts, store_written_by
+from tests.release_stores import WORKING, facts
 from tests.support import T0, FakeClock, Opener, World
 from tick.ticker import Ticker
 from tick.worker import Worker, WorkReport
@@ -92,17 +90,10 @@ def test_the_schedule_shows_its_last_skip_next_to_its_last_run(open_with: Opener
     )
 
 
-def test_schedules_of_release_0_1_0_keep_allowing_overlap(store_url: str, tmp_path: Path) -> None:
-    known = facts("release-0.1.0-working")
-    clock = FakeClock(datetime.fromisoformat(known["clock"]))
-    url = store_written_by("release-0.1.0-working", store_url, tmp_path, clock)
-    services = open_services(Settings(database_url=url), clock)
-    try:
-        for schedule_id in known["schedules"].values():
-            schedule = services.ledger.repository.get(UUID(schedule_id))
-            assert schedule.settings.overlap_policy == "allow"
-        services.projector.catch_up()
-        stored = services.store.query("SELECT DISTINCT overlap_policy FROM schedules")
-        assert stored == [("allow",)]
-    finally:
-        services.close()
+def test_schedules_of_release_0_1_0_keep_allowing_overlap(upgraded: Services) -> None:
+    for schedule_id in facts(WORKING)["schedules"].values():
+        schedule = upgraded.ledger.repository.get(UUID(schedule_id))
+        assert schedule.settings.overlap_policy == "allow"
+    upgraded.projector.catch_up()
+    stored = upgraded.store.query("SELECT DISTINCT overlap_policy FROM schedules")
+    assert stored == [("allow",)]
