@@ -72,6 +72,9 @@ class EndpointSpec:
     response: type[Schema] | None
     status: int
     tag: str
+    operation_id: str
+    idempotent: bool = False  # takes an Idempotency-Key header; may answer Idempotent-Replayed
+    versioned: bool = False  # answers an ETag; a write honours If-Match (412 when stale)
 
 
 def services() -> Services:
@@ -88,15 +91,30 @@ def endpoint(
     query: type[Schema] | None = None,
     response: type[Schema] | None = None,
     status: int = 200,
+    idempotent: bool = False,
+    versioned: bool = False,
 ) -> Callable[[View], View]:
     """Declare a view: who may call it, what it takes and what it answers.
 
     A caller lacking `permission` but holding `seen_with` (who can see the resource) still
     reaches the view, whose service records the refusal and answers it 403.
     """
-    spec = EndpointSpec(summary, permission, seen_with, body, query, response, status, tag)
 
     def decorate(view: View) -> View:
+        spec = EndpointSpec(
+            summary,
+            permission,
+            seen_with,
+            body,
+            query,
+            response,
+            status,
+            tag,
+            operation_id=view.__name__,
+            idempotent=idempotent,
+            versioned=versioned,
+        )
+
         @functools.wraps(view)
         def handle(**path: Any) -> ResponseReturnValue:
             inputs: dict[str, Any] = dict(path)
