@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint audit-deps bench clean
+.PHONY: install browser run test lint audit-deps bench clean
 
 # A new venv's own pip and setuptools have known vulnerabilities (make audit-deps): upgraded.
 $(STAMP): pyproject.toml
@@ -27,7 +27,13 @@ run: install
 	@echo "serving on http://localhost:8000"
 	$(BIN)/cronledger serve --port 8000
 
-test: install
+# Browser tests drive Debian's chromium (Playwright's own browser download is out of reach).
+browser:
+	@command -v chromium >/dev/null || { test "$$(id -u)" = 0 \
+	  && apt-get install -y -q chromium >/dev/null; } \
+	  || echo "chromium is missing: browser tests skip (and fail under CI=true)"
+
+test: install browser
 	$(BIN)/python -m pytest
 
 lint: install

@@ -29,6 +29,18 @@ class VersionConflict(DomainError):
         )
 
 
+class PreconditionFailed(DomainError):
+    """A write's If-Match names no version the resource is at."""
+
+    code = "PRECONDITION_FAILED"
+
+    def __init__(self, kind: str, actual: int) -> None:
+        super().__init__(
+            f'{kind} is at version {actual} (ETag "{actual}"), which If-Match does not name: '
+            "reload it; nothing was changed"
+        )
+
+
 class Forbidden(DomainError):
     code = "FORBIDDEN"
 

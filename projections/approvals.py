@@ -12,6 +12,7 @@ from uuid import UUID
 from cronledger.persistence.store import Store, as_instant, tenant_scope
 from domain.approvals import EXPIRED, TERMINAL, WAITING_REVIEW
 from projections.engine import Handler, Projection, Sql
+from projections.keyset import Order, Row, Slice, Window, read_slice
 from projections.runs import LagHistogram
 
 
@@ -33,6 +34,8 @@ class ApprovalsProjection(Projection):
             "version INTEGER NOT NULL, position BIGINT NOT NULL)",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
+            "CREATE INDEX IF NOT EXISTS approvals_by_tenant "
+            "ON approvals (tenant_id, submitted_at DESC, id)",
             "CREATE INDEX IF NOT EXISTS approvals_by_deadline "
             "ON approvals (state, review_deadline_at)",
             "CREATE TABLE IF NOT EXISTS approval_commands ("
@@ -230,16 +233,13 @@ class ApprovalFilter:
         return " AND ".join(conditions), params
 
 
+# Newest submitted first; `id` orders instances submitted at the same instant.
+APPROVAL_ORDER = Order("approvals", "submitted_at", descending=True, tie="id")
+
+
 def approval_page(
-    store: Store, tenant_id: UUID, wanted: ApprovalFilter, page: int, page_size: int
-) -> tuple[list[str], int]:
-    """One page of the tenant's matching instance ids, newest submitted first, and how many
+    store: Store, tenant_id: UUID, wanted: ApprovalFilter, window: Window
+) -> Slice[Row]:
+    """One page of the tenant's matching instances' ids, newest submitted first, and how many
     match."""
-    where, params = wanted.where(tenant_id)
-    total = store.query(f"SELECT COUNT(*) FROM approvals WHERE {where}", params)  # noqa: S608
-    rows = store.query(
-        f"SELECT id FROM approvals WHERE {where} ORDER BY submitted_at DESC, id "  # noqa: S608
-        "LIMIT ? OFFSET ?",
-        [*params, page_size, (page - 1) * page_size],
-    )
-    return [str(row[0]) for row in rows], int(total[0][0])
+    return read_slice(store, "approvals", wanted.where(tenant_id), APPROVAL_ORDER, window)

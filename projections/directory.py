@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from uuid import UUID
 
+from cronledger.persistence.store import Store
 from projections.engine import Handler, Projection, Sql
+from projections.keyset import Order, Row, Slice, Window, read_slice
 
 
 class DirectoryProjection(Projection):
-    """Accounts (roles as comma-separated text) and process definitions, as they are now."""
+    """Accounts (roles as comma-separated text) and process definitions, as they are now;
+    `position` is where each was registered on the log: the order the API lists them in."""
 
     name = "directory"
     tables = ("tenants", "accounts", "definitions")
@@ -22,15 +26,18 @@ class DirectoryProjection(Projection):
             "CREATE TABLE IF NOT EXISTS accounts ("
             "aggregate_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, id TEXT NOT NULL, "
             "name TEXT NOT NULL, roles TEXT NOT NULL, active BOOLEAN NOT NULL, "
-            f"created_at {ts} NOT NULL, updated_at {ts} NOT NULL, version INTEGER NOT NULL)",
+            f"created_at {ts} NOT NULL, updated_at {ts} NOT NULL, version INTEGER NOT NULL, "
+            "position BIGINT NOT NULL)",
             "CREATE UNIQUE INDEX IF NOT EXISTS accounts_by_tenant ON accounts (tenant_id, id)",
+            "CREATE INDEX IF NOT EXISTS accounts_in_order ON accounts (tenant_id, position)",
             "CREATE TABLE IF NOT EXISTS definitions ("
             "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, key TEXT NOT NULL, "
             "name TEXT NOT NULL, external BOOLEAN NOT NULL, published BOOLEAN NOT NULL, "
             f"review_window_seconds INTEGER NOT NULL, created_at {ts} NOT NULL, "
-            f"updated_at {ts} NOT NULL, version INTEGER NOT NULL)",
+            f"updated_at {ts} NOT NULL, version INTEGER NOT NULL, position BIGINT NOT NULL)",
             "CREATE UNIQUE INDEX IF NOT EXISTS definitions_by_tenant "
             "ON definitions (tenant_id, key)",
+            "CREATE INDEX IF NOT EXISTS definitions_in_order ON definitions (tenant_id, position)",
         ]
 
     def handlers(self) -> dict[str, Handler]:
@@ -67,7 +74,7 @@ class DirectoryProjection(Projection):
     def account_registered(sql: Sql, event: Any, position: int) -> None:
         sql.write(
             "INSERT INTO accounts (aggregate_id, tenant_id, id, name, roles, active, created_at, "
-            "updated_at, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "updated_at, version, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -78,6 +85,7 @@ class DirectoryProjection(Projection):
                 event.at,
                 event.at,
                 event.originator_version,
+                position,
             ),
         )
 
@@ -85,8 +93,8 @@ class DirectoryProjection(Projection):
     def definition_registered(sql: Sql, event: Any, position: int) -> None:
         sql.write(
             "INSERT INTO definitions (id, tenant_id, key, name, external, published, "
-            "review_window_seconds, created_at, updated_at, version) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "review_window_seconds, created_at, updated_at, version, position) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -98,6 +106,7 @@ class DirectoryProjection(Projection):
                 event.at,
                 event.at,
                 event.originator_version,
+                position,
             ),
         )
 
@@ -116,3 +125,20 @@ def _setting(table: str, columns_of: Callable[[Any], dict[str, Any]]) -> Handler
         )
 
     return handler
+
+
+# Oldest first, in the order they were registered.
+ACCOUNT_ORDER = Order("accounts", "position")
+DEFINITION_ORDER = Order("definitions", "position")
+
+
+def account_page(store: Store, tenant_id: UUID, window: Window) -> Slice[Row]:
+    """One page of the ids (the API's) of the tenant's accounts, oldest first, and how many."""
+    where = ("tenant_id = ?", [str(tenant_id)])
+    return read_slice(store, "accounts", where, ACCOUNT_ORDER, window)
+
+
+def definition_page(store: Store, tenant_id: UUID, window: Window) -> Slice[Row]:
+    """One page of the ids of the tenant's definitions, oldest first, and how many."""
+    where = ("tenant_id = ?", [str(tenant_id)])
+    return read_slice(store, "definitions", where, DEFINITION_ORDER, window)

@@ -18,6 +18,7 @@ from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant
 from projections.engine import Handler, Projection, Sql
+from projections.keyset import Order, Slice, Window, read_slice
 
 # Aggregate types with a view of their own.
 SCHEDULE, RUN, APPROVAL, DEFINITION = "schedule", "run", "approval", "definition"
@@ -352,18 +353,15 @@ def _instant(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def operation_page(
-    store: Store, wanted: OperationFilter, page: int, page_size: int
-) -> tuple[list[Operation], int]:
+# Newest first: the operations' log positions are unique.
+OPERATION_ORDER = Order("operations", "position", descending=True)
+
+
+def operation_page(store: Store, wanted: OperationFilter, window: Window) -> Slice[Operation]:
     """One page of the tenant's operations matching `wanted`, newest first, and how many."""
-    where, params = _where(wanted)
-    total = store.query(f"SELECT COUNT(*) FROM operations WHERE {where}", params)  # noqa: S608
-    rows = store.query(
-        f"SELECT {COLUMNS} FROM operations WHERE {where} "  # noqa: S608
-        "ORDER BY position DESC LIMIT ? OFFSET ?",
-        [*params, page_size, (page - 1) * page_size],
-    )
-    return [_operation(row) for row in rows], int(total[0][0])
+    where = _where(wanted)
+    found = read_slice(store, "operations", where, OPERATION_ORDER, window, columns=COLUMNS)
+    return Slice([_operation(row) for row in found.rows], found.total, found.next_key)
 
 
 def _where(wanted: OperationFilter) -> tuple[str, list[Any]]:

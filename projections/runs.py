@@ -24,6 +24,7 @@ from domain.runs import (
     UNFINISHED,
 )
 from projections.engine import Handler, Projection, Sql
+from projections.keyset import Order, Row, Slice, Window, read_slice
 
 
 class RunsProjection(Projection):
@@ -51,9 +52,10 @@ class RunsProjection(Projection):
             "skip_reason TEXT, blocking_run_id TEXT, schedule_version INTEGER NOT NULL, "
             "triggered_by TEXT NOT NULL, request_id TEXT, trace_id TEXT NOT NULL, "
             f"started_at {ts}, duration_seconds {seconds}, last_error_message TEXT)",
-            "CREATE INDEX IF NOT EXISTS runs_by_schedule ON runs (schedule_id, planned_at)",
+            "CREATE INDEX IF NOT EXISTS runs_by_schedule "
+            "ON runs (schedule_id, planned_at DESC, id)",
             "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status)",
-            "CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant_id, planned_at)",
+            "CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant_id, planned_at DESC, id)",
             "CREATE INDEX IF NOT EXISTS runs_due ON runs (due_at)",
             "CREATE INDEX IF NOT EXISTS runs_skips ON runs (schedule_id, finished_at) "
             "WHERE skip_reason IS NOT NULL",
@@ -375,19 +377,16 @@ class RunFilter:
         return " AND ".join(conditions), params
 
 
+# Newest planned first; `id` orders runs planned for the same instant.
+RUN_ORDER = Order("runs", "planned_at", descending=True, tie="id")
+
+
 def run_log_page(
-    store: Store, tenant_id: UUID, run_filter: RunFilter, page: int, page_size: int
-) -> tuple[list[str], int]:
-    """One page of the tenant's matching run ids, newest planned first, and how many match
+    store: Store, tenant_id: UUID, run_filter: RunFilter, window: Window
+) -> Slice[Row]:
+    """One page of the tenant's matching runs' ids, newest planned first, and how many match
     (requirement 002: scheduled tasks, the execution log by task and status, paged)."""
-    where, params = run_filter.where(tenant_id)
-    total = store.query(f"SELECT COUNT(*) FROM runs WHERE {where}", params)  # noqa: S608
-    rows = store.query(
-        f"SELECT id FROM runs WHERE {where} ORDER BY planned_at DESC, id "  # noqa: S608
-        "LIMIT ? OFFSET ?",
-        [*params, page_size, (page - 1) * page_size],
-    )
-    return [str(row[0]) for row in rows], int(total[0][0])
+    return read_slice(store, "runs", run_filter.where(tenant_id), RUN_ORDER, window)
 
 
 def backlog_by_status(store: Store, tenant_id: UUID | None) -> dict[str, int]:

@@ -10,6 +10,7 @@ from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant, tenant_scope
 from projections.engine import Handler, Projection, Sql
+from projections.keyset import Order, Row, Slice, Window, read_slice
 
 RUN_STATUS_EVENTS = (
     "AttemptStarted",
@@ -42,7 +43,8 @@ class SchedulesProjection(Projection):
             f"created_at {ts} NOT NULL, updated_at {ts} NOT NULL, updated_by TEXT NOT NULL, "
             f"deleted_at {ts}, last_run_id TEXT, last_run_planned_at {ts}, last_run_status TEXT, "
             "version INTEGER NOT NULL, log_version INTEGER NOT NULL)",
-            "CREATE INDEX IF NOT EXISTS schedules_by_tenant ON schedules (tenant_id, created_at)",
+            "CREATE INDEX IF NOT EXISTS schedules_by_tenant "
+            "ON schedules (tenant_id, created_at, id)",
             "CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_fire_at)",
             "CREATE INDEX IF NOT EXISTS schedules_by_last_run ON schedules (last_run_id)",
         ]
@@ -247,21 +249,20 @@ class ScheduleFilter:
     definition_id: str | None = None
     initiator_id: str | None = None
 
-    def columns(self) -> dict[str, Any]:
-        """The `column = value` conditions it sets."""
-        return {column: value for column, value in asdict(self).items() if value is not None}
+    def where(self, tenant_id: UUID) -> tuple[str, list[Any]]:
+        """The SQL condition on the tenant's undeleted schedules, and its parameters."""
+        wanted = {column: value for column, value in asdict(self).items() if value is not None}
+        conditions = ["tenant_id = ?", "deleted_at IS NULL", *(f"{c} = ?" for c in wanted)]
+        return " AND ".join(conditions), [str(tenant_id), *wanted.values()]
+
+
+# Oldest first; `id` orders schedules created at the same instant.
+SCHEDULE_ORDER = Order("schedules", "created_at", tie="id")
 
 
 def live_schedule_page(
-    store: Store, tenant_id: UUID, page: int, page_size: int, wanted: ScheduleFilter
-) -> tuple[list[str], int]:
-    """One page of the tenant's matching undeleted schedule ids, oldest first, and how many
+    store: Store, tenant_id: UUID, wanted: ScheduleFilter, window: Window
+) -> Slice[Row]:
+    """One page of the tenant's matching undeleted schedules' ids, oldest first, and how many
     match."""
-    return store.page_of_ids(
-        "schedules",
-        {"tenant_id": str(tenant_id), "deleted_at": None, **wanted.columns()},
-        "created_at, id",
-        page,
-        page_size,
-        key="id",
-    )
+    return read_slice(store, "schedules", wanted.where(tenant_id), SCHEDULE_ORDER, window)

@@ -10,6 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, Response, g, request
+from werkzeug.exceptions import NotFound
+
+from cronledger.version import installed_version
+from web.problems import requested_path
 
 MAX_BODY_BYTES = 1024 * 1024
 # A caller's X-Request-ID is kept only if it is this; any other is replaced, never echoed.
@@ -21,11 +25,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The Flask app; `config["SERVICES"]` injects ready services (tests), else env settings."""
     from cronledger.application.services import open_services
     from cronledger.config import Settings
-    from web import approvals, audit, directory, events, metrics, ops, runs, schedules
+    from web import approvals, audit, directory, docs, events, metrics, ops, runs, schedules
     from web.problems import register_error_handlers
     from web.refusals import refusal_budget
 
     app = Flask(__name__)
+    app.url_map.merge_slashes = False  # `//` is 404 naming the path meant, never a redirect
     app.config.update(MAX_CONTENT_LENGTH=MAX_BODY_BYTES, JSON_SORT_KEYS=False)
     app.config.update(config or {})
     services = app.config.get("SERVICES") or open_services(Settings.from_env())
@@ -37,6 +42,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     register_error_handlers(app)
     app.register_blueprint(ops.bp)
     app.register_blueprint(metrics.bp)
+    app.register_blueprint(docs.bp)
     app.register_blueprint(directory.bp)
     app.register_blueprint(schedules.bp)
     app.register_blueprint(runs.bp)
@@ -47,17 +53,26 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.before_request(_start_request)
     refusal_budget(app, services.settings.refusals_per_minute)  # checked after the request id
     app.after_request(_log_request)
+    app.after_request(_tell_api_version)
     return app
 
 
 def _start_request() -> None:
     g.request_id = _request_id(request.headers.get("X-Request-ID", ""))
     g.started = time.perf_counter()
+    if "//" in requested_path():  # routing reads a leading `//` as `/`: never answer it
+        raise NotFound()
 
 
 def _request_id(given: str) -> str:
     """The caller's id if it is short and plain; else a fresh one."""
     return given if REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+
+
+def _tell_api_version(response: Response) -> Response:
+    """Every answer names the release serving it, as the OpenAPI document's `info.version`."""
+    response.headers["API-Version"] = installed_version()
+    return response
 
 
 def _log_request(response: Response) -> Response:

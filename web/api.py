@@ -17,8 +17,17 @@ from marshmallow import RAISE, Schema, ValidationError
 
 from cronledger.application.services import Services
 from domain.directory import Principal
+from web.idempotency import idempotency_key, with_key_field
 from web.json_depth import check_nesting
 from web.merge_patch import merge_patch
+from web.preconditions import (
+    Versioned,
+    check_agrees,
+    conflicts_as_failed_preconditions,
+    etag_header,
+    expecting,
+    if_match_version,
+)
 from web.problems import Problem
 
 View = Callable[..., Any]
@@ -74,7 +83,8 @@ class EndpointSpec:
     tag: str
     operation_id: str
     idempotent: bool = False  # takes an Idempotency-Key header; may answer Idempotent-Replayed
-    versioned: bool = False  # answers an ETag; a write honours If-Match (412 when stale)
+    # True: answers an ETag; a reader of the resource (principal, path): also honours If-Match
+    versioned: Versioned = False
 
 
 def services() -> Services:
@@ -92,7 +102,7 @@ def endpoint(
     response: type[Schema] | None = None,
     status: int = 200,
     idempotent: bool = False,
-    versioned: bool = False,
+    versioned: Versioned = False,
 ) -> Callable[[View], View]:
     """Declare a view: who may call it, what it takes and what it answers.
 
@@ -120,23 +130,32 @@ def endpoint(
             inputs: dict[str, Any] = dict(path)
             if permission is not None:
                 inputs["principal"] = authorize(permission, seen_with)
+            expected = if_match_version(versioned, permission, inputs)
+            key = idempotency_key() if idempotent else None
             if isinstance(body, MergePatch):
-                inputs["body"] = patched(body, inputs)
+                inputs["body"] = patched(body, inputs, expected)
             elif body is not None:
                 data = json_object()
                 shape = body.pick(data) if isinstance(body, Either) else body
-                inputs["body"] = load(shape(), data)
-            arguments = load((query or Schema)(unknown=RAISE), request.args.to_dict())
+                data = with_key_field(shape, data, key)
+                inputs["body"] = load(shape(), expecting(shape, data, expected))
+            given = expecting(query, request.args.to_dict(), expected)
+            arguments = load((query or Schema)(unknown=RAISE), given)
             if query is not None:
                 inputs["query"] = arguments
+            check_agrees(expected, inputs.get("body"), arguments)
             if request.method == "GET" and permission is not None:
                 services().projector.catch_up()  # reads include every write committed so far
-            result = view(**inputs)
+            with conflicts_as_failed_preconditions(expected):
+                result = view(**inputs)
             if response is None:
                 return "", status
             if isinstance(result, Answered):
-                return jsonify(response().dump(result.body)), result.status, result.headers
-            return jsonify(response().dump(result)), status
+                dumped = response().dump(result.body)
+                tagged = {**etag_header(versioned, dumped), **result.headers}
+                return jsonify(dumped), result.status, tagged
+            dumped = response().dump(result)
+            return jsonify(dumped), status, etag_header(versioned, dumped)
 
         handle.endpoint_spec = spec  # type: ignore[attr-defined]
         return handle
@@ -158,15 +177,16 @@ def authorize(permission: str, seen_with: str | None = None) -> Principal:
     return principal
 
 
-def patched(patch: MergePatch, inputs: Mapping[str, Any]) -> Any:
+def patched(patch: MergePatch, inputs: Mapping[str, Any], expected: int | None = None) -> Any:
     """The PUT body the merge patch makes of the current representation's settable fields.
 
-    Without a `version` the patch applies to the version it was merged with, so a change
-    made in between is 409 rather than silently undone.
+    Without a `version` the patch applies to the version If-Match matched (`expected`), else
+    to the version it was merged with, so a change made in between is 412 or 409 rather than
+    silently undone.
     """
     if request.mimetype not in MERGE_PATCH_TYPES:
         raise Problem("UNSUPPORTED_MEDIA_TYPE", "send Content-Type: application/merge-patch+json")
-    changes = json_object()
+    changes = expecting(patch.replaces, json_object(), expected)
     current = patch.shown_as().dump(patch.current(**inputs))
     settable = {key: current[key] for key in patch.replaces().fields if key in current}
     merged = {**patch.defaults, **merge_patch(settable, changes)}

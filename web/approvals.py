@@ -8,7 +8,6 @@ from typing import Any
 from flask import Blueprint
 
 from cronledger.application.approvals import ApprovalView, CommandResult
-from cronledger.application.directory import Page
 from cronledger.persistence.ledger import TimelineEntry
 from domain.approvals import (
     APPROVE,
@@ -27,14 +26,19 @@ from domain.permissions import (
     APPROVAL_SUBMIT,
     AUDIT_READ,
 )
-from projections.approvals import ApprovalFilter
+from projections.approvals import APPROVAL_ORDER, ApprovalFilter
 from web.api import Answered, endpoint, services
+from web.idempotency import replay_headers
+from web.paging import listed, window
+from web.preconditions import InService, etag, if_match_accepts
+from web.problems import Problem
 from web.schemas import (
     ApprovalListQuery,
     ApprovalOut,
     ApprovalSubmit,
     ApproveIn,
     CommandOut,
+    CommandRejection,
     ExtendDeadlineIn,
     SignCallbackIn,
     TimelineOut,
@@ -46,22 +50,28 @@ bp = Blueprint("approvals", __name__, url_prefix="/api/approvals")
 TAG = "approvals"
 
 
+def _instance(principal: Principal, instance_id: str) -> ApprovalView:
+    return services().approvals.view(principal.tenant_id, instance_id)
+
+
 @bp.post("")
 @endpoint(
     "Submit an approval instance (a repeated command_id answers the first instance)",
     tag=TAG,
     permission=APPROVAL_SUBMIT,
     body=ApprovalSubmit,
+    idempotent=True,
+    versioned=True,
     response=ApprovalOut,
     status=201,
 )
-def submit(principal: Principal, body: dict[str, Any]) -> Answered:
+def submit_approval(principal: Principal, body: dict[str, Any]) -> Answered:
     deadline, offset = _in_utc(body["review_deadline_at"])
     submission = Submission(
         **{**body, "review_deadline_at": deadline}, review_deadline_offset_minutes=offset
     )
     instance, replayed = services().approvals.submit(principal, submission)
-    return Answered(instance, 201, {"Idempotent-Replayed": "true"} if replayed else {})
+    return Answered(instance, 201, replay_headers(replayed))
 
 
 @bp.get("")
@@ -72,7 +82,7 @@ def submit(principal: Principal, body: dict[str, Any]) -> Answered:
     query=ApprovalListQuery,
     response=page_of(ApprovalOut),
 )
-def list_approvals(principal: Principal, query: dict[str, Any]) -> Page[ApprovalView]:
+def list_approvals(principal: Principal, query: dict[str, Any]) -> Answered:
     wanted = ApprovalFilter(
         state=query["state"],
         applicant_id=query["applicant_id"],
@@ -81,9 +91,10 @@ def list_approvals(principal: Principal, query: dict[str, Any]) -> Page[Approval
         deadline_from=query["deadline_from"],
         deadline_to=query["deadline_to"],
     )
-    return services().approvals.list_page(
-        principal.tenant_id, wanted, query["page"], query["page_size"]
+    page = services().approvals.list_page(
+        principal.tenant_id, wanted, window(query, APPROVAL_ORDER)
     )
+    return listed(page, APPROVAL_ORDER)
 
 
 @bp.get("/<instance_id>")
@@ -91,10 +102,11 @@ def list_approvals(principal: Principal, query: dict[str, Any]) -> Page[Approval
     "Read an instance, with its observations",
     tag=TAG,
     permission=APPROVAL_LIST,
+    versioned=True,
     response=ApprovalOut,
 )
 def get_approval(principal: Principal, instance_id: str) -> ApprovalView:
-    return services().approvals.view(principal.tenant_id, instance_id)
+    return _instance(principal, instance_id)
 
 
 @bp.get("/<instance_id>/timeline")
@@ -124,8 +136,14 @@ def _answer(
 ) -> Answered:
     payload = {k: v for k, v in body.items() if k != "command_id"}
     command = Command(kind, body["command_id"], payload, deadline_offset_minutes)
-    result: CommandResult = services().approvals.command(principal, instance_id, command)
-    return Answered(result, 200 if result.accepted else 409)
+    result: CommandResult = services().approvals.command(
+        principal, instance_id, command, if_match_accepts()
+    )
+    headers = {"ETag": etag(result.instance.version), **replay_headers(result.replayed)}
+    if not result.accepted:
+        rejection = CommandRejection().dump({**vars(result), "approval": result.instance})
+        raise Problem("COMMAND_REJECTED", result.reason, extensions=rejection, headers=headers)
+    return Answered(result, 200, headers)
 
 
 @bp.post("/<instance_id>/approve")
@@ -135,6 +153,8 @@ def _answer(
     permission=APPROVAL_DECIDE,
     seen_with=APPROVAL_LIST,
     body=ApproveIn,
+    idempotent=True,
+    versioned=InService(_instance),
     response=CommandOut,
 )
 def approve(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
@@ -148,6 +168,8 @@ def approve(principal: Principal, instance_id: str, body: dict[str, Any]) -> Ans
     permission=APPROVAL_SUBMIT,
     seen_with=APPROVAL_LIST,
     body=WithdrawIn,
+    idempotent=True,
+    versioned=InService(_instance),
     response=CommandOut,
 )
 def withdraw(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
@@ -161,6 +183,8 @@ def withdraw(principal: Principal, instance_id: str, body: dict[str, Any]) -> An
     permission=APPROVAL_DECIDE,
     seen_with=APPROVAL_LIST,
     body=ExtendDeadlineIn,
+    idempotent=True,
+    versioned=InService(_instance),
     response=CommandOut,
 )
 def extend_deadline(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
@@ -175,6 +199,8 @@ def extend_deadline(principal: Principal, instance_id: str, body: dict[str, Any]
     permission=APPROVAL_CALLBACK,
     seen_with=APPROVAL_LIST,
     body=SignCallbackIn,
+    idempotent=True,
+    versioned=InService(_instance),
     response=CommandOut,
 )
 def sign_callback(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:

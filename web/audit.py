@@ -5,23 +5,33 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint
-from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import ValidationError, fields, validate, validates_schema
 
-from cronledger.application.directory import Page
 from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.permissions import AUDIT_READ
 from projections.operations import (
     APPROVAL,
     DEFINITION,
-    KINDS,
+    OPERATION_ORDER,
     RUN,
     SCHEDULE,
     Operation,
     OperationFilter,
 )
-from web.api import endpoint, services
-from web.schemas import PageQuery, TimelineOut, UtcDateTime, page_of
+from web.api import Answered, endpoint, services
+from web.paging import listed, window
+from web.schemas import (
+    AGGREGATE_TYPE,
+    OPERATION_KIND,
+    Choice,
+    OutSchema,
+    PageQuery,
+    TimelineOut,
+    UtcDateTime,
+    page_of,
+    server_uuid,
+)
 
 bp = Blueprint("audit", __name__, url_prefix="/api/audit")
 TAG = "audit"
@@ -43,8 +53,12 @@ def timeline_of(operation: Operation) -> str:
 
 
 class OperationsQuery(PageQuery):
-    actor = fields.String(validate=validate.Length(1, MAX_ACTOR), load_default=None)
-    kind = fields.String(validate=validate.OneOf(KINDS), load_default=None)
+    actor = fields.String(
+        validate=validate.Length(1, MAX_ACTOR),
+        load_default=None,
+        metadata={"description": "who did it: an account id, or `system:...`"},
+    )
+    kind = Choice(OPERATION_KIND, load_default=None, metadata={"description": "what was done"})
     since = UtcDateTime(data_key="from", load_default=None, metadata={"description": "inclusive"})
     until = UtcDateTime(data_key="to", load_default=None, metadata={"description": "exclusive"})
 
@@ -62,22 +76,20 @@ class OperationsQuery(PageQuery):
             raise ValidationError("must not be before from", "to")
 
 
-class OperationOut(Schema):
+class OperationOut(OutSchema):
     position = fields.Integer(metadata={"description": "the event's position on the log"})
     at = UtcDateTime()
     actor = fields.String()
-    kind = fields.String(metadata={"enum": list(KINDS)})
-    aggregate_type = fields.String(
-        metadata={"enum": ["account", "definition", "schedule", "run", "approval"]}
-    )
+    kind = Choice(OPERATION_KIND)
+    aggregate_type = Choice(AGGREGATE_TYPE)
     aggregate_id = fields.String(metadata={"description": "`cronledger audit timeline ID`"})
-    schedule_id = fields.String(
+    schedule_id = server_uuid(
         allow_none=True, metadata={"description": "the schedule, of a schedule's or run's"}
     )
     summary = fields.String()
     timeline = fields.Function(
         timeline_of,
-        metadata={"description": "the aggregate's timeline (`audit:read`)"},
+        metadata={"type": "string", "description": "the aggregate's timeline (`audit:read`)"},
     )
 
 
@@ -89,11 +101,12 @@ class OperationOut(Schema):
     query=OperationsQuery,
     response=page_of(OperationOut),
 )
-def list_operations(principal: Principal, query: dict[str, Any]) -> Page[Operation]:
+def list_operations(principal: Principal, query: dict[str, Any]) -> Answered:
     wanted = OperationFilter(
         principal.tenant_id, query["actor"], query["kind"], query["since"], query["until"]
     )
-    return services().operations.list_page(wanted, query["page"], query["page_size"])
+    page = services().operations.list_page(wanted, window(query, OPERATION_ORDER))
+    return listed(page, OPERATION_ORDER)
 
 
 @bp.get("/timeline/<aggregate_id>")
@@ -103,5 +116,5 @@ def list_operations(principal: Principal, query: dict[str, Any]) -> Page[Operati
     permission=AUDIT_READ,
     response=TimelineOut,
 )
-def timeline(principal: Principal, aggregate_id: str) -> dict[str, list[TimelineEntry]]:
+def aggregate_timeline(principal: Principal, aggregate_id: str) -> dict[str, list[TimelineEntry]]:
     return {"items": services().operations.timeline(principal.tenant_id, aggregate_id)}

@@ -11,12 +11,17 @@ from cronledger.application.directory import (
     DefinitionFields,
     DefinitionView,
     IssuedToken,
-    Page,
+    ReplayedToken,
 )
+from cronledger.application.idempotency import Outcome, once
 from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
+from domain.idempotency import CREATE_ACCOUNT, CREATE_DEFINITION, ISSUE_TOKEN
 from domain.permissions import AUDIT_READ, DIRECTORY_MANAGE
-from web.api import MergePatch, endpoint, services
+from projections.directory import ACCOUNT_ORDER, DEFINITION_ORDER
+from web.api import Answered, MergePatch, endpoint, services
+from web.idempotency import keyed_request, replay_headers
+from web.paging import listed, window
 from web.schemas import (
     AccountCreate,
     AccountFieldsIn,
@@ -43,19 +48,34 @@ ACCOUNTS = "accounts"
 DEFINITIONS = "definitions"
 
 
+def _account(principal: Principal, account_id: str) -> AccountView:
+    return services().directory.account(principal.tenant_id, account_id)
+
+
+def _definition(principal: Principal, definition_id: str) -> DefinitionView:
+    return services().directory.definition(principal.tenant_id, definition_id)
+
+
 @bp.post("/accounts")
 @endpoint(
     "Create an account",
     tag=ACCOUNTS,
     permission=DIRECTORY_MANAGE,
     body=AccountCreate,
+    versioned=True,
     response=AccountOut,
     status=201,
+    idempotent=True,
 )
-def create_account(principal: Principal, body: dict[str, Any]) -> AccountView:
-    return services().directory.create_account(
-        principal, body.get("id"), body["name"], body["roles"]
+def create_account(principal: Principal, body: dict[str, Any]) -> Answered:
+    request = keyed_request(principal, CREATE_ACCOUNT)
+    created = once(
+        lambda: services().directory.create_account(
+            principal, body.get("id"), body["name"], body["roles"], request
+        ),
+        lambda account_id: _account(principal, account_id),
     )
+    return Answered(created.value, 201, replay_headers(created.replayed))
 
 
 @bp.get("/accounts")
@@ -66,12 +86,19 @@ def create_account(principal: Principal, body: dict[str, Any]) -> AccountView:
     query=PageQuery,
     response=page_of(AccountOut),
 )
-def list_accounts(principal: Principal, query: dict[str, Any]) -> Page[AccountView]:
-    return services().directory.accounts(principal.tenant_id, query["page"], query["page_size"])
+def list_accounts(principal: Principal, query: dict[str, Any]) -> Answered:
+    page = services().directory.accounts(principal.tenant_id, window(query, ACCOUNT_ORDER))
+    return listed(page, ACCOUNT_ORDER)
 
 
 @bp.get("/accounts/<account_id>")
-@endpoint("Read an account", tag=ACCOUNTS, permission=DIRECTORY_MANAGE, response=AccountOut)
+@endpoint(
+    "Read an account",
+    tag=ACCOUNTS,
+    permission=DIRECTORY_MANAGE,
+    versioned=True,
+    response=AccountOut,
+)
 def get_account(principal: Principal, account_id: str) -> AccountView:
     return services().directory.account(principal.tenant_id, account_id)
 
@@ -88,6 +115,7 @@ def account_timeline(principal: Principal, account_id: str) -> dict[str, list[Ti
     tag=ACCOUNTS,
     permission=DIRECTORY_MANAGE,
     body=AccountUpdate,
+    versioned=_account,
     response=AccountOut,
 )
 def update_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
@@ -100,10 +128,6 @@ def _replace_account(principal: Principal, account_id: str, body: dict[str, Any]
     )
 
 
-def _account(principal: Principal, account_id: str) -> AccountView:
-    return services().directory.account(principal.tenant_id, account_id)
-
-
 @bp.patch("/accounts/<account_id>")
 @endpoint(
     "Change an account's name or roles (JSON Merge Patch), saved as a PUT of the result",
@@ -112,6 +136,7 @@ def _account(principal: Principal, account_id: str) -> AccountView:
     body=MergePatch(
         AccountOut, AccountUpdate, AccountPatch, defaults_of(AccountFieldsIn), _account
     ),
+    versioned=_account,
     response=AccountOut,
 )
 def patch_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
@@ -124,6 +149,7 @@ def patch_account(principal: Principal, account_id: str, body: dict[str, Any]) -
     tag=ACCOUNTS,
     permission=DIRECTORY_MANAGE,
     body=VersionReasonBody,
+    versioned=_account,
     response=AccountOut,
 )
 def deactivate_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
@@ -138,6 +164,7 @@ def deactivate_account(principal: Principal, account_id: str, body: dict[str, An
     tag=ACCOUNTS,
     permission=DIRECTORY_MANAGE,
     body=VersionReasonBody,
+    versioned=_account,
     response=AccountOut,
 )
 def activate_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
@@ -153,9 +180,15 @@ def activate_account(principal: Principal, account_id: str, body: dict[str, Any]
     permission=DIRECTORY_MANAGE,
     response=TokenOut,
     status=201,
+    idempotent=True,
 )
-def issue_token(principal: Principal, account_id: str) -> IssuedToken:
-    return services().directory.issue_token(principal, account_id)
+def issue_token(principal: Principal, account_id: str) -> Answered:
+    request = keyed_request(principal, ISSUE_TOKEN)
+    issued: Outcome[IssuedToken | ReplayedToken] = once(
+        lambda: services().directory.issue_token(principal, account_id, request),
+        ReplayedToken,
+    )
+    return Answered(issued.value, 201, replay_headers(issued.replayed))
 
 
 @bp.delete("/accounts/<account_id>/tokens/<token_id>")
@@ -178,11 +211,20 @@ def revoke_token(
     tag=DEFINITIONS,
     permission=DIRECTORY_MANAGE,
     body=DefinitionCreate,
+    versioned=True,
     response=DefinitionOut,
     status=201,
+    idempotent=True,
 )
-def create_definition(principal: Principal, body: dict[str, Any]) -> DefinitionView:
-    return services().directory.create_definition(principal, body["key"], _fields(body))
+def create_definition(principal: Principal, body: dict[str, Any]) -> Answered:
+    request = keyed_request(principal, CREATE_DEFINITION)
+    created = once(
+        lambda: services().directory.create_definition(
+            principal, body["key"], _fields(body), request
+        ),
+        lambda definition_id: _definition(principal, definition_id),
+    )
+    return Answered(created.value, 201, replay_headers(created.replayed))
 
 
 @bp.get("/definitions")
@@ -193,8 +235,9 @@ def create_definition(principal: Principal, body: dict[str, Any]) -> DefinitionV
     query=PageQuery,
     response=page_of(DefinitionOut),
 )
-def list_definitions(principal: Principal, query: dict[str, Any]) -> Page[DefinitionView]:
-    return services().directory.definitions(principal.tenant_id, query["page"], query["page_size"])
+def list_definitions(principal: Principal, query: dict[str, Any]) -> Answered:
+    page = services().directory.definitions(principal.tenant_id, window(query, DEFINITION_ORDER))
+    return listed(page, DEFINITION_ORDER)
 
 
 @bp.get("/definitions/<definition_id>")
@@ -202,6 +245,7 @@ def list_definitions(principal: Principal, query: dict[str, Any]) -> Page[Defini
     "Read a process definition",
     tag=DEFINITIONS,
     permission=DIRECTORY_MANAGE,
+    versioned=True,
     response=DefinitionOut,
 )
 def get_definition(principal: Principal, definition_id: str) -> DefinitionView:
@@ -213,6 +257,7 @@ def get_definition(principal: Principal, definition_id: str) -> DefinitionView:
     "Read a process definition by its key",
     tag=DEFINITIONS,
     permission=DIRECTORY_MANAGE,
+    versioned=True,
     response=DefinitionOut,
 )
 def get_definition_by_key(principal: Principal, key: str) -> DefinitionView:
@@ -236,6 +281,7 @@ def definition_timeline(principal: Principal, definition_id: str) -> dict[str, l
     tag=DEFINITIONS,
     permission=DIRECTORY_MANAGE,
     body=DefinitionUpdate,
+    versioned=_definition,
     response=DefinitionOut,
 )
 def update_definition(
@@ -252,10 +298,6 @@ def _replace_definition(
     )
 
 
-def _definition(principal: Principal, definition_id: str) -> DefinitionView:
-    return services().directory.definition(principal.tenant_id, definition_id)
-
-
 @bp.patch("/definitions/<definition_id>")
 @endpoint(
     "Change some of a process definition's fields (JSON Merge Patch), saved as a PUT",
@@ -268,6 +310,7 @@ def _definition(principal: Principal, definition_id: str) -> DefinitionView:
         defaults_of(DefinitionFieldsIn),
         _definition,
     ),
+    versioned=_definition,
     response=DefinitionOut,
 )
 def patch_definition(
@@ -282,6 +325,7 @@ def patch_definition(
     tag=DEFINITIONS,
     permission=DIRECTORY_MANAGE,
     body=VersionBody,
+    versioned=_definition,
     response=DefinitionOut,
 )
 def publish_definition(
@@ -296,6 +340,7 @@ def publish_definition(
     tag=DEFINITIONS,
     permission=DIRECTORY_MANAGE,
     body=VersionBody,
+    versioned=_definition,
     response=DefinitionOut,
 )
 def unpublish_definition(

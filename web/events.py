@@ -47,7 +47,7 @@ class StreamQuery(Schema):
 
 
 @bp.get("/stream")
-def stream() -> Response:
+def stream_events() -> Response:
     principal = _caller()
     query = load(StreamQuery(unknown=RAISE), request.args.to_dict())
     events = EventStream(
@@ -70,9 +70,9 @@ def stream() -> Response:
     return response
 
 
-stream.openapi_operation = {  # type: ignore[attr-defined]
+stream_events.openapi_operation = {  # type: ignore[attr-defined]
     "summary": "The tenant's new events as Server-Sent Events",
-    "tags": ["operations"],
+    "tags": ["events"],
     "description": (
         "Frames `id: <log position>`, `event: <type>`, `data: <timeline entry JSON>`. Resume with "
         "the `Last-Event-ID` header (or `?after=`). Needs any of the permissions "
@@ -96,23 +96,50 @@ stream.openapi_operation = {  # type: ignore[attr-defined]
     ),
     "security": [{"bearer": []}],
     "parameters": [
-        {"in": "query", "name": "after", "schema": {"type": "integer", "minimum": 0}},
+        {
+            "in": "query",
+            "name": "after",
+            "description": "start after this log position; default: the log's end",
+            "schema": {"type": "integer", "minimum": 0, "maximum": MAX_POSITION},
+        },
         {
             "in": "query",
             "name": "max_seconds",
+            "description": f"end the stream after this many seconds (default {MAX_SECONDS})",
             "schema": {"type": "integer", "minimum": 1, "maximum": MAX_SECONDS},
         },
-        {"in": "header", "name": "Last-Event-ID", "schema": {"type": "integer", "minimum": 0}},
+        {
+            "in": "header",
+            "name": "Last-Event-ID",
+            "description": "a reconnect: start after this `id:` of a frame (before `?after=`)",
+            "schema": {"type": "integer", "minimum": 0, "maximum": MAX_POSITION},
+        },
     ],
     "responses": {
-        "200": {"description": "the stream", "content": {"text/event-stream": {}}},
-        "429": {
-            "description": "too many open streams; retry after `Retry-After` seconds",
-            "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+        "200": {
+            "description": "the stream, until `max_seconds` pass or the token stops working",
+            "headers": {
+                name: {
+                    "description": "for proxies: pass frames on as they come",
+                    "schema": {"type": "string", "enum": [value]},
+                    "required": True,
+                }
+                for name, value in HEADERS.items()
+            },
+            "content": {"text/event-stream": {}},
+        },
+        "401": "Unauthenticated",
+        "403": "Forbidden",
+        "422": {
+            "description": "an invalid or unknown query parameter, or an invalid "
+            "`Last-Event-ID`, named in `errors`",
             "content": {"application/problem+json": {"schema": "Problem"}},
         },
-        "422": {
-            "description": "an invalid or unknown query parameter, named in `errors`",
+        "429": {
+            "description": "`TOO_MANY_STREAMS`: too many open streams; or `TOO_MANY_REQUESTS`: "
+            "too many of this caller's requests were refused within a minute. Retry after "
+            "`Retry-After` seconds.",
+            "headers": {"Retry-After": "Retry-After"},
             "content": {"application/problem+json": {"schema": "Problem"}},
         },
     },

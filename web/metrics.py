@@ -19,13 +19,21 @@ def registry_for(services: Services) -> CollectorRegistry:
 
 
 @bp.get("/metrics")
-def metrics() -> Response:
+def get_metrics() -> Response:
     body = generate_latest(current_app.extensions["metrics"])
     return Response(body, content_type=CONTENT_TYPE_LATEST)
 
 
-metrics.openapi_operation = {  # type: ignore[attr-defined]
+get_metrics.openapi_operation = {  # type: ignore[attr-defined]
     "summary": "Backlogs, lags, attempts and dead letters in Prometheus text (no token)",
     "tags": ["operations"],
-    "responses": {"200": {"description": "Prometheus text", "content": {"text/plain": {}}}},
+    "description": "Public: no token needed. Aggregate figures of every tenant, no tenant's "
+    "data (docs/operations.md).",
+    "security": [],
+    "responses": {
+        "200": {
+            "description": "Prometheus text exposition format 0.0.4",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
+    },
 }

@@ -1,8 +1,15 @@
-"""The OpenAPI 3 document, generated from the endpoint declarations and their schemas."""
+"""The OpenAPI 3 document, generated from the endpoint declarations and their schemas.
+
+Each operation lists the statuses it can answer and no others, each with its content type,
+schema and headers; views that are not `endpoint`s carry their own `openapi_operation`.
+"""
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from apispec import APISpec
@@ -11,17 +18,165 @@ from flask import Flask
 from marshmallow import Schema
 
 from cronledger.version import installed_version
+from domain.idempotency import KEY as IDEMPOTENCY_KEY
 from web.api import MERGE_PATCH_TYPES, Body, Either, EndpointSpec, MergePatch
-from web.schemas import ProblemOut
+from web.examples import EXAMPLES
+from web.idempotency import KEY_REUSED, reuse_code
+from web.json_depth import MAX_JSON_DEPTH
+from web.openapi_shapes import register_shapes
+from web.schemas import CommandOut, CommandRejectedOut, PageQuery, ProblemOut
 
 PATH_PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
-ERRORS = {
-    "401": "no token, or one that no longer works",
-    "403": "the token's account lacks the permission",
-    "404": "no such resource in this tenant",
-    "409": "conflict with the resource's state or version",
-    "422": "invalid fields, or fields or query parameters it does not take (named in errors)",
+CODES = re.compile(r"`([A-Z][A-Z_]+)`")  # the problem codes an answer's description names
+Fits = Callable[[Any], bool]  # whether an example fits where it is put
+PROBLEM = "application/problem+json"
+TAGS = {
+    "schedules": "Schedules (定时发起) that launch approval instances on a trigger",
+    "runs": "Runs: the cycles of schedules, their attempts, and the tenant's execution log",
+    "approvals": "Approval instances and the commands that decide them",
+    "accounts": "The tenant's accounts and their API tokens",
+    "definitions": "Process definitions: their review rules, schedule presets and publication",
+    "audit": "The operations audit and the timeline of any resource",
+    "events": "The tenant's new events as they are committed (Server-Sent Events)",
+    "operations": "Health, metrics, backlogs and the API's own description",
 }
+HEADERS: dict[str, dict[str, Any]] = {
+    "X-Request-ID": {
+        "description": "The request's id, on every log line of the request: the caller's own "
+        "`X-Request-ID` if it is 1-64 of `A-Za-z0-9._:-`, else a new one.",
+        "required": True,
+        "schema": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,64}$"},
+    },
+    "API-Version": {
+        "description": "The version of the API that answered (`info.version`); see "
+        "docs/api.md for what a version may change.",
+        "required": True,
+        "schema": {"type": "string"},
+    },
+    "Idempotent-Replayed": {
+        "description": "`true` when this answer repeats the one an earlier request with the "
+        "same `Idempotency-Key` got; nothing was done again.",
+        "schema": {"type": "string", "enum": ["true"]},
+    },
+    "ETag": {
+        "description": "The resource's version as an entity tag: send it back in `If-Match`.",
+        "required": True,
+        "schema": {"type": "string"},
+    },
+    "Retry-After": {
+        "description": "Seconds to wait before trying again.",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 1},
+    },
+    "Allow": {
+        "description": "The methods the path takes.",
+        "required": True,
+        "schema": {"type": "string"},
+    },
+    "Link": {
+        "description": 'The next page as `<URL>; rel="next"`, while there is one.',
+        "schema": {"type": "string"},
+    },
+}
+EVERY_RESPONSE = ("X-Request-ID", "API-Version")
+PARAMETERS: dict[str, dict[str, Any]] = {
+    "Idempotency-Key": {
+        "in": "header",
+        "description": "Makes a retry safe: the same key with the same request answers the "
+        "first request's answer (`Idempotent-Replayed: true`) instead of acting again "
+        "(docs/api.md#idempotency).",
+        "schema": {"type": "string", "pattern": f"^{IDEMPOTENCY_KEY.pattern}$"},
+    },
+    "If-Match": {
+        "in": "header",
+        "description": "The `ETag` the resource was read with: if it has changed since, the "
+        "answer is 412 and nothing is changed.",
+        "schema": {"type": "string"},
+    },
+}
+# status: (component name, description, headers besides EVERY_RESPONSE)
+SHARED_RESPONSES: dict[int, tuple[str, str, tuple[str, ...]]] = {
+    400: (
+        "BadRequest",
+        f"The body is not a JSON object, or nests deeper than {MAX_JSON_DEPTH} levels.",
+        (),
+    ),
+    401: ("Unauthenticated", "No bearer token, or one that is unknown or revoked.", ()),
+    403: ("Forbidden", "The token's account lacks the permission.", ()),
+    405: ("MethodNotAllowed", "The path does not take this method.", ("Allow",)),
+    412: (
+        "PreconditionFailed",
+        "`If-Match` names a version the resource has moved on from: read it again.",
+        (),
+    ),
+    413: ("PayloadTooLarge", "The body is larger than 1 MiB.", ()),
+    415: (
+        "UnsupportedMediaType",
+        "A merge patch is sent as `application/merge-patch+json` (or `application/json`).",
+        (),
+    ),
+    429: (
+        "TooManyRequests",
+        "`TOO_MANY_REQUESTS`: too many of this caller's requests were refused within a "
+        "minute; every request of it is refused until `Retry-After` seconds have passed.",
+        ("Retry-After",),
+    ),
+    500: ("Internal", "An unexpected error; it was logged with the request's id.", ()),
+    503: ("Unavailable", "The store is unreachable.", ()),
+}
+# What may conflict with each command (409), besides a reused Idempotency-Key.
+CONFLICTS = {
+    **dict.fromkeys(
+        ("update_schedule", "patch_schedule", "enable_schedule", "disable_schedule"),
+        "`VERSION_CONFLICT`: the schedule is not at the `version` given.",
+    ),
+    "delete_schedule": "`VERSION_CONFLICT`: the schedule is not at the `version` given; "
+    "`IN_FLIGHT`: cycles of it are pending, running or waiting to retry.",
+    "run_now": "`REQUEST_ID_REUSED`: this account's `request_id` (or `Idempotency-Key`) "
+    "already ran the schedule at "
+    "another version; `VERSION_CONFLICT`: the schedule is not at the `version` given.",
+    "retry_run": "`INVALID_STATE`: the run is not FAILED, DEAD_LETTER or CANCELLED; "
+    "`VERSION_CONFLICT`: it is not at the `version` given.",
+    "cancel_run": "`INVALID_STATE`: the run is not PENDING or RETRY_WAIT; "
+    "`VERSION_CONFLICT`: it is not at the `version` given.",
+    **dict.fromkeys(
+        ("update_account", "patch_account", "deactivate_account"),
+        "`VERSION_CONFLICT`: the account is not at the `version` given; `INVALID_STATE`: "
+        "the tenant would be left without an active admin.",
+    ),
+    "activate_account": "`VERSION_CONFLICT`: the account is not at the `version` given.",
+    "issue_token": "`INVALID_STATE`: the account is deactivated.",
+    **dict.fromkeys(
+        ("update_definition", "patch_definition", "publish_definition", "unpublish_definition"),
+        "`VERSION_CONFLICT`: the definition is not at the `version` given.",
+    ),
+    "submit_approval": "`COMMAND_ID_REUSED`: this account's `command_id` (or "
+    "`Idempotency-Key`) already submitted "
+    "another instance.",
+    **dict.fromkeys(
+        ("approve", "withdraw", "extend_deadline", "sign_callback"),
+        "`COMMAND_REJECTED`: the command lost and was recorded (`outcome` says what it got, "
+        "`approval` is the instance as it stands); `COMMAND_ID_REUSED`: its `command_id` was "
+        "used by another command, or the `Idempotency-Key` that gave it came with another request "
+        "(a plain problem document).",
+    ),
+}
+RESOURCES = {  # what a path parameter names, for 404
+    "schedule_id": "schedule",
+    "run_id": "run",
+    "account_id": "account",
+    "token_id": "token",
+    "definition_id": "definition",
+    "key": "definition",
+    "instance_id": "instance",
+    "aggregate_id": "schedule, run, instance, account or definition",
+}
+CALLERS_IDS = {"account_id", "key"}  # path parameters a caller chose; the others are UUIDs
+REFERENCES = {  # what a body names that may not exist, for 404
+    "create_schedule": "definition (`definition_id` with a `preset_id`)",
+}
+UNAVAILABLE = {"get_health"}  # the operations that answer 503
+SUCCESSES = {200: "success", 201: "created", 202: "accepted", 204: "done"}
 
 
 def build_spec(app: Flask) -> dict[str, Any]:
@@ -29,59 +184,210 @@ def build_spec(app: Flask) -> dict[str, Any]:
         title="cronledger",
         version=installed_version(),
         openapi_version="3.0.3",
-        plugins=[MarshmallowPlugin()],
+        plugins=[plugin := MarshmallowPlugin()],
         info={"description": "Scheduled approval workflows on an append-only event log."},
+        servers=[{"url": "/", "description": "the service that serves this document"}],
     )
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     spec.components.schema("Problem", schema=ProblemOut)
+    register_shapes(spec, plugin)
+    _register_shared(spec)
     for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
         view = app.view_functions[rule.endpoint]
         declared = getattr(view, "endpoint_spec", None)
         written = getattr(view, "openapi_operation", None)  # views that are not `endpoint`s
         if isinstance(declared, EndpointSpec):
-            written = _operation(declared, rule.arguments)
+            method = _method(rule.methods)
+            written = _operation(declared, method, rule.arguments)
         if isinstance(written, dict):
-            method = next(m for m in rule.methods or () if m not in ("HEAD", "OPTIONS"))
             spec.path(
-                path=PATH_PARAMETER.sub(r"{\1}", rule.rule), operations={method.lower(): written}
+                path=PATH_PARAMETER.sub(r"{\1}", rule.rule),
+                operations={_method(rule.methods).lower(): _completed(written, view.__name__)},
             )
-    return spec.to_dict()
+    return _with_examples(spec.to_dict())
 
 
-def _operation(declared: EndpointSpec, path_arguments: set[str]) -> dict[str, Any]:
-    operation: dict[str, Any] = {
-        "summary": declared.summary,
-        "tags": [declared.tag],
-        "parameters": [
-            {"in": "path", "name": name, "required": True, "schema": {"type": "string"}}
-            for name in sorted(path_arguments)
-        ],
-        "responses": {str(declared.status): _response(declared)},
+def _method(methods: set[str] | None) -> str:
+    return next(m for m in methods or () if m not in ("HEAD", "OPTIONS"))
+
+
+def _register_shared(spec: APISpec) -> None:
+    """Tags, headers, header parameters and problem answers that operations refer to."""
+    for name, description in TAGS.items():
+        spec.tag({"name": name, "description": description})
+    for name, header in HEADERS.items():
+        spec.components.header(name, copy.deepcopy(header))
+    for name, parameter in PARAMETERS.items():
+        spec.components.parameter(name, parameter["in"], copy.deepcopy(parameter))
+    for name, description, headers in SHARED_RESPONSES.values():
+        spec.components.response(name, _problem(description, *headers))
+
+
+def _problem(description: str, *headers: str, schema: Any = "Problem") -> dict[str, Any]:
+    """A problem document's answer, with the headers every answer has and `headers`."""
+    return {
+        "description": description,
+        "headers": {name: name for name in (*EVERY_RESPONSE, *headers)},
+        "content": {PROBLEM: {"schema": schema}},
     }
-    if declared.query is not None:
-        operation["parameters"].append({"in": "query", "schema": declared.query})
-    if declared.body is not None:
-        operation["requestBody"] = {
-            "required": True,
-            "content": _body_content(declared.body),
-        }
-    if declared.permission is not None:
-        operation["security"] = [{"bearer": []}]
-        operation["description"] = f"Needs the permission `{declared.permission}`." + (
-            f" A caller with only `{declared.seen_with}` gets 403, and the refusal is recorded."
-            if declared.seen_with
-            else ""
-        )
-        problem = {"content": {"application/problem+json": {"schema": "Problem"}}}
-        for status, text in ERRORS.items():
-            operation["responses"][status] = {"description": text, **problem}
+
+
+def _completed(operation: dict[str, Any], operation_id: str) -> dict[str, Any]:
+    """The operation named after its view, answering 429 and 500 as any request may; every
+    answer it describes itself carries the headers of every answer."""
+    operation = copy.deepcopy(operation)
+    operation.setdefault("operationId", operation_id)
+    responses = operation["responses"]
+    for status in (429, 500):
+        responses.setdefault(str(status), SHARED_RESPONSES[status][0])
+    for response in responses.values():
+        if isinstance(response, dict):
+            headers = response.setdefault("headers", {})
+            for name in EVERY_RESPONSE:
+                headers.setdefault(name, name)
     return operation
 
 
+def _operation(declared: EndpointSpec, method: str, path_arguments: set[str]) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "summary": declared.summary,
+        "tags": [declared.tag],
+        "parameters": [_path_parameter(name) for name in sorted(path_arguments)],
+        "responses": _responses(declared, method, path_arguments),
+        "security": [] if declared.permission is None else [{"bearer": []}],
+    }
+    if declared.query is not None:
+        operation["parameters"].append({"in": "query", "schema": declared.query})
+    if declared.idempotent:
+        operation["parameters"].append("Idempotency-Key")
+    if _checks_if_match(declared, method):
+        operation["parameters"].append("If-Match")
+    if declared.body is not None:
+        operation["requestBody"] = {
+            "required": _body_required(declared.body),
+            "content": _body_content(declared.body),
+        }
+    operation["description"] = _who_may(declared)
+    return operation
+
+
+def _who_may(declared: EndpointSpec) -> str:
+    if declared.permission is None:
+        return "Public: no token needed."
+    return f"Needs the permission `{declared.permission}`." + (
+        f" A caller with only `{declared.seen_with}` gets 403, and the refusal is recorded."
+        if declared.seen_with
+        else ""
+    )
+
+
+def _path_parameter(name: str) -> dict[str, Any]:
+    named = "key" if name == "key" else "id"  # every other path parameter is an id
+    return {
+        "in": "path",
+        "name": name,
+        "required": True,
+        "description": f"the {named} of the {RESOURCES.get(name, name)}",
+        "schema": {"type": "string"}
+        if name in CALLERS_IDS
+        else {"type": "string", "format": "uuid"},
+    }
+
+
+def _checks_if_match(declared: EndpointSpec, method: str) -> bool:
+    """Whether `If-Match` applies: a write to a resource it can read the version of."""
+    return callable(declared.versioned) and method != "GET"
+
+
+def _responses(declared: EndpointSpec, method: str, path_arguments: set[str]) -> dict[str, Any]:
+    """Every status the operation can answer: its success, and each problem it may meet."""
+    statuses: dict[int, str | dict[str, Any]] = {declared.status: _success(declared)}
+    if declared.body is not None:
+        statuses |= _shared(400, 413)
+    if isinstance(declared.body, MergePatch):
+        statuses |= _shared(415)
+    if declared.permission is not None:
+        statuses |= _shared(401, 403)
+    named = [RESOURCES.get(name, name) for name in sorted(path_arguments)]
+    if declared.operation_id in REFERENCES:
+        named.append(REFERENCES[declared.operation_id])
+    if named:
+        statuses[404] = _problem(f"No such {' or '.join(dict.fromkeys(named))} in the tenant.")
+    if declared.operation_id in CONFLICTS or declared.idempotent:
+        statuses[409] = _conflict(declared)
+    if _checks_if_match(declared, method):
+        statuses |= _shared(412)
+    statuses[422] = _problem(_invalid(declared))
+    if declared.operation_id in UNAVAILABLE:
+        statuses |= _shared(503)
+    return {str(status): answer for status, answer in sorted(statuses.items())}
+
+
+def _shared(*statuses: int) -> dict[int, str | dict[str, Any]]:
+    """The shared answers of `statuses`, by their component's name."""
+    return {status: SHARED_RESPONSES[status][0] for status in statuses}
+
+
+def _invalid(declared: EndpointSpec) -> str:
+    """What 422 means for an operation: every one refuses query parameters it does not take."""
+    if declared.body is not None:
+        invalid = "Invalid fields, or fields or query parameters it does not take"
+    elif declared.query is not None:
+        invalid = "Invalid query parameters, or query parameters it does not take"
+    else:
+        invalid = "Query parameters, which it takes none of"
+    if declared.idempotent:
+        invalid += ", or a malformed `Idempotency-Key`"
+    return invalid + " (each named in `errors`)."
+
+
+def _conflict(declared: EndpointSpec) -> dict[str, Any]:
+    """The 409 of an operation, naming its codes; a decision command's may be the command lost."""
+    causes = [CONFLICTS[declared.operation_id]] if declared.operation_id in CONFLICTS else []
+    if declared.idempotent and reuse_code(declared.body) == KEY_REUSED:
+        causes.append(f"`{KEY_REUSED}`: the `Idempotency-Key` came with another request.")
+    if declared.response is not CommandOut:
+        return _problem(" ".join(causes))
+    lost = _problem(" ".join(causes), schema={"anyOf": [CommandRejectedOut, "Problem"]})
+    lost["headers"] |= {
+        "ETag": {
+            "description": "The instance's, when the command lost.",
+            "schema": {"type": "string"},
+        },
+        "Idempotent-Replayed": "Idempotent-Replayed",
+    }
+    return lost
+
+
+def _success(declared: EndpointSpec) -> dict[str, Any]:
+    headers = [*EVERY_RESPONSE]
+    if declared.versioned and declared.response is not None:
+        headers.append("ETag")
+    if declared.idempotent:
+        headers.append("Idempotent-Replayed")
+    if declared.query is not None and issubclass(declared.query, PageQuery):
+        headers.append("Link")
+    answer: dict[str, Any] = {
+        "description": SUCCESSES.get(declared.status, "done"),
+        "headers": {name: name for name in headers},
+    }
+    if declared.response is not None:
+        answer["content"] = {"application/json": {"schema": declared.response}}
+    return answer
+
+
+def _body_required(body: Body) -> bool:
+    """Whether the body may be left out: not if any field is required (an empty body is `{}`)."""
+    if not isinstance(body, type):
+        return True  # a merge patch, or either of two shapes
+    return any(field.required for field in body().fields.values())
+
+
 def _body_content(body: Body) -> dict[str, Any]:
-    """The media types a body is taken in: a merge patch as either of its types."""
+    """The media type a body is taken in. A merge patch is declared as its own type only (a
+    generated client then sends that type); the server takes `application/json` too."""
     if isinstance(body, MergePatch):
-        return {media_type: {"schema": body.documented} for media_type in MERGE_PATCH_TYPES}
+        return {MERGE_PATCH_TYPES[0]: {"schema": body.documented}}
     return {"application/json": {"schema": _body_schema(body)}}
 
 
@@ -91,10 +397,61 @@ def _body_schema(body: type[Schema] | Either) -> Any:
     return body
 
 
-def _response(declared: EndpointSpec) -> dict[str, Any]:
-    if declared.response is None:
-        return {"description": "done"}
-    return {
-        "description": "success",
-        "content": {"application/json": {"schema": declared.response}},
-    }
+def _with_examples(document: dict[str, Any]) -> dict[str, Any]:
+    """EXAMPLES on their component schemas (the first as its `example`), and on every body
+    whose schema is, or is one of, that component: a problem's only under its own status,
+    and only if its code is one the answer names (when it names any)."""
+    schemas = document["components"]["schemas"]
+    for name, examples in EXAMPLES.items():
+        if name in schemas and examples:
+            schemas[name]["example"] = next(iter(examples.values()))
+    for media_type, fits in _media_types(document):
+        named = {
+            example: {"value": value}
+            for component in _components_of(media_type.get("schema", {}))
+            for example, value in EXAMPLES.get(component, {}).items()
+            if fits(value)
+        }
+        if named:
+            media_type["examples"] = named
+    return document
+
+
+def _media_types(document: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Fits]]:
+    """Every request and response media type object, with what its examples must fit."""
+    statuses = {name: status for status, (name, _, _) in SHARED_RESPONSES.items()}
+    answers = [
+        (statuses[name], answer) for name, answer in document["components"]["responses"].items()
+    ]
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for media_type in operation.get("requestBody", {}).get("content", {}).values():
+                yield media_type, _anything
+            answers.extend(
+                (int(status), answer)
+                for status, answer in operation["responses"].items()
+                if "$ref" not in answer
+            )
+    for status, answer in answers:
+        fits = functools.partial(_fits, status, set(CODES.findall(answer["description"])))
+        for media_type in answer.get("content", {}).values():
+            yield media_type, fits
+
+
+def _anything(value: Any) -> bool:
+    return True
+
+
+def _fits(status: int, codes: set[str], value: Any) -> bool:
+    """Whether an example answers `status` with one of `codes` (any code if none is named)."""
+    if not isinstance(value, dict) or not isinstance(value.get("status"), int):
+        return True  # not a problem document
+    return bool(value["status"] == status and (not codes or value.get("code") in codes))
+
+
+def _components_of(schema: dict[str, Any]) -> Iterator[str]:
+    """The component schemas a body schema is: its `$ref`, or each of its `oneOf` or `anyOf`."""
+    if "$ref" in schema:
+        yield schema["$ref"].rpartition("/")[2]
+    for alternative in (*schema.get("oneOf", []), *schema.get("anyOf", [])):
+        yield from _components_of(alternative)

@@ -1,12 +1,16 @@
-"""Every error as an RFC 9457 problem document with the contract's `code`."""
+"""Every error as an RFC 9457 problem document with the contract's `code`, the request's path
+as its `instance` and the request's id (the `X-Request-ID` answered) as `request_id`."""
 
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
-from flask import Flask, Response, json
-from werkzeug.exceptions import HTTPException
+from flask import Flask, Response, current_app, g, json, request
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 
 from domain.errors import DomainError, ValidationFailed
 
@@ -19,10 +23,13 @@ STATUS_OF_CODE = {
     "NOT_FOUND": 404,
     "METHOD_NOT_ALLOWED": 405,
     "VERSION_CONFLICT": 409,
+    "COMMAND_REJECTED": 409,
     "IN_FLIGHT": 409,
     "INVALID_STATE": 409,
     "COMMAND_ID_REUSED": 409,
     "REQUEST_ID_REUSED": 409,
+    "IDEMPOTENCY_KEY_REUSED": 409,
+    "PRECONDITION_FAILED": 412,
     "PAYLOAD_TOO_LARGE": 413,
     "UNSUPPORTED_MEDIA_TYPE": 415,
     "VALIDATION_FAILED": 422,
@@ -35,20 +42,40 @@ CODE_OF_STATUS = {status: code for code, status in STATUS_OF_CODE.items()}
 TITLES = {
     "VALIDATION_FAILED": "The request has invalid fields",
     "VERSION_CONFLICT": "The resource has changed since that version",
+    "PRECONDITION_FAILED": "The resource does not match If-Match",
+    "COMMAND_REJECTED": "The command lost",
 }
+# Path characters kept as they are in `instance`: RFC 3986 `pchar` and `/`.
+PATH_SAFE = "/:@!$&'()*+,;=-._~"
 
 
 class Problem(Exception):
-    """An error raised by the web layer itself (authentication, body parsing)."""
+    """An error the web layer answers itself (authentication, bodies, If-Match, lost commands)."""
 
-    def __init__(self, code: str, detail: str, errors: dict[str, list[str]] | None = None):
+    def __init__(
+        self,
+        code: str,
+        detail: str,
+        errors: dict[str, list[str]] | None = None,
+        *,
+        extensions: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ):
         super().__init__(detail)
         self.code = code
         self.detail = detail
         self.errors = errors
+        self.extensions = extensions or {}
+        self.headers = headers or {}
 
 
-def problem(code: str, detail: str, errors: dict[str, list[str]] | None = None) -> Response:
+def problem(
+    code: str,
+    detail: str,
+    errors: dict[str, list[str]] | None = None,
+    extensions: Mapping[str, Any] | None = None,
+) -> Response:
+    """The problem document of `code`; `extensions` are members of its own (RFC 9457 3.2)."""
     status = STATUS_OF_CODE[code]
     body: dict[str, Any] = {
         "type": f"urn:cronledger:problem:{code.lower().replace('_', '-')}",
@@ -56,16 +83,21 @@ def problem(code: str, detail: str, errors: dict[str, list[str]] | None = None) 
         "status": status,
         "detail": detail,
         "code": code,
+        "instance": _instance(),
+        "request_id": g.request_id,
     }
     if errors is not None:
         body["errors"] = errors
+    body.update({key: value for key, value in (extensions or {}).items() if key not in body})
     return Response(json.dumps(body), status=status, mimetype="application/problem+json")
 
 
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(Problem)
     def web_problem(error: Problem) -> Response:
-        return problem(error.code, error.detail, error.errors)
+        answer = problem(error.code, error.detail, error.errors, error.extensions)
+        answer.headers.update(error.headers)
+        return answer
 
     @app.errorhandler(DomainError)
     def domain_error(error: DomainError) -> Response:
@@ -78,9 +110,50 @@ def register_error_handlers(app: Flask) -> None:
             return error.response  # already a problem document (e.g. the refusal budget's)
         status = error.code or 500
         code = CODE_OF_STATUS.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL")
-        return problem(code, error.description or error.name)
+        answer = problem(
+            code,
+            _no_such_path() if isinstance(error, NotFound) else error.description or error.name,
+        )
+        if isinstance(error, MethodNotAllowed):
+            answer.headers["Allow"] = ", ".join(error.valid_methods or ())
+        return answer
 
     @app.errorhandler(Exception)
     def unexpected(error: Exception) -> Response:
         log.exception("unhandled error", exc_info=error)
         return problem("INTERNAL", "an internal error occurred; it has been logged")
+
+
+def _instance() -> str:
+    """The request's path as a URI reference: absolute if it starts with `//`, which a relative
+    reference would read as a host."""
+    path = quote(request.root_path + requested_path(), safe=PATH_SAFE)
+    return request.host_url.rstrip("/") + path if path.startswith("//") else path
+
+
+def requested_path() -> str:
+    """The path as requested, doubled slashes kept: `request.path` reads `//x` as `/x`."""
+    return str(request.environ.get("PATH_INFO", "")).encode("latin-1").decode("utf-8", "replace")
+
+
+def _no_such_path() -> str:
+    """Why no route answers: with the path meant, if doubled or trailing slashes hide one."""
+    path = requested_path()
+    meant = re.sub("/{2,}", "/", path).rstrip("/") or "/"
+    if meant == path or not _routed(meant):
+        return f"no resource at {request.root_path}{path}"
+    return (
+        f"no resource at {request.root_path}{path}: did you mean {request.root_path}{meant}? "
+        "(paths take no doubled or trailing /)"
+    )
+
+
+def _routed(path: str) -> bool:
+    """Whether some route answers `path`, by any method."""
+    try:
+        current_app.url_map.bind_to_environ(request.environ).match(path, method=request.method)
+    except MethodNotAllowed:
+        return True
+    except HTTPException:
+        return False
+    return True

@@ -7,13 +7,15 @@ from typing import Any
 
 from flask import Blueprint
 
-from cronledger.application.directory import Page
 from cronledger.application.runs import RunView
+from cronledger.application.schedules import ScheduleView
 from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.permissions import AUDIT_READ, SCHEDULE_EDIT, SCHEDULE_LIST
-from projections.runs import RunFilter
-from web.api import endpoint, services
+from projections.runs import RUN_ORDER, RunFilter
+from web.api import Answered, endpoint, services
+from web.idempotency import replay_headers
+from web.paging import listed, window
 from web.schemas import (
     RunDetailOut,
     RunListQuery,
@@ -27,8 +29,18 @@ from web.schemas import (
 
 bp = Blueprint("runs", __name__, url_prefix="/api/workflows/schedules/<schedule_id>")
 log_bp = Blueprint("run_log", __name__, url_prefix="/api/workflows/runs")
-TAG = "schedules"
+TAG = "runs"
 RUN_PAGE = page_of(RunOut)
+
+
+def _schedule(principal: Principal, schedule_id: str) -> ScheduleView:
+    """The schedule run-now acts on: its `version` is the one run-now's If-Match names."""
+    return services().schedules.view(principal.tenant_id, schedule_id)
+
+
+def _run(principal: Principal, schedule_id: str, run_id: str) -> RunView:
+    schedule = services().schedules.find(principal.tenant_id, schedule_id)
+    return services().runs.view(principal.tenant_id, schedule.id, run_id)
 
 
 @bp.post("/run")
@@ -37,13 +49,16 @@ RUN_PAGE = page_of(RunOut)
     tag=TAG,
     permission=SCHEDULE_EDIT,
     body=RunNowIn,
+    versioned=_schedule,
     response=RunDetailOut,
     status=202,
+    idempotent=True,
 )
-def run_now(principal: Principal, schedule_id: str, body: dict[str, Any]) -> RunView:
-    return services().schedules.run_now(
+def run_now(principal: Principal, schedule_id: str, body: dict[str, Any]) -> Answered:
+    requested = services().schedules.request_run(
         principal, schedule_id, body["request_id"], body.get("version")
     )
+    return Answered(requested.value, 202, replay_headers(requested.replayed))
 
 
 @bp.get("/runs")
@@ -54,12 +69,11 @@ def run_now(principal: Principal, schedule_id: str, body: dict[str, Any]) -> Run
     query=RunListQuery,
     response=RUN_PAGE,
 )
-def list_runs(principal: Principal, schedule_id: str, query: dict[str, Any]) -> Page[RunView]:
+def list_runs(principal: Principal, schedule_id: str, query: dict[str, Any]) -> Answered:
     schedule = services().schedules.find(principal.tenant_id, schedule_id)
     run_filter = RunFilter(schedule_id=schedule.id, status=query["status"])
-    return services().runs.list_page(
-        principal.tenant_id, run_filter, query["page"], query["page_size"]
-    )
+    page = services().runs.list_page(principal.tenant_id, run_filter, window(query, RUN_ORDER))
+    return listed(page, RUN_ORDER)
 
 
 @log_bp.get("")
@@ -71,7 +85,7 @@ def list_runs(principal: Principal, schedule_id: str, query: dict[str, Any]) -> 
     query=RunLogQuery,
     response=RUN_PAGE,
 )
-def run_log(principal: Principal, query: dict[str, Any]) -> Page[RunView]:
+def list_run_log(principal: Principal, query: dict[str, Any]) -> Answered:
     run_filter = RunFilter(
         schedule_id=query["schedule_id"],
         status=query["status"],
@@ -79,9 +93,8 @@ def run_log(principal: Principal, query: dict[str, Any]) -> Page[RunView]:
         planned_from=query["planned_from"],
         planned_to=query["planned_to"],
     )
-    return services().runs.list_page(
-        principal.tenant_id, run_filter, query["page"], query["page_size"]
-    )
+    page = services().runs.list_page(principal.tenant_id, run_filter, window(query, RUN_ORDER))
+    return listed(page, RUN_ORDER)
 
 
 @log_bp.get("/<run_id>")
@@ -89,6 +102,7 @@ def run_log(principal: Principal, query: dict[str, Any]) -> Page[RunView]:
     "A run of the tenant by its id alone, with its attempts",
     tag=TAG,
     permission=SCHEDULE_LIST,
+    versioned=True,
     response=RunDetailOut,
 )
 def get_run_by_id(principal: Principal, run_id: str) -> RunView:
@@ -102,10 +116,15 @@ def run_timeline(principal: Principal, run_id: str) -> dict[str, list[TimelineEn
 
 
 @bp.get("/runs/<run_id>")
-@endpoint("A run with its attempts", tag=TAG, permission=SCHEDULE_LIST, response=RunDetailOut)
+@endpoint(
+    "A run with its attempts",
+    tag=TAG,
+    permission=SCHEDULE_LIST,
+    versioned=True,
+    response=RunDetailOut,
+)
 def get_run(principal: Principal, schedule_id: str, run_id: str) -> RunView:
-    schedule = services().schedules.find(principal.tenant_id, schedule_id)
-    return services().runs.view(principal.tenant_id, schedule.id, run_id)
+    return _run(principal, schedule_id, run_id)
 
 
 @bp.post("/runs/<run_id>/retry")
@@ -114,6 +133,7 @@ def get_run(principal: Principal, schedule_id: str, run_id: str) -> RunView:
     tag=TAG,
     permission=SCHEDULE_EDIT,
     body=VersionReasonBody,
+    versioned=_run,
     response=RunDetailOut,
     status=202,
 )
@@ -130,6 +150,7 @@ def retry_run(principal: Principal, schedule_id: str, run_id: str, body: dict[st
     tag=TAG,
     permission=SCHEDULE_EDIT,
     body=VersionReasonBody,
+    versioned=_run,
     response=RunDetailOut,
     status=202,
 )

@@ -6,10 +6,12 @@ from typing import Any
 
 from flask import Blueprint
 
-from cronledger.application.directory import Page
+from cronledger.application.idempotency import once
 from cronledger.application.schedules import Preview, ScheduleView
 from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
+from domain.errors import ValidationFailed
+from domain.idempotency import CREATE_SCHEDULE, KeyedRequest
 from domain.permissions import (
     AUDIT_READ,
     SCHEDULE_CREATE,
@@ -17,8 +19,10 @@ from domain.permissions import (
     SCHEDULE_EDIT,
     SCHEDULE_LIST,
 )
-from projections.schedules import ScheduleFilter
-from web.api import Either, MergePatch, endpoint, services
+from projections.schedules import SCHEDULE_ORDER, ScheduleFilter
+from web.api import Answered, Either, MergePatch, endpoint, services
+from web.idempotency import keyed_request, replay_headers
+from web.paging import listed, window
 from web.schemas import (
     PreviewIn,
     PreviewOut,
@@ -41,22 +45,44 @@ bp = Blueprint("schedules", __name__, url_prefix="/api/workflows/schedules")
 TAG = "schedules"
 
 
+def _schedule(principal: Principal, schedule_id: str) -> ScheduleView:
+    return services().schedules.view(principal.tenant_id, schedule_id)
+
+
 @bp.post("")
 @endpoint(
     "Create a schedule (disabled unless `enabled` is true), or one from a definition's preset",
     tag=TAG,
     permission=SCHEDULE_CREATE,
     body=Either("preset_id", ScheduleFromPresetIn, ScheduleFieldsIn),
+    versioned=True,
     response=ScheduleOut,
     status=201,
+    idempotent=True,
 )
-def create_schedule(principal: Principal, body: dict[str, Any]) -> ScheduleView:
+def create_schedule(principal: Principal, body: dict[str, Any]) -> Answered:
+    request = keyed_request(principal, CREATE_SCHEDULE)
+    created = once(
+        lambda: _create(principal, body, request),
+        lambda schedule_id: _schedule(principal, schedule_id),
+    )
+    return Answered(created.value, 201, replay_headers(created.replayed))
+
+
+def _create(
+    principal: Principal, body: dict[str, Any], request: KeyedRequest | None
+) -> ScheduleView:
     schedules = services().schedules
     if "preset_id" in body:
         return schedules.create_from_preset(
-            principal, body["definition_id"], body["preset_id"], body["initiator_id"], body["name"]
+            principal,
+            body["definition_id"],
+            body["preset_id"],
+            body["initiator_id"],
+            body["name"],
+            request,
         )
-    return schedules.create(principal, schedules.settings_from(body), body["enabled"])
+    return schedules.create(principal, schedules.settings_from(body), body["enabled"], request)
 
 
 @bp.get("")
@@ -67,13 +93,14 @@ def create_schedule(principal: Principal, body: dict[str, Any]) -> ScheduleView:
     query=ScheduleListQuery,
     response=page_of(ScheduleOut),
 )
-def list_schedules(principal: Principal, query: dict[str, Any]) -> Page[ScheduleView]:
+def list_schedules(principal: Principal, query: dict[str, Any]) -> Answered:
     wanted = ScheduleFilter(
         query["name"], query["enabled"], query["definition_id"], query["initiator_id"]
     )
-    return services().schedules.list_page(
-        principal.tenant_id, wanted, query["page"], query["page_size"]
+    page = services().schedules.list_page(
+        principal.tenant_id, wanted, window(query, SCHEDULE_ORDER)
     )
+    return listed(page, SCHEDULE_ORDER)
 
 
 @bp.post("/preview")
@@ -84,14 +111,16 @@ def list_schedules(principal: Principal, query: dict[str, Any]) -> Page[Schedule
     body=PreviewIn,
     response=PreviewOut,
 )
-def preview(principal: Principal, body: dict[str, Any]) -> Preview:
+def preview_trigger(principal: Principal, body: dict[str, Any]) -> Preview:
     return services().schedules.preview(
         body["trigger"], body["timezone"], body["count"], body["after"]
     )
 
 
 @bp.get("/<schedule_id>")
-@endpoint("Read a schedule", tag=TAG, permission=SCHEDULE_LIST, response=ScheduleOut)
+@endpoint(
+    "Read a schedule", tag=TAG, permission=SCHEDULE_LIST, versioned=True, response=ScheduleOut
+)
 def get_schedule(principal: Principal, schedule_id: str) -> ScheduleView:
     return services().schedules.view(principal.tenant_id, schedule_id)
 
@@ -104,7 +133,7 @@ def get_schedule(principal: Principal, schedule_id: str) -> ScheduleView:
     query=SavedPreviewQuery,
     response=PreviewOut,
 )
-def saved_preview(principal: Principal, schedule_id: str, query: dict[str, Any]) -> Preview:
+def preview_schedule(principal: Principal, schedule_id: str, query: dict[str, Any]) -> Preview:
     return services().schedules.saved_preview(
         principal.tenant_id, schedule_id, query["count"], query["after"]
     )
@@ -116,6 +145,7 @@ def saved_preview(principal: Principal, schedule_id: str, query: dict[str, Any])
     tag=TAG,
     permission=SCHEDULE_EDIT,
     body=ScheduleUpdate,
+    versioned=_schedule,
     response=ScheduleOut,
 )
 def update_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
@@ -129,10 +159,6 @@ def _replace(principal: Principal, schedule_id: str, body: dict[str, Any]) -> Sc
     )
 
 
-def _schedule(principal: Principal, schedule_id: str) -> ScheduleView:
-    return services().schedules.view(principal.tenant_id, schedule_id)
-
-
 @bp.patch("/<schedule_id>")
 @endpoint(
     "Change some of a schedule's settings (JSON Merge Patch), saved as a PUT of the result",
@@ -141,6 +167,7 @@ def _schedule(principal: Principal, schedule_id: str) -> ScheduleView:
     body=MergePatch(
         ScheduleOut, ScheduleUpdate, SchedulePatch, defaults_of(ScheduleFieldsIn), _schedule
     ),
+    versioned=_schedule,
     response=ScheduleOut,
 )
 def patch_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
@@ -153,6 +180,7 @@ def patch_schedule(principal: Principal, schedule_id: str, body: dict[str, Any])
     tag=TAG,
     permission=SCHEDULE_EDIT,
     body=VersionReasonBody,
+    versioned=_schedule,
     response=ScheduleOut,
 )
 def enable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
@@ -167,6 +195,7 @@ def enable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]
     tag=TAG,
     permission=SCHEDULE_EDIT,
     body=VersionReasonBody,
+    versioned=_schedule,
     response=ScheduleOut,
 )
 def disable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
@@ -182,11 +211,14 @@ def disable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any
     permission=SCHEDULE_DELETE,
     query=VersionQuery,
     body=ReasonBody,
+    versioned=_schedule,
     status=204,
 )
 def delete_schedule(
     principal: Principal, schedule_id: str, query: dict[str, Any], body: dict[str, Any]
 ) -> None:
+    if query["version"] is None:  # If-Match names it when sent
+        raise ValidationFailed.of("version", "send ?version=N or an If-Match header")
     services().schedules.delete(principal, schedule_id, query["version"], body["reason"])
 
 

@@ -2,18 +2,57 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from copy import copy
+from dataclasses import Field, dataclass
+from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import Any, get_origin, get_type_hints
 
-from marshmallow import RAISE, Schema, ValidationError, fields, missing, validate, validates_schema
+from marshmallow import (
+    EXCLUDE,
+    RAISE,
+    Schema,
+    ValidationError,
+    fields,
+    missing,
+    validate,
+    validates_schema,
+)
 
-from cronledger.application.backlog import Backlog
+from cronledger.application.approvals import ERROR as SWEEP_ERROR
+from cronledger.application.approvals import EXPIRY_LAG_BOUNDS
+from cronledger.application.approvals import UNREADABLE as SWEEP_UNREADABLE
+from cronledger.application.approvals import VERSION_CONFLICT as SWEEP_VERSION_CONFLICT
+from cronledger.application.backlog import GAUGE, Backlog
+from domain.approvals import (
+    APPROVE,
+    APPROVED,
+    CONFLICT,
+    EXPIRED,
+    EXTENDED,
+    LATE_OR_CONFLICT,
+    OBSERVED,
+    SELF_APPROVAL,
+    STALE_MATERIAL,
+    SWEEP,
+    WAITING_REVIEW,
+    WITHDRAW,
+    WITHDRAWN,
+)
 from domain.directory import PUBLIC_ID
 from domain.permissions import ROLES
 from domain.reasons import MAX_REASON
-from domain.runs import SKIP_MISSED, SKIP_OVERLAP
-from domain.schedules import OVERLAP_POLICIES, OVERLAP_SKIP
+from domain.runs import (
+    ATTEMPT_FAILED,
+    ATTEMPT_SUCCEEDED,
+    INTERRUPTED,
+    RUN_STATUSES,
+    SKIP_MISSED,
+    SKIP_OVERLAP,
+)
+from domain.schedules import MISFIRE_POLICIES, OVERLAP_POLICIES, OVERLAP_SKIP
+from projections.operations import APPROVAL, DEFINITION, KINDS, RUN, SCHEDULE
 
 MAX_NAME = 200
 PRESET_ID = r"^[a-z][a-z0-9_-]{0,63}$"
@@ -78,6 +117,151 @@ class StrictSchema(Schema):
         unknown = RAISE
 
 
+# Metadata of a field the server leaves out of some answers: says when (the document shows it,
+# and leaves the field out of the object's `required`).
+OMITTED_WHEN = "x-omitted-when"
+
+
+class OutSchema(Schema):
+    """A shape the server sends (only ever dumped).
+
+    Every field is sent in every answer, null where it may be, so the document lists each one
+    as required, unless its metadata says when it is omitted (`OMITTED_WHEN`). Answers stay
+    open to fields added later: the document never says `additionalProperties: false` of them.
+    """
+
+    class Meta:
+        unknown = EXCLUDE
+
+    def on_bind_field(self, field_name: str, field_obj: fields.Field[Any]) -> None:
+        field_obj.required = OMITTED_WHEN not in field_obj.metadata
+
+
+@dataclass(frozen=True)
+class Choices:
+    """A named set of strings: one component of the document, referred to from every use."""
+
+    name: str
+    values: tuple[str, ...]
+    description: str
+
+
+class Choice(fields.String):
+    """One of `choices`: checked when loaded, documented as a reference to their component."""
+
+    def __init__(self, choices: Choices, **kwargs: Any) -> None:
+        super().__init__(validate=validate.OneOf(choices.values), **kwargs)
+        self.choices = choices
+
+
+class Described(fields.Dict):
+    """A JSON object that the domain checks (in a request) or builds (in an answer), passed
+    through as it is; the document spells it out as the component named `component`
+    (web/openapi_shapes.py)."""
+
+    def __init__(self, component: str, **kwargs: Any) -> None:
+        super().__init__(keys=fields.String(), **kwargs)
+        self.component = component
+
+
+class Tagged(fields.Field[Any]):
+    """An object of one of several shapes, told apart by the value of its `key`: dumped with
+    that shape's schema, documented as the component named `component` (a `oneOf` with a
+    discriminator)."""
+
+    def __init__(
+        self, component: str, key: str, shapes: Mapping[str, type[Schema]], **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.component = component
+        self.key = key
+        self.shapes = dict(shapes)
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> Any:
+        if value is None:
+            return None
+        return self.shapes[value[self.key]]().dump(value)
+
+
+def instant_text(**kwargs: Any) -> fields.String:
+    """An instant the domain already wrote as ISO 8601 text, in UTC with `Z`."""
+    return _with_format("date-time", **kwargs)
+
+
+def server_uuid(**kwargs: Any) -> fields.String:
+    """An id the server made: a UUID, as text."""
+    return _with_format("uuid", **kwargs)
+
+
+def _with_format(
+    text_format: str, metadata: Mapping[str, Any] | None = None, **kwargs: Any
+) -> fields.String:
+    return fields.String(metadata={"format": text_format, **(metadata or {})}, **kwargs)
+
+
+RUN_STATUS = Choices("RunStatus", RUN_STATUSES, "a run's status (docs/api.md#runs)")
+RUN_TRIGGER = Choices(
+    "RunTrigger",
+    ("schedule", "manual"),
+    "what registered a run: the tick (`schedule`) or a caller's run now (`manual`)",
+)
+APPROVAL_STATE = Choices(
+    "ApprovalState", (WAITING_REVIEW, APPROVED, WITHDRAWN, EXPIRED), "an instance's state"
+)
+DECISION_OUTCOME = Choices(
+    "DecisionOutcome",
+    (
+        APPROVED,
+        WITHDRAWN,
+        EXPIRED,
+        EXTENDED,
+        OBSERVED,
+        STALE_MATERIAL,
+        SELF_APPROVAL,
+        CONFLICT,
+        LATE_OR_CONFLICT,
+    ),
+    "what a command got (docs/approvals.md): the first five are accepted (200) but `EXPIRED`, "
+    "which a late command gets (409) as the rest do",
+)
+DECIDING_COMMAND = Choices(
+    "DecidingCommand",
+    (APPROVE, WITHDRAW, SWEEP),
+    "the kind of command that decided an instance (`sweep`: the deadline's expiry)",
+)
+SKIP_REASON_CODE = Choices(
+    "SkipReasonCode",
+    (SKIP_OVERLAP, SKIP_MISSED),
+    "why a cycle was skipped: an earlier run was unfinished (`OVERLAP`), or cycles were missed "
+    "(`MISSED`, one run standing for them)",
+)
+OVERLAP_POLICY = Choices(
+    "OverlapPolicy",
+    OVERLAP_POLICIES,
+    "a cycle due while an earlier run is unfinished: started anyway (`allow`) or skipped",
+)
+MISFIRE_POLICY = Choices(
+    "MisfirePolicy",
+    MISFIRE_POLICIES,
+    "cycles missed while the service was down: each registered, all skipped, or one for all "
+    "(docs/time.md)",
+)
+TRIGGER_KIND = Choices("TriggerKind", ("cron", "window-interval"), "a trigger's kind")
+ROLE = Choices("Role", tuple(sorted(ROLES)), "a role, granting permissions (docs/api.md)")
+OPERATION_KIND = Choices("OperationKind", KINDS, "the kind of an operation in the audit")
+AGGREGATE_TYPE = Choices(
+    "AggregateType",
+    ("account", DEFINITION, SCHEDULE, RUN, APPROVAL),
+    "the kind of resource an event belongs to",
+)
+STORE = Choices("Store", ("sqlite", "postgresql"), "the kind of store the service runs on")
+ATTEMPT_OUTCOME = Choices(
+    "AttemptOutcome",
+    (ATTEMPT_SUCCEEDED, ATTEMPT_FAILED, INTERRUPTED),
+    "how an attempt ended (`INTERRUPTED`: its worker's lease ran out)",
+)
+
+
 VERSION_EXPECTED = (
     "the resource's `version` as last read (not a timeline entry's `log_version`); "
     "a stale one is 409"
@@ -120,9 +304,39 @@ def _copied(field: fields.Field[Any], **changes: Any) -> fields.Field[Any]:
     return changed
 
 
+CURSOR_TEXT = r"^[A-Za-z0-9_-]{1,512}$"  # base64url; the server's are about 150 characters
+NOT_A_CURSOR = "is not a cursor of this list: use a next_cursor it answered, as it is"
+
+
 class PageQuery(Schema):
-    page = fields.Integer(validate=validate.Range(1, 1_000_000), load_default=1)
-    page_size = fields.Integer(validate=validate.Range(1, 200), load_default=20)
+    """A list's paging: the page after a cursor (a page's `next_cursor`), or a numbered page."""
+
+    page = fields.Integer(
+        validate=validate.Range(1, 1_000_000),
+        load_default=None,
+        metadata={
+            "description": "a page by number, for consoles; not with `cursor`; without either, "
+            "the first page"
+        },
+    )
+    page_size = fields.Integer(
+        validate=validate.Range(1, 200),
+        load_default=20,
+        metadata={"description": "items per page"},
+    )
+    cursor = fields.String(
+        validate=validate.Regexp(CURSOR_TEXT, error=NOT_A_CURSOR),
+        load_default=None,
+        metadata={
+            "description": "the `next_cursor` of the page before: the page after it, unmoved "
+            "by inserts (opaque; not with `page`)"
+        },
+    )
+
+    @validates_schema(pass_original=True)
+    def _one_way_of_paging(self, data: dict[str, Any], original: Any, **kwargs: Any) -> None:
+        if "page" in original and "cursor" in original:
+            raise ValidationError("give page or cursor, not both", "cursor")
 
 
 class VersionBody(StrictSchema):
@@ -156,11 +370,7 @@ class AccountCreate(StrictSchema):
         validate=validate.Regexp(PUBLIC_ID, error="use 1-64 letters, digits, . _ @ -")
     )
     name = name_field(required=True)
-    roles = fields.List(
-        fields.String(validate=validate.OneOf(sorted(ROLES))),
-        required=True,
-        validate=validate.Length(max=len(ROLES)),
-    )
+    roles = fields.List(Choice(ROLE), required=True, validate=validate.Length(max=len(ROLES)))
 
 
 class AccountFieldsIn(StrictSchema):
@@ -172,18 +382,35 @@ AccountUpdate = with_reason(replacing(AccountFieldsIn, "AccountUpdate"))
 AccountPatch = merge_patch_of(AccountUpdate, "AccountPatch")
 
 
-class AccountOut(Schema):
+class AccountOut(OutSchema):
     id = fields.String()
     name = fields.String()
-    roles = fields.List(fields.String())
+    roles = fields.List(Choice(ROLE))
     active = fields.Boolean()
     version = fields.Integer()
     created_at = UtcDateTime()
 
 
-class TokenOut(Schema):
-    token = fields.String(metadata={"description": "shown once; only its hash is kept"})
-    token_id = fields.String()
+class TokenOut(OutSchema):
+    token = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "shown once; only its hash is kept (null on a replay: the secret "
+            "is shown once)"
+        },
+    )
+    token_id = server_uuid()
+
+
+FORM_DATA = (
+    "the caller's own JSON object (at most 64 KiB): any keys, kept and given back exactly as "
+    "sent, never interpreted"
+)
+
+
+def form_data_field(**kwargs: Any) -> fields.Dict:
+    """Form data: an open JSON object, the caller's."""
+    return fields.Dict(keys=fields.String(), metadata={"description": FORM_DATA}, **kwargs)
 
 
 class PresetIn(StrictSchema):
@@ -191,8 +418,21 @@ class PresetIn(StrictSchema):
     title = name_field(required=True)
     description = fields.String(validate=validate.Length(max=2000), load_default="")
     timezone = fields.String(validate=validate.Length(max=64), load_default=None)
-    trigger = fields.Dict(required=True)
-    form_data = fields.Dict(load_default=dict)
+    trigger = Described("TriggerIn", required=True)
+    form_data = form_data_field(load_default=dict)
+
+
+class PresetOut(OutSchema):
+    """A ready-made schedule of a definition (`POST /api/workflows/schedules` with its id)."""
+
+    id = fields.String()
+    title = fields.String()
+    description = fields.String()
+    timezone = fields.String(
+        allow_none=True, metadata={"description": "IANA name; null: the business time zone"}
+    )
+    trigger = Described("TriggerOut")
+    form_data = form_data_field()
 
 
 class DefinitionFieldsIn(StrictSchema):
@@ -228,8 +468,8 @@ DefinitionUpdate = replacing(DefinitionFieldsIn, "DefinitionUpdate")
 DefinitionPatch = merge_patch_of(DefinitionUpdate, "DefinitionPatch")
 
 
-class DefinitionOut(Schema):
-    id = fields.String()
+class DefinitionOut(OutSchema):
+    id = server_uuid()
     key = fields.String()
     name = fields.String()
     external = fields.Boolean()
@@ -241,13 +481,13 @@ class DefinitionOut(Schema):
         }
     )
     review_window_seconds = fields.Integer()
-    schedule_presets = fields.List(fields.Dict())
+    schedule_presets = fields.List(fields.Nested(PresetOut))
     allow_self_approval = fields.Boolean()
     version = fields.Integer()
     created_at = UtcDateTime()
 
 
-class TimelineEntryOut(Schema):
+class TimelineEntryOut(OutSchema):
     position = fields.Integer(metadata={"description": "the event's place in the whole log"})
     log_version = fields.Integer(
         metadata={
@@ -261,37 +501,62 @@ class TimelineEntryOut(Schema):
     command_id = fields.String(allow_none=True)
     outcome = fields.String(allow_none=True)
     reason = fields.String(allow_none=True)
-    data = fields.Dict()
+    data = fields.Dict(
+        keys=fields.String(),
+        metadata={
+            "description": "the event's own fields, which depend on its `type` and may grow in "
+            "later releases: an open object (docs/api.md#timelines)"
+        },
+    )
 
 
-class TimelineOut(Schema):
+class TimelineOut(OutSchema):
     items = fields.List(fields.Nested(TimelineEntryOut))
 
 
-class HealthOut(Schema):
-    status = fields.String()
-    store = fields.String(metadata={"enum": ["sqlite", "postgresql"]})
+class HealthOut(OutSchema):
+    status = fields.String(metadata={"description": "`ok` (an unreachable store is 503)"})
+    store = Choice(STORE)
     version = fields.String(metadata={"description": "the release running (CHANGELOG.md)"})
 
 
-class ProblemOut(Schema):
+class ProblemOut(OutSchema):
     type = fields.String()
     title = fields.String()
     status = fields.Integer()
     detail = fields.String()
     code = fields.String()
-    errors = fields.Dict(keys=fields.String(), values=fields.List(fields.String()))
+    instance = fields.String(
+        metadata={"format": "uri-reference", "description": "the request's path"}
+    )
+    request_id = fields.String(
+        metadata={"description": "the request's id: the answer's X-Request-ID header"}
+    )
+    errors = fields.Dict(
+        keys=fields.String(),
+        values=fields.List(fields.String()),
+        metadata={
+            "description": "the messages by field (`trigger.expression`, `roles.0`)",
+            OMITTED_WHEN: "the code is not VALIDATION_FAILED",
+        },
+    )
 
 
 def page_of(item: type[Schema]) -> type[Schema]:
-    """A page of items: `{"items", "page", "page_size", "total"}`."""
+    """A page of items: `{"items", "page", "page_size", "total", "next_cursor"}`."""
     name = item.__name__.removesuffix("Out") + "Page"
-    return Schema.from_dict(
+    return OutSchema.from_dict(
         {
             "items": fields.List(fields.Nested(item)),
-            "page": fields.Integer(),
+            "page": fields.Integer(
+                allow_none=True, metadata={"description": "the page's number; null by cursor"}
+            ),
             "page_size": fields.Integer(),
-            "total": fields.Integer(),
+            "total": fields.Integer(metadata={"description": "every item the filters match"}),
+            "next_cursor": fields.String(
+                allow_none=True,
+                metadata={"description": "`?cursor=` for the page after; null on the last page"},
+            ),
         },
         name=name,
     )
@@ -307,7 +572,15 @@ class LocalDateTime(fields.DateTime):
 class ScheduleFieldsIn(StrictSchema):
     name = name_field(required=True)
     definition_id = fields.String(required=True, validate=validate.Length(1, 64))
-    trigger = fields.Dict(required=True, metadata={"description": "cron or window-interval"})
+    trigger = Described(
+        "TriggerIn",
+        required=True,
+        metadata={
+            "description": "cron or window-interval (docs/time.md); a PATCH merges its trigger "
+            "into the current one (RFC 7396), so changing the kind there needs null for the "
+            "other kind's fields"
+        },
+    )
     timezone = fields.String(
         validate=validate.Length(1, 64),
         allow_none=True,
@@ -316,13 +589,11 @@ class ScheduleFieldsIn(StrictSchema):
     )
     initiator_id = fields.String(required=True, validate=validate.Length(1, 64))
     title_template = fields.String(validate=validate.Length(max=MAX_NAME), load_default="")
-    form_data = fields.Dict(load_default=dict)
+    form_data = form_data_field(load_default=dict)
     enabled = strict_bool(load_default=False)
-    misfire_policy = fields.String(
-        validate=validate.OneOf(["catch_up", "skip", "once"]), load_default="catch_up"
-    )
-    overlap_policy = fields.String(
-        validate=validate.OneOf(OVERLAP_POLICIES),
+    misfire_policy = Choice(MISFIRE_POLICY, load_default="catch_up")
+    overlap_policy = Choice(
+        OVERLAP_POLICY,
         load_default=OVERLAP_SKIP,
         metadata={"description": "skip (default): a cycle while an earlier one is unfinished"},
     )
@@ -340,12 +611,16 @@ SchedulePatch = merge_patch_of(ScheduleUpdate, "SchedulePatch")
 
 
 class VersionQuery(Schema):
-    version = fields.Integer(required=True, validate=validate.Range(1, 2**31))
+    version = fields.Integer(
+        validate=validate.Range(1, 2**31),
+        load_default=None,
+        metadata={"description": "required unless If-Match is sent; a stale one is 409"},
+    )
 
 
-class SkipReasonOut(Schema):
-    code = fields.String(metadata={"enum": [SKIP_OVERLAP, SKIP_MISSED]})
-    blocking_run_id = fields.String(
+class SkipReasonOut(OutSchema):
+    code = Choice(SKIP_REASON_CODE)
+    blocking_run_id = server_uuid(
         allow_none=True, metadata={"description": "OVERLAP: the unfinished run that blocked it"}
     )
     count = fields.Integer(
@@ -353,30 +628,38 @@ class SkipReasonOut(Schema):
     )
 
 
-class LastSkipOut(Schema):
-    run_id = fields.String()
+class LastSkipOut(OutSchema):
+    run_id = server_uuid()
     planned_at = UtcDateTime()
     skipped_at = UtcDateTime()
     skip_reason = fields.Nested(SkipReasonOut)
 
 
-class NextFireOut(Schema):
+class LastRunOut(OutSchema):
+    """The schedule's newest planned run."""
+
+    run_id = server_uuid()
+    planned_at = instant_text()
+    status = Choice(RUN_STATUS)
+
+
+class NextFireOut(OutSchema):
     at = UtcDateTime()
     local = LocalDateTime(metadata={"description": "in the schedule's time zone"})
 
 
-class ScheduleOut(Schema):
-    id = fields.String()
+class ScheduleOut(OutSchema):
+    id = server_uuid()
     name = fields.String()
-    definition_id = fields.String()
-    trigger = fields.Dict()
-    timezone = fields.String()
+    definition_id = server_uuid()
+    trigger = Described("TriggerOut")
+    timezone = fields.String(metadata={"description": "IANA name"})
     initiator_id = fields.String()
     title_template = fields.String()
-    form_data = fields.Dict()
+    form_data = form_data_field()
     enabled = fields.Boolean()
-    misfire_policy = fields.String()
-    overlap_policy = fields.String()
+    misfire_policy = Choice(MISFIRE_POLICY)
+    overlap_policy = Choice(OVERLAP_POLICY)
     preset_id = fields.String(allow_none=True)
     version = fields.Integer()
     created_at = UtcDateTime()
@@ -386,7 +669,9 @@ class ScheduleOut(Schema):
     next_fire_at_local = LocalDateTime(
         allow_none=True, metadata={"description": "`next_fire_at` in the schedule's time zone"}
     )
-    last_run = fields.Dict(allow_none=True)
+    last_run = fields.Nested(
+        LastRunOut, allow_none=True, metadata={"description": "null before its first run"}
+    )
     last_skip = fields.Nested(
         LastSkipOut, allow_none=True, metadata={"description": "the run skipped most recently"}
     )
@@ -400,31 +685,60 @@ class ScheduleOut(Schema):
 
 
 class PreviewIn(StrictSchema):
-    trigger = fields.Dict(required=True)
+    trigger = Described("TriggerIn", required=True)
     timezone = fields.String(validate=validate.Length(1, 64), allow_none=True, load_default=None)
     count = strict_int(1, MAX_PREVIEW, load_default=5)
     after = UtcDateTime(load_default=None, metadata={"description": "with an offset; default now"})
 
 
 class SavedPreviewQuery(Schema):
-    count = fields.Integer(validate=validate.Range(1, MAX_PREVIEW), load_default=5)
+    count = fields.Integer(
+        validate=validate.Range(1, MAX_PREVIEW),
+        load_default=5,
+        metadata={"description": "how many fire times"},
+    )
     after = UtcDateTime(load_default=None, metadata={"description": "with an offset; default now"})
 
 
-class PreviewOut(Schema):
+class PreviewOut(OutSchema):
     fire_times = fields.List(UtcDateTime())
     local_times = fields.List(LocalDateTime())
 
 
+def body_key(what: str) -> fields.String:
+    """A body's idempotency key, which the Idempotency-Key header may give instead."""
+    return fields.String(
+        validate=validate.Length(1, 128),
+        metadata={
+            "description": f"{what}; required unless the Idempotency-Key header gives it "
+            "(when both are sent they must be equal)"
+        },
+    )
+
+
 def command_id_field() -> fields.String:
-    return fields.String(required=True, validate=validate.Length(1, 128))
+    return body_key("the command's idempotency key")
 
 
-class ApprovalSubmit(StrictSchema):
+class KeyedBody(StrictSchema):
+    """A body with an idempotency key field (`key_field`), given in it or by the
+    Idempotency-Key header (web.idempotency): one of the two is required. `reuse_code` is
+    the problem code of a key sent again with another body."""
+
+    key_field = "command_id"
+    reuse_code = "COMMAND_ID_REUSED"
+
+    @validates_schema(pass_original=True, skip_on_field_errors=False)
+    def _key_given(self, data: dict[str, Any], original: Any, **kwargs: Any) -> None:
+        if self.key_field not in original:
+            raise ValidationError("Missing data for required field.", self.key_field)
+
+
+class ApprovalSubmit(KeyedBody):
     command_id = command_id_field()
     definition_id = fields.String(required=True, validate=validate.Length(1, 64))
     title = name_field(required=True)
-    form_data = fields.Dict(load_default=dict)
+    form_data = form_data_field(load_default=dict)
     material_version = strict_int(0, 2**31, required=True)
     review_deadline_at = OffsetDateTime(
         load_default=None,
@@ -435,12 +749,12 @@ class ApprovalSubmit(StrictSchema):
     )
 
 
-class ApproveIn(StrictSchema):
+class ApproveIn(KeyedBody):
     command_id = command_id_field()
     material_version = strict_int(0, 2**31, required=True)
 
 
-class WithdrawIn(StrictSchema):
+class WithdrawIn(KeyedBody):
     command_id = command_id_field()
     material_version = strict_int(
         0,
@@ -449,7 +763,7 @@ class WithdrawIn(StrictSchema):
     )
 
 
-class ExtendDeadlineIn(StrictSchema):
+class ExtendDeadlineIn(KeyedBody):
     command_id = command_id_field()
     new_deadline_at = OffsetDateTime(
         required=True,
@@ -458,7 +772,7 @@ class ExtendDeadlineIn(StrictSchema):
     reason = fields.String(required=True, validate=validate.Length(1, 500))
 
 
-class SignCallbackIn(StrictSchema):
+class SignCallbackIn(KeyedBody):
     command_id = command_id_field()
     contract_id = fields.String(required=True, validate=validate.Length(1, 128))
     material_version = strict_int(0, 2**31, required=True)
@@ -466,25 +780,34 @@ class SignCallbackIn(StrictSchema):
     source = fields.String(required=True, validate=validate.Length(1, 128))
 
 
-class OriginOut(Schema):
+class OriginOut(OutSchema):
     """The fire that launched an instance (requirement 001: workflow schedules)."""
 
-    source = fields.String(metadata={"enum": ["schedule", "manual"]})
-    schedule_id = fields.String()
+    source = Choice(RUN_TRIGGER, metadata={"description": "what registered the run"})
+    schedule_id = server_uuid()
     schedule_name = fields.String()
-    fire_id = fields.String(metadata={"description": "the run's id"})
-    run_id = fields.String(metadata={"description": "the same as fire_id (earlier releases)"})
-    scheduled_for = fields.String(metadata={"format": "date-time", "description": "planned"})
-    trigger_kind = fields.String(metadata={"enum": ["cron", "window-interval"]})
-    trigger = fields.Dict(metadata={"description": "the schedule's trigger, frozen"})
+    fire_id = server_uuid(metadata={"description": "the run's id"})
+    run_id = server_uuid(metadata={"description": "the same as fire_id (earlier releases)"})
+    scheduled_for = instant_text(metadata={"description": "the run's planned instant"})
+    trigger_kind = Choice(TRIGGER_KIND)
+    trigger = Described("TriggerOut", metadata={"description": "the schedule's trigger, frozen"})
     definition_revision = fields.Integer(
-        metadata={"description": "the definition's revision launched (absent before 0.2.0)"}
+        allow_none=True,
+        dump_default=None,
+        metadata={"description": "the definition's revision launched; null before 0.2.0"},
     )
-    definition_name = fields.String(metadata={"description": "that revision's name"})
-    saved_by = fields.String(metadata={"description": "who last saved the schedule"})
-
-
-APPROVAL_STATES = ["WAITING_REVIEW", "APPROVED", "WITHDRAWN", "EXPIRED"]
+    definition_name = fields.String(
+        allow_none=True,
+        dump_default=None,
+        metadata={"description": "that revision's name; null before 0.2.0"},
+    )
+    saved_by = fields.String(
+        allow_none=True,
+        dump_default=None,
+        metadata={
+            "description": "who last saved the schedule; null if the launch did not record it"
+        },
+    )
 
 
 def id_filter(description: str) -> fields.String:
@@ -495,7 +818,7 @@ def id_filter(description: str) -> fields.String:
 
 
 class ApprovalListQuery(PageQuery):
-    state = fields.String(validate=validate.OneOf(APPROVAL_STATES), load_default=None)
+    state = Choice(APPROVAL_STATE, load_default=None, metadata={"description": "its state"})
     applicant_id = id_filter("the applicant's account id")
     definition_id = id_filter("the definition's id")
     schedule_id = fields.UUID(
@@ -524,16 +847,18 @@ class ScheduleListQuery(PageQuery):
     initiator_id = id_filter("the initiator's account id")
 
 
-class ObservationOut(Schema):
+class ObservationOut(OutSchema):
     """A signing callback as kept, matched against the instance when it was recorded."""
 
     command_id = fields.String()
     contract_id = fields.String()
     material_version = fields.Integer()
-    occurred_at = fields.String(metadata={"format": "date-time", "description": "the claim"})
+    occurred_at = instant_text(metadata={"description": "the claim"})
     source = fields.String()
-    outcome = fields.String()
-    recorded_at = fields.String(metadata={"format": "date-time"})
+    outcome = Choice(
+        DECISION_OUTCOME, metadata={"description": "OBSERVED, or what a late callback got"}
+    )
+    recorded_at = instant_text()
     material_matches = fields.Boolean(
         metadata={"description": "its material_version was the instance's current one"}
     )
@@ -542,30 +867,73 @@ class ObservationOut(Schema):
     )
 
 
-class ExtensionOut(Schema):
-    old_deadline_at = fields.String(metadata={"format": "date-time"})
-    new_deadline_at = fields.String(metadata={"format": "date-time"})
+class ExtensionOut(OutSchema):
+    old_deadline_at = instant_text()
+    new_deadline_at = instant_text()
     reason = fields.String()
     actor = fields.String()
-    at = fields.String(metadata={"format": "date-time"})
+    at = instant_text()
     rule_version = fields.Integer(metadata={"description": "the deadline rules' version"})
 
 
-class WinningCommandOut(Schema):
+class WinningCommandOut(OutSchema):
     """The command that decided an instance."""
 
-    command_id = fields.String(allow_none=True)
-    kind = fields.String(metadata={"description": "approve, withdraw or sweep"})
+    command_id = fields.String(allow_none=True, metadata={"description": "null for a sweep"})
+    kind = Choice(DECIDING_COMMAND)
     actor = fields.String()
 
 
-class ApprovalOut(Schema):
-    id = fields.String()
-    definition_id = fields.String()
+def rule_version_field() -> fields.Integer:
+    return fields.Integer(
+        allow_none=True,
+        dump_default=None,
+        metadata={"description": "the deadline rules' version; null before 0.2.0 (version 1)"},
+    )
+
+
+def deadline_source(source: str) -> fields.String:
+    return fields.String(metadata={"enum": [source]})
+
+
+class ExplicitDeadlineOut(OutSchema):
+    """The deadline the submission asked for."""
+
+    source = deadline_source("explicit")
+    rule_version = rule_version_field()
+
+
+class WindowDeadlineOut(OutSchema):
+    """The deadline the definition's review window set, from the submission's time."""
+
+    source = deadline_source("definition")
+    review_window_seconds = fields.Integer()
+    definition_revision = fields.Integer(
+        allow_none=True,
+        dump_default=None,
+        metadata={
+            "description": "the definition's revision whose window it was; null when a "
+            "schedule launched it (the run's `definition_revision`) or before 0.2.0"
+        },
+    )
+    rule_version = rule_version_field()
+
+
+class ExtendedDeadlineOut(OutSchema):
+    """The deadline the last extend-deadline command set."""
+
+    source = deadline_source("extended")
+    reason = fields.String()
+    rule_version = rule_version_field()
+
+
+class ApprovalOut(OutSchema):
+    id = server_uuid()
+    definition_id = server_uuid()
     title = fields.String()
-    form_data = fields.Dict()
+    form_data = form_data_field()
     applicant_id = fields.String()
-    state = fields.String(metadata={"enum": APPROVAL_STATES})
+    state = Choice(APPROVAL_STATE)
     material_version = fields.Integer()
     review_deadline_at = UtcDateTime()
     review_deadline_at_local = LocalDateTime(
@@ -574,7 +942,16 @@ class ApprovalOut(Schema):
             "(+00:00) when none was given, e.g. a deadline from the review window"
         }
     )
-    deadline_policy = fields.Dict()
+    deadline_policy = Tagged(
+        "DeadlinePolicyOut",
+        "source",
+        {
+            "explicit": ExplicitDeadlineOut,
+            "definition": WindowDeadlineOut,
+            "extended": ExtendedDeadlineOut,
+        },
+        metadata={"description": "how the review deadline was set"},
+    )
     origin = fields.Nested(
         OriginOut, allow_none=True, metadata={"description": "null unless a schedule launched it"}
     )
@@ -597,9 +974,9 @@ class ApprovalOut(Schema):
     extensions = fields.List(fields.Nested(ExtensionOut))
 
 
-class CommandOut(Schema):
-    outcome = fields.String()
-    state = fields.String()
+class CommandOut(OutSchema):
+    outcome = Choice(DECISION_OUTCOME)
+    state = Choice(APPROVAL_STATE)
     instance = fields.Nested(ApprovalOut)
     replayed = fields.Boolean()
     reason = fields.String(metadata={"description": "why the command won or lost"})
@@ -610,53 +987,89 @@ class CommandOut(Schema):
     )
 
 
-def _backlog_field(kind: Any) -> fields.Field[Any]:
+class CommandRejection(Schema):
+    """What a decision command that lost got: the members its problem document adds."""
+
+    outcome = Choice(DECISION_OUTCOME, metadata={"description": "what it got"})
+    state = Choice(APPROVAL_STATE, metadata={"description": "the instance's state now"})
+    replayed = fields.Boolean(metadata={"description": "a repeat of the command, answered again"})
+    reason = fields.String(metadata={"description": "why it lost; the same as `detail`"})
+    winning_command = fields.Nested(
+        WinningCommandOut,
+        allow_none=True,
+        metadata={"description": "the command that decided the instance; null while it waits"},
+    )
+    approval = fields.Nested(
+        ApprovalOut,
+        metadata={"description": "the instance as the command left it"},
+    )
+
+
+class CommandRejectedOut(ProblemOut, CommandRejection):
+    """A decision command that lost (code COMMAND_REJECTED), recorded: a problem document with
+    what the command got. Other 409s of the same operations are plain problem documents."""
+
+    class Meta(OutSchema.Meta):
+        exclude = ("errors",)
+
+
+# The labels of the backlog figures that are numbers by label: every one is always there.
+BACKLOG_LABELS = {
+    "expiry_lag_buckets": (*map(str, EXPIRY_LAG_BOUNDS), "+Inf"),
+    "sweep_failures": (SWEEP_VERSION_CONFLICT, SWEEP_UNREADABLE, SWEEP_ERROR),
+}
+BACKLOG_HELP = {
+    "projection_lag_events": "events on the log the read models have not applied yet",
+    "expiry_lag_buckets": "expiries recorded at most this many seconds after their deadline, "
+    "by bound (`+Inf`: all)",
+    "expiry_lag_sum_seconds": "the sum of those delays",
+    "sweep_failures": "this process's failed sweeps, by reason",
+}
+
+
+def _backlog_field(figure: Field[Any], kind: Any) -> fields.Field[Any]:
     """A backlog figure's field: a number, or numbers by label (e.g. by reason)."""
-    if get_origin(kind) is dict:
-        return fields.Dict(keys=fields.String(), values=_backlog_field(get_args(kind)[1]))
-    return fields.Float() if kind is float else fields.Integer()
+    text = figure.metadata.get(GAUGE) or BACKLOG_HELP[figure.name]
+    if get_origin(kind) is not dict:
+        number = fields.Float if kind is float else fields.Integer
+        return number(metadata={"description": text})
+    labels = BACKLOG_LABELS[figure.name]
+    return fields.Dict(
+        keys=fields.String(),
+        values=fields.Integer(),
+        metadata={
+            "description": text,
+            "properties": {label: {"type": "integer"} for label in labels},
+            "required": list(labels),
+        },
+    )
 
 
-BacklogOut = Schema.from_dict(
-    {name: _backlog_field(kind) for name, kind in get_type_hints(Backlog).items()},
+BacklogOut = OutSchema.from_dict(
+    {
+        figure.name: _backlog_field(figure, get_type_hints(Backlog)[figure.name])
+        for figure in dataclass_fields(Backlog)
+    },
     name="BacklogOut",
 )
 
 
-RUN_STATUSES = [
-    "PENDING",
-    "RUNNING",
-    "RETRY_WAIT",
-    "SUCCEEDED",
-    "FAILED",
-    "DEAD_LETTER",
-    "CANCELLED",
-    "SKIPPED_OVERLAP",
-    "SKIPPED_MISSED",
-]
-
-
-RUN_TRIGGERS = ["schedule", "manual"]
-
-
-class RunNowIn(StrictSchema):
-    request_id = fields.String(
-        required=True,
-        validate=validate.Length(1, 128),
-        metadata={"description": "with the caller's account and the schedule, the repeat key"},
-    )
+class RunNowIn(KeyedBody):
+    key_field = "request_id"
+    reuse_code = "REQUEST_ID_REUSED"
+    request_id = body_key("with the caller's account and the schedule, the repeat key")
     version = strict_int(
         1, 2**31, metadata={"description": "the schedule's; optional, a stale one is 409"}
     )
 
 
 class RunListQuery(PageQuery):
-    status = fields.String(validate=validate.OneOf(RUN_STATUSES), load_default=None)
+    status = Choice(RUN_STATUS, load_default=None, metadata={"description": "its status"})
 
 
 class RunLogQuery(RunListQuery):
-    schedule_id = fields.UUID(load_default=None)
-    trigger = fields.String(validate=validate.OneOf(RUN_TRIGGERS), load_default=None)
+    schedule_id = fields.UUID(load_default=None, metadata={"description": "its schedule's id"})
+    trigger = Choice(RUN_TRIGGER, load_default=None, metadata={"description": "what started it"})
     planned_from = UtcDateTime(load_default=None, metadata={"description": "inclusive"})
     planned_to = UtcDateTime(load_default=None, metadata={"description": "exclusive"})
 
@@ -667,24 +1080,28 @@ class RunLogQuery(RunListQuery):
             raise ValidationError("must not be before planned_from", "planned_to")
 
 
-class ErrorOut(Schema):
-    code = fields.String()
+class ErrorOut(OutSchema):
+    """Why a launch failed."""
+
+    code = fields.String(metadata={"description": "stable, e.g. DEFINITION_UNPUBLISHED"})
     message = fields.String()
 
 
-class AttemptOut(Schema):
+class AttemptOut(OutSchema):
     number = fields.Integer()
-    started_at = fields.String()
-    finished_at = fields.String(allow_none=True)
-    outcome = fields.String(allow_none=True)
+    started_at = instant_text()
+    finished_at = instant_text(allow_none=True, metadata={"description": "null while running"})
+    outcome = Choice(
+        ATTEMPT_OUTCOME, allow_none=True, metadata={"description": "null while running"}
+    )
     error = fields.Nested(ErrorOut, allow_none=True)
-    instance_id = fields.String(allow_none=True)
+    instance_id = server_uuid(allow_none=True, metadata={"description": "the instance it launched"})
     worker = fields.String()
 
 
-class RunOut(Schema):
-    id = fields.String()
-    schedule_id = fields.String()
+class RunOut(OutSchema):
+    id = server_uuid()
+    schedule_id = server_uuid()
     schedule_version = fields.Integer(metadata={"description": "the schedule's, at registration"})
     definition_revision = fields.Integer(
         metadata={"description": "the definition's revision it launches, frozen at registration"}
@@ -694,21 +1111,23 @@ class RunOut(Schema):
         allow_none=True,
         metadata={"description": "`planned_at` in the schedule's time zone (frozen with the run)"},
     )
-    trigger = fields.String(metadata={"enum": RUN_TRIGGERS})
+    trigger = Choice(RUN_TRIGGER)
     triggered_by = fields.String(
         allow_none=True,
         metadata={"description": "the account (manual) or system:tick (schedule)"},
     )
     request_id = fields.String(allow_none=True, metadata={"description": "a manual run's"})
-    status = fields.String(metadata={"enum": RUN_STATUSES})
+    status = Choice(RUN_STATUS)
     title = fields.String()
-    form_data = fields.Dict()
+    form_data = form_data_field()
     initiator_id = fields.String()
     attempt_count = fields.Integer()
     max_attempts = fields.Integer()
     next_attempt_at = UtcDateTime(allow_none=True)
-    last_error = fields.Nested(ErrorOut, allow_none=True)
-    instance_id = fields.String(allow_none=True)
+    last_error = fields.Nested(
+        ErrorOut, allow_none=True, metadata={"description": "the last failed attempt's error"}
+    )
+    instance_id = server_uuid(allow_none=True, metadata={"description": "the instance it launched"})
     registered_at = UtcDateTime()
     started_at = UtcDateTime(allow_none=True, metadata={"description": "the first attempt's"})
     finished_at = UtcDateTime(allow_none=True)

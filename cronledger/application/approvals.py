@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +17,7 @@ from cronledger.application.directory import Directory, Page
 from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
 from domain.approvals import (
     DEADLINE_ACTOR,
+    FORBIDDEN,
     SWEEP,
     Answer,
     ApprovalInstance,
@@ -27,7 +28,7 @@ from domain.approvals import (
     refusal_error,
 )
 from domain.directory import Definition, Principal
-from domain.errors import ValidationFailed
+from domain.errors import PreconditionFailed, ValidationFailed
 from domain.launch import definition_problem
 from projections.approvals import (
     ApprovalFilter,
@@ -37,6 +38,7 @@ from projections.approvals import (
     overdue_instances,
 )
 from projections.engine import Projector
+from projections.keyset import Window
 
 SWEEPER = DEADLINE_ACTOR
 # Why a sweep failed to expire a due instance (the reason label of the failures counter).
@@ -183,19 +185,37 @@ class Approvals:
             raise ValidationFailed.of("definition_id", problem.reason if problem else "not found")
         return definition
 
-    def command(self, actor: Principal, instance_id: str, command: Command) -> CommandResult:
-        """Decide a command by the instance's one rule at the server's time of acceptance."""
-        return self.ledger.retrying(lambda: self._command(actor, instance_id, command))
+    def command(
+        self,
+        actor: Principal,
+        instance_id: str,
+        command: Command,
+        accepts: Callable[[int], bool] | None = None,
+    ) -> CommandResult:
+        """Decide a command by the instance's one rule at the server's time of acceptance.
 
-    def _command(self, actor: Principal, instance_id: str, command: Command) -> CommandResult:
+        `accepts` (the request's If-Match) must accept the version the command is decided on,
+        checked with the write, unless the command is a repeat (answered again) or refused.
+        """
+        return self.ledger.retrying(lambda: self._command(actor, instance_id, command, accepts))
+
+    def _command(
+        self,
+        actor: Principal,
+        instance_id: str,
+        command: Command,
+        accepts: Callable[[int], bool] | None,
+    ) -> CommandResult:
         """Get, decide (a refusal too), save; a refusal is then answered as its problem."""
         instance = self.instance(actor.tenant_id, instance_id)
+        version = instance.version
         first = instance.answer_to(command, actor.account_id, actor.permissions)
         replayed = first is not None
         answer = first or instance.handle(
             command, self.ledger.clock(), actor.account_id, actor.permissions
         )
         if not replayed:
+            _check_precondition(answer, version, accepts)
             self.ledger.save(instance)
         refused = refusal_error(answer, command)
         if refused is not None:
@@ -243,14 +263,14 @@ class Approvals:
         return ApprovalView.of(self.instance(tenant_id, instance_id))
 
     def list_page(
-        self, tenant_id: UUID, wanted: ApprovalFilter, page: int, page_size: int
+        self, tenant_id: UUID, wanted: ApprovalFilter, window: Window
     ) -> Page[ApprovalView]:
         """The tenant's instances that match, newest submitted first."""
-        keys, total = approval_page(self.ledger.store, tenant_id, wanted, page, page_size)
-        found = self.ledger.get_many([UUID(key) for key in keys])
-        instances = [found.get(UUID(key)) for key in keys]
+        listed = approval_page(self.ledger.store, tenant_id, wanted, window)
+        found = self.ledger.get_many([UUID(key) for key in listed.keys])
+        instances = [found.get(UUID(key)) for key in listed.keys]
         views = [ApprovalView.of(i) for i in instances if isinstance(i, ApprovalInstance)]
-        return Page(views, page, page_size, total)
+        return Page.of(views, window, listed)
 
     def timeline(self, tenant_id: UUID, instance_id: str) -> list[TimelineEntry]:
         return self.ledger.timeline(self.instance(tenant_id, instance_id).id)
@@ -280,3 +300,12 @@ class Approvals:
             "expiry_lag_sum_seconds": lags.sum_seconds,
             "sweep_failures": self.sweep_failures.counts(),
         }
+
+
+def _check_precondition(
+    answer: Answer, version: int, accepts: Callable[[int], bool] | None
+) -> None:
+    """412, nothing recorded, if If-Match does not accept the version a new command was decided
+    on; a refusal is still answered (and recorded) as one."""
+    if accepts is not None and answer.outcome != FORBIDDEN and not accepts(version):
+        raise PreconditionFailed("approval", version)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 from uuid import UUID, uuid4
 
+from cronledger.application.idempotency import check_key, key_record
 from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
 from domain.directory import (
     ADMIN_ROLE,
@@ -29,8 +30,11 @@ from domain.directory import (
     token_uuid,
 )
 from domain.errors import InvalidState, NotFound, ValidationFailed
+from domain.idempotency import KeyedRequest
 from domain.launch import definition_problem, initiator_problem
 from domain.schedules import ScheduleSettings, checked_presets
+from projections.directory import account_page, definition_page
+from projections.keyset import Slice, SortKey, Window
 
 T = TypeVar("T")
 TOKEN_PREFIX = "clt_"  # noqa: S105 (a prefix, not a secret)
@@ -38,16 +42,19 @@ TOKEN_PREFIX = "clt_"  # noqa: S105 (a prefix, not a secret)
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
+    """A page of a list: its items, the page's number (None when read after a cursor's sort
+    key), its size, how many items match, and its last item's sort key when more follow."""
+
     items: list[T]
-    page: int
+    page: int | None
     page_size: int
     total: int
+    next_key: SortKey | None = None
 
-
-def page_of(keys: Sequence[str], page: int, page_size: int) -> tuple[Sequence[str], int]:
-    """The keys on one page (1-based) and the total."""
-    start = (page - 1) * page_size
-    return keys[start : start + page_size], len(keys)
+    @classmethod
+    def of(cls, items: list[T], window: Window, found: Slice[Any]) -> Page[T]:
+        """The page `window` asked for, of the items read for `found`."""
+        return cls(items, window.page, window.size, found.total, found.next_key)
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,14 @@ class IssuedToken:
     token_id: str
 
 
+@dataclass(frozen=True)
+class ReplayedToken:
+    """A token answered again to a repeated request: its secret was shown once, and is gone."""
+
+    token_id: str
+    token: None = None
+
+
 class Directory:
     def __init__(self, ledger: Ledger, default_timezone: str = "UTC") -> None:
         self.ledger = ledger
@@ -161,29 +176,45 @@ class Directory:
     # -- accounts ------------------------------------------------------------
 
     def create_account(
-        self, actor: Principal, account_id: str | None, name: str, roles: list[str]
+        self,
+        actor: Principal,
+        account_id: str | None,
+        name: str,
+        roles: list[str],
+        request: KeyedRequest | None = None,
     ) -> AccountView:
+        """A new account; a repeat of a keyed `request` stops with `AlreadyCreated`."""
         check_roles(roles)
         chosen_id = account_id or str(uuid4())
         check_account_id(chosen_id)
-        return self.ledger.retrying(lambda: self._create_account(actor, chosen_id, name, roles))
+        return self.ledger.retrying(
+            lambda: self._create_account(actor, chosen_id, name, roles, request)
+        )
 
     def _create_account(
-        self, actor: Principal, account_id: str, name: str, roles: list[str]
+        self,
+        actor: Principal,
+        account_id: str,
+        name: str,
+        roles: list[str],
+        request: KeyedRequest | None,
     ) -> AccountView:
+        check_key(self.ledger, request)
         if self.ledger.exists(account_uuid(actor.tenant_id, account_id)):
+            check_key(self.ledger, request)  # made by a request racing with the same key?
             raise ValidationFailed.of("id", f"an account with id {account_id} already exists")
         tenant = self.tenant(actor.tenant_id)
+        at = self.ledger.clock()
         account = Account(
             tenant_id=tenant.id,
             account_id=account_id,
             name=name,
             roles=roles,
-            at=self.ledger.clock(),
+            at=at,
             actor=actor.account_id,
         )
         tenant.add_account(account_id)
-        self.ledger.save(account, tenant)
+        self.ledger.save(account, tenant, key_record(request, "account", account_id, at))
         return AccountView.of(account)
 
     def account(self, tenant_id: UUID, account_id: str) -> AccountView:
@@ -193,10 +224,10 @@ class Directory:
         """Every event of one of the tenant's accounts, named by its public id."""
         return self.ledger.timeline(self._account(tenant_id, account_id).id)
 
-    def accounts(self, tenant_id: UUID, page: int, page_size: int) -> Page[AccountView]:
-        keys, total = page_of(self.tenant(tenant_id).account_ids, page, page_size)
-        items = [self.account(tenant_id, key) for key in keys]
-        return Page(items, page, page_size, total)
+    def accounts(self, tenant_id: UUID, window: Window) -> Page[AccountView]:
+        """The tenant's accounts, oldest first (from the `accounts` table)."""
+        found = account_page(self.ledger.store, tenant_id, window)
+        return Page.of([self.account(tenant_id, key) for key in found.keys], window, found)
 
     def update_account(
         self,
@@ -277,7 +308,17 @@ class Directory:
 
     # -- tokens --------------------------------------------------------------
 
-    def issue_token(self, actor: Principal, account_id: str) -> IssuedToken:
+    def issue_token(
+        self, actor: Principal, account_id: str, request: KeyedRequest | None = None
+    ) -> IssuedToken:
+        """A new token, its secret shown this once; a repeat of a keyed `request` stops with
+        `AlreadyCreated`."""
+        return self.ledger.retrying(lambda: self._issue_token(actor, account_id, request))
+
+    def _issue_token(
+        self, actor: Principal, account_id: str, request: KeyedRequest | None
+    ) -> IssuedToken:
+        check_key(self.ledger, request)
         account = self._account(actor.tenant_id, account_id)
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         secret_hash = token_uuid(secret)
@@ -290,7 +331,7 @@ class Directory:
             at=at,
             actor=actor.account_id,
         )
-        self.ledger.save(account, token)
+        self.ledger.save(account, token, key_record(request, "token", str(secret_hash), at))
         return IssuedToken(token=secret, token_id=str(secret_hash))
 
     def revoke_token(
@@ -319,19 +360,31 @@ class Directory:
     # -- definitions ---------------------------------------------------------
 
     def create_definition(
-        self, actor: Principal, key: str, fields: DefinitionFields
+        self,
+        actor: Principal,
+        key: str,
+        fields: DefinitionFields,
+        request: KeyedRequest | None = None,
     ) -> DefinitionView:
-        return self.ledger.retrying(lambda: self._create_definition(actor, key, fields))
+        """A new definition; a repeat of a keyed `request` stops with `AlreadyCreated`."""
+        return self.ledger.retrying(lambda: self._create_definition(actor, key, fields, request))
 
     def _create_definition(
-        self, actor: Principal, key: str, fields: DefinitionFields
+        self,
+        actor: Principal,
+        key: str,
+        fields: DefinitionFields,
+        request: KeyedRequest | None,
     ) -> DefinitionView:
+        check_key(self.ledger, request)
         presets = checked_presets(
             fields.schedule_presets, self.default_timezone, self.ledger.clock()
         )
         if self.ledger.exists(definition_uuid(actor.tenant_id, key)):
+            check_key(self.ledger, request)  # made by a request racing with the same key?
             raise ValidationFailed.of("key", f"a definition with key {key} already exists")
         tenant = self.tenant(actor.tenant_id)
+        at = self.ledger.clock()
         definition = Definition(
             tenant_id=tenant.id,
             key=key,
@@ -340,11 +393,13 @@ class Directory:
             review_window_seconds=fields.review_window_seconds,
             schedule_presets=presets,
             allow_self_approval=fields.allow_self_approval,
-            at=self.ledger.clock(),
+            at=at,
             actor=actor.account_id,
         )
         tenant.add_definition(str(definition.id))
-        self.ledger.save(definition, tenant)
+        self.ledger.save(
+            definition, tenant, key_record(request, "definition", str(definition.id), at)
+        )
         return DefinitionView.of(definition)
 
     def update_definition(
@@ -392,10 +447,10 @@ class Directory:
         """Every event of one of the tenant's definitions."""
         return self.ledger.timeline(self.definition_aggregate(tenant_id, definition_id).id)
 
-    def definitions(self, tenant_id: UUID, page: int, page_size: int) -> Page[DefinitionView]:
-        keys, total = page_of(self.tenant(tenant_id).definition_ids, page, page_size)
-        items = [self.definition(tenant_id, key) for key in keys]
-        return Page(items, page, page_size, total)
+    def definitions(self, tenant_id: UUID, window: Window) -> Page[DefinitionView]:
+        """The tenant's definitions, oldest first (from the `definitions` table)."""
+        found = definition_page(self.ledger.store, tenant_id, window)
+        return Page.of([self.definition(tenant_id, key) for key in found.keys], window, found)
 
     def launch_problems(self, tenant_id: UUID, settings: ScheduleSettings) -> dict[str, list[str]]:
         """What stops the definition or the initiator from being used by a schedule."""

@@ -17,6 +17,7 @@ from domain.directory import Account, Definition
 from domain.errors import NotFound
 from domain.runs import Run
 from domain.schedules import Schedule
+from projections.keyset import Window
 from projections.operations import Operation, OperationFilter, operation_page
 
 # The aggregates a tenant's auditors may read the timeline of (never its tokens' or the tenant's).
@@ -27,10 +28,10 @@ class Operations:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
 
-    def list_page(self, wanted: OperationFilter, page: int, page_size: int) -> Page[Operation]:
+    def list_page(self, wanted: OperationFilter, window: Window) -> Page[Operation]:
         """The tenant's operations, newest first (from the `operations` table)."""
-        items, total = operation_page(self.ledger.store, wanted, page, page_size)
-        return Page(items, page, page_size, total)
+        listed = operation_page(self.ledger.store, wanted, window)
+        return Page.of(listed.rows, window, listed)
 
     def timeline(self, tenant_id: UUID, aggregate_id: str) -> list[TimelineEntry]:
         """Every event of one of the tenant's schedules, runs, instances, accounts, definitions."""

@@ -23,6 +23,7 @@ from domain.runs import (
 )
 from domain.triggers import local_or_none
 from projections.engine import Projector
+from projections.keyset import Window
 from projections.runs import (
     RunFilter,
     backlog_by_status,
@@ -187,14 +188,12 @@ class Runs:
         """Every event of one of the tenant's runs."""
         return self.ledger.timeline(self.ledger.find_in_tenant(Run, run_id, "run", tenant_id).id)
 
-    def list_page(
-        self, tenant_id: UUID, run_filter: RunFilter, page: int, page_size: int
-    ) -> Page[RunView]:
+    def list_page(self, tenant_id: UUID, run_filter: RunFilter, window: Window) -> Page[RunView]:
         """The tenant's runs that match, newest planned first (deleted schedules' included)."""
-        keys, total = run_log_page(self.ledger.store, tenant_id, run_filter, page, page_size)
-        found = self.ledger.get_many([UUID(key) for key in keys])
+        listed = run_log_page(self.ledger.store, tenant_id, run_filter, window)
+        found = self.ledger.get_many([UUID(key) for key in listed.keys])
         views = {str(run.id): RunView.of(run) for run in found.values() if isinstance(run, Run)}
-        return Page([views[key] for key in keys if key in views], page, page_size, total)
+        return Page.of([views[key] for key in listed.keys if key in views], window, listed)
 
     def last_run(self, schedule_id: UUID) -> dict[str, Any] | None:
         """The schedule's newest planned run (kept on its `schedules` row)."""

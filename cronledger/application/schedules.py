@@ -10,11 +10,13 @@ from typing import Any
 from uuid import UUID
 
 from cronledger.application.directory import Directory, Page
+from cronledger.application.idempotency import Outcome, check_key, key_record
 from cronledger.application.runs import Runs, RunView
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger, TimelineEntry
 from domain.directory import Principal, check_expected_version
 from domain.errors import InFlight, NotFound, ValidationFailed
+from domain.idempotency import KeyedRequest
 from domain.policy import RunPolicy
 from domain.schedules import (
     MAX_CYCLES_BEFORE_EDIT,
@@ -29,6 +31,7 @@ from domain.schedules import (
 )
 from domain.triggers import fire_times, load_zone, local_or_none, local_time, parse_trigger
 from domain.values import FormData
+from projections.keyset import Window
 from projections.schedules import ScheduleFilter, due_schedule_backlog, live_schedule_page
 
 NEXT_FIRES_SHOWN = 5  # requirement 001: saving a schedule shows its next five fire times
@@ -127,14 +130,31 @@ class Schedules:
             preset_id=fields.get("preset_id"),
         )
 
-    def create(self, actor: Principal, settings: ScheduleSettings, enabled: bool) -> ScheduleView:
+    def create(
+        self,
+        actor: Principal,
+        settings: ScheduleSettings,
+        enabled: bool,
+        request: KeyedRequest | None = None,
+    ) -> ScheduleView:
+        """A new schedule; a repeat of a keyed `request` stops with `AlreadyCreated`."""
+        return self.ledger.retrying(lambda: self._create(actor, settings, enabled, request))
+
+    def _create(
+        self,
+        actor: Principal,
+        settings: ScheduleSettings,
+        enabled: bool,
+        request: KeyedRequest | None,
+    ) -> ScheduleView:
+        check_key(self.ledger, request)
         at = self.ledger.clock()
         settings = self._checked(actor.tenant_id, settings, at)
         revision = self._published_revision(actor.tenant_id, settings)
         schedule = Schedule.create(
             actor.tenant_id, settings, enabled, at, actor.account_id, revision
         )
-        self.ledger.save(schedule)
+        self.ledger.save(schedule, key_record(request, "schedule", str(schedule.id), at))
         return self.view_of(schedule)
 
     def create_from_preset(
@@ -144,8 +164,10 @@ class Schedules:
         preset_id: str,
         initiator_id: str,
         name: str | None,
+        request: KeyedRequest | None = None,
     ) -> ScheduleView:
         """A disabled schedule with a preset's trigger, timezone, title and form data."""
+        check_key(self.ledger, request)
         definition = self.directory.definition_aggregate(actor.tenant_id, definition_id)
         preset = next((p for p in definition.schedule_presets if p["id"] == preset_id), None)
         if preset is None:
@@ -160,7 +182,7 @@ class Schedules:
             "form_data": preset.get("form_data") or {},
             "preset_id": preset_id,
         }
-        return self.create(actor, self.settings_from(fields), enabled=False)
+        return self.create(actor, self.settings_from(fields), False, request)
 
     def update(
         self,
@@ -264,24 +286,30 @@ class Schedules:
         """A manual cycle at the accepted time (requirement 002: scheduled tasks): the same
         account's same request id answers the same run, while the schedule is at the version
         the run was registered at."""
+        return self.request_run(actor, schedule_id, request_id, version).value
+
+    def request_run(
+        self, actor: Principal, schedule_id: str, request_id: str, version: int | None = None
+    ) -> Outcome[RunView]:
+        """`run_now`, saying whether it answered the run of an earlier request (`replayed`)."""
         return self.ledger.retrying(lambda: self._run_now(actor, schedule_id, request_id, version))
 
     def _run_now(
         self, actor: Principal, schedule_id: str, request_id: str, version: int | None
-    ) -> RunView:
+    ) -> Outcome[RunView]:
         """Register the run and `Schedule.RunRequested` together; if another writer won (the
         same request accepted elsewhere, or the tick), the retry answers from what it saved."""
         schedule = self.schedule(actor.tenant_id, schedule_id)
         original = self.runs.manual(schedule.id, actor.account_id, request_id)
         if original is not None:
             original.check_repeat(schedule.revision, version)
-            return RunView.of(original)
+            return Outcome(RunView.of(original), replayed=True)
         check_expected_version("schedule", schedule.revision, version)
         at = self.ledger.clock()
         self._checked(actor.tenant_id, schedule.settings, at)
         run = schedule.manual_run(request_id, at, actor.account_id, self.policy)
         self.ledger.save(schedule, run)
-        return self.runs.view(actor.tenant_id, schedule.id, str(run.id))
+        return Outcome(self.runs.view(actor.tenant_id, schedule.id, str(run.id)))
 
     def view_of(self, schedule: Schedule) -> ScheduleView:
         return ScheduleView.of(
@@ -295,13 +323,13 @@ class Schedules:
         return self.view_of(self.schedule(tenant_id, schedule_id))
 
     def list_page(
-        self, tenant_id: UUID, wanted: ScheduleFilter, page: int, page_size: int
+        self, tenant_id: UUID, wanted: ScheduleFilter, window: Window
     ) -> Page[ScheduleView]:
         """Live schedules of the tenant that match, oldest first (from the `schedules` table)."""
-        keys, total = live_schedule_page(self.ledger.store, tenant_id, page, page_size, wanted)
-        found = self.ledger.get_many([UUID(key) for key in keys])
+        listed = live_schedule_page(self.ledger.store, tenant_id, wanted, window)
+        found = self.ledger.get_many([UUID(key) for key in listed.keys])
         views = {str(s.id): self.view_of(s) for s in found.values() if isinstance(s, Schedule)}
-        return Page([views[key] for key in keys if key in views], page, page_size, total)
+        return Page.of([views[key] for key in listed.keys if key in views], window, listed)
 
     def due_backlog(self, tenant_id: UUID | None) -> tuple[int, float]:
         """Schedules whose next fire has come, and the oldest one's lag (one tenant, or all)."""

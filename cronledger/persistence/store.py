@@ -175,34 +175,6 @@ class Store:
             values = [db_value(self.kind, p) for p in params]
             return list(conn.execute(statement, values).fetchall())
 
-    def page_of_ids(
-        self,
-        table: str,
-        filters: dict[str, Any],
-        order_by: str,
-        page: int,
-        page_size: int,
-        key: str = "id",
-    ) -> tuple[list[str], int]:
-        """One page of a read-model table's keys matching `column = value` filters, and the total.
-
-        A filter of None matches `column IS NULL`.
-
-        `table`, `order_by` and `key` are the caller's fixed SQL, never user input.
-        """
-        where = (
-            " AND ".join(f"{c} IS NULL" if v is None else f"{c} = ?" for c, v in filters.items())
-            or "TRUE"
-        )
-        params = [value for value in filters.values() if value is not None]
-        total = self.query(f"SELECT COUNT(*) FROM {table} WHERE {where}", params)  # noqa: S608
-        rows = self.query(
-            f"SELECT {key} FROM {table} WHERE {where} ORDER BY {order_by} "  # noqa: S608
-            "LIMIT ? OFFSET ?",
-            [*params, page_size, (page - 1) * page_size],
-        )
-        return [str(row[0]) for row in rows], int(total[0][0])
-
     @contextmanager
     def scratch(self) -> Iterator[Store]:
         """An empty store beside this one (a file, or a schema), removed afterwards."""

@@ -6,10 +6,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from flask.testing import FlaskClient
 
+from cronledger.application.services import open_services
+from cronledger.config import Settings
 from tests.e2e.helpers import CRON_9AM, answers
 from tests.processes import free_port, run_cli, started
-from tests.support import Api
+from tests.support import Api, FakeClock
+from web import create_app
 
 
 @pytest.fixture
@@ -85,3 +89,21 @@ def server(store_url: str, token: str) -> Iterator[str]:
     with started(store_url, "serve", "--port", str(port)) as child:
         child.wait_for(lambda: answers(f"{base}/healthz"), "answering /healthz")
         yield base
+
+
+@pytest.fixture(scope="module")
+def document_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FlaskClient]:
+    """An app on a SQLite store of its own, for the tests of what does not depend on the store
+    (the OpenAPI document, the reference at /api/docs)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('document')}/cronledger.sqlite"
+    services = open_services(Settings(database_url=url), FakeClock())
+    yield create_app({"SERVICES": services, "TESTING": True}).test_client()
+    services.close()
+
+
+@pytest.fixture(scope="module")
+def openapi_document(document_client: FlaskClient) -> dict[str, Any]:
+    """The document as GET /api/openapi.json serves it."""
+    answer = document_client.get("/api/openapi.json")
+    assert answer.status_code == 200
+    return answer.json  # type: ignore[no-any-return]

@@ -35,6 +35,8 @@ def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
     assert response.mimetype == "application/problem+json"
     body: dict[str, Any] = response.json
     assert (body["status"], body["code"]) == (status, code)
+    assert body["request_id"] == response.headers["X-Request-ID"]
+    assert body["instance"].startswith("/")
     assert body["title"]
     assert body["detail"]
     assert body["type"]

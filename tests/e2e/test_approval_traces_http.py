@@ -67,7 +67,7 @@ def test_refused_commands_are_recorded_and_answered_as_before(
     assert "within 30 days" in broken["errors"]["new_deadline_at"][0]
     end = log_end(services)
     again = admin.post(f"{path}/extend-deadline", too_far)
-    assert again.json == broken
+    assert {**again.json, "request_id": ""} == {**broken, "request_id": ""}  # another request
     assert log_end(services) == end  # a repeat gets the first answer, and records nothing
     assert refusals(services, instance["id"]) == [
         ("withdraw", "FORBIDDEN", "other", False),

@@ -36,7 +36,7 @@ def test_approve_before_the_deadline_and_after_it(
     )
     assert late.status_code == 409
     assert (late.json["outcome"], late.json["state"]) == ("EXPIRED", "EXPIRED")
-    assert late.json["instance"]["decided_at"] == "2026-10-01T09:00:07Z"
+    assert late.json["approval"]["decided_at"] == "2026-10-01T09:00:07Z"
     for instance, at in ((soon, "2026-10-01T09:00:02Z"), (later, "2026-10-01T09:00:07Z")):
         items = admin.get(f"/api/approvals/{instance['id']}/timeline").json["items"]
         assert next(i["type"] for i in items) == "ApprovalInstance.Submitted"
@@ -119,7 +119,7 @@ def test_reused_command_after_approval_replays_and_a_new_one_conflicts(
     )
     second = admin.post(path, {"command_id": "approve-2", "material_version": 2})
     assert (second.status_code, second.json["outcome"]) == (409, "CONFLICT")
-    assert first.json["instance"]["decided_at"] == second.json["instance"]["decided_at"]
+    assert first.json["instance"]["decided_at"] == second.json["approval"]["decided_at"]
 
 
 def test_stale_material_is_409(admin: Api, requester: Api, definition_id: str) -> None:

@@ -75,7 +75,7 @@ def test_the_operator_cannot_approve_what_their_schedule_launched(
         "WAITING_REVIEW",
         False,
     )
-    assert refused.json["instance"]["state"] == "WAITING_REVIEW"
+    assert refused.json["approval"]["state"] == "WAITING_REVIEW"
     items = admin.get(f"/api/approvals/{instance['id']}/timeline").json["items"]
     rejected = items[-1]
     assert (rejected["type"], rejected["actor"], rejected["command_id"]) == (

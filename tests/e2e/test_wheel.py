@@ -25,7 +25,16 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("cronledger", "domain", "projections", "tick", "web")
 NOT_SOURCE = shutil.ignore_patterns(
-    ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".*_cache", "var"
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    "*.pyc",
+    ".*_cache",
+    "var",
+    "node_modules",  # tools/openapi's npm packages
 )
 IMPORT_EVERY_MODULE = f"""
 import importlib, pkgutil

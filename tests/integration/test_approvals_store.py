@@ -14,6 +14,7 @@ from domain.approvals import APPROVE, WITHDRAW, Command, Submission
 from domain.directory import Principal
 from domain.permissions import ROLES
 from projections.approvals import ApprovalFilter
+from projections.keyset import Window
 from tests.support import FakeClock
 
 
@@ -162,7 +163,7 @@ def test_a_repeated_submission_finds_the_first_instance(
         results = list(pool.map(lambda _: services.approvals.submit(root, submission), range(4)))
     assert len({view.id for view, _ in results}) == 1
     assert sorted(replayed for _, replayed in results) == [False, True, True, True]
-    page = services.approvals.list_page(root.tenant_id, ApprovalFilter(), 1, 20)
+    page = services.approvals.list_page(root.tenant_id, ApprovalFilter(), Window())
     assert page.total == 1
 
 
@@ -186,8 +187,8 @@ def test_list_filters_by_state_newest_first(
     clock.advance(1)
     second = submit(services, root, definition_id, "second")
     services.approvals.command(root, first, Command(WITHDRAW, "w", {}))
-    everything = services.approvals.list_page(root.tenant_id, ApprovalFilter(), 1, 20)
+    everything = services.approvals.list_page(root.tenant_id, ApprovalFilter(), Window())
     assert [v.id for v in everything.items] == [second, first]
-    withdrawn = services.approvals.list_page(root.tenant_id, ApprovalFilter("WITHDRAWN"), 1, 20)
+    withdrawn = services.approvals.list_page(root.tenant_id, ApprovalFilter("WITHDRAWN"), Window())
     assert [v.id for v in withdrawn.items] == [first]
     assert datetime(2026, 10, 1, tzinfo=UTC) < everything.items[0].submitted_at

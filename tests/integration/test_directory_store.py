@@ -11,6 +11,7 @@ from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from domain.directory import SYSTEM_ACTOR, Principal, account_uuid, tenant_uuid
 from domain.errors import InvalidState, NotFound, ValidationFailed
+from projections.keyset import Window
 from tests.support import FakeClock
 
 
@@ -81,7 +82,7 @@ def test_another_tenants_definition_is_not_found(services: Services) -> None:
     definition = services.directory.create_definition(acme, "daily", fields)
     with pytest.raises(NotFound):
         services.directory.definition(globex.tenant_id, definition.id)
-    assert services.directory.definitions(globex.tenant_id, 1, 20).total == 0
+    assert services.directory.definitions(globex.tenant_id, Window()).total == 0
 
 
 def test_concurrent_account_creation_loses_nothing(services: Services) -> None:
@@ -92,7 +93,7 @@ def test_concurrent_account_creation_loses_nothing(services: Services) -> None:
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         created = set(pool.map(create, range(24)))
-    listed = services.directory.accounts(root.tenant_id, 1, 200)
+    listed = services.directory.accounts(root.tenant_id, Window(size=200))
     assert {a.id for a in listed.items} >= created
     assert listed.total == 25
 
@@ -101,7 +102,7 @@ def test_paging_counts_and_slices(services: Services) -> None:
     root = acting_admin(services)
     for n in range(5):
         services.directory.create_account(root, f"u{n}", f"U{n}", ["requester"])
-    page = services.directory.accounts(root.tenant_id, 2, 2)
+    page = services.directory.accounts(root.tenant_id, Window(size=2, page=2))
     assert [a.id for a in page.items] == ["u1", "u2"]
     assert (page.page, page.page_size, page.total) == (2, 2, 6)
 

@@ -16,6 +16,7 @@ from cronledger.persistence.store import as_instant
 from domain.directory import Principal
 from domain.schedules import Schedule
 from domain.triggers import fire_times, load_zone, parse_trigger
+from projections.keyset import Window
 from projections.runs import RunFilter
 from tests.support import FakeClock, Opener
 from tick.ticker import Ticker
@@ -70,7 +71,7 @@ def runs_of(services: Services, schedule_id: str) -> list[Any]:
     services.projector.catch_up()
     schedule = services.ledger.find(Schedule, UUID(schedule_id), "schedule", schedule_id)
     return services.runs.list_page(
-        schedule.tenant_id, RunFilter(schedule_id=schedule.id), 1, 200
+        schedule.tenant_id, RunFilter(schedule_id=schedule.id), Window(size=200)
     ).items
 
 

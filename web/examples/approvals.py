@@ -1,0 +1,237 @@
+"""Examples of approval instances and the commands on them, won, replayed and lost.
+
+"Open account" is submitted, its deadline extended, a signing callback observed, then approved;
+the applicant's withdrawal afterwards loses. "Raise limit", submitted the day before, expires
+when an approval comes too late.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from web.examples.operations import PROBLEMS, problem_document
+from web.examples.world import (
+    CRON_SCHEDULE_ID,
+    CRON_TRIGGER,
+    DEFINITION_ID,
+    EXPIRED_INSTANCE_ID,
+    LAUNCHED_INSTANCE_ID,
+    MANUAL_RUN_ID,
+    SUBMITTED_INSTANCE_ID,
+)
+
+SUBMIT_OPEN_ACCOUNT = {
+    "command_id": "submit-1",
+    "definition_id": DEFINITION_ID,
+    "title": "Open account",
+    "form_data": {"customer": "Xinghe"},
+    "material_version": 2,
+    "review_deadline_at": "2026-10-01T18:00:00+08:00",
+}
+SUBMIT_RAISE_LIMIT = {
+    "command_id": "submit-2",
+    "definition_id": DEFINITION_ID,
+    "title": "Raise limit",
+    "form_data": {"customer": "Xinghe", "limit": 50000},
+    "material_version": 1,
+}
+EXTEND = {
+    "command_id": "e-1",
+    "new_deadline_at": "2026-10-03T18:00:00+08:00",
+    "reason": "customer asked",
+}
+SIGN = {
+    "command_id": "cb-1",
+    "contract_id": "C-9",
+    "material_version": 2,
+    "occurred_at": "2026-10-01T17:58:00+08:00",
+    "source": "esign",
+}
+
+WAITING = {
+    "id": SUBMITTED_INSTANCE_ID,
+    "definition_id": DEFINITION_ID,
+    "title": "Open account",
+    "form_data": {"customer": "Xinghe"},
+    "applicant_id": "ann",
+    "state": "WAITING_REVIEW",
+    "material_version": 2,
+    "review_deadline_at": "2026-10-01T10:00:00Z",
+    "review_deadline_at_local": "2026-10-01T18:00:00+08:00",
+    "deadline_policy": {"source": "explicit", "rule_version": 1},
+    "origin": None,
+    "allow_self_approval": False,
+    "submitted_at": "2026-10-01T09:00:00Z",
+    "decided_at": None,
+    "decided_by": None,
+    "winning_command": None,
+    "version": 1,
+    "observations": [],
+    "contract_id": None,
+    "extensions": [],
+}
+EXTENDED = {
+    **WAITING,
+    "review_deadline_at": "2026-10-03T10:00:00Z",
+    "review_deadline_at_local": "2026-10-03T18:00:00+08:00",
+    "deadline_policy": {"source": "extended", "reason": "customer asked", "rule_version": 1},
+    "version": 2,
+    "extensions": [
+        {
+            "old_deadline_at": "2026-10-01T10:00:00Z",
+            "new_deadline_at": "2026-10-03T10:00:00Z",
+            "reason": "customer asked",
+            "actor": "olga",
+            "at": "2026-10-01T09:20:00Z",
+            "rule_version": 1,
+        }
+    ],
+}
+OBSERVED = {
+    **EXTENDED,
+    "version": 3,
+    "observations": [
+        {
+            "command_id": "cb-1",
+            "contract_id": "C-9",
+            "material_version": 2,
+            "occurred_at": "2026-10-01T09:58:00Z",
+            "source": "esign",
+            "outcome": "OBSERVED",
+            "recorded_at": "2026-10-01T09:58:05Z",
+            "material_matches": True,
+            "contract_matches": True,
+        }
+    ],
+    "contract_id": "C-9",
+}
+APPROVE_WON = {"command_id": "a-1", "kind": "approve", "actor": "olga"}
+APPROVED = {
+    **OBSERVED,
+    "state": "APPROVED",
+    "decided_at": "2026-10-01T10:15:00Z",
+    "decided_by": "olga",
+    "winning_command": APPROVE_WON,
+    "version": 4,
+}
+EXPIRY = {"command_id": None, "kind": "sweep", "actor": "system:sweeper"}
+EXPIRED = {
+    **WAITING,
+    "id": EXPIRED_INSTANCE_ID,
+    "title": "Raise limit",
+    "form_data": {"customer": "Xinghe", "limit": 50000},
+    "state": "EXPIRED",
+    "material_version": 1,
+    "review_deadline_at": "2026-10-01T09:00:00Z",
+    "review_deadline_at_local": "2026-10-01T09:00:00+00:00",
+    "deadline_policy": {
+        "source": "definition",
+        "review_window_seconds": 86400,
+        "definition_revision": 1,
+        "rule_version": 1,
+    },
+    "submitted_at": "2026-09-30T09:00:00Z",
+    "decided_at": "2026-10-01T09:30:00Z",
+    "decided_by": "system:sweeper",
+    "winning_command": EXPIRY,
+    "version": 3,
+}
+LAUNCHED = {
+    **WAITING,
+    "id": LAUNCHED_INSTANCE_ID,
+    "title": "Daily check 2026-10-01",
+    "form_data": {"region": "east"},
+    "material_version": 1,
+    "review_deadline_at": "2026-10-02T09:00:01Z",
+    "review_deadline_at_local": "2026-10-02T09:00:01+00:00",
+    "deadline_policy": EXPIRED["deadline_policy"],
+    "origin": {
+        "source": "manual",
+        "schedule_id": CRON_SCHEDULE_ID,
+        "schedule_name": "Daily check",
+        "fire_id": MANUAL_RUN_ID,
+        "run_id": MANUAL_RUN_ID,
+        "scheduled_for": "2026-10-01T09:00:00Z",
+        "trigger_kind": "cron",
+        "trigger": CRON_TRIGGER,
+        "definition_revision": 1,
+        "definition_name": "Daily check",
+        "saved_by": "root",
+    },
+    "submitted_at": "2026-10-01T09:00:01Z",
+}
+
+
+def _answer(outcome: str, instance: dict[str, Any], reason: str) -> dict[str, Any]:
+    """A command's answer: what it got, the instance after it, and who decided the instance."""
+    return {
+        "outcome": outcome,
+        "state": instance["state"],
+        "instance": instance,
+        "replayed": False,
+        "reason": reason,
+        "winning_command": instance["winning_command"],
+    }
+
+
+def _lost(command: str, outcome: str, instance: dict[str, Any], reason: str) -> dict[str, Any]:
+    """A command that lost, answered 409 as a problem document with what it got."""
+    path = f"/api/approvals/{instance['id']}/{command}"
+    return {
+        **problem_document("COMMAND_REJECTED", 409, "The command lost", reason, path),
+        "outcome": outcome,
+        "state": instance["state"],
+        "replayed": False,
+        "reason": reason,
+        "winning_command": instance["winning_command"],
+        "approval": instance,
+    }
+
+
+APPROVED_ANSWER = _answer("APPROVED", APPROVED, "approved before the deadline")
+LATE = "the review deadline 2026-10-01T09:00:00+00:00 had passed at 2026-10-01T09:30:00+00:00"
+
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "ApprovalSubmit": {
+        "with-a-deadline": SUBMIT_OPEN_ACCOUNT,
+        "review-window": SUBMIT_RAISE_LIMIT,
+    },
+    "ApproveIn": {"approve": {"command_id": "a-1", "material_version": 2}},
+    "WithdrawIn": {"withdraw": {"command_id": "w-1"}},
+    "ExtendDeadlineIn": {"extend": EXTEND},
+    "SignCallbackIn": {"signed": SIGN},
+    "ApprovalOut": {
+        "waiting": WAITING,
+        "approved": APPROVED,
+        "expired": EXPIRED,
+        "launched-by-a-schedule": LAUNCHED,
+    },
+    "ApprovalPage": {
+        "newest-first": {
+            "items": [LAUNCHED, APPROVED, EXPIRED],
+            "page": 1,
+            "page_size": 20,
+            "total": 3,
+            "next_cursor": None,
+        },
+    },
+    "CommandOut": {
+        "approved": APPROVED_ANSWER,
+        "replayed": {**APPROVED_ANSWER, "replayed": True},
+        "deadline-extended": _answer("EXTENDED", EXTENDED, "customer asked"),
+        "callback-observed": _answer("OBSERVED", OBSERVED, "callback recorded as an observation"),
+    },
+    "CommandRejectedOut": {
+        "lost-already-decided": _lost(
+            "withdraw", "CONFLICT", {**APPROVED, "version": 5}, "the instance is already APPROVED"
+        ),
+        "lost-after-deadline": _lost("approve", "EXPIRED", EXPIRED, LATE),
+        "lost-stale-material": _lost(
+            "approve",
+            "STALE_MATERIAL",
+            {**EXTENDED, "version": 3},
+            "material version 1 is not the current 2",
+        ),
+        "command-id-reused": PROBLEMS["COMMAND_ID_REUSED"],
+    },
+}

@@ -1,0 +1,90 @@
+"""Examples of accounts, tokens and process definitions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from web.examples.world import CREATED_AT, DEFINITION_ID, PRESET, TOKEN_ID
+
+ANN = {
+    "id": "ann",
+    "name": "Ann",
+    "roles": ["requester"],
+    "active": True,
+    "version": 1,
+    "created_at": CREATED_AT,
+}
+ANN_RENAMED = {**ANN, "name": "Ann Lee", "roles": ["auditor", "requester"], "version": 3}
+ROOT = {**ANN, "id": "root", "name": "root", "roles": ["admin"], "version": 2}
+
+DEFINITION_FIELDS = {
+    "name": "Daily check",
+    "external": False,
+    "review_window_seconds": 86400,
+    "allow_self_approval": False,
+    "schedule_presets": [PRESET],
+}
+DEFINITION = {
+    "id": DEFINITION_ID,
+    "key": "daily-check",
+    "name": "Daily check",
+    "external": False,
+    "published": True,
+    "revision": 1,
+    "review_window_seconds": 86400,
+    "schedule_presets": [{**PRESET, "description": ""}],
+    "allow_self_approval": False,
+    "version": 2,
+    "created_at": CREATED_AT,
+}
+
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "AccountCreate": {
+        "requester": {"id": "ann", "name": "Ann", "roles": ["requester"]},
+        "operator": {"id": "olga", "name": "Olga", "roles": ["operator"]},
+    },
+    "AccountUpdate": {
+        "rename": {"name": "Ann Lee", "roles": ["requester", "auditor"], "version": 1},
+    },
+    "AccountPatch": {
+        "roles": {"roles": ["requester"], "reason": "no longer audits"},
+    },
+    "AccountOut": {"created": ANN, "renamed": ANN_RENAMED},
+    "AccountPage": {
+        "first-page": {
+            "items": [ROOT, ANN_RENAMED],
+            "page": 1,
+            "page_size": 20,
+            "total": 2,
+            "next_cursor": None,
+        },
+    },
+    "TokenOut": {
+        "issued": {
+            "token": "clt_q8Zb3f0mX1c9Qe7LwTn2VhR5yKdA4sJpG6uE0oIiNzM",
+            "token_id": TOKEN_ID,
+        },
+    },
+    "DefinitionCreate": {
+        "with-a-preset": {"key": "daily-check", **DEFINITION_FIELDS},
+    },
+    "DefinitionUpdate": {
+        "longer-review": {**DEFINITION_FIELDS, "review_window_seconds": 172800, "version": 2},
+    },
+    "DefinitionPatch": {
+        "external": {"external": True, "version": 2},
+    },
+    "DefinitionOut": {
+        "published": DEFINITION,
+        "created": {**DEFINITION, "published": False, "revision": 0, "version": 1},
+    },
+    "DefinitionPage": {
+        "first-page": {
+            "items": [DEFINITION],
+            "page": 1,
+            "page_size": 20,
+            "total": 1,
+            "next_cursor": None,
+        },
+    },
+}

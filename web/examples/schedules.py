@@ -1,0 +1,203 @@
+"""Examples of schedules and fire-time previews: a cron trigger and a window-interval trigger."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from web.examples.world import (
+    CREATED_AT,
+    CRON_SCHEDULE_ID,
+    CRON_TRIGGER,
+    DEFINITION_ID,
+    MANUAL_RUN_ID,
+    PRESET_SCHEDULE_ID,
+    PRESET_TRIGGER,
+    SKIPPED_RUN_ID,
+    WINDOW_SCHEDULE_ID,
+    WINDOW_TRIGGER,
+)
+
+CRON_FIELDS = {
+    "name": "Daily check",
+    "definition_id": DEFINITION_ID,
+    "trigger": CRON_TRIGGER,
+    "timezone": "Asia/Shanghai",
+    "initiator_id": "ann",
+    "title_template": "Daily check {{date}}",
+    "form_data": {"region": "east"},
+}
+WINDOW_FIELDS = {
+    "name": "Market hours check",
+    "definition_id": DEFINITION_ID,
+    "trigger": WINDOW_TRIGGER,
+    "timezone": "Asia/Shanghai",
+    "initiator_id": "ann",
+    "title_template": "Market hours check {{date}}",
+    "enabled": True,
+    "misfire_policy": "once",
+}
+
+
+def _fires(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"at": at, "local": local} for at, local in pairs]
+
+
+SKIPPED_AT = "2026-10-02T01:00:00Z"
+OVERLAP = {"code": "OVERLAP", "blocking_run_id": MANUAL_RUN_ID, "count": None}
+CRON_SCHEDULE = {
+    "id": CRON_SCHEDULE_ID,
+    **CRON_FIELDS,
+    "enabled": True,
+    "misfire_policy": "catch_up",
+    "overlap_policy": "skip",
+    "preset_id": None,
+    "version": 2,
+    "created_at": CREATED_AT,
+    "updated_at": CREATED_AT,
+    "updated_by": "root",
+    "next_fire_at": "2026-10-03T01:00:00Z",
+    "next_fire_at_local": "2026-10-03T09:00:00+08:00",
+    "last_run": {"run_id": SKIPPED_RUN_ID, "planned_at": SKIPPED_AT, "status": "SKIPPED_OVERLAP"},
+    "last_skip": {
+        "run_id": SKIPPED_RUN_ID,
+        "planned_at": SKIPPED_AT,
+        "skipped_at": "2026-10-02T01:00:01Z",
+        "skip_reason": OVERLAP,
+    },
+    "definition_revision": 1,
+    "next_fires": _fires(
+        ("2026-10-03T01:00:00Z", "2026-10-03T09:00:00+08:00"),
+        ("2026-10-04T01:00:00Z", "2026-10-04T09:00:00+08:00"),
+        ("2026-10-05T01:00:00Z", "2026-10-05T09:00:00+08:00"),
+        ("2026-10-06T01:00:00Z", "2026-10-06T09:00:00+08:00"),
+        ("2026-10-07T01:00:00Z", "2026-10-07T09:00:00+08:00"),
+    ),
+}
+WINDOW_SCHEDULE = {
+    "id": WINDOW_SCHEDULE_ID,
+    **WINDOW_FIELDS,
+    "form_data": {},
+    "overlap_policy": "skip",
+    "preset_id": None,
+    "version": 1,
+    "created_at": CREATED_AT,
+    "updated_at": CREATED_AT,
+    "updated_by": "root",
+    "next_fire_at": "2026-10-02T01:30:00Z",
+    "next_fire_at_local": "2026-10-02T09:30:00+08:00",
+    "last_run": None,
+    "last_skip": None,
+    "definition_revision": 1,
+    "next_fires": _fires(
+        ("2026-10-02T01:30:00Z", "2026-10-02T09:30:00+08:00"),
+        ("2026-10-02T02:00:00Z", "2026-10-02T10:00:00+08:00"),
+        ("2026-10-02T02:30:00Z", "2026-10-02T10:30:00+08:00"),
+        ("2026-10-02T03:00:00Z", "2026-10-02T11:00:00+08:00"),
+        ("2026-10-02T03:30:00Z", "2026-10-02T11:30:00+08:00"),
+    ),
+}
+PRESET_SCHEDULE = {
+    **WINDOW_SCHEDULE,
+    "id": PRESET_SCHEDULE_ID,
+    "name": "Morning check",
+    "trigger": PRESET_TRIGGER,
+    "timezone": "Europe/London",
+    "title_template": "Morning check {{date}}",
+    "form_data": {"shift": "early"},
+    "enabled": False,
+    "misfire_policy": "catch_up",
+    "preset_id": "weekday-morning",
+    "next_fire_at": None,
+    "next_fire_at_local": None,
+    "next_fires": _fires(
+        ("2026-10-02T07:00:00Z", "2026-10-02T08:00:00+01:00"),
+        ("2026-10-05T07:00:00Z", "2026-10-05T08:00:00+01:00"),
+        ("2026-10-06T07:00:00Z", "2026-10-06T08:00:00+01:00"),
+        ("2026-10-07T07:00:00Z", "2026-10-07T08:00:00+01:00"),
+        ("2026-10-08T07:00:00Z", "2026-10-08T08:00:00+01:00"),
+    ),
+}
+
+TRIGGERS = {"cron": CRON_TRIGGER, "window-interval": WINDOW_TRIGGER}
+
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "TriggerIn": TRIGGERS,
+    "TriggerOut": TRIGGERS,
+    "CronTriggerIn": {"cron": CRON_TRIGGER},
+    "CronTriggerOut": {"cron": CRON_TRIGGER},
+    "WindowIntervalTriggerIn": {"window-interval": WINDOW_TRIGGER},
+    "WindowIntervalTriggerOut": {"window-interval": WINDOW_TRIGGER},
+    "ScheduleFieldsIn": {"cron": CRON_FIELDS, "window-interval": WINDOW_FIELDS},
+    "ScheduleFromPresetIn": {
+        "from-a-preset": {
+            "definition_id": DEFINITION_ID,
+            "preset_id": "weekday-morning",
+            "initiator_id": "ann",
+        },
+    },
+    "ScheduleUpdate": {
+        "enable": {
+            **CRON_FIELDS,
+            "enabled": True,
+            "misfire_policy": "catch_up",
+            "overlap_policy": "skip",
+            "version": 1,
+        },
+    },
+    "SchedulePatch": {
+        "enable": {"enabled": True, "version": 1},
+        "weekdays-only": {"trigger": {"kind": "cron", "expression": "0 9 * * MON-FRI"}},
+    },
+    "ScheduleOut": {
+        "cron": CRON_SCHEDULE,
+        "window-interval": WINDOW_SCHEDULE,
+        "from-a-preset": PRESET_SCHEDULE,
+    },
+    "SchedulePage": {
+        "first-page": {
+            "items": [CRON_SCHEDULE, PRESET_SCHEDULE, WINDOW_SCHEDULE],
+            "page": 1,
+            "page_size": 20,
+            "total": 3,
+            "next_cursor": None,
+        },
+    },
+    "PreviewIn": {
+        "daylight-saving": {
+            "trigger": {"kind": "cron", "expression": "30 2 * * *"},
+            "timezone": "America/New_York",
+            "after": "2026-03-07T00:00:00Z",
+            "count": 3,
+        },
+        "window-interval": {
+            "trigger": WINDOW_TRIGGER,
+            "timezone": "Asia/Shanghai",
+            "after": "2026-10-02T03:00:00Z",
+            "count": 4,
+        },
+    },
+    "PreviewOut": {
+        "daylight-saving": {
+            "fire_times": ["2026-03-07T07:30:00Z", "2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"],
+            "local_times": [
+                "2026-03-07T02:30:00-05:00",
+                "2026-03-08T03:00:00-04:00",
+                "2026-03-09T02:30:00-04:00",
+            ],
+        },
+        "window-interval": {
+            "fire_times": [
+                "2026-10-02T03:30:00Z",
+                "2026-10-02T05:00:00Z",
+                "2026-10-02T05:30:00Z",
+                "2026-10-02T06:00:00Z",
+            ],
+            "local_times": [
+                "2026-10-02T11:30:00+08:00",
+                "2026-10-02T13:00:00+08:00",
+                "2026-10-02T13:30:00+08:00",
+                "2026-10-02T14:00:00+08:00",
+            ],
+        },
+    },
+}

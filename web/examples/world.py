@@ -1,0 +1,43 @@
+"""The one story every example tells: tenant `acme` on 2026-10-01, its ids and its instants.
+
+Ids are the kind the server makes (UUIDs; deterministic ones where the server derives them);
+instants in answers are UTC with `Z`, as the server writes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TENANT_ID = "ebad926b-2f1c-5cb4-9aae-53510e9c273f"
+ANN_AGGREGATE_ID = "fe3baea8-72cb-5bc4-b2ac-07266670183d"  # account `ann` on the log
+TOKEN_ID = "3496c3af-90b4-59a8-8084-d64ca4ccce6c"  # noqa: S105 (an id, not the secret)
+DEFINITION_ID = "6509034f-9dda-5c36-bd75-95623d596d88"
+CRON_SCHEDULE_ID = "517d7f6c-a4ef-4508-bafd-a2842d8301f5"
+WINDOW_SCHEDULE_ID = "aa558eea-05b5-42be-80f7-3834ab33504b"
+PRESET_SCHEDULE_ID = "ca6de5dd-84e9-46e0-895b-0c225e6f5f34"
+MANUAL_RUN_ID = "2c837076-d6d7-59d7-b5e9-e31aec995670"
+SKIPPED_RUN_ID = "45d04c60-366d-55cb-a049-b123fb86fb85"
+FAILING_RUN_ID = "334cb6cd-b70e-573d-b662-ebe5c1bc1646"
+LAUNCHED_INSTANCE_ID = "a4c6e629-b97c-5047-be64-cbe7e0bc34db"
+SUBMITTED_INSTANCE_ID = "ccb2525e-0e17-5f2b-9c1e-34327bf78399"
+EXPIRED_INSTANCE_ID = "29bba8cb-448d-5845-a461-1ea02d8c50f5"
+WORKER = "worker:ops-1:4211:9f3a2c"
+
+CREATED_AT = "2026-10-01T09:00:00Z"
+
+CRON_TRIGGER: dict[str, Any] = {"kind": "cron", "expression": "0 9 * * *"}
+WINDOW_TRIGGER: dict[str, Any] = {
+    "kind": "window-interval",
+    "weekdays": [1, 2, 3, 4, 5],
+    "windows": [{"start": "09:30", "end": "11:30"}, {"start": "13:00", "end": "15:00"}],
+    "interval_minutes": 30,
+}
+PRESET_TRIGGER: dict[str, Any] = {"kind": "cron", "expression": "0 8 * * MON-FRI"}
+
+PRESET: dict[str, Any] = {
+    "id": "weekday-morning",
+    "title": "Morning check {{date}}",
+    "timezone": "Europe/London",
+    "trigger": PRESET_TRIGGER,
+    "form_data": {"shift": "early"},
+}

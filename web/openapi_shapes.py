@@ -1,0 +1,234 @@
+"""What the document says about body shapes beyond marshmallow's own mapping.
+
+- A `Choice` field refers to its named enum component (`RunStatus`, ...), defined once.
+- A `Described` field refers to a component written here: the trigger's shapes, which the
+  domain checks (`domain/triggers.py`), closed in requests (unknown keys are refused) and open
+  in answers.
+- A `Tagged` field refers to a `oneOf` of its shapes' components, with a discriminator.
+- A nullable reference is `oneOf: [{$ref}, {type, nullable: true, enum: [null]}]`: the second
+  branch admits null and nothing else (apispec writes an `anyOf` whose untyped object branch
+  swallows the typed one; `allOf: [{$ref}]` beside `nullable: true` admits no null in OpenAPI
+  3.0.3, where `nullable` counts only beside a `type`, and Redocly's lint refuses it). A
+  reference with a description or a default is `allOf: [{$ref}]` beside them, since OpenAPI 3.0
+  ignores the siblings of a bare `$ref`. Generated clients read both as the referred type
+  (`X | None` for the nullable one).
+- A query parameter is never null: its schema drops the null branch and a null default, so an
+  enum filter is a bare reference to its component.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin
+from apispec.ext.marshmallow.openapi import OpenAPIConverter
+from marshmallow import fields
+
+from domain.triggers import MAX_EXPRESSION_LENGTH, MAX_WEEKDAYS, MAX_WINDOWS
+from web.schemas import Choice, Choices, Described, Tagged
+
+SCHEMAS = "#/components/schemas/"
+HH_MM = "^([01][0-9]|2[0-3]):[0-5][0-9]$"  # domain/triggers.py `_HH_MM`
+MAX_INTERVAL_MINUTES = 1440  # domain/triggers.py `WindowIntervalTrigger`
+# What a wrapped reference keeps of the field's own description.
+KEPT = ("description", "default", "readOnly", "writeOnly", "deprecated", "example", "examples")
+REQUEST, ANSWER = "In", "Out"
+
+
+def register_shapes(spec: APISpec, plugin: MarshmallowPlugin) -> None:
+    """Teach the plugin's converter the fields above; their components are registered when
+    first referred to, so the document holds no component nothing uses."""
+    converter = plugin.converter
+    assert converter is not None, "the plugin is initialised with the spec"
+    shapes = Shapes(spec, converter)
+
+    def cronledger_shape(
+        self: OpenAPIConverter, field: fields.Field[Any], ret: dict[str, Any], **kwargs: Any
+    ) -> dict[str, Any]:
+        return shapes.property_of(field, ret)
+
+    def cronledger_parameter(
+        self: OpenAPIConverter, field: fields.Field[Any], ret: dict[str, Any], **kwargs: Any
+    ) -> dict[str, Any]:
+        return {"schema": query_schema(ret["schema"])} if "schema" in ret else {}
+
+    converter.add_attribute_function(cronledger_shape)  # type: ignore[no-untyped-call]
+    converter.add_parameter_attribute_function(cronledger_parameter)
+
+
+def reference(name: str) -> dict[str, str]:
+    return {"$ref": SCHEMAS + name}
+
+
+def only_null(text: bool) -> dict[str, Any]:
+    """A schema that admits null and nothing else (beside a reference to a string enum, or to
+    an object)."""
+    return {"type": "string" if text else "object", "nullable": True, "enum": [None]}
+
+
+def is_only_null(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("enum") == [None]
+
+
+class Shapes:
+    """The components the fields refer to, registered on first use."""
+
+    def __init__(self, spec: APISpec, converter: OpenAPIConverter) -> None:
+        self.spec = spec
+        self.converter = converter
+        self.enums: dict[str, Choices] = {}
+
+    def property_of(self, field: fields.Field[Any], ret: dict[str, Any]) -> dict[str, Any]:
+        """The field's property: a reference where it names a component, else as it is."""
+        target = self.target_of(field, ret)
+        if target is None:
+            return {}
+        kept = {key: value for key, value in ret.items() if key in KEPT or key.startswith("x-")}
+        if "default" in kept and kept["default"] is None:
+            del kept["default"]
+        ret.clear()
+        if field.allow_none:
+            return {"oneOf": [target, only_null(isinstance(field, Choice))], **kept}
+        return {"allOf": [target], **kept} if kept else target
+
+    def target_of(self, field: fields.Field[Any], ret: Mapping[str, Any]) -> dict[str, str] | None:
+        if isinstance(field, Choice):
+            return self.enum(field.choices)
+        if isinstance(field, Described):
+            return self.described(field.component)
+        if isinstance(field, Tagged):
+            return self.tagged(field)
+        if isinstance(field, fields.Nested) and "anyOf" in ret:  # apispec's nullable Nested
+            branch: dict[str, str] = next(b for b in ret["anyOf"] if "$ref" in b)
+            return branch
+        return None
+
+    def enum(self, choices: Choices) -> dict[str, str]:
+        known = self.enums.setdefault(choices.name, choices)
+        if known != choices:
+            raise ValueError(f"two enums are named {choices.name}: {known} and {choices}")
+        self.define(
+            choices.name,
+            {"type": "string", "enum": list(choices.values), "description": choices.description},
+        )
+        return reference(choices.name)
+
+    def described(self, name: str) -> dict[str, str]:
+        for component, shape in trigger_shapes(DESCRIBED[name]).items():
+            self.define(component, shape)
+        return reference(name)
+
+    def tagged(self, field: Tagged) -> dict[str, str]:
+        targets = {
+            value: self.converter.resolve_nested_schema(shape)  # type: ignore[no-untyped-call]
+            for value, shape in field.shapes.items()
+        }
+        self.define(
+            field.component,
+            {
+                "oneOf": list(targets.values()),
+                "discriminator": {
+                    "propertyName": field.key,
+                    "mapping": {value: target["$ref"] for value, target in targets.items()},
+                },
+            },
+        )
+        return reference(field.component)
+
+    def define(self, name: str, component: dict[str, Any]) -> None:
+        if name not in self.spec.components.schemas:
+            self.spec.components.schema(name, component)
+
+
+def query_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A query parameter's schema: never null, and a lone reference bare."""
+    simpler = {
+        key: value
+        for key, value in schema.items()
+        if key != "nullable" and not (key == "default" and value is None)
+    }
+    for key in ("allOf", "oneOf"):
+        branches = [branch for branch in simpler.get(key, []) if not is_only_null(branch)]
+        if list(simpler) == [key] and len(branches) == 1:
+            return dict(branches[0])
+    return simpler
+
+
+def trigger_shapes(side: str) -> dict[str, dict[str, Any]]:
+    """The trigger's components of a request (`In`: unknown keys refused) or an answer (`Out`:
+    open to keys added later); docs/time.md describes them."""
+    closed = {"additionalProperties": False} if side == REQUEST else {}
+    cron, window_interval, window = (
+        f"CronTrigger{side}",
+        f"WindowIntervalTrigger{side}",
+        f"TriggerWindow{side}",
+    )
+    hh_mm = {"type": "string", "pattern": HH_MM, "description": "a local wall time, HH:MM"}
+    return {
+        window: {
+            "type": "object",
+            "description": "local wall times, both ends included; start not after end",
+            "properties": {"start": hh_mm, "end": hh_mm},
+            "required": ["start", "end"],
+            **closed,
+        },
+        cron: {
+            "type": "object",
+            "description": "a cron expression in the schedule's time zone (docs/time.md)",
+            "properties": {
+                "kind": {"type": "string", "enum": ["cron"]},
+                "expression": {
+                    "type": "string",
+                    "maxLength": MAX_EXPRESSION_LENGTH,
+                    "description": "`minute hour day-of-month month day-of-week`, or six fields "
+                    "with the seconds first; blanks between fields are kept as single spaces",
+                },
+            },
+            "required": ["kind", "expression"],
+            **closed,
+        },
+        window_interval: {
+            "type": "object",
+            "description": "every `interval_minutes` from each window's start to its end, on "
+            "the weekdays, in the schedule's time zone (docs/time.md)",
+            "properties": {
+                "kind": {"type": "string", "enum": ["window-interval"]},
+                "weekdays": {
+                    "type": "array",
+                    "items": {"type": "integer", "minimum": 1, "maximum": 7},
+                    "minItems": 1,
+                    "maxItems": MAX_WEEKDAYS,
+                    "description": "ISO days, 1 = Monday ... 7 = Sunday; a repeat counts once "
+                    "(answers list each day once, ascending)",
+                },
+                "windows": {
+                    "type": "array",
+                    "items": reference(window),
+                    "minItems": 1,
+                    "maxItems": MAX_WINDOWS,
+                },
+                "interval_minutes": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_INTERVAL_MINUTES,
+                },
+            },
+            "required": ["kind", "weekdays", "windows", "interval_minutes"],
+            **closed,
+        },
+        f"Trigger{side}": {
+            "description": "when a schedule fires: a cron expression, or intervals within "
+            "daily windows (docs/time.md)",
+            "oneOf": [reference(cron), reference(window_interval)],
+            "discriminator": {
+                "propertyName": "kind",
+                "mapping": {"cron": SCHEMAS + cron, "window-interval": SCHEMAS + window_interval},
+            },
+        },
+    }
+
+
+# The components a `Described` field may name: the trigger of a request, or of an answer.
+DESCRIBED = {f"Trigger{side}": side for side in (REQUEST, ANSWER)}
