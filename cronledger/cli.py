@@ -2,27 +2,41 @@
 
 from __future__ import annotations
 
+import getpass
 import json
+import logging
+import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import psycopg
 from eventsourcing import persistence
 from tqdm import tqdm
 
-from cronledger.application.services import NoLog, Services, open_existing, open_services
-from cronledger.config import ConfigError, Settings
+from cronledger.application.services import (
+    SERVING_KINDS,
+    NoLog,
+    Services,
+    open_existing,
+    open_services,
+)
+from cronledger.config import ConfigError, Settings, effective, unknown_variables
+from cronledger.health import DRAINING, Health
 from cronledger.logs import configure_logging
 from cronledger.persistence.ledger import TimelineEntry, jsonable
 from cronledger.persistence.store import redacted_url
 from cronledger.printable import printable, printable_json
 from cronledger.version import installed_version
+from domain.directory import SYSTEM_ACTOR, Principal, tenant_uuid
 from domain.errors import DomainError
+from domain.reasons import MAX_REASON
 from domain.triggers import TriggerError, load_zone
 from projections.catalog import projection_named, rebuildable_projections
 from projections.maintenance import STOPPED
@@ -36,6 +50,10 @@ from tick.processes import (
     worker_loop,
 )
 
+if TYPE_CHECKING:
+    from flask import Flask
+
+log = logging.getLogger("cronledger.cli")
 WHERE_OF_SIDE = {
     "live": "only in the live table",
     "replay": "only in the replay",
@@ -50,14 +68,21 @@ class NothingToRead(click.ClickException):
 
 
 @contextmanager
-def opened(read_only: bool = False) -> Iterator[Services]:
+def opened(read_only: bool = False, health: Health | None = None) -> Iterator[Services]:
     """The services for one command; configuration and rule errors end it with exit code 1.
 
     `read_only` commands refuse (exit code 2) a store without events instead of creating one.
+    `health` hears what the opening waits for (the migration lock, a rebuild).
     """
     try:
         settings = Settings.from_env()
-        services = open_existing(settings) if read_only else open_services(settings)
+        configure_logging(settings.log_level)
+        kind = _process_kind()
+        services = (
+            open_existing(settings, kind=kind)
+            if read_only
+            else open_services(settings, health=health, kind=kind)
+        )
     except ConfigError as error:
         raise click.ClickException(str(error)) from None
     except NoLog as error:
@@ -73,6 +98,14 @@ def opened(read_only: bool = False) -> Iterator[Services]:
         services.close()
 
 
+def _process_kind() -> str:
+    """What this process is, as its connections name it (`cronledger-<kind>`): the long-running
+    command's name, else `cli`."""
+    command = click.get_current_context(silent=True)
+    name = command.info_name if command is not None else None
+    return name if name in SERVING_KINDS else "cli"
+
+
 @click.group()
 @click.version_option(installed_version(), prog_name="cronledger", message="%(prog)s %(version)s")
 def main() -> None:
@@ -82,7 +115,7 @@ def main() -> None:
 
 @main.command()
 def migrate() -> None:
-    """Create the store's tables if they are missing (safe to run any number of times)."""
+    """Migrate the store for this release and rebuild outdated read models (safe to repeat)."""
     with opened() as services:
         click.echo(f"store ready ({services.store.kind})")
 
@@ -99,6 +132,28 @@ def bootstrap(tenant: str, admin: str) -> None:
         click.echo(issued.token)
 
 
+@main.command("config")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
+def show_config(as_json: bool) -> None:
+    """Print each setting in force, its value (secrets hidden) and where it came from."""
+    try:
+        settings = Settings.from_env()
+    except ConfigError as error:
+        raise click.ClickException(str(error)) from None
+    rows, unknown = effective(settings), unknown_variables(os.environ)
+    if as_json:
+        ignored = [{"variable": variable, "suggestion": meant} for variable, meant in unknown]
+        document = {"settings": [asdict(row) for row in rows], "unknown": ignored}
+        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        return
+    width = max(len(row.variable) for row in rows)
+    for row in rows:
+        click.echo(f"{row.variable:<{width}}  {printable(str(row.value))}  ({row.source})")
+    for variable, meant in unknown:
+        hint = f"; did you mean {meant}?" if meant else ""
+        click.echo(f"{printable(variable)}: unknown, ignored{hint}")
+
+
 def web_options(command: Callable[..., None]) -> Callable[..., None]:
     for option in reversed(
         (
@@ -111,38 +166,81 @@ def web_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
+def probe_options(command: Callable[..., None]) -> Callable[..., None]:
+    """`--metrics-port`, `--metrics-host`: the probes and `/metrics` on a server of their own."""
+    for option in reversed(
+        (
+            click.option(
+                "--metrics-port",
+                type=click.IntRange(1, 65535),
+                help="Answer /livez, /readyz, /healthz and /metrics on this port too, from a "
+                "small server of their own that busy API threads cannot hold up.",
+            ),
+            click.option(
+                "--metrics-host",
+                default="127.0.0.1",
+                show_default=True,
+                help="The address --metrics-port listens on.",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+@contextmanager
+def running(metrics_host: str, metrics_port: int | None) -> Iterator[tuple[Services, Flask | None]]:
+    """A long-running process's services, and its probe server's app if it has one. The probes
+    listen first, so that `/readyz` tells what the start waits for (migration lock, rebuild)."""
+    health = Health()
+    probes = None
+    if metrics_port is not None:
+        from web.probes import probe_app, serve_probes
+
+        probes = probe_app(health)
+        serve_probes(probes, metrics_host, metrics_port)
+    with opened(health=health) as services:
+        yield services, probes
+
+
 @main.command()
 @web_options
-def serve(host: str, port: int, threads: int) -> None:
+@probe_options
+def serve(host: str, port: int, threads: int, metrics_host: str, metrics_port: int | None) -> None:
     """Run everything in one process: web API, tick, worker, deadline sweeper, projections."""
-    with opened() as services:
-        _serve_web(services, host, port, threads, every_loop(services))
+    with running(metrics_host, metrics_port) as (services, probes):
+        _serve_web(services, host, port, threads, every_loop(services), probes)
 
 
 @main.command()
 @web_options
-def web(host: str, port: int, threads: int) -> None:
+@probe_options
+def web(host: str, port: int, threads: int, metrics_host: str, metrics_port: int | None) -> None:
     """Run the web API alone."""
-    with opened() as services:
-        _serve_web(services, host, port, threads, [])
+    with running(metrics_host, metrics_port) as (services, probes):
+        _serve_web(services, host, port, threads, [], probes)
 
 
 @main.command()
 @click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(0.05))
-def sweeper(interval: float) -> None:
+@probe_options
+def sweeper(interval: float, metrics_host: str, metrics_port: int | None) -> None:
     """Run the deadline sweeper alone: expire instances whose deadline has come."""
-    with opened() as services:
-        _run_alone(sweeper_loop(services, interval))
+    with running(metrics_host, metrics_port) as (services, probes):
+        _run_alone(services, sweeper_loop(services, interval), probes)
 
 
 @main.group(invoke_without_command=True)
 @click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(0.05))
+@probe_options
 @click.pass_context
-def projections(context: click.Context, interval: float) -> None:
+def projections(
+    context: click.Context, interval: float, metrics_host: str, metrics_port: int | None
+) -> None:
     """Run the projections alone: keep the SQL read models up to date."""
     if context.invoked_subcommand is None:
-        with opened() as services:
-            _run_alone(projections_loop(services, interval))
+        with running(metrics_host, metrics_port) as (services, probes):
+            _run_alone(services, projections_loop(services, interval), probes)
 
 
 @projections.command()
@@ -162,33 +260,216 @@ def rebuild(name: str | None) -> None:
         click.echo(f"rebuilt {', '.join(p.name for p in chosen)}")
 
 
-@main.command()
-def tick() -> None:
+@main.group(invoke_without_command=True)
+@probe_options
+@click.pass_context
+def tick(context: click.Context, metrics_host: str, metrics_port: int | None) -> None:
     """Run the tick alone: register every due cycle, every CRONLEDGER_TICK_SECONDS."""
+    if context.invoked_subcommand is None:
+        with running(metrics_host, metrics_port) as (services, probes):
+            _run_alone(services, tick_loop(services), probes)
+
+
+def reason_option(command: Callable[..., None]) -> Callable[..., None]:
+    """`--reason TEXT`: why, recorded on the event (timelines and the audit show it)."""
+    return click.option(
+        "--reason",
+        required=True,
+        type=click.STRING,
+        callback=_checked_reason,
+        help="Why (recorded on the event; 1-500 characters).",
+    )(command)
+
+
+def _checked_reason(context: click.Context, param: click.Parameter, value: str) -> str:
+    if not 1 <= len(value.strip()) <= MAX_REASON:
+        raise click.BadParameter(f"give 1-{MAX_REASON} characters")
+    return value
+
+
+def _console_actor() -> str:
+    """Who runs a command at the console, as events record it: `system:cli:<login>`."""
+    try:
+        return f"{SYSTEM_ACTOR}:cli:{getpass.getuser()}"
+    except (OSError, KeyError):  # no login name in this environment
+        return f"{SYSTEM_ACTOR}:cli"
+
+
+@tick.command("pause")
+@reason_option
+def tick_pause(reason: str) -> None:
+    """Pause the tick of every process: no cycle is registered until `tick resume`."""
     with opened() as services:
-        _run_alone(tick_loop(services))
+        pause = services.pauses.pause_tick(_console_actor(), reason)
+    assert pause is not None
+    click.echo(
+        f"the tick is paused since {_utc(pause.at)} by {printable(pause.actor)}: "
+        f"{printable(pause.reason)}"
+    )
+
+
+@tick.command("resume")
+@reason_option
+def tick_resume(reason: str) -> None:
+    """Resume the tick: cycles missed while paused follow each schedule's misfire policy."""
+    with opened() as services:
+        services.pauses.resume_tick(_console_actor(), reason)
+    click.echo("the tick is running")
+
+
+@tick.command("status")
+def tick_status() -> None:
+    """Whether the tick is paused, and every pause and resume so far."""
+    with opened() as services:
+        pause = services.pauses.tick_pause()
+        history = services.pauses.tick_timeline()
+    if pause is None:
+        click.echo("the tick is running")
+    else:
+        click.echo(
+            f"the tick is paused since {_utc(pause.at)} by {printable(pause.actor)}: "
+            f"{printable(pause.reason)}"
+        )
+    for entry in history:
+        click.echo(_line(entry, UTC))
+
+
+@main.group()
+def schedules() -> None:
+    """Act on every schedule of a tenant at once."""
+
+
+@schedules.command("pause")
+@click.option("--tenant", required=True, help="Name of the tenant.")
+@reason_option
+def schedules_pause(tenant: str, reason: str) -> None:
+    """Pause every schedule of a tenant: the tick registers none of its cycles until resumed."""
+    with opened() as services:
+        view = services.pauses.pause_tenant(_console_principal(tenant), reason)
+    pause = view.schedules_paused
+    assert pause is not None
+    click.echo(
+        f"the schedules of tenant {tenant} are paused since {_utc(pause.at)} by "
+        f"{printable(pause.actor)}: {printable(pause.reason)}"
+    )
+
+
+@schedules.command("resume")
+@click.option("--tenant", required=True, help="Name of the tenant.")
+@reason_option
+def schedules_resume(tenant: str, reason: str) -> None:
+    """Resume a tenant's schedules: cycles missed while paused follow each misfire policy."""
+    with opened() as services:
+        services.pauses.resume_tenant(_console_principal(tenant), reason)
+    click.echo(f"the schedules of tenant {tenant} run")
+
+
+def _console_principal(tenant: str) -> Principal:
+    return Principal(tenant_uuid(tenant), _console_actor(), frozenset())
+
+
+def _utc(at: datetime) -> str:
+    return str(jsonable(at))
 
 
 @main.command()
 @click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(0.05))
-def worker(interval: float) -> None:
+@probe_options
+def worker(interval: float, metrics_host: str, metrics_port: int | None) -> None:
     """Run the worker alone: launch due runs as approval instances, with retries."""
-    with opened() as services:
-        _run_alone(worker_loop(services, interval))
+    with running(metrics_host, metrics_port) as (services, probes):
+        _run_alone(services, worker_loop(services, interval), probes)
 
 
-def _run_alone(loop: Loop) -> None:
-    stop_on_signals(loop.stop.set)
+def _run_alone(services: Services, loop: Loop, probes: Flask | None) -> None:
+    if probes is not None:
+        from cronledger.application.metrics import registry_for
+        from web.probes import attach_probes
+
+        attach_probes(probes, services, registry_for(services))
+    stop_on_signals(Shutdown(services, [loop]).begin)
     loop.run()
 
 
-def _serve_web(services: Services, host: str, port: int, threads: int, loops: list[Loop]) -> None:
+class Shutdown:
+    """SIGTERM or SIGINT: not ready at once, every loop asked to stop at the same time, a web
+    server serving on for CRONLEDGER_DRAIN_SECONDS then closing once its requests are answered;
+    after CRONLEDGER_SHUTDOWN_GRACE_SECONDS the process exits, whatever is left undone."""
+
+    def __init__(self, services: Services, loops: list[Loop], server: Any = None) -> None:
+        self.health, self.settings = services.health, services.settings
+        self.loops, self.server = loops, server
+        self.deadline: float | None = None
+
+    def begin(self) -> None:
+        if self.deadline is not None:
+            return
+        grace = self.settings.shutdown_grace_seconds
+        self.deadline = time.monotonic() + grace
+        self.health.enter(DRAINING, "shutting down")
+        log.info("shutting down", extra={"drain_seconds": self.settings.drain_seconds})
+        for loop in self.loops:
+            loop.stop.set()
+        timer = threading.Timer(grace, _exit_anyway, (grace,))
+        timer.daemon = True  # a process done sooner does not wait for it
+        timer.start()
+        if self.server is not None:
+            threading.Thread(target=self._drain, name="drain", daemon=True).start()
+
+    def remaining(self) -> float:
+        return max(0.0, (self.deadline or time.monotonic()) - time.monotonic())
+
+    def join(self, threads: list[threading.Thread]) -> None:
+        """Wait for the loops together, until the shutdown's deadline at most."""
+        for thread in threads:
+            thread.join(self.remaining())
+
+    def _drain(self) -> None:
+        from waitress import wasyncore
+
+        server = self.server
+        time.sleep(min(self.settings.drain_seconds, self.remaining()))
+        server.trigger.pull_trigger(lambda: wasyncore.dispatcher.close(server))  # no new client
+        while _answering(server) and self.remaining() > 0:
+            time.sleep(0.05)
+        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))  # ends server.run
+
+
+def _answering(server: Any) -> bool:
+    """Whether a connection of the server still reads, runs or writes a request."""
+    from waitress.channel import HTTPChannel
+
+    return any(
+        channel.requests or channel.request is not None or channel.total_outbufs_len
+        for channel in list(server._map.values())
+        if isinstance(channel, HTTPChannel)
+    )
+
+
+def _exit_anyway(grace: float) -> None:
+    log.error("shutdown took longer than %s s: exiting anyway", grace)
+    logging.shutdown()
+    os._exit(1)
+
+
+def _serve_web(
+    services: Services,
+    host: str,
+    port: int,
+    threads: int,
+    loops: list[Loop],
+    probes: Flask | None,
+) -> None:
     import waitress
 
     from web import MAX_BODY_BYTES, create_app
+    from web.probes import attach_probes
 
+    app = create_app({"SERVICES": services, "WEB_THREADS": threads})
+    if probes is not None:
+        attach_probes(probes, services, app.extensions["metrics"])
     server = waitress.create_server(
-        create_app({"SERVICES": services, "WEB_THREADS": threads}),
+        app,
         host=host,
         port=port,
         threads=threads,
@@ -198,22 +479,17 @@ def _serve_web(services: Services, host: str, port: int, threads: int, loops: li
         channel_request_lookahead=1,  # keeps reading, so a stream sees its client leave
     )
 
-    def stop() -> None:
-        for loop in loops:
-            loop.stop.set()
-        server.close()
-
-    stop_on_signals(stop)
-    running = [loop.start() for loop in loops]
+    shutdown = Shutdown(services, loops, server)
+    stop_on_signals(shutdown.begin)
+    loop_threads = [loop.start() for loop in loops]
     click.echo(f"cronledger listening on http://{host}:{port} ({services.store.kind})")
     try:
         server.run()
     except OSError:
-        pass  # the listening socket was closed by stop()
+        pass  # the drain closed the server's sockets
     finally:
-        stop()
-        for thread in running:
-            thread.join(timeout=services.settings.shutdown_grace_seconds)
+        shutdown.begin()  # no-op after a signal
+        shutdown.join(loop_threads)
 
 
 @main.group()

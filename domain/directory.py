@@ -91,8 +91,21 @@ class TenantRegistry(Aggregate):
         self.tenants[name] = tenant_id
 
 
+def schedules_never_paused(state: dict[str, Any]) -> None:
+    """Upcast of a tenant snapshot from before pauses: its schedules were never paused."""
+    state["schedules_pause"] = None
+
+
 class Tenant(Aggregate):
-    """A tenant and the index of what it holds, in creation order."""
+    """A tenant and the index of what it holds, in creation order.
+
+    Version 2 records whether the tick holds all its schedules (`schedules_pause`: when, who
+    and why, or None).
+    """
+
+    class_version = 2
+
+    upcast_v1_v2 = staticmethod(schedules_never_paused)
 
     @staticmethod
     def create_id(name: str) -> UUID:
@@ -103,6 +116,27 @@ class Tenant(Aggregate):
         self.name = name
         self.account_ids: list[str] = []
         self.definition_ids: list[str] = []
+        self.schedules_pause: dict[str, Any] | None = None
+
+    def pause_schedules(self, at: datetime, actor: str, reason: str) -> None:
+        """Hold every schedule of the tenant from the tick; pausing a paused tenant records
+        nothing."""
+        if self.schedules_pause is None:
+            self._schedules_paused(at=at, actor=actor, reason=reason)
+
+    def resume_schedules(self, at: datetime, actor: str, reason: str) -> None:
+        """Let the tick register the tenant's cycles again; resuming a running one records
+        nothing."""
+        if self.schedules_pause is not None:
+            self._schedules_resumed(at=at, actor=actor, reason=reason)
+
+    @event("SchedulesPaused")
+    def _schedules_paused(self, at: datetime, actor: str, reason: str) -> None:
+        self.schedules_pause = {"at": at, "actor": actor, "reason": reason}
+
+    @event("SchedulesResumed")
+    def _schedules_resumed(self, at: datetime, actor: str, reason: str) -> None:
+        self.schedules_pause = None
 
     @event("AccountAdded")
     def add_account(self, account_id: str) -> None:

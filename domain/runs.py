@@ -61,6 +61,7 @@ ATTEMPT_SUCCEEDED = "SUCCEEDED"
 ATTEMPT_FAILED = "FAILED"
 INTERRUPTED = "INTERRUPTED"
 LEASE_RAN_OUT = "the worker's lease ran out"
+WORKER_STOPPED = "the worker stopped before launching it"
 TICK_ACTOR = "system:tick"  # who registers scheduled cycles
 
 
@@ -350,16 +351,7 @@ class Run(Aggregate):
         if not self.is_due(now):
             raise InvalidState(f"run {self.id} is {self.status}, not due for an attempt")
         if self.status == RUNNING:
-            exhausted = self.attempts_in_round >= self.max_attempts
-            self._interrupted(
-                number=len(self.attempts),
-                code=INTERRUPTED,
-                message=LEASE_RAN_OUT,
-                status=DEAD_LETTER if exhausted else RETRY_WAIT,
-                next_attempt_at=None if exhausted else now,
-                at=now,
-                actor=worker,
-            )
+            self._interrupt(LEASE_RAN_OUT, now, worker)
         if self.status == DEAD_LETTER:
             return 0
         number = len(self.attempts) + 1
@@ -372,6 +364,25 @@ class Run(Aggregate):
             actor=worker,
         )
         return number
+
+    def release(self, number: int, worker: str, at: datetime) -> None:
+        """A worker stopping gives back an attempt it claimed and did not launch: recorded as
+        a lease that ran out would be (INTERRUPTED; due again at once, or dead-lettered if it
+        was the round's last attempt), only without waiting for the lease."""
+        self.check_holds(number, worker)
+        self._interrupt(WORKER_STOPPED, at, worker)
+
+    def _interrupt(self, message: str, at: datetime, actor: str) -> None:
+        exhausted = self.attempts_in_round >= self.max_attempts
+        self._interrupted(
+            number=len(self.attempts),
+            code=INTERRUPTED,
+            message=message,
+            status=DEAD_LETTER if exhausted else RETRY_WAIT,
+            next_attempt_at=None if exhausted else at,
+            at=at,
+            actor=actor,
+        )
 
     def holds(self, number: int, worker: str) -> bool:
         """Whether `worker` still holds attempt `number` (no one took its lease over)."""

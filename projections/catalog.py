@@ -8,6 +8,7 @@ from projections.chain import HashChainProjection
 from projections.directory import DirectoryProjection
 from projections.engine import Projection
 from projections.operations import OperationsProjection
+from projections.pauses import PausesProjection
 from projections.rollup import ScheduleDailyProjection
 from projections.runs import RunsProjection
 from projections.schedules import SchedulesProjection
@@ -21,6 +22,7 @@ def all_projections() -> list[Projection]:
         ScheduleDailyProjection(),
         DirectoryProjection(),
         OperationsProjection(),
+        PausesProjection(),
         HashChainProjection(),
         ActivityProjection(),
     ]

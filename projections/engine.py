@@ -32,6 +32,9 @@ POSITIONS_DDL = (
     "CREATE TABLE IF NOT EXISTS projection_positions ("
     "name TEXT PRIMARY KEY, position BIGINT NOT NULL, layout TEXT)"
 )
+SCHEMA_TABLE = "cronledger_schema"  # the versions whose tables were made (`Projector.migrate`)
+# Bump when `create_tables` changes in a way no projection's layout shows.
+SCHEMA_REVISION = 1
 UNDECODABLE_DDL = (
     "CREATE TABLE IF NOT EXISTS undecodable_events ("
     "position BIGINT PRIMARY KEY, originator_id TEXT NOT NULL, originator_version BIGINT NOT NULL, "
@@ -188,6 +191,20 @@ class Projector:
         self.batch = batch
         self.tables = tables or ledger.store  # where the rows go (a scratch store to rebuild)
         self._lock = threading.Lock()
+        self._held: set[str] = set()  # being rebuilt beside the live tables: left alone here
+
+    def migrate(self) -> None:
+        """`create_tables`, then record this version as applied (`schema_current` then holds)."""
+        self.create_tables()
+        with self._sql() as sql:
+            sql.execute(
+                f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version TEXT PRIMARY KEY, "
+                f"applied_at {sql.timestamp_type} NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+            )
+            sql.execute(
+                f"INSERT INTO {SCHEMA_TABLE} (version) VALUES (?) ON CONFLICT DO NOTHING",  # noqa: S608
+                (schema_version(sql.kind, self.projections),),
+            )
 
     def create_tables(self) -> None:
         """Create what is missing; tables an older definition made are left for a rebuild."""
@@ -211,6 +228,19 @@ class Projector:
         """The projections whose tables an older definition made (a rebuild brings them up)."""
         with self._sql() as sql:
             return self._outdated(sql)
+
+    def hold(self, projections: Sequence[Projection]) -> None:
+        """Leave these alone (their live tables keep an older layout) until `release`."""
+        with self._lock:
+            self._held |= {p.name for p in projections}
+
+    def release(self, projections: Sequence[Projection]) -> None:
+        """Project these again (their rebuilt tables were swapped in)."""
+        with self._lock:
+            self._held -= {p.name for p in projections}
+
+    def _active(self) -> list[Projection]:
+        return [p for p in self.projections if p.name not in self._held]
 
     def _outdated(self, sql: Sql) -> list[Projection]:
         layouts = dict(sql.execute("SELECT name, layout FROM projection_positions").fetchall())
@@ -246,7 +276,7 @@ class Projector:
     def lag(self) -> int:
         """How many positions the slowest projection is behind the log."""
         with self._sql() as sql:
-            return self._end() - min(self._positions(sql).values())
+            return self._end() - min(self._positions(sql).values(), default=self._end())
 
     def _end(self) -> int:
         return self.ledger.recorder.max_notification_id() or 0
@@ -262,8 +292,10 @@ class Projector:
         recorder's reader would deadlock with a writer waiting for that lock.
         """
         positions = self._positions(sql)
+        if not positions:
+            return 0, self._end()  # every projection is held for a rebuild
         start = min(positions.values())
-        group = [p for p in self.projections if positions[p.name] == start]
+        group = [p for p in self._active() if positions[p.name] == start]
         if stop is not None and start >= stop:
             return 0, start
         notifications = self.ledger.recorder.select_notifications(
@@ -293,7 +325,9 @@ class Projector:
 
     def _positions(self, sql: Sql, lock: bool = False) -> dict[str, int]:
         suffix = " FOR UPDATE" if lock and sql.kind == "postgresql" else ""
-        names = [p.name for p in self.projections]
+        names = [p.name for p in self._active()]
+        if not names:
+            return {}
         marks = ", ".join("?" for _ in names)
         rows = sql.execute(
             f"SELECT name, position FROM projection_positions WHERE name IN ({marks}){suffix}",  # noqa: S608
@@ -305,6 +339,23 @@ class Projector:
     def _sql(self) -> Iterator[Sql]:
         with self.tables.connect() as connection:
             yield Sql(self.tables.kind, connection)
+
+
+def schema_version(kind: str, projections: Sequence[Projection]) -> str:
+    """What `Projector.migrate` makes, named: the revision and every projection's layout."""
+    sql = Sql(kind, None)
+    layouts = "\n".join(sorted(f"{p.name} {p.layout(sql)}" for p in projections))
+    digest = hashlib.sha256(f"{SCHEMA_REVISION}\n{layouts}".encode()).hexdigest()
+    return f"{SCHEMA_REVISION}-{digest[:12]}"
+
+
+def schema_current(store: Store, projections: Sequence[Projection]) -> bool:
+    """Whether `Projector.migrate` ran for this version already: then a start runs no DDL."""
+    if store.missing_file() or not store.has_table(SCHEMA_TABLE):
+        return False
+    version = schema_version(store.kind, projections)
+    statement = f"SELECT 1 FROM {SCHEMA_TABLE} WHERE version = ?"  # noqa: S608
+    return bool(store.query(statement, (version,)))
 
 
 def _record_undecodable(sql: Sql, batch: Sequence[tuple[Notification, Any]]) -> None:

@@ -6,10 +6,15 @@ while the service keeps answering from the live tables.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+
+import psycopg
+import psycopg.errors
+import psycopg.sql
 
 from cronledger.persistence.ledger import Ledger
 from cronledger.persistence.store import Store
@@ -21,6 +26,8 @@ UNDECODABLE_TABLE = "undecodable_events"  # where every projector records what i
 
 
 STOPPED = "stopped"
+SWAP_ATTEMPTS = 5
+log = logging.getLogger("cronledger.projections.maintenance")
 
 
 @dataclass(frozen=True)
@@ -33,19 +40,46 @@ class Difference:
 
 
 def rebuild(ledger: Ledger, projections: Sequence[Projection], progress: Progress) -> None:
-    """Build the projections' tables afresh from the whole log, then swap them in."""
+    """Build the projections' tables afresh from the whole log, then swap them in.
+
+    They are built in a scratch store while the live tables keep serving; the swap is one
+    transaction. On PostgreSQL it moves the built tables into the live schema (no copy); a
+    swap that cannot get its table locks within the lock timeout catches up and tries again.
+    """
     refused = [p.name for p in projections if not p.rebuildable]
     if refused:
         raise ValueError(f"{', '.join(refused)} cannot be rebuilt: replay and verify it instead")
     with ledger.store.scratch() as scratch:
         built = Projector(ledger, projections, tables=scratch)
         built.create_tables()
-        built.catch_up(progress=progress)
-        positions = built.positions()  # the live projector goes on from there after the swap
-        with _live(ledger.store, scratch) as (sql, prefix), sql.transaction():
-            _lock_positions(sql, projections)
-            for projection in projections:
-                _swap(sql, projection, prefix, positions[projection.name])
+        for attempt in range(1, SWAP_ATTEMPTS + 1):
+            built.catch_up(progress=progress)
+            try:
+                _swap_in(ledger.store, scratch, projections, built.positions())
+                return
+            except psycopg.errors.LockNotAvailable:
+                if attempt == SWAP_ATTEMPTS:
+                    raise
+                log.warning("the swap waited too long for a table lock; trying again")
+
+
+def _swap_in(
+    store: Store, scratch: Store, projections: Sequence[Projection], positions: dict[str, int]
+) -> None:
+    """Replace the live tables with the built ones; the live projector goes on from `positions`."""
+    with _live(store, scratch) as (sql, prefix), sql.transaction():
+        if sql.kind == "postgresql":
+            sql.execute("SET LOCAL statement_timeout = 0")  # a lock wait stays bounded
+        _lock_positions(sql, projections)
+        for projection in projections:
+            if sql.kind == "postgresql":
+                _move(sql, projection, prefix, store.schema)
+            else:
+                _swap(sql, projection, prefix)
+            sql.execute(
+                "UPDATE projection_positions SET position = ?, layout = ? WHERE name = ?",
+                (positions[projection.name], projection.layout(sql), projection.name),
+            )
 
 
 def replay(
@@ -127,19 +161,22 @@ def _positions(sql: Sql, projections: Sequence[Projection]) -> dict[str, int]:
     return {p.name: found[p.name] for p in projections}
 
 
-def _swap(sql: Sql, projection: Projection, scratch: str, position: int) -> None:
-    """Replace the live tables with the rebuilt ones (layout included) and move the position."""
-    live = "main." if sql.kind == "sqlite" else ""  # else SQLite drops a new table's scratch one
+def _swap(sql: Sql, projection: Projection, scratch: str) -> None:
+    """SQLite: replace the live tables with copies of the rebuilt ones (layout included)."""
     for table in projection.tables:
-        sql.execute(f"DROP TABLE IF EXISTS {live}{table}")
+        sql.execute(f"DROP TABLE IF EXISTS main.{table}")  # else it drops a new table's scratch one
     for statement in projection.ddl(sql):
         sql.execute(statement)
     for table in projection.tables:
         sql.execute(f"INSERT INTO {table} SELECT * FROM {scratch}{table}")  # noqa: S608
-    sql.execute(
-        "UPDATE projection_positions SET position = ?, layout = ? WHERE name = ?",
-        (position, projection.layout(sql), projection.name),
-    )
+
+
+def _move(sql: Sql, projection: Projection, scratch: str, live_schema: str) -> None:
+    """PostgreSQL: drop the live tables; move the rebuilt ones, indexes and all, in their place."""
+    live = psycopg.sql.Identifier(live_schema).as_string(None)
+    for table in projection.tables:
+        sql.execute(f"DROP TABLE IF EXISTS {live}.{table}")
+        sql.execute(f"ALTER TABLE {scratch}{table} SET SCHEMA {live}")
 
 
 def _compare(sql: Sql, table: str, scratch: str) -> list[Difference]:

@@ -22,6 +22,7 @@ from projections.keyset import Order, Slice, Window, read_slice
 
 # Aggregate types with a view of their own.
 SCHEDULE, RUN, APPROVAL, DEFINITION = "schedule", "run", "approval", "definition"
+TENANT = "tenant"
 MANUAL_TRIGGER = "manual"
 KINDS = (
     "account.registered",
@@ -44,6 +45,8 @@ KINDS = (
     "run.retried",
     "run.cancelled",
     "approval.deadline_extended",
+    "tenant.schedules_paused",
+    "tenant.schedules_resumed",
 )
 COLUMNS = "position, at, actor, kind, aggregate_type, aggregate_id, schedule_id, summary"
 SUBJECTS = "operation_subjects"
@@ -136,6 +139,8 @@ class OperationsProjection(Projection):
             "Run.Cancelled": _later(_plain("run.cancelled")),
             "ApprovalInstance.Submitted": self.approval_submitted,
             "ApprovalInstance.DeadlineExtended": _later(_deadline_extended),
+            "Tenant.SchedulesPaused": _tenant_pause("paused"),
+            "Tenant.SchedulesResumed": _tenant_pause("resumed"),
         }
 
     @staticmethod
@@ -217,6 +222,18 @@ class OperationsProjection(Projection):
 
 
 Describe = Callable[[Subject, Any], Row]
+
+
+def _tenant_pause(verb: str) -> Handler:
+    """A tenant's event: the tenant is its own aggregate, named by its id."""
+
+    def handler(sql: Sql, event: Any, position: int) -> None:
+        tenant_id = str(event.originator_id)
+        summary = f"every schedule of the tenant {verb}: {event.reason}"
+        row = Row(f"tenant.schedules_{verb}", summary)
+        _insert(sql, event, position, Subject(tenant_id, "", None, None, None), row)
+
+    return handler
 
 
 def _later(describe: Describe) -> Handler:

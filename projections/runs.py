@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -401,26 +401,34 @@ def backlog_by_status(store: Store, tenant_id: UUID | None) -> dict[str, int]:
     return {status: counts.get(status, 0) for status in (PENDING, RETRY_WAIT, DEAD_LETTER)}
 
 
-def attempt_outcomes(store: Store) -> dict[tuple[str, str], int]:
-    """How many attempts ended with each (outcome, error code), across every tenant; a
-    success's error code is ''."""
+class RunQueue(NamedTuple):
+    """The runs that wait for a worker, or for someone, across every tenant."""
+
+    pending: int
+    retry_wait: int
+    dead_letter: int
+    expired_leases: int  # RUNNING runs whose lease ran out: their worker is gone
+    oldest_due_at: datetime | None  # when the run waiting longest became claimable
+
+
+def run_queue(store: Store, now: datetime) -> RunQueue:
+    """Index ranges only: one `runs_by_status` range per tenant and status, and the `runs_due`
+    index (finished runs have no `due_at`). The cost follows the queue and the tenants, not how
+    many runs ever finished."""
     rows = store.query(
-        "SELECT outcome, COALESCE(error_code, ''), COUNT(*) FROM attempts "
-        "WHERE outcome IS NOT NULL GROUP BY outcome, COALESCE(error_code, '')"
+        "SELECT r.status, COUNT(*) FROM tenants t JOIN runs r "
+        "ON r.tenant_id = t.id AND r.status IN (?, ?, ?) GROUP BY r.status",
+        (PENDING, RETRY_WAIT, DEAD_LETTER),
     )
-    return {(str(outcome), str(code)): int(count) for outcome, code, count in rows}
-
-
-def registration_lags(store: Store, bounds: Sequence[float]) -> LagHistogram:
-    """How late every run was registered after its planned instant, across every tenant."""
-    counts = ", ".join(
-        f"SUM(CASE WHEN registration_lag_seconds <= {bound} THEN 1 ELSE 0 END)" for bound in bounds
-    )
-    row = store.query(
-        f"SELECT {counts}, COUNT(*), SUM(registration_lag_seconds) FROM runs"  # noqa: S608
-    )[0]
-    return LagHistogram(
-        at_most=[int(count or 0) for count in row[:-2]],
-        total=int(row[-2]),
-        sum_seconds=float(row[-1] or 0.0),
+    counts = {str(status): int(count) for status, count in rows}
+    expired = store.query(
+        "SELECT COUNT(*) FROM runs WHERE due_at <= ? AND status = ?", (now, RUNNING)
+    )[0][0]
+    oldest = store.query("SELECT MIN(due_at) FROM runs WHERE due_at IS NOT NULL")[0][0]
+    return RunQueue(
+        pending=counts.get(PENDING, 0),
+        retry_wait=counts.get(RETRY_WAIT, 0),
+        dead_letter=counts.get(DEAD_LETTER, 0),
+        expired_leases=int(expired),
+        oldest_due_at=as_instant(oldest),
     )

@@ -11,6 +11,7 @@ from uuid import UUID
 from cronledger.persistence.store import Store, as_instant, tenant_scope
 from projections.engine import Handler, Projection, Sql
 from projections.keyset import Order, Row, Slice, Window, read_slice
+from projections.pauses import NOT_PAUSED_TENANT
 
 RUN_STATUS_EVENTS = (
     "AttemptStarted",
@@ -204,9 +205,10 @@ class LastRun(NamedTuple):
 
 
 def due_schedules(store: Store, now: datetime, limit: int) -> list[tuple[UUID, int]]:
-    """(schedule id, aggregate version) of the schedules whose next fire has come, oldest first."""
+    """(schedule id, aggregate version) of the schedules whose next fire has come, oldest first;
+    a paused tenant's are not due."""
     rows = store.query(
-        "SELECT id, log_version FROM schedules WHERE next_fire_at <= ? "
+        f"SELECT id, log_version FROM schedules WHERE next_fire_at <= ? AND {NOT_PAUSED_TENANT} "  # noqa: S608
         "ORDER BY next_fire_at, id LIMIT ?",
         (now, limit),
     )
@@ -216,10 +218,12 @@ def due_schedules(store: Store, now: datetime, limit: int) -> list[tuple[UUID, i
 def due_schedule_backlog(
     store: Store, tenant_id: UUID | None, now: datetime
 ) -> tuple[int, datetime | None]:
-    """How many schedules' next fire has come, and the oldest such fire (one tenant, or all)."""
+    """How many schedules' next fire has come, and the oldest such fire (one tenant, or all);
+    a paused tenant's are not due."""
     scope, params = tenant_scope(tenant_id)
     rows = store.query(
-        f"SELECT COUNT(*), MIN(next_fire_at) FROM schedules WHERE {scope} next_fire_at <= ?",  # noqa: S608
+        f"SELECT COUNT(*), MIN(next_fire_at) FROM schedules WHERE {scope} next_fire_at <= ? "  # noqa: S608
+        f"AND {NOT_PAUSED_TENANT}",
         (*params, now),
     )
     count, oldest = rows[0]

@@ -8,29 +8,51 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from cronledger.health import Health
+
 log = logging.getLogger("cronledger.loops")
 
 
 @dataclass
 class Loop:
     """`work` every `interval` seconds (or sooner, when `pause` returns early); a failure is
-    logged and the loop goes on."""
+    logged and counted and the loop goes on.
+
+    `health` hears a beat after every iteration, each failure, and the loop's end, however it
+    ends; `on_stop` runs once it has ended (the worker gives back what it holds).
+    """
 
     name: str
     interval: float
     work: Callable[[], object]
     stop: threading.Event = field(default_factory=threading.Event)
     pause: Callable[[float], object] | None = None  # waits up to `interval`; may return early
+    health: Health = field(default_factory=Health)
+    on_stop: Callable[[], object] | None = None
+    on_failure: Callable[[str, Exception], object] | None = None  # told the loop's name, error
 
     def run(self) -> None:
         log.info("loop started", extra={"loop": self.name, "interval": self.interval})
-        while not self.stop.is_set():
-            try:
-                self.work()
-            except Exception:
-                log.exception("loop iteration failed", extra={"loop": self.name})
-            (self.pause or self.stop.wait)(self.interval)
-        log.info("loop stopped", extra={"loop": self.name})
+        self.health.register(self.name, self.interval)
+        try:
+            while not self.stop.is_set():
+                self._iterate()
+                (self.pause or self.stop.wait)(self.interval)
+        finally:
+            self.health.stopped(self.name)
+            if self.on_stop is not None:
+                self.on_stop()
+            log.info("loop stopped", extra={"loop": self.name})
+
+    def _iterate(self) -> None:
+        try:
+            self.work()
+        except Exception as error:
+            self.health.failed(self.name)
+            if self.on_failure is not None:
+                self.on_failure(self.name, error)
+            log.exception("loop iteration failed", extra={"loop": self.name})
+        self.health.beat(self.name)
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, name=self.name, daemon=True)

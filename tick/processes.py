@@ -13,25 +13,54 @@ from tick.worker import Worker
 
 def tick_loop(services: Services) -> Loop:
     """Registers every due cycle, every CRONLEDGER_TICK_SECONDS."""
-    return Loop("tick", services.settings.tick_seconds, Ticker.of(services).scan)
+    return Loop(
+        "tick",
+        services.settings.tick_seconds,
+        Ticker.of(services).scan,
+        health=services.health,
+        on_failure=services.meters.database_error,
+    )
 
 
 def worker_loop(services: Services, interval: float) -> Loop:
-    """Stopping it stops claiming; the attempts already claimed finish."""
+    """Stopping it stops claiming; the attempts already claimed finish, and any it still holds
+    once it has stopped (their launch failed) are released for other workers."""
     worker = Worker.of(services)
-    return Loop("worker", interval, worker.drain, stop=worker.stopping)
+    return Loop(
+        "worker",
+        interval,
+        worker.drain,
+        stop=worker.stopping,
+        health=services.health,
+        on_stop=worker.release_held,
+        on_failure=services.meters.database_error,
+    )
 
 
 def sweeper_loop(services: Services, interval: float) -> Loop:
     """Expires the instances whose deadline has come."""
-    return Loop("sweeper", interval, services.approvals.sweep)
+    return Loop(
+        "sweeper",
+        interval,
+        services.approvals.sweep,
+        health=services.health,
+        on_failure=services.meters.database_error,
+    )
 
 
 def projections_loop(services: Services, interval: float) -> Loop:
     """On PostgreSQL it wakes on each append's NOTIFY, and polls every `interval` as well."""
     stop = threading.Event()
     wakeup = AppendWakeup(services.ledger, stop)
-    return Loop("projections", interval, services.projector.catch_up, stop, wakeup.wait)
+    return Loop(
+        "projections",
+        interval,
+        services.projector.catch_up,
+        stop,
+        wakeup.wait,
+        health=services.health,
+        on_failure=services.meters.database_error,
+    )
 
 
 def every_loop(services: Services) -> list[Loop]:

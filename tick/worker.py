@@ -70,6 +70,7 @@ class Worker:
         self.per_schedule = settings.schedule_concurrency
         self.name = name or f"worker:{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:6]}"
         self.stopping = threading.Event()  # set on shutdown: what is claimed finishes, no more
+        self.held: dict[UUID, Claim] = {}  # claimed, no outcome recorded yet
 
     def poll(self) -> WorkReport:
         """Claim up to `worker_concurrency` due attempts, then launch them."""
@@ -123,8 +124,26 @@ class Worker:
         claims = [c for c in self.ledger.save_batch_or_each(save_all, runs, self._claim_again) if c]
         report.claimed += len(claims)
         for claim in claims:
+            self.held[claim.run.id] = claim
             log.info("attempt started", extra=self._traced(claim))
         return claims
+
+    def release_held(self) -> None:
+        """Give back the attempts this worker claimed and could not launch (see `Run.release`),
+        so that another worker launches them now rather than after their lease."""
+        try:
+            for claim in list(self.held.values()):
+                self._release(claim)
+        except Exception:
+            log.exception("could not release held attempts: their leases will")
+        self.held.clear()
+
+    def _release(self, claim: Claim) -> None:
+        run = self.ledger.find(Run, claim.run.id, "run", claim.run.id)
+        if run.holds(claim.number, self.name):
+            run.release(claim.number, self.name, self.ledger.clock())
+            self.ledger.save(run)
+            log.info("attempt released", extra=self._traced(claim))
 
     def _claim_again(self, stale: Run) -> Claim | None:
         """Claim one run afresh; None when another worker has it."""
@@ -159,7 +178,8 @@ class Worker:
         outcomes = self.ledger.save_batch_or_each(
             partial(self._launched, claims), claims, self._relaunch
         )
-        for outcome in outcomes:
+        for claim, outcome in zip(claims, outcomes, strict=True):
+            self.held.pop(claim.run.id, None)
             setattr(report, outcome, getattr(report, outcome) + 1)
         return report
 

@@ -18,6 +18,8 @@ from web.problems import requested_path
 MAX_BODY_BYTES = 1024 * 1024
 # A caller's X-Request-ID is kept only if it is this; any other is replaced, never echoed.
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+# Probes and scrapes come every few seconds: their request lines are DEBUG, not INFO.
+QUIET_ROUTES = frozenset({"/livez", "/readyz", "/healthz", "/metrics"})
 log = logging.getLogger("cronledger.web")
 
 
@@ -25,7 +27,19 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The Flask app; `config["SERVICES"]` injects ready services (tests), else env settings."""
     from cronledger.application.services import open_services
     from cronledger.config import Settings
-    from web import approvals, audit, directory, docs, events, metrics, ops, runs, schedules
+    from web import (
+        approvals,
+        audit,
+        directory,
+        docs,
+        events,
+        metrics,
+        ops,
+        probes,
+        runs,
+        schedules,
+        tenant,
+    )
     from web.problems import register_error_handlers
     from web.refusals import refusal_budget
 
@@ -33,13 +47,14 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.url_map.merge_slashes = False  # `//` is 404 naming the path meant, never a redirect
     app.config.update(MAX_CONTENT_LENGTH=MAX_BODY_BYTES, JSON_SORT_KEYS=False)
     app.config.update(config or {})
-    services = app.config.get("SERVICES") or open_services(Settings.from_env())
-    app.extensions["cronledger"] = services
-    app.extensions["metrics"] = metrics.registry_for(services)
+    services = app.config.get("SERVICES") or open_services(Settings.from_env(), kind="web")
+    probes.attach(app, services)
+    metrics.install(app, services)  # first of the request hooks: its timing covers the others
     app.extensions["streams"] = events.slots_for(services.settings, app.config.get("WEB_THREADS"))
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]  # UTF-8 text, not \u escapes
     register_error_handlers(app)
+    app.register_blueprint(probes.bp)
     app.register_blueprint(ops.bp)
     app.register_blueprint(metrics.bp)
     app.register_blueprint(docs.bp)
@@ -50,6 +65,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(approvals.bp)
     app.register_blueprint(events.bp)
     app.register_blueprint(audit.bp)
+    app.register_blueprint(tenant.bp)
     app.before_request(_start_request)
     refusal_budget(app, services.settings.refusals_per_minute)  # checked after the request id
     app.after_request(_log_request)
@@ -78,11 +94,14 @@ def _tell_api_version(response: Response) -> Response:
 def _log_request(response: Response) -> Response:
     response.headers["X-Request-ID"] = g.request_id
     principal = g.get("principal")
-    log.info(
+    route = request.url_rule.rule if request.url_rule else None  # None: no route matched
+    log.log(
+        logging.DEBUG if route in QUIET_ROUTES else logging.INFO,
         "request",
         extra={
             "request_id": g.request_id,
             "method": request.method,
+            "route": route,
             "path": request.path,
             "status": response.status_code,
             "duration_ms": round((time.perf_counter() - g.started) * 1000, 2),

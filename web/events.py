@@ -7,7 +7,7 @@ permissions opens it. It authenticates with the same `authorize` and answers pro
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import cast
 
@@ -26,6 +26,7 @@ from cronledger.application.stream import (
     readable_kinds,
 )
 from cronledger.config import Settings
+from cronledger.health import Health
 from domain.directory import Principal
 from domain.permissions import AUDIT_READ, SCHEDULE_LIST
 from web.api import authorize, load, services
@@ -39,6 +40,7 @@ MAX_POSITION = 2**63 - 1
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 STREAM_PERMISSIONS = sorted(set().union(*READERS.values()))
 RETRY_AFTER_SECONDS = 10
+RECONNECT_MILLISECONDS = 2000  # the `retry:` of the last frame a stopping server sends
 
 
 class StreamQuery(Schema):
@@ -62,7 +64,7 @@ def stream_events() -> Response:
     except TooManyStreams as refused:
         return _too_many(str(refused))
     response = Response(
-        stream_with_context(_frames(events, slot)),
+        stream_with_context(_frames(events, slot, services().health)),
         content_type="text/event-stream",
         headers=HEADERS,
     )
@@ -92,7 +94,11 @@ stream_events.openapi_operation = {  # type: ignore[attr-defined]
         "(`CRONLEDGER_STREAMS_PER_TENANT`, default 3) and per server process "
         "(`CRONLEDGER_STREAMS_PER_PROCESS`, default 4, at most half of `--threads`); beyond "
         "a limit the answer is 429 `TOO_MANY_STREAMS` with `Retry-After`. A stream's place is "
-        "freed as soon as it ends or its client disconnects."
+        "freed as soon as it ends or its client disconnects.\n\n"
+        "A server that is shutting down ends its streams with `id: <position>`, "
+        f"`retry: {RECONNECT_MILLISECONDS}`, `event: reconnect` and "
+        '`data: {"reason": "the server is shutting down"}`: reconnect (with '
+        "`Last-Event-ID`), and another server carries on from there, missing nothing."
     ),
     "security": [{"bearer": []}],
     "parameters": [
@@ -207,18 +213,31 @@ def _lifetime(principal: Principal, seconds: int) -> Lifetime:
 
 
 def _until_over(lifetime: Lifetime) -> Callable[[], bool]:
-    """Over at the end of its lifetime, or once the client is gone (waitress tells)."""
+    """Over at the end of its lifetime, once the client is gone (waitress tells), or once the
+    server is shutting down."""
     gone: Callable[[], bool] = request.environ.get("waitress.client_disconnected", never)
-    return lambda: gone() or lifetime()
+    health = services().health
+    return lambda: gone() or health.draining or lifetime()
 
 
-def _frames(items: Iterable[StreamItem], slot: StreamSlot) -> Iterator[str]:
-    """The stream's frames; its slot is given back when they end or the server closes them."""
+def _frames(events: EventStream, slot: StreamSlot, health: Health) -> Iterator[str]:
+    """The stream's frames; its slot is given back when they end or the server closes them.
+
+    A server shutting down says so last, so that the client reconnects (to another server).
+    """
     try:
-        for item in items:
+        for item in events:
             yield _frame(item)
+        if health.draining:
+            yield _reconnect(events.position)
     finally:
         slot.release()
+
+
+def _reconnect(position: int) -> str:
+    """Every position up to `position` was examined: the client resumes after it."""
+    data = json.dumps({"reason": "the server is shutting down"})
+    return f"id: {position}\nretry: {RECONNECT_MILLISECONDS}\nevent: reconnect\ndata: {data}\n\n"
 
 
 def _frame(item: StreamItem) -> str:

@@ -1,21 +1,72 @@
-"""`GET /metrics`: Prometheus text, no authentication (aggregate figures, no tenant data)."""
+"""`GET /metrics`: Prometheus text, no authentication (aggregate figures, no tenant data).
+
+Besides the process's figures (cronledger.application.metrics), the web layer counts its
+requests by method, route template (never the raw path: its cardinality is bounded) and status,
+and the store errors its requests met.
+"""
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+import time
+from typing import Any
 
-from cronledger.application.metrics import OperationsCollector
+from flask import Blueprint, Flask, Response, current_app, g, request
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from prometheus_client.registry import CollectorRegistry
+
+from cronledger.application.metrics import registry_for
 from cronledger.application.services import Services
 
 bp = Blueprint("metrics", __name__)
+UNMATCHED = "unmatched"  # the route of a request no rule matched (404, or refused before routing)
 
 
-def registry_for(services: Services) -> CollectorRegistry:
-    """This app's own registry: no process-wide default, so apps in one process stay apart."""
-    registry = CollectorRegistry()
-    registry.register(OperationsCollector(services))
-    return registry
+class HttpMeters:
+    """One app's request counter and latency histogram."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter(
+            "cronledger_http_requests",
+            "HTTP requests answered, by method, route template and status",
+            ["method", "route", "status"],
+            registry=registry,
+        )
+        self.duration = Histogram(
+            "cronledger_http_request_duration_seconds",
+            "Seconds from a request's arrival to its answer's headers (a stream's first byte), "
+            "by method and route template",
+            ["method", "route"],
+            registry=registry,
+        )
+
+    def start(self) -> None:
+        g.metrics_started = time.perf_counter()
+
+    def answered(self, response: Response) -> Response:
+        route = request.url_rule.rule if request.url_rule is not None else UNMATCHED
+        self.requests.labels(request.method, route, str(response.status_code)).inc()
+        started = g.get("metrics_started")
+        if started is not None:
+            self.duration.labels(request.method, route).observe(time.perf_counter() - started)
+        return response
+
+
+def install(app: Flask, services: Services) -> None:
+    """The app's registry (the process's figures and its HTTP meters), and the hooks that count:
+    call before any other `before_request`, so that the timing covers them."""
+    registry = registry_for(services)
+    meters = HttpMeters(registry)
+    app.extensions["metrics"] = registry
+    app.before_request(meters.start)
+    app.after_request(meters.answered)
+    handle = app.handle_user_exception
+
+    def counting_store_errors(error: Exception) -> Any:
+        """Every error a view raised passes here before its handler turns it into a problem."""
+        services.meters.database_error("api", error)
+        return handle(error)
+
+    app.handle_user_exception = counting_store_errors  # type: ignore[method-assign,assignment]
 
 
 @bp.get("/metrics")
@@ -25,10 +76,11 @@ def get_metrics() -> Response:
 
 
 get_metrics.openapi_operation = {  # type: ignore[attr-defined]
-    "summary": "Backlogs, lags, attempts and dead letters in Prometheus text (no token)",
+    "summary": "Requests, loops, queues, lags, pools and errors in Prometheus text (no token)",
     "tags": ["operations"],
     "description": "Public: no token needed. Aggregate figures of every tenant, no tenant's "
-    "data (docs/operations.md).",
+    "data (docs/operations.md#metrics). A scrape never writes and never waits for the "
+    "projections.",
     "security": [],
     "responses": {
         "200": {

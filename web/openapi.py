@@ -122,7 +122,12 @@ SHARED_RESPONSES: dict[int, tuple[str, str, tuple[str, ...]]] = {
         ("Retry-After",),
     ),
     500: ("Internal", "An unexpected error; it was logged with the request's id.", ()),
-    503: ("Unavailable", "The store is unreachable.", ()),
+    503: (
+        "Unavailable",
+        "`UNAVAILABLE`: the store could not be reached or did not answer within its timeouts "
+        "(about two seconds when it is away); try again after `Retry-After` seconds.",
+        ("Retry-After",),
+    ),
 }
 # What may conflict with each command (409), besides a reused Idempotency-Key.
 CONFLICTS = {
@@ -175,7 +180,7 @@ CALLERS_IDS = {"account_id", "key"}  # path parameters a caller chose; the other
 REFERENCES = {  # what a body names that may not exist, for 404
     "create_schedule": "definition (`definition_id` with a `preset_id`)",
 }
-UNAVAILABLE = {"get_health"}  # the operations that answer 503
+UNAVAILABLE = {"get_health", "get_liveness", "get_readiness"}  # the operations that answer 503
 SUCCESSES = {200: "success", 201: "created", 202: "accepted", 204: "done"}
 
 
@@ -233,12 +238,12 @@ def _problem(description: str, *headers: str, schema: Any = "Problem") -> dict[s
 
 
 def _completed(operation: dict[str, Any], operation_id: str) -> dict[str, Any]:
-    """The operation named after its view, answering 429 and 500 as any request may; every
+    """The operation named after its view, answering 429, 500 and 503 as any request may; every
     answer it describes itself carries the headers of every answer."""
     operation = copy.deepcopy(operation)
     operation.setdefault("operationId", operation_id)
     responses = operation["responses"]
-    for status in (429, 500):
+    for status in (429, 500, 503):
         responses.setdefault(str(status), SHARED_RESPONSES[status][0])
     for response in responses.values():
         if isinstance(response, dict):

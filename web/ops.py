@@ -1,32 +1,18 @@
-"""Health and the API's own description."""
+"""Backlogs and the API's own description (the probes are in web/probes.py)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from flask import Blueprint, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
 from cronledger.application.backlog import Backlog
-from cronledger.version import installed_version
 from domain.directory import Principal
 from domain.permissions import SCHEDULE_LIST
 from web.api import endpoint, services
 from web.openapi import build_spec
-from web.problems import Problem
-from web.schemas import BacklogOut, HealthOut
+from web.schemas import BacklogOut
 
 bp = Blueprint("ops", __name__)
-
-
-@bp.get("/healthz")
-@endpoint("Is the service up and its store reachable?", tag="operations", response=HealthOut)
-def get_health() -> dict[str, Any]:
-    try:
-        services().ledger.recorder.max_notification_id()
-    except Exception as error:
-        raise Problem("UNAVAILABLE", f"the {services().store.kind} store is unreachable") from error
-    return {"status": "ok", "store": services().store.kind, "version": installed_version()}
 
 
 @bp.get("/api/backlog")

@@ -12,6 +12,7 @@ from urllib.parse import quote
 from flask import Flask, Response, current_app, g, json, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 
+from cronledger.persistence.connections import store_unavailable
 from domain.errors import DomainError, ValidationFailed
 
 log = logging.getLogger("cronledger.web")
@@ -38,6 +39,7 @@ STATUS_OF_CODE = {
     "INTERNAL": 500,
     "UNAVAILABLE": 503,
 }
+UNAVAILABLE_RETRY_AFTER_SECONDS = 2  # what a 503 `UNAVAILABLE` tells a client to wait
 CODE_OF_STATUS = {status: code for code, status in STATUS_OF_CODE.items()}
 TITLES = {
     "VALIDATION_FAILED": "The request has invalid fields",
@@ -89,7 +91,10 @@ def problem(
     if errors is not None:
         body["errors"] = errors
     body.update({key: value for key, value in (extensions or {}).items() if key not in body})
-    return Response(json.dumps(body), status=status, mimetype="application/problem+json")
+    answer = Response(json.dumps(body), status=status, mimetype="application/problem+json")
+    if code == "UNAVAILABLE":  # the store or the process may be back soon: every 503 says when
+        answer.headers["Retry-After"] = str(UNAVAILABLE_RETRY_AFTER_SECONDS)
+    return answer
 
 
 def register_error_handlers(app: Flask) -> None:
@@ -120,8 +125,18 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def unexpected(error: Exception) -> Response:
-        log.exception("unhandled error", exc_info=error)
+        route = request.url_rule.rule if request.url_rule else None
+        extra = {"request_id": g.get("request_id"), "method": request.method, "route": route}
+        if store_unavailable(error) or store_unavailable(error.__cause__ or error):
+            log.warning("the store is unavailable: %s", type(error).__name__, extra=extra)
+            return store_away()
+        log.exception("unhandled error", exc_info=error, extra=extra)
         return problem("INTERNAL", "an internal error occurred; it has been logged")
+
+
+def store_away() -> Response:
+    """503 `UNAVAILABLE`: the store cannot be reached or did not answer within its timeouts."""
+    return problem("UNAVAILABLE", "the store is unavailable; try again shortly")
 
 
 def _instance() -> str:

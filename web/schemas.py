@@ -52,7 +52,7 @@ from domain.runs import (
     SKIP_OVERLAP,
 )
 from domain.schedules import MISFIRE_POLICIES, OVERLAP_POLICIES, OVERLAP_SKIP
-from projections.operations import APPROVAL, DEFINITION, KINDS, RUN, SCHEDULE
+from projections.operations import APPROVAL, DEFINITION, KINDS, RUN, SCHEDULE, TENANT
 
 MAX_NAME = 200
 PRESET_ID = r"^[a-z][a-z0-9_-]{0,63}$"
@@ -251,7 +251,7 @@ ROLE = Choices("Role", tuple(sorted(ROLES)), "a role, granting permissions (docs
 OPERATION_KIND = Choices("OperationKind", KINDS, "the kind of an operation in the audit")
 AGGREGATE_TYPE = Choices(
     "AggregateType",
-    ("account", DEFINITION, SCHEDULE, RUN, APPROVAL),
+    ("account", DEFINITION, SCHEDULE, RUN, APPROVAL, TENANT),
     "the kind of resource an event belongs to",
 )
 STORE = Choices("Store", ("sqlite", "postgresql"), "the kind of store the service runs on")
@@ -363,6 +363,32 @@ class ReasonBody(StrictSchema):
 
 class VersionReasonBody(VersionBody):
     reason = reason_field()
+
+
+class PauseBody(StrictSchema):
+    """Pausing or resuming the tick for a tenant: always with why."""
+
+    reason = fields.String(
+        required=True,
+        validate=validate.Length(1, MAX_REASON),
+        metadata={"description": "why, recorded on the event (timelines and the audit show it)"},
+    )
+
+
+class PauseOut(OutSchema):
+    at = UtcDateTime(metadata={"description": "when the pause was recorded"})
+    actor = fields.String(metadata={"description": "who paused"})
+    reason = fields.String()
+
+
+class TenantOut(OutSchema):
+    id = server_uuid()
+    name = fields.String()
+    schedules_paused = fields.Nested(
+        PauseOut,
+        allow_none=True,
+        metadata={"description": "null: the tick registers the tenant's cycles"},
+    )
 
 
 class AccountCreate(StrictSchema):
@@ -518,6 +544,14 @@ class HealthOut(OutSchema):
     status = fields.String(metadata={"description": "`ok` (an unreachable store is 503)"})
     store = Choice(STORE)
     version = fields.String(metadata={"description": "the release running (CHANGELOG.md)"})
+
+
+class LivenessOut(OutSchema):
+    status = fields.String(metadata={"description": "`ok` (a stopped or stalled loop is 503)"})
+    loops = fields.List(
+        fields.String(),
+        metadata={"description": "the loops this process runs, each beating (none in `web`)"},
+    )
 
 
 class ProblemOut(OutSchema):

@@ -1,32 +1,167 @@
-"""Prometheus metrics (docs/operations.md#metrics), read from the store every few seconds."""
+"""Prometheus metrics (docs/operations.md#metrics): what an on-call alerts on.
+
+A scrape has no side effects: it never catches the projections up, never takes the projector's
+lock and never writes. What it reads from the store are bounded queries (index ranges over what
+waits, `MIN` through an index, the log's head): they cost the same at a million finished runs as
+at a thousand. Everything else comes from memory: this process's counters (`Meters`), its
+loops' heartbeats (`Health`), its tick's totals and its connection pools.
+"""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from typing import Any
 
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
+from prometheus_client import (
+    GCCollector,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
 )
-from prometheus_client.registry import Collector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+from psycopg_pool import ConnectionPool
 
-from cronledger.application.backlog import Backlog
+from cronledger.application.meters import is_database_error
 from cronledger.application.services import Services
+from cronledger.version import installed_version
+from projections.approvals import overdue_backlog
 from projections.engine import undecodable_count
-from projections.runs import attempt_outcomes, registration_lags
+from projections.runs import run_queue
+from projections.schedules import due_schedule_backlog
 
-LAG_BUCKETS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
+log = logging.getLogger("cronledger.metrics")
+# psycopg_pool's get_stats() key, the gauge it feeds, and its help text.
+POOL_FIGURES = (
+    ("pool_max", "cronledger_db_pool_max_connections", "Connections the pool may open"),
+    ("pool_size", "cronledger_db_pool_open_connections", "Connections the pool holds open"),
+    ("pool_available", "cronledger_db_pool_idle_connections", "Open connections not in use"),
+    (
+        "requests_waiting",
+        "cronledger_db_pool_waiting_requests",
+        "Callers waiting for a connection (the pool is exhausted while above 0)",
+    ),
+)
 
 
-class OperationsCollector(Collector):
-    """Backlogs, lags, attempts and dead letters across every tenant.
+def registry_for(services: Services) -> CollectorRegistry:
+    """Everything a process exports, on a registry of its own (not the process-wide default, so
+    apps and loop processes in one interpreter stay apart): web and loop processes alike."""
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    build = Info("cronledger_build", "The release this process runs", registry=registry)
+    build.info({"version": installed_version()})
+    for collector in services.meters.collectors():
+        registry.register(collector)
+    registry.register(ProcessStateCollector(services))
+    registry.register(StoreCollector(services))
+    return registry
 
-    `/metrics` needs no token, so its figures are kept `metrics_cache_seconds` (by the
-    services' clock): scrapes within that time run no query and no projection catch-up.
+
+class ProcessStateCollector(Collector):
+    """What this process knows without asking the store: loops, tick, sweeps, pools, phase."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._loops()
+        yield self._ready()
+        yield from self._tick()
+        yield self._sweep_failures()
+        yield from self._pools()
+
+    def _ready(self) -> Metric:
+        return GaugeMetricFamily(
+            "cronledger_ready",
+            "1 when this process has started and is not stopping (its phase is ready)",
+            value=1 if self.services.health.ready else 0,
+        )
+
+    def _loops(self) -> Iterator[Metric]:
+        health = self.services.health
+        now = health.monotonic()
+        dead = set(health.dead_loops())
+        up = GaugeMetricFamily(
+            "cronledger_loop_up",
+            "1 while the loop runs and beats; 0 once it stopped or missed its heartbeat",
+            labels=["loop"],
+        )
+        age = GaugeMetricFamily(
+            "cronledger_loop_heartbeat_age_seconds",
+            "Seconds since the loop's last heartbeat",
+            labels=["loop"],
+        )
+        failures = CounterMetricFamily(
+            "cronledger_loop_failures",
+            "Iterations of the loop that failed (each logged with its error)",
+            labels=["loop"],
+        )
+        for name, beat in sorted(dict(health.loops).items()):
+            up.add_metric([name], 0 if name in dead else 1)
+            age.add_metric([name], max(now - beat.last_beat, 0.0))
+            failures.add_metric([name], beat.failures)
+        yield from (up, age, failures)
+
+    def _tick(self) -> Iterator[Metric]:
+        tick = self.services.tick
+        yield CounterMetricFamily(
+            "cronledger_tick_scans", "Scans this process's tick ran", value=tick.scans
+        )
+        yield CounterMetricFamily(
+            "cronledger_skipped_missed_cycles",
+            "Cycles this process's tick recorded as skipped because they were missed "
+            "(registered later than the missed-cycle policy allows)",
+            value=tick.skipped_missed,
+        )
+        yield CounterMetricFamily(
+            "cronledger_scan_budget_exhaustions",
+            "Scans of this process's tick that stopped at their budget (time or cycles per "
+            "scan) while schedules were still due",
+            value=tick.budget_stops,
+        )
+
+    def _sweep_failures(self) -> Metric:
+        family = CounterMetricFamily(
+            "cronledger_sweep_failures",
+            "Deadline sweeps of this process that failed, by reason",
+            labels=["reason"],
+        )
+        for reason, count in self.services.approvals.sweep_failures.counts().items():
+            family.add_metric([reason], count)
+        return family
+
+    def _pools(self) -> Iterator[Metric]:
+        """PostgreSQL's connection pools (none on SQLite): size, use and callers waiting."""
+        stats = {name: pool.get_stats() for name, pool in connection_pools(self.services).items()}
+        for key, metric, help_text in POOL_FIGURES:
+            family = GaugeMetricFamily(metric, help_text, labels=["pool"])
+            for name, figures in sorted(stats.items()):
+                family.add_metric([name], figures.get(key, 0))
+            yield family
+
+
+def connection_pools(services: Services) -> dict[str, ConnectionPool[Any]]:
+    """The open PostgreSQL pools: the event recorder's and the read models'."""
+    datastore = getattr(services.ledger.recorder, "datastore", None)
+    pools = {
+        "events": getattr(datastore, "pool", None),
+        "read_models": services.store.read_model_pool,
+    }
+    return {name: pool for name, pool in pools.items() if isinstance(pool, ConnectionPool)}
+
+
+class StoreCollector(Collector):
+    """Queues and lags read from the store with bounded queries, kept `metrics_cache_seconds`
+    (by the services' clock), since `/metrics` needs no token.
+
+    A scrape that finds another one reading the store answers with the last figures instead of
+    waiting; one the store fails counts a database error and leaves these figures out.
     """
 
     def __init__(self, services: Services) -> None:
@@ -36,12 +171,16 @@ class OperationsCollector(Collector):
         self._measured_at: datetime | None = None
 
     def collect(self) -> Iterator[Metric]:
-        with self._lock:
+        if not self._lock.acquire(blocking=False):
+            return iter(self._figures)
+        try:
             now = self.services.ledger.clock()
             if not self._fresh(now):
-                self._figures = list(self._measure())
+                self._figures = self._measured(now)
                 self._measured_at = now
             return iter(self._figures)
+        finally:
+            self._lock.release()
 
     def _fresh(self, now: datetime) -> bool:
         """Measured less than `metrics_cache_seconds` ago; a clock set back makes it stale."""
@@ -50,77 +189,78 @@ class OperationsCollector(Collector):
         keep = timedelta(seconds=self.services.settings.metrics_cache_seconds)
         return timedelta(0) <= now - self._measured_at < keep
 
-    def _measure(self) -> Iterator[Metric]:
-        self.services.projector.catch_up()
-        backlog = self.services.backlog(None)
-        for name, help_text, value in backlog.gauges():
+    def _measured(self, now: datetime) -> list[Metric]:
+        try:
+            return [*self._measure(now)]
+        except Exception as error:
+            if not is_database_error(error):
+                raise
+            self.services.meters.database_error("metrics", error)
+            log.warning("metrics could not read the store", exc_info=error)
+            return []
+
+    def _measure(self, now: datetime) -> Iterator[Metric]:
+        store = self.services.store
+        due, oldest_fire = due_schedule_backlog(store, None, now)
+        queue = run_queue(store, now)
+        overdue, oldest_deadline = overdue_backlog(store, None, now)
+        for name, help_text, value in (
+            ("due_schedules", "Enabled schedules whose next fire has come", due),
+            (
+                "oldest_due_lag_seconds",
+                "How late the most overdue schedule is",
+                _age(oldest_fire, now),
+            ),
+            ("pending_runs", "Runs waiting for their first attempt", queue.pending),
+            ("retry_wait_runs", "Runs waiting to retry", queue.retry_wait),
+            (
+                "expired_lease_runs",
+                "Runs held by an attempt whose lease ran out (its worker stopped or hangs); "
+                "a worker reclaims them",
+                queue.expired_leases,
+            ),
+            (
+                "oldest_pending_run_age_seconds",
+                "Seconds the run waiting longest for a worker (pending, due to retry, or held "
+                "by an expired lease) has been claimable",
+                _age(queue.oldest_due_at, now),
+            ),
+            (
+                "dead_letter_runs",
+                "Runs that gave up after their last attempt",
+                queue.dead_letter,
+            ),
+            (
+                "expired_unswept_approvals",
+                "Instances past their deadline that the sweeper has not expired",
+                overdue,
+            ),
+            (
+                "oldest_expired_unswept_lag_seconds",
+                "How long the oldest of them has been past its deadline",
+                _age(oldest_deadline, now),
+            ),
+            (
+                "undecodable_events",
+                "Events on the log that cannot be decoded; readers skip them",
+                undecodable_count(store),
+            ),
+        ):
             yield GaugeMetricFamily(f"cronledger_{name}", help_text, value=value)
-        yield self._expiry_lag(backlog)
-        yield self._sweep_failures(backlog)
-        yield self._attempts()
-        yield self._registration_lag()
         yield self._projection_lag()
-        yield self._undecodable()
-
-    def _attempts(self) -> Metric:
-        family = CounterMetricFamily(
-            "cronledger_attempts",
-            "Launch attempts ended, by outcome and error code ('' for a success)",
-            labels=["outcome", "error_code"],
-        )
-        for (outcome, error_code), count in attempt_outcomes(self.services.store).items():
-            family.add_metric([outcome, error_code], count)
-        return family
-
-    def _registration_lag(self) -> Metric:
-        """How late each cycle was registered after its planned instant."""
-        lags = registration_lags(self.services.store, LAG_BUCKETS)
-        buckets = [(str(b), count) for b, count in zip(LAG_BUCKETS, lags.at_most, strict=True)]
-        return HistogramMetricFamily(
-            "cronledger_registration_lag_seconds",
-            "Seconds from a cycle's planned instant to its registration",
-            buckets=[*buckets, ("+Inf", lags.total)],
-            sum_value=lags.sum_seconds,
-        )
-
-    @staticmethod
-    def _expiry_lag(backlog: Backlog) -> Metric:
-        """How late the sweeper (or a late command) recorded each expiry after its deadline."""
-        buckets = dict(backlog.expiry_lag_buckets)
-        total = buckets.pop("+Inf")
-        return HistogramMetricFamily(
-            "cronledger_expiry_lag_seconds",
-            "Seconds from an instance's review deadline to its recorded expiry",
-            buckets=[*buckets.items(), ("+Inf", total)],
-            sum_value=backlog.expiry_lag_sum_seconds,
-        )
-
-    @staticmethod
-    def _sweep_failures(backlog: Backlog) -> Metric:
-        family = CounterMetricFamily(
-            "cronledger_sweep_failures",
-            "Deadline sweeps of this process that failed, by reason",
-            labels=["reason"],
-        )
-        for reason, count in backlog.sweep_failures.items():
-            family.add_metric([reason], count)
-        return family
-
-    def _undecodable(self) -> Metric:
-        """Any value above 0 deserves an alert: readers skip these events (see the log)."""
-        return GaugeMetricFamily(
-            "cronledger_undecodable_events",
-            "Events on the log that cannot be decoded; readers skip them",
-            value=undecodable_count(self.services.store),
-        )
 
     def _projection_lag(self) -> Metric:
+        """The log's head minus each projection's position: what is written but not applied."""
         family = GaugeMetricFamily(
             "cronledger_projection_lag_events",
             "Events on the log a projection has not applied yet",
             labels=["projection"],
         )
-        end = self.services.ledger.recorder.max_notification_id() or 0
-        for name, position in self.services.projector.positions().items():
-            family.add_metric([name], end - position)
+        head = self.services.ledger.recorder.max_notification_id() or 0
+        for name, position in sorted(self.services.projector.positions().items()):
+            family.add_metric([name], max(head - position, 0))
         return family
+
+
+def _age(since: datetime | None, now: datetime) -> float:
+    return max((now - since).total_seconds(), 0.0) if since else 0.0

@@ -20,7 +20,8 @@ from domain.schedules import Schedule
 from projections.keyset import Window
 from projections.operations import Operation, OperationFilter, operation_page
 
-# The aggregates a tenant's auditors may read the timeline of (never its tokens' or the tenant's).
+# The aggregates a tenant's auditors may read the timeline of (never its tokens'), besides the
+# tenant itself (its accounts and definitions added, its schedules paused and resumed).
 WITH_TIMELINE = (Schedule, Run, ApprovalInstance, Account, Definition)
 
 
@@ -34,7 +35,10 @@ class Operations:
         return Page.of(listed.rows, window, listed)
 
     def timeline(self, tenant_id: UUID, aggregate_id: str) -> list[TimelineEntry]:
-        """Every event of one of the tenant's schedules, runs, instances, accounts, definitions."""
+        """Every event of the tenant, or of one of its schedules, runs, instances, accounts or
+        definitions."""
+        if aggregate_id == str(tenant_id):
+            return self.ledger.timeline(tenant_id)
         aggregate = self.ledger.find_in_tenant(Aggregate, aggregate_id, "aggregate", tenant_id)
         if not isinstance(aggregate, WITH_TIMELINE):
             raise NotFound("aggregate", aggregate_id)

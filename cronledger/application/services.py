@@ -3,26 +3,33 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 from cronledger.application.approvals import Approvals
 from cronledger.application.audit import Audit
 from cronledger.application.backlog import Backlog
+from cronledger.application.capacity import TickCounters
 from cronledger.application.directory import Directory
+from cronledger.application.meters import Meters
 from cronledger.application.operations import Operations
+from cronledger.application.pauses import Pauses
 from cronledger.application.runs import Runs
 from cronledger.application.schedules import Schedules
+from cronledger.application.startup import migrated, rebuild_outdated
 from cronledger.clock import Clock, system_clock
 from cronledger.config import Settings
+from cronledger.health import Health
+from cronledger.persistence.connections import Limits
 from cronledger.persistence.ledger import Ledger
 from cronledger.persistence.store import Store, redacted_url
 from projections.catalog import all_projections
 from projections.engine import Projector
-from projections.maintenance import rebuild
 
 log = logging.getLogger("cronledger.application.services")
+# The processes that run until stopped: they start serving while read models are rebuilt.
+SERVING_KINDS = frozenset({"serve", "web", "tick", "worker", "sweeper", "projections"})
 
 
 class NoLog(Exception):
@@ -43,6 +50,13 @@ class Services:
     runs: Runs
     approvals: Approvals
     operations: Operations
+    pauses: Pauses
+    health: Health
+    tick: TickCounters = field(default_factory=TickCounters)  # the tick's totals
+    meters: Meters = field(default_factory=Meters)  # what this process recorded, for /metrics
+
+    def __post_init__(self) -> None:
+        self.ledger.after_record = self.meters.recorded
 
     @property
     def store(self) -> Store:
@@ -67,14 +81,21 @@ class Services:
         self.store.close()
 
 
-def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
-    """Open the store, creating its tables first if needed (safe with many processes)."""
-    store = Store.from_url(settings.database_url)
-    with store.migration_lock():
-        ledger = Ledger(store, clock)
-        projector = Projector(ledger, all_projections())
-        projector.create_tables()
-        _rebuild_outdated(ledger, projector)
+def open_services(
+    settings: Settings,
+    clock: Clock = system_clock,
+    health: Health | None = None,
+    kind: str = "cli",
+) -> Services:
+    """Open the store for a process of `kind` (its connections' `application_name` is
+    `cronledger-<kind>`), migrating it first if this version never did (safe with many
+    processes). Outdated read models are rebuilt before this returns, except in the long-running
+    processes (SERVING_KINDS), which rebuild them in the background while they start.
+    """
+    health = health or Health()
+    store = Store.from_url(settings.database_url, Limits.of(settings, kind))
+    ledger, projector = migrated(store, clock, all_projections(), health)
+    rebuild_outdated(ledger, projector, health, background=kind in SERVING_KINDS)
     ledger.after_save = lambda position: projector.catch_up(until=position)
     directory = Directory(ledger, settings.timezone)
     runs = Runs(ledger, projector, directory)
@@ -88,15 +109,17 @@ def open_services(settings: Settings, clock: Clock = system_clock) -> Services:
         runs=runs,
         approvals=Approvals(ledger, directory, projector),
         operations=Operations(ledger),
+        pauses=Pauses(ledger),
+        health=health,
     )
 
 
-def open_existing(settings: Settings, clock: Clock = system_clock) -> Services:
+def open_existing(settings: Settings, clock: Clock = system_clock, kind: str = "cli") -> Services:
     """`open_services` on a store that already holds events; never creates a store or a log."""
-    why = _missing_log(Store.from_url(settings.database_url), clock)
+    why = _missing_log(Store.from_url(settings.database_url, Limits.of(settings, kind)), clock)
     if why is not None:
         raise NoLog(settings.database_url, why)
-    return open_services(settings, clock)
+    return open_services(settings, clock, kind=kind)
 
 
 def _missing_log(store: Store, clock: Clock) -> str | None:
@@ -108,12 +131,3 @@ def _missing_log(store: Store, clock: Clock) -> str | None:
     finally:
         ledger.close()
         store.close()
-
-
-def _rebuild_outdated(ledger: Ledger, projector: Projector) -> None:
-    """Read models an older version made are rebuilt before anything reads them."""
-    outdated = projector.outdated()
-    if outdated:
-        names = [p.name for p in outdated]
-        log.warning("rebuilding read models an older version made", extra={"projections": names})
-        rebuild(ledger, outdated, progress=lambda _: None)  # refuses what cannot be rebuilt

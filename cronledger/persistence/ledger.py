@@ -23,6 +23,7 @@ from eventsourcing.utils import Environment, EnvType
 from psycopg import sql
 
 from cronledger.clock import Clock
+from cronledger.persistence.connections import store_unavailable
 from cronledger.persistence.store import Store
 from cronledger.persistence.transcoding import LogTranscoder
 from domain.approvals import ApprovalInstance
@@ -40,6 +41,8 @@ NAMED = ("at", "actor", "command_id", "outcome", "reason")
 GET_MANY_CHUNK = 500
 UNDECODABLE = "Undecodable"
 log = logging.getLogger("cronledger.persistence.ledger")
+# A committed event and, when saved as one, its aggregate as it stood after the save.
+Recorded = tuple[DomainEventProtocol[UUID], MutableOrImmutableAggregate[UUID] | None]
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,8 @@ class Ledger(Application[UUID]):
         self.store = store
         self.clock = clock
         self.after_save: Callable[[int], object] | None = None
+        # Told of each committed save's events with their aggregates (this process's meters).
+        self.after_record: Callable[[Sequence[Recorded]], object] | None = None
         self._deferring = _Deferring()
         super().__init__(
             {**store.eventsourcing_env(), "CREATE_TABLE": "y" if create_tables else "n"}
@@ -126,8 +131,16 @@ class Ledger(Application[UUID]):
         processing_event.saved_kwargs.update(kwargs)
         recordings = self._record(processing_event)
         self._take_snapshots(processing_event)
+        self._tell_recorded(processing_event)
         self._notify(recordings)
         return recordings
+
+    def _tell_recorded(self, processing_event: ProcessingEvent[UUID]) -> None:
+        if self.after_record is not None and processing_event.events:
+            aggregates = processing_event.aggregates
+            self.after_record(
+                [(event, aggregates.get(event.originator_id)) for event in processing_event.events]
+            )
 
     def _notify(self, recordings: list[Recording[UUID]]) -> None:
         """After each save: let the read models reach it, so a read that follows sees it."""
@@ -183,6 +196,8 @@ class Ledger(Application[UUID]):
         except AggregateNotFoundError:
             raise NotFound(label, key) from None
         except Exception as error:  # an event of its history cannot be decoded
+            if store_unavailable(error):
+                raise  # the store is away, the aggregate is fine
             log.exception("an aggregate cannot be read", extra={"aggregate_id": str(aggregate_id)})
             raise UnreadableAggregate(label, key) from error
         if not isinstance(aggregate, kind):

@@ -1,20 +1,49 @@
-"""eventsourcing's recorders with two additions: binary appends on PostgreSQL, and appends that
-commit only while the aggregates a command read are still as it read them (`unchanged=`)."""
+"""eventsourcing's recorders with three changes: binary appends on PostgreSQL, appends that
+commit only while the aggregates a command read are still as it read them (`unchanged=`), and
+on PostgreSQL one retry at most instead of ten (`_retried_once`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from functools import wraps
+from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.persistence import IntegrityError, StoredEvent
-from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, StoredEvent
+from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 from psycopg import Cursor
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Identifier
+from psycopg_pool import PoolTimeout
 
 Unchanged = Sequence[tuple[UUID, int]]  # aggregate id, the version the command read
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _retried_once(method: F) -> F:
+    """eventsourcing's `method` without its ten attempts (over 20 s with the server away, each
+    waiting the pool's timeout): one more attempt after a broken connection (the pool then
+    opens a fresh one), none after waiting for a connection in vain."""
+    inner = getattr(method, "__wrapped__", method)
+
+    @wraps(inner)
+    def once_more(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return inner(*args, **kwargs)
+        except (InterfaceError, OperationalError) as error:
+            if isinstance(error.__cause__, PoolTimeout):
+                raise
+            return inner(*args, **kwargs)
+
+    return once_more  # type: ignore[return-value]
+
+
+class SnapshotRecorder(PostgresAggregateRecorder):
+    """eventsourcing's recorder of snapshots, retrying once."""
+
+    insert_events = _retried_once(PostgresAggregateRecorder.insert_events)
+    select_events = _retried_once(PostgresAggregateRecorder.select_events)
 
 
 class AggregatesMoved(IntegrityError):
@@ -31,7 +60,13 @@ def check_unchanged(unchanged: Unchanged, latest: Mapping[UUID, int]) -> None:
 
 
 class BinaryAppendRecorder(PostgresApplicationRecorder):
-    """eventsourcing's recorder, sending the array of new events as binary (`%b`)."""
+    """eventsourcing's recorder, sending the array of new events as binary (`%b`), retrying
+    once."""
+
+    insert_events = _retried_once(PostgresApplicationRecorder.insert_events)
+    select_events = _retried_once(PostgresApplicationRecorder.select_events)
+    select_notifications = _retried_once(PostgresApplicationRecorder.select_notifications)
+    max_notification_id = _retried_once(PostgresApplicationRecorder.max_notification_id)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sqlite3
+import time
 import uuid
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -22,10 +24,15 @@ from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
 
 from cronledger.config import ConfigError
+from cronledger.persistence.connections import Limits
 
 URL_VARIABLE = "CRONLEDGER_DATABASE_URL"
 URL_FORMS = "sqlite:///relative/path, sqlite:////absolute/path or postgresql://user@host:port/db"
-MIGRATION_LOCK = zlib.crc32(b"cronledger-migrate")
+# PostgreSQL session locks (advisory), by name: who migrates, who rebuilds read models.
+LOCKS = {"migration": "cronledger-migrate", "rebuild": "cronledger-rebuild"}
+LOCK_POLL_SECONDS = 0.25
+LOCK_REPORT_SECONDS = 5.0  # how often a process waiting for a lock says so
+Waiting = Callable[[str], object]  # hears why a process waits, every LOCK_REPORT_SECONDS
 # What follows `user:` up to the last `@`, and a `password=` query parameter.
 _URL_PASSWORD = re.compile(r"^(?P<keep>[A-Za-z][A-Za-z0-9+.-]*://[^:@/?#]*:).*@")
 _QUERY_PASSWORD = re.compile(r"(?P<keep>[?&]password=)[^&#]*", re.IGNORECASE)
@@ -72,15 +79,19 @@ class Store:
     sqlite_path: str = ""
     postgres: dict[str, str] = field(default_factory=dict, repr=False)  # holds the password
     schema: str = "public"
+    limits: Limits = field(default_factory=Limits)
     _pool: ConnectionPool[Any] | None = field(default=None, init=False, repr=False)
 
     @classmethod
-    def from_url(cls, url: str) -> Store:
+    def from_url(cls, url: str, limits: Limits | None = None) -> Store:
         parts = urlsplit(url)
+        limits = limits or Limits()
         if parts.scheme == "sqlite" and parts.path not in ("", "/") and not parts.netloc:
-            return cls(kind="sqlite", sqlite_path=unquote(parts.path[1:]))
+            return cls(kind="sqlite", sqlite_path=unquote(parts.path[1:]), limits=limits)
         if parts.scheme in ("postgresql", "postgres") and parts.path.strip("/"):
-            return cls._postgres(parts.path.strip("/"), parts, parse_qs(parts.query))
+            store = cls._postgres(parts.path.strip("/"), parts, parse_qs(parts.query))
+            store.limits = limits
+            return store
         raise ConfigError(URL_VARIABLE, redacted_url(url), URL_FORMS)
 
     @classmethod
@@ -108,22 +119,21 @@ class Store:
             return {
                 "PERSISTENCE_MODULE": "eventsourcing.sqlite",
                 "SQLITE_DBNAME": self.sqlite_path,
-                "SQLITE_LOCK_TIMEOUT": "10",
+                "SQLITE_LOCK_TIMEOUT": str(math.ceil(self.limits.sqlite_busy_timeout)),
                 "APPLICATION_RECORDER_TOPIC": (
                     "cronledger.persistence.recorders:CheckingSQLiteRecorder"
                 ),
             }
         pg = self.postgres
         return {
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "PERSISTENCE_MODULE": "cronledger.persistence.connections:NamedPostgresFactory",
             "POSTGRES_DBNAME": pg["dbname"],
             "POSTGRES_HOST": pg["host"],
             "POSTGRES_PORT": pg["port"],
             "POSTGRES_USER": pg["user"],
             "POSTGRES_PASSWORD": pg["password"],
             "POSTGRES_SCHEMA": self.schema,
-            "POSTGRES_CONNECT_TIMEOUT": "5",
-            "POSTGRES_POOL_SIZE": "10",
+            **self.limits.eventsourcing_env(),
             "APPLICATION_RECORDER_TOPIC": "cronledger.persistence.recorders:BinaryAppendRecorder",
         }
 
@@ -131,7 +141,9 @@ class Store:
     def connect(self) -> Iterator[Any]:
         """A plain DB-API connection, for migrations and read models."""
         if self.kind == "sqlite":
-            conn = sqlite3.connect(self.sqlite_path, timeout=10, isolation_level=None)
+            conn = sqlite3.connect(
+                self.sqlite_path, timeout=self.limits.sqlite_busy_timeout, isolation_level=None
+            )
             try:
                 yield conn
             finally:
@@ -141,16 +153,32 @@ class Store:
                 yield pg_conn
 
     def _postgres_pool(self) -> ConnectionPool[Any]:
-        """Read-model connections, reused: opening one costs milliseconds."""
+        """Read-model connections, reused: opening one costs milliseconds.
+
+        A caller waits at most the connect timeout for one (then `PoolTimeout`, an
+        `OperationalError`): with the server away, requests fail fast instead of queueing.
+        """
         if self._pool is None:
+            limits = self.limits
             self._pool = ConnectionPool(
-                make_conninfo("", **self.postgres, options=f"-c search_path={self.schema}"),
-                kwargs={"autocommit": True, "connect_timeout": 5},
-                min_size=1,
-                max_size=10,
+                self.conninfo(search_path=True),
+                kwargs={"autocommit": True},
+                min_size=limits.pool_size,
+                max_size=limits.pool_size + limits.pool_overflow,
+                timeout=limits.connect_timeout,
+                name=f"{limits.application_name}-read-models",
                 open=True,
             )
         return self._pool
+
+    def conninfo(self, search_path: bool = False) -> str:
+        """This process's connection string: the server, its name, timeouts (and schema)."""
+        schema = self.schema if search_path else None
+        return make_conninfo("", **self.postgres, **self.limits.connection_kwargs(schema))
+
+    def dedicated(self, search_path: bool = False) -> psycopg.Connection[Any]:
+        """A connection of its own, outside the pools (a listener, a lock), in autocommit."""
+        return psycopg.connect(self.conninfo(search_path), autocommit=True)
 
     def missing_file(self) -> bool:
         """Whether a SQLite store's file is absent, checked without creating it or its folder."""
@@ -163,9 +191,33 @@ class Store:
             return bool(self.query(statement, (table,)))
         return self.query("SELECT to_regclass(?) IS NOT NULL", (table,))[0][0] is True
 
+    def ping(self, table: str, timeout: float) -> None:
+        """Read one row of `table` on a connection of its own (never the pools'), giving up
+        after about `timeout` seconds; raises when the store does not answer."""
+        if self.kind == "sqlite":
+            self._ping_sqlite(table, timeout)
+            return
+        quick = replace(self.limits, connect_timeout=timeout, statement_timeout=timeout)
+        conninfo = make_conninfo("", **self.postgres, **quick.connection_kwargs(self.schema))
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(sql.SQL(table))).fetchall()
+
+    def _ping_sqlite(self, table: str, timeout: float) -> None:
+        location = f"{Path(self.sqlite_path).resolve().as_uri()}?mode=rw"  # never creates it
+        conn = sqlite3.connect(location, uri=True, timeout=timeout, isolation_level=None)
+        try:
+            conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()  # noqa: S608 (ours)
+        finally:
+            conn.close()
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
+
+    @property
+    def read_model_pool(self) -> ConnectionPool[Any] | None:
+        """The PostgreSQL read-model pool once opened (its figures go to /metrics)."""
+        return self._pool
 
     def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one read; `?` placeholders and instants work on both stores."""
@@ -179,10 +231,15 @@ class Store:
     def scratch(self) -> Iterator[Store]:
         """An empty store beside this one (a file, or a schema), removed afterwards."""
         tag = uuid.uuid4().hex[:10]
+        limits = self.limits.for_rebuild()
         if self.kind == "sqlite":
-            scratch = Store(kind="sqlite", sqlite_path=f"{self.sqlite_path}.scratch-{tag}")
+            scratch = Store(
+                kind="sqlite", sqlite_path=f"{self.sqlite_path}.scratch-{tag}", limits=limits
+            )
         else:
-            scratch = Store(kind=self.kind, postgres=self.postgres, schema=f"scratch_{tag}")
+            scratch = Store(
+                kind=self.kind, postgres=self.postgres, schema=f"scratch_{tag}", limits=limits
+            )
         scratch.create()
         try:
             yield scratch
@@ -195,7 +252,7 @@ class Store:
         if self.kind == "sqlite":
             _create_private_file(Path(self.sqlite_path))
             return
-        with psycopg.connect(make_conninfo("", **self.postgres), autocommit=True) as conn:
+        with self.dedicated() as conn:
             conn.execute(
                 sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
             )
@@ -206,27 +263,67 @@ class Store:
             for suffix in ("", "-wal", "-shm", "-journal"):
                 Path(self.sqlite_path + suffix).unlink(missing_ok=True)
             return
-        with psycopg.connect(make_conninfo("", **self.postgres), autocommit=True) as conn:
+        with self.dedicated() as conn:
             conn.execute(
                 sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema))
             )
 
     @contextmanager
-    def migration_lock(self) -> Iterator[None]:
-        """Serialise table creation across processes starting together."""
-        if self.kind == "sqlite":
+    def migration_lock(self, waiting: Waiting = lambda _: None) -> Iterator[None]:
+        """Serialise migrations across processes starting together."""
+        with self.advisory_lock("migration", waiting):
             self.create()
             yield
+
+    @contextmanager
+    def advisory_lock(self, name: str, waiting: Waiting = lambda _: None) -> Iterator[None]:
+        """Hold the session lock `name` of LOCKS (PostgreSQL; SQLite serialises writes itself).
+
+        While it waits, `waiting` hears every LOCK_REPORT_SECONDS (first at once) how long it
+        has waited and which session holds the lock.
+        """
+        if self.kind == "sqlite":
+            yield
             return
-        with psycopg.connect(
-            make_conninfo("", **self.postgres), connect_timeout=5, autocommit=True
-        ) as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        key = self.lock_key(name)
+        with self.dedicated() as conn:
+            _acquire(conn, key, name, waiting)
             try:
-                self.create()
                 yield
             finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+    def lock_key(self, name: str) -> int:
+        """The key of lock `name` for this store: one per schema, so that stores side by side
+        never wait on each other (`public` keeps the key releases before 0.4.0 used)."""
+        text = LOCKS[name] if self.schema == "public" else f"{LOCKS[name]}:{self.schema}"
+        return zlib.crc32(text.encode())
+
+
+def _acquire(conn: psycopg.Connection[Any], key: int, name: str, waiting: Waiting) -> None:
+    started, told = time.monotonic(), -LOCK_REPORT_SECONDS
+    while not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchall()[0][0]:
+        now = time.monotonic()
+        if now - told >= LOCK_REPORT_SECONDS:
+            holder = _lock_holder(conn, key)
+            waiting(f"waiting {now - started:.0f} s for the {name} lock, held by {holder}")
+            told = now
+        time.sleep(LOCK_POLL_SECONDS)
+
+
+def _lock_holder(conn: psycopg.Connection[Any], key: int) -> str:
+    """The session holding advisory lock `key` (a bigint's halves: classid 0, objid key)."""
+    rows = conn.execute(
+        "SELECT a.application_name, a.pid FROM pg_locks l JOIN pg_stat_activity a "
+        "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 "
+        "AND l.objid::bigint = %s AND l.objsubid = 1 AND l.database = "
+        "(SELECT oid FROM pg_database WHERE datname = current_database())",
+        (key,),
+    ).fetchall()
+    if not rows:
+        return "another session (gone since)"
+    application_name, pid = rows[0]
+    return f"{application_name or 'an unnamed session'} (pid {pid})"
 
 
 def _create_private_file(path: Path) -> None:

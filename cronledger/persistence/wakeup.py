@@ -8,7 +8,6 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 from cronledger.persistence.ledger import Ledger
 
@@ -42,9 +41,7 @@ class AppendWakeup:
 
     def _listening(self, channel: str) -> psycopg.Connection[Any]:
         if self._connection is None or self._connection.closed:
-            self._connection = psycopg.connect(
-                make_conninfo("", **self.store.postgres), autocommit=True, connect_timeout=5
-            )
+            self._connection = self.store.dedicated()
             self._connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
         return self._connection
 

@@ -278,8 +278,8 @@ def test_internal_errors_hide_the_stack(
 def test_health_is_503_when_the_store_is_unreachable(
     client: FlaskClient, services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def unreachable() -> None:
+    def unreachable(*args: object) -> None:
         raise OSError("connection refused")
 
-    monkeypatch.setattr(services.ledger.recorder, "max_notification_id", unreachable)
+    monkeypatch.setattr(services.store, "ping", unreachable)
     assert_problem(client.get("/healthz"), 503, "UNAVAILABLE")

@@ -30,6 +30,7 @@ from cronledger.application.stream import (
     StreamedEvent,
     StreamItem,
 )
+from cronledger.health import DRAINING
 from domain.directory import Principal
 from domain.permissions import SCHEDULE_LIST
 from tests.e2e.helpers import account, assert_problem, other_tenant, request, submit
@@ -48,6 +49,7 @@ class Frame:
     data: dict[str, Any] = field(default_factory=dict)
     comments: list[str] = field(default_factory=list)
     arrived: float = 0.0
+    retry: int | None = None
 
 
 def parse(text: str) -> Frame:
@@ -60,6 +62,8 @@ def parse(text: str) -> Frame:
             frame.event = value
         elif name == "data":
             frame.data = json.loads(value)
+        elif name == "retry":
+            frame.retry = int(value)
         else:
             assert name == "", f"unexpected line {line!r}"
             frame.comments.append(value)
@@ -318,6 +322,19 @@ def test_a_revoked_token_ends_its_stream(admin: Api, monkeypatch: pytest.MonkeyP
 
 
 # -- the stream itself, without HTTP ------------------------------------------------------
+
+
+def test_a_server_shutting_down_tells_its_streams_to_reconnect(
+    admin: Api, services: Services
+) -> None:
+    with open_stream(admin) as stream:
+        position = opening(stream)
+        services.health.enter(DRAINING, "shutting down")
+        last = stream.next_frame()
+        assert last is not None
+        assert (last.id, last.event, last.retry) == (position, "reconnect", 2000)
+        assert last.data == {"reason": "the server is shutting down"}
+        assert stream.next_frame() is None  # the stream has ended
 
 
 def test_a_quiet_stream_sends_a_checkpoint_every_fifteen_seconds(

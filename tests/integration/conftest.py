@@ -43,6 +43,10 @@ def busy(open_with: Opener) -> World:
         clock.advance(600)
         Ticker.of(services).scan()
         Worker.of(services).drain()
+    services.pauses.pause_tick("system:cli:ops", "store failover")  # and its resume, at once
+    services.pauses.resume_tick("system:cli:ops", "failover done")
+    services.pauses.pause_tenant(world.root, "backend down")
+    services.pauses.resume_tenant(world.root, "backend back")
     world.run_now("manual-1")
     world.set_ann_active(False)
     for _ in range(3):
@@ -55,6 +59,9 @@ def busy(open_with: Opener) -> World:
     )
     clock.advance(3600)
     services.approvals.sweep()
+    globex = services.directory.authenticate(services.directory.bootstrap("globex", "g").token)
+    assert globex is not None
+    services.pauses.pause_tenant(globex, "a tenant paused for the night")
     services.projector.catch_up()
     return world
 

@@ -679,6 +679,7 @@ def projection_positions(d: DataSet) -> list[Case]:
                     "audit_chain",
                     "directory",
                     "operations",
+                    "pauses",
                     "runs",
                     "schedule_daily",
                     "schedules",

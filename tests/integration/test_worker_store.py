@@ -13,6 +13,7 @@ import pytest
 from cronledger.persistence.recorders import AggregatesMoved
 from domain.directory import account_uuid
 from tests.support import T0, FakeClock, Opener, World, wait_until
+from tick.processes import worker_loop
 from tick.worker import Claim, Worker, WorkReport
 
 RACING_RUNS = 80
@@ -122,6 +123,33 @@ def test_a_crash_after_claiming_is_recovered_after_the_lease(
     assert Worker.of(world.services).poll().succeeded == 1
     assert world.run(run_id).status == "SUCCEEDED"
     assert len(world.instances()) == 1
+
+
+def test_a_worker_stopping_cleanly_releases_what_it_could_not_launch(
+    open_with: Opener, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_ids = [world.run_now(f"r{n}") for n in range(4)]  # the schedule's every slot
+    stopping = worker_loop(open_with(world.clock), 0.05)
+    worker = stopping.work.__self__  # type: ignore[attr-defined]
+
+    def store_gone(*args: Any) -> WorkReport:
+        raise OSError("the store went away mid-launch")
+
+    monkeypatch.setattr(Worker, "launch", store_gone)
+    thread = stopping.start()
+    wait_until(lambda: len(worker.held) == 4, "four attempts claimed, none launched")
+    stopping.stop.set()  # SIGTERM
+    thread.join()
+    monkeypatch.undo()
+
+    assert Worker.of(world.services).poll().succeeded == 4  # at once: no lease to wait out
+    run = world.run(run_ids[0])
+    assert [a["outcome"] for a in run.attempts] == ["INTERRUPTED", "SUCCEEDED"]
+    assert run.attempts[0]["error"] == {
+        "code": "INTERRUPTED",
+        "message": "the worker stopped before launching it",
+    }
+    assert len(world.instances()) == 4
 
 
 def test_a_crash_holding_a_schedules_every_slot_is_recovered(

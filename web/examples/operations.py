@@ -292,6 +292,10 @@ OPERATIONS = [
 ]
 
 EXAMPLES: dict[str, dict[str, Any]] = {
+    "LivenessOut": {
+        "serve": {"status": "ok", "loops": ["projections", "sweeper", "tick", "worker"]},
+        "web": {"status": "ok", "loops": []},
+    },
     "HealthOut": {
         "sqlite": {"status": "ok", "store": "sqlite", "version": "0.2.0"},
         "postgresql": {"status": "ok", "store": "postgresql", "version": "0.2.0"},
@@ -339,5 +343,21 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "VersionBody": {"at-version": {"version": 1}},
     "ReasonBody": {"why": {"reason": "token pasted in a chat"}},
     "VersionReasonBody": {"at-version-and-why": {"version": 2, "reason": "paused for the audit"}},
+    "PauseBody": {
+        "incident": {"reason": "INC-2041: the approval backend is down"},
+        "resolved": {"reason": "INC-2041 resolved"},
+    },
+    "TenantOut": {
+        "paused": {
+            "id": TENANT_ID,
+            "name": "acme",
+            "schedules_paused": {
+                "at": "2026-10-01T09:40:00Z",
+                "actor": "root",
+                "reason": "INC-2041: the approval backend is down",
+            },
+        },
+        "running": {"id": TENANT_ID, "name": "acme", "schedules_paused": None},
+    },
     "Problem": PROBLEMS,
 }

@@ -1,0 +1,107 @@
+"""What this process did since it started, counted as it happens (docs/operations.md#metrics).
+
+Counters and histograms of the events this process committed, and of the store errors it met:
+a scrape reads them from memory, never from the database. Each process counts its own;
+Prometheus adds the processes up (`sum without (instance)`), and `rate()` rides over restarts.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from eventsourcing.persistence import PersistenceError
+from prometheus_client import Counter, Histogram
+from prometheus_client.registry import Collector
+
+from cronledger.persistence.ledger import Recorded
+from domain.approvals import EXPIRED, ApprovalInstance
+from domain.runs import ATTEMPT_FAILED, ATTEMPT_SUCCEEDED, DEAD_LETTER, INTERRUPTED, Run
+
+REGISTRATION_LAG_BUCKETS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
+EXPIRY_LAG_BUCKETS = (1.0, 5.0, 30.0, 60.0, 300.0, 3600.0)
+DATABASE_ERRORS = (psycopg.Error, sqlite3.Error, PersistenceError)
+OUTCOME_OF_ATTEMPT_EVENT = {  # by qualified name, as projections know events
+    "Run.AttemptSucceeded": ATTEMPT_SUCCEEDED,
+    "Run.AttemptFailed": ATTEMPT_FAILED,
+    "Run.AttemptInterrupted": INTERRUPTED,
+}
+
+
+def is_database_error(error: BaseException) -> bool:
+    """A failure of the store (connection, timeout, lock, SQL), not of the service's logic."""
+    return isinstance(error, DATABASE_ERRORS) or isinstance(error.__cause__, DATABASE_ERRORS)
+
+
+class Meters:
+    """This process's counters, fed by the ledger after each committed save."""
+
+    def __init__(self) -> None:
+        self.attempts = Counter(
+            "cronledger_attempts",
+            "Launch attempts this process ended, by outcome and error code ('' for a success)",
+            ["outcome", "error_code"],
+            registry=None,
+        )
+        self.dead_lettered = Counter(
+            "cronledger_dead_lettered_runs",
+            "Runs this process moved to the dead letter (their last attempt failed)",
+            registry=None,
+        )
+        self.registration_lag = Histogram(
+            "cronledger_registration_lag_seconds",
+            "Seconds from a cycle's planned instant to its registration by this process",
+            buckets=REGISTRATION_LAG_BUCKETS,
+            registry=None,
+        )
+        self.expiry_lag = Histogram(
+            "cronledger_expiry_lag_seconds",
+            "Seconds from an instance's review deadline to the expiry this process recorded",
+            buckets=EXPIRY_LAG_BUCKETS,
+            registry=None,
+        )
+        self.database_errors = Counter(
+            "cronledger_database_errors",
+            "Store operations of this process that failed, by where they surfaced "
+            "(a loop's name, or api)",
+            ["source"],
+            registry=None,
+        )
+
+    def collectors(self) -> list[Collector]:
+        return [
+            self.attempts,
+            self.dead_lettered,
+            self.registration_lag,
+            self.expiry_lag,
+            self.database_errors,
+        ]
+
+    def database_error(self, source: str, error: BaseException) -> None:
+        """Count the error if the store caused it."""
+        if is_database_error(error):
+            self.database_errors.labels(source).inc()
+
+    def recorded(self, events: Sequence[Recorded]) -> None:
+        """Count what one committed save recorded."""
+        for event, aggregate in events:
+            if isinstance(event, Run.Registered):
+                self.registration_lag.observe((event.at - event.planned_at).total_seconds())
+            elif type(event).__qualname__ in OUTCOME_OF_ATTEMPT_EVENT:
+                self._attempt_ended(event)
+            elif isinstance(event, ApprovalInstance.CommandHandled) and event.outcome == EXPIRED:
+                self._expired(event, aggregate)
+
+    def _attempt_ended(self, event: Any) -> None:
+        outcome = OUTCOME_OF_ATTEMPT_EVENT[type(event).__qualname__]
+        code = "" if outcome == ATTEMPT_SUCCEEDED else event.code
+        self.attempts.labels(outcome, code).inc()
+        if event.status == DEAD_LETTER:
+            self.dead_lettered.inc()
+
+    def _expired(self, event: ApprovalInstance.CommandHandled, aggregate: object) -> None:
+        if isinstance(aggregate, ApprovalInstance):
+            lag = (event.at - aggregate.review_deadline_at).total_seconds()
+            self.expiry_lag.observe(max(lag, 0.0))

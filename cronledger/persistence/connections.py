@@ -1,0 +1,141 @@
+"""How a process connects: its name on the server, its timeouts and its pools' sizes.
+
+Every PostgreSQL connection a process opens (eventsourcing's pool, the read models' pool, the
+listener, the locks) carries `application_name` (`cronledger-<kind>`) and the same timeouts,
+so `pg_stat_activity` tells the processes apart and nothing waits without bound.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from dataclasses import dataclass, replace
+from typing import Any
+
+import psycopg
+from eventsourcing import persistence as es_persistence
+from eventsourcing.postgres import PostgresFactory
+from eventsourcing.utils import Environment, EnvType
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from cronledger.config import Settings
+from cronledger.persistence.recorders import SnapshotRecorder
+
+UNACKNOWLEDGED_SECONDS = 5  # a server silent this long after being sent something is gone
+CONNINFO = "POSTGRES_CONNINFO"  # our addition to eventsourcing's settings: `connection_kwargs`
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A process's connection settings (docs/operations.md#connections-and-timeouts)."""
+
+    application_name: str = "cronledger"
+    connect_timeout: float = 2.0
+    statement_timeout: float = 30.0  # 0: none (rebuilds copy whole tables)
+    lock_timeout: float = 5.0
+    idle_in_transaction_timeout: float = 10.0
+    sqlite_busy_timeout: float = 10.0
+    pool_size: int = 2
+    pool_overflow: int = 4
+
+    @classmethod
+    def of(cls, settings: Settings, kind: str) -> Limits:
+        """The limits `settings` give a process of `kind` (serve, web, tick, ..., cli)."""
+        return cls(
+            application_name=f"cronledger-{kind}",
+            connect_timeout=settings.connect_timeout_seconds,
+            statement_timeout=settings.statement_timeout_seconds,
+            lock_timeout=settings.lock_timeout_seconds,
+            idle_in_transaction_timeout=settings.idle_in_transaction_timeout_seconds,
+            sqlite_busy_timeout=settings.sqlite_busy_timeout_seconds,
+            pool_size=settings.pool_size,
+            pool_overflow=settings.pool_overflow,
+        )
+
+    def for_rebuild(self) -> Limits:
+        """A rebuild's scratch store: one connection at a time, statements as long as they take."""
+        return replace(self, statement_timeout=0, pool_size=1, pool_overflow=1)
+
+    @property
+    def whole_connect_seconds(self) -> int:
+        """libpq and eventsourcing take whole seconds; libpq reads 1 as 2."""
+        return max(2, math.ceil(self.connect_timeout))
+
+    def server_options(self, schema: str | None = None) -> str:
+        """libpq `options`: the session's timeouts (and search path), set as it connects."""
+        settings: dict[str, object] = {
+            "statement_timeout": _milliseconds(self.statement_timeout),
+            "lock_timeout": _milliseconds(self.lock_timeout),
+            "idle_in_transaction_session_timeout": _milliseconds(self.idle_in_transaction_timeout),
+        }
+        if schema is not None:
+            settings["search_path"] = schema
+        return " ".join(f"-c {name}={value}" for name, value in settings.items())
+
+    def connection_kwargs(self, schema: str | None = None) -> dict[str, Any]:
+        """What `psycopg.connect` (or a pool) takes besides the server's address.
+
+        `tcp_user_timeout` ends a connection whose server stopped acknowledging what it is
+        sent (a host gone without closing its sockets), which no server-side timeout can; the
+        keepalives find such a host behind an idle connection.
+        """
+        return {
+            "application_name": self.application_name,
+            "connect_timeout": self.whole_connect_seconds,
+            "options": self.server_options(schema),
+            "tcp_user_timeout": max(UNACKNOWLEDGED_SECONDS, self.whole_connect_seconds) * 1000,
+            "keepalives": 1,
+            "keepalives_idle": 30,
+            "keepalives_interval": 10,
+            "keepalives_count": 3,
+        }
+
+    def eventsourcing_env(self) -> dict[str, str]:
+        """eventsourcing's PostgreSQL settings for the same limits (whole seconds, as it reads)."""
+        return {
+            "POSTGRES_CONNECT_TIMEOUT": str(self.whole_connect_seconds),  # also the pool's wait
+            "POSTGRES_POOL_SIZE": str(self.pool_size),
+            "POSTGRES_MAX_OVERFLOW": str(self.pool_overflow),
+            "POSTGRES_LOCK_TIMEOUT": str(math.ceil(self.lock_timeout)),  # its LOCK TABLE's
+            "POSTGRES_IDLE_IN_TRANSACTION_SESSION_TIMEOUT": str(
+                math.ceil(self.idle_in_transaction_timeout)
+            ),
+            CONNINFO: make_conninfo("", **self.connection_kwargs()),
+        }
+
+
+def _milliseconds(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+class NamedPostgresFactory(PostgresFactory):
+    """eventsourcing's factory, whose pool's connections also carry the process's name, libpq's
+    connect timeout and the session timeouts (`Limits.connection_kwargs`, which eventsourcing
+    does not pass); its snapshots' recorder retries once, not ten times."""
+
+    aggregate_recorder_class = SnapshotRecorder
+
+    def __init__(self, env: Environment | EnvType | None) -> None:
+        super().__init__(env)
+        kwargs = self.datastore.pool.kwargs
+        assert isinstance(kwargs, dict)  # as eventsourcing makes its pool
+        kwargs.update(conninfo_to_dict(self.env.get(CONNINFO) or ""))
+
+
+# What SQLite says when the file cannot be reached or stays locked past the busy timeout.
+_SQLITE_AWAY = ("unable to open", "locked", "disk i/o error")
+
+
+def store_unavailable(error: BaseException) -> bool:
+    """Whether `error` means the store cannot be reached or answer in time (not a bug): the
+    server away or restarting, a full pool, a connect, lock or statement timeout, a busy file."""
+    if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
+        return True
+    if isinstance(error, es_persistence.OperationalError | es_persistence.InterfaceError):
+        cause = error.__cause__
+        return not isinstance(cause, sqlite3.Error) or _sqlite_away(cause)
+    return isinstance(error, sqlite3.OperationalError) and _sqlite_away(error)
+
+
+def _sqlite_away(error: sqlite3.Error) -> bool:
+    return any(words in str(error).lower() for words in _SQLITE_AWAY)

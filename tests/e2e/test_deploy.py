@@ -1,0 +1,256 @@
+"""deploy/ checked with what this machine can run: the image definition's build and install
+commands in a fresh virtual environment and its health check against the command it runs, the
+systemd units through `systemd-analyze verify`, and the compose file and Kubernetes manifests
+parsed, each command a real `cronledger` command and each probe a path that process serves."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from cronledger.application.services import open_services
+from cronledger.cli import main
+from cronledger.config import Settings
+from cronledger.health import Health
+from tests.processes import free_port
+from tests.support import wait_until
+from web import create_app
+from web.probes import probe_app
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+CONTAINERFILE = DEPLOY / "Containerfile"
+MANIFESTS = sorted((DEPLOY / "kubernetes").glob("*.yaml"))
+UNITS = sorted((DEPLOY / "systemd").glob("*.service"))
+INSTALLED_CLI = "/opt/cronledger/bin/cronledger"
+LOCAL_URL = re.compile(r"http://127\.0\.0\.1:(\d+)(/[\w/]*)")
+# Every process is stopped within the drain and the shutdown bound: orchestrators wait longer.
+STOP_BOUND = Settings().drain_seconds + Settings().shutdown_grace_seconds
+INSTALL_SECONDS = 240  # dependencies from PyPI (pip's cache makes it a few seconds)
+
+
+def compose() -> dict[str, Any]:
+    return yaml.safe_load((DEPLOY / "compose.yaml").read_text())  # type: ignore[no-any-return]
+
+
+def cronledger_services() -> dict[str, dict[str, Any]]:
+    return {n: s for n, s in compose()["services"].items() if s["image"].startswith("cronledger")}
+
+
+def documents() -> Iterator[dict[str, Any]]:
+    for path in MANIFESTS:
+        yield from (d for d in yaml.safe_load_all(path.read_text()) if d)
+
+
+def pod_specs() -> Iterator[tuple[str, dict[str, Any]]]:
+    for document in documents():
+        if document["kind"] in ("Deployment", "Job"):
+            yield document["metadata"]["name"], document["spec"]["template"]["spec"]
+
+
+def option(args: list[str], name: str) -> int | None:
+    return int(args[args.index(name) + 1]) if name in args else None
+
+
+def instructions() -> list[tuple[str, str]]:
+    """The Containerfile's (instruction, arguments), continuation lines joined."""
+    text = re.sub(r"\\\n\s*", " ", CONTAINERFILE.read_text())
+    lines = [line.strip() for line in text.splitlines()]
+    return [
+        (line.split(" ", 1)[0], line.split(" ", 1)[1])
+        for line in lines
+        if line and not line.startswith("#")
+    ]
+
+
+def every_command() -> Iterator[tuple[str, list[str]]]:
+    """(where, arguments after `cronledger`) of every cronledger process deploy/ starts."""
+    for name, service in cronledger_services().items():
+        yield f"compose service {name}", service["command"]
+    for name, spec in pod_specs():
+        for container in spec["containers"]:
+            yield f"{name} container {container['name']}", container["args"]
+    for unit in UNITS:
+        (start,) = re.findall(r"^ExecStart=(.*)$", unit.read_text(), re.MULTILINE)
+        program, *args = shlex.split(start)
+        assert program == INSTALLED_CLI, unit.name
+        yield unit.name, args
+    cmd = dict(instructions())["CMD"]
+    assert json.loads(dict(instructions())["ENTRYPOINT"]) == ["cronledger"]
+    yield "Containerfile CMD", json.loads(cmd)
+
+
+@pytest.mark.parametrize(("where", "args"), list(every_command()))
+def test_every_command_is_a_real_cronledger_command(where: str, args: list[str]) -> None:
+    """An unknown command or option is a usage error (exit 2) before `--help` is honoured."""
+    result = CliRunner().invoke(main, [*args, "--help"], prog_name="cronledger")
+    assert result.exit_code == 0, f"{where}: cronledger {' '.join(args)}\n{result.output}"
+    assert f"Usage: cronledger {args[0]}" in result.output, where
+
+
+@pytest.fixture(scope="module")
+def served_paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
+    """The paths the API serves (`web`, `serve`) and those of the probe server of a loop."""
+    folder = tmp_path_factory.mktemp("paths")
+    services = open_services(Settings(database_url=f"sqlite:///{folder}/store.sqlite"))
+    try:
+        app = create_app({"SERVICES": services, "TESTING": True})
+        api = {rule.rule for rule in app.url_map.iter_rules()}
+    finally:
+        services.close()
+    probes = {rule.rule for rule in probe_app(Health()).url_map.iter_rules()}
+    return {"api": api, "probes": probes}
+
+
+def probed(args: list[str], port: int, path: str, paths: dict[str, set[str]]) -> str | None:
+    """What is wrong with probing `path` on `port` of `cronledger ARGS`, if anything."""
+    if port == option(args, "--port"):
+        return None if path in paths["api"] else f"the API serves no {path}"
+    if port == option(args, "--metrics-port"):
+        return None if path in paths["probes"] else f"the probe server serves no {path}"
+    return f"cronledger {' '.join(args)} listens on no port {port}"
+
+
+def test_every_compose_health_check_probes_a_served_path(
+    served_paths: dict[str, set[str]],
+) -> None:
+    for name, service in cronledger_services().items():
+        if name == "migrate":
+            assert service["command"] == ["migrate"]
+            continue
+        (url,) = LOCAL_URL.findall(" ".join(service["healthcheck"]["test"]))
+        assert probed(service["command"], int(url[0]), url[1], served_paths) is None, name
+        assert float(service["stop_grace_period"].removesuffix("s")) > STOP_BOUND, name
+    kinds = {s["command"][0] for s in cronledger_services().values()}
+    assert kinds == {"migrate", "web", "tick", "worker", "sweeper", "projections"}
+    assert "postgresql://" in compose()["x-cronledger"]["environment"]["CRONLEDGER_DATABASE_URL"]
+
+
+def test_every_kubernetes_probe_is_a_served_path_on_the_right_port(
+    served_paths: dict[str, set[str]],
+) -> None:
+    kinds = {d["kind"] for d in documents()}
+    assert {"Deployment", "Service", "ConfigMap", "Secret", "Job"} <= kinds
+    deployments = 0
+    for name, spec in pod_specs():
+        (container,) = spec["containers"]
+        assert container["resources"]["requests"], name
+        assert container["resources"]["limits"], name
+        assert spec["securityContext"]["runAsNonRoot"] is True, name
+        if container["args"] == ["migrate"]:
+            continue
+        deployments += 1
+        assert spec["terminationGracePeriodSeconds"] > STOP_BOUND, name
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
+            get = container[probe]["httpGet"]
+            assert get["path"] == path, (name, probe)
+            assert probed(container["args"], ports[get["port"]], path, served_paths) is None
+    assert deployments == 5  # web, tick, worker, sweeper, projections
+
+
+def test_the_systemd_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed here")
+    environment_file = tmp_path / "cronledger.env"
+    environment_file.write_text((DEPLOY / "systemd" / "cronledger.env.example").read_text())
+    for unit in UNITS:  # the installed program and settings file, as they are here
+        text = unit.read_text().replace(
+            INSTALLED_CLI, str(Path(sys.executable).parent / "cronledger")
+        )
+        text = re.sub(r"(?m)^EnvironmentFile=.*$", f"EnvironmentFile={environment_file}", text)
+        (tmp_path / unit.name).write_text(text)
+        stop = re.search(r"(?m)^TimeoutStopSec=(\d+)$", text)
+        if "Type=oneshot" not in text:
+            assert stop, unit.name
+            assert int(stop[1]) > STOP_BOUND, unit.name
+            assert re.search(r"(?m)^Restart=always$", text), unit.name
+    result = subprocess.run(
+        [analyze, "verify", "--man=no", *(str(tmp_path / u.name) for u in UNITS)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+
+
+@pytest.mark.slow
+def test_the_image_builds_installs_and_answers_its_health_check(tmp_path: Path) -> None:
+    """The Containerfile's COPY and RUN lines, done in temporary folders on this machine: the
+    wheel built from what the build stage copies, installed in a fresh venv, its CMD served and
+    probed by the HEALTHCHECK's own command. `useradd` (root only) is the one line not run."""
+    places = {"/src": tmp_path / "src", "/wheels": tmp_path / "wheels"}
+    places["/opt/cronledger"] = tmp_path / "venv"
+    bin_dir = tmp_path / "bin"  # the image's `python`: this interpreter
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    environ["PATH"] = f"{bin_dir}:{environ['PATH']}"
+    workdir, skipped, healthcheck, cmd = places["/src"], [], "", ""
+    for instruction, arguments in instructions():
+        for inside, outside in places.items():
+            arguments = arguments.replace(inside, str(outside))
+        if instruction == "WORKDIR":
+            workdir = Path(arguments)
+            workdir.mkdir(parents=True, exist_ok=True)
+        elif instruction == "COPY" and "--from" not in arguments:
+            *sources, target = arguments.split()
+            for source in sources:
+                copy = shutil.copytree if (ROOT / source).is_dir() else shutil.copy
+                copy(ROOT / source, workdir / target / (source if target == "." else ""))
+        elif instruction == "RUN" and "pip" in arguments:
+            subprocess.run(
+                arguments, shell=True, cwd=workdir, env=environ, check=True, timeout=INSTALL_SECONDS
+            )
+        elif instruction == "RUN":
+            skipped.append(arguments)
+        elif instruction == "HEALTHCHECK":
+            healthcheck = arguments.split(" CMD ", 1)[1]
+        elif instruction == "CMD":
+            cmd = arguments
+    assert [s.split()[0] for s in skipped] == ["useradd"]
+    cli = places["/opt/cronledger"] / "bin" / "cronledger"
+    version = subprocess.run([cli, "--version"], capture_output=True, text=True, check=True)
+    assert version.stdout.startswith("cronledger ")
+    port = free_port()
+    args = [a if a != "8000" else str(port) for a in json.loads(cmd)]
+    args = [a if a != "0.0.0.0" else "127.0.0.1" for a in args]
+    venv_env = {
+        **environ,
+        "PATH": f"{cli.parent}:{environ['PATH']}",
+        "CRONLEDGER_DRAIN_SECONDS": "0.1",
+    }
+    venv_env["CRONLEDGER_DATABASE_URL"] = f"sqlite:///{tmp_path}/store.sqlite"
+    venv_env["PROBE_URL"] = f"http://127.0.0.1:{port}/livez"
+    server = subprocess.Popen(
+        [cli, *args],
+        env=venv_env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        probe = json.loads(healthcheck)
+
+        def healthy() -> bool:
+            result = subprocess.run(probe, env=venv_env, capture_output=True, check=False)
+            return result.returncode == 0
+
+        wait_until(healthy, "healthy by the image's HEALTHCHECK")
+    finally:
+        server.terminate()
+        server.wait(timeout=60)

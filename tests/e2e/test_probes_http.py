@@ -1,0 +1,146 @@
+"""`/livez`, `/readyz` and `/healthz`: what they tell an orchestrator, on both stores."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+from flask.testing import FlaskClient
+
+from cronledger.application.services import Services
+from cronledger.health import DRAINING, MIGRATING, READY, REBUILDING, Health
+from tests.e2e.helpers import assert_problem
+from tests.support import POSTGRES_URL, wait_until
+from tick.loops import Loop
+
+
+class Fatal(BaseException):
+    """What no loop catches: its thread ends."""
+
+
+@contextmanager
+def store_away(services: Services) -> Iterator[None]:
+    """The store unreachable (its file moved, or its schema renamed), then back."""
+    store = services.store
+    if store.kind == "sqlite":
+        os.rename(store.sqlite_path, store.sqlite_path + ".away")
+        try:
+            yield
+        finally:
+            os.rename(store.sqlite_path + ".away", store.sqlite_path)
+        return
+    rename = 'ALTER SCHEMA "{}" RENAME TO "{}"'
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(rename.format(store.schema, store.schema + "_away"))
+        try:
+            yield
+        finally:
+            conn.execute(rename.format(store.schema + "_away", store.schema))
+
+
+def test_liveness_lists_the_loops_beating(client: FlaskClient, services: Services) -> None:
+    loop = Loop("sweeper", 0.05, lambda: None, health=services.health)
+    thread = loop.start()
+    try:
+        wait_until(lambda: services.health.loop_names() == ["sweeper"], "the loop registered")
+        assert client.get("/livez").json == {"status": "ok", "loops": ["sweeper"]}
+    finally:
+        loop.stop.set()
+        thread.join()
+
+
+def test_liveness_is_503_naming_a_loop_that_died(client: FlaskClient, services: Services) -> None:
+    def explode() -> None:
+        raise Fatal("the loop's thread ends")
+
+    ended = threading.Event()
+    healthy = Loop("sweeper", 0.05, lambda: None, health=services.health)
+    doomed = Loop("worker", 0.05, explode, health=services.health, on_stop=ended.set)
+    healthy_thread = healthy.start()
+    threading.excepthook, hook = (lambda args: None), threading.excepthook  # no trace printed
+    try:
+        doomed.start()
+        wait_until(ended.is_set, "the worker loop ended")
+        body = assert_problem(client.get("/livez"), 503, "UNAVAILABLE")
+        assert "worker" in body["detail"]
+        assert "sweeper" not in body["detail"]
+    finally:
+        threading.excepthook = hook
+        healthy.stop.set()
+        healthy_thread.join()
+
+
+def test_a_failing_iteration_is_counted_and_the_loop_lives_on(services: Services) -> None:
+    def fail() -> None:
+        raise RuntimeError("the store went away")
+
+    loop = Loop("tick", 0.01, fail, health=services.health)
+    thread = loop.start()
+    try:
+        wait_until(lambda: services.health.loops["tick"].failures >= 2, "two failures counted")
+        assert services.health.dead_loops() == []
+    finally:
+        loop.stop.set()
+        thread.join()
+
+
+def test_a_loop_that_misses_its_heartbeat_is_dead() -> None:
+    now = [0.0]
+    health = Health(monotonic=lambda: now[0])
+    health.register("projections", 1.0)
+    now[0] = 59.0
+    assert health.dead_loops() == []
+    now[0] = 61.0  # a minute without a beat (and more than three intervals)
+    assert health.dead_loops() == ["projections"]
+    health.beat("projections")
+    assert health.dead_loops() == []
+
+
+def test_readiness_is_503_while_the_store_is_away_and_200_after(
+    client: FlaskClient, services: Services
+) -> None:
+    assert client.get("/readyz").status_code == 200
+    with store_away(services):
+        for path in ("/readyz", "/healthz"):
+            body = assert_problem(client.get(path), 503, "UNAVAILABLE")
+            assert f"the {services.store.kind} store is unreachable" in body["detail"]
+        assert client.get("/livez").status_code == 200  # liveness never asks the store
+    assert client.get("/readyz").json == client.get("/healthz").json
+    assert client.get("/readyz").json["status"] == "ok"
+
+
+def test_readiness_waits_at_most_a_second_for_a_store_that_hangs(
+    client: FlaskClient, services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer = threading.Event()
+    monkeypatch.setattr(services.store, "ping", lambda *args: answer.wait(30))
+    try:
+        body = assert_problem(client.get("/readyz"), 503, "UNAVAILABLE")
+        assert body["detail"] == f"the {services.store.kind} store did not answer within 1 s"
+        assert_problem(client.get("/readyz"), 503, "UNAVAILABLE")  # the same query, still
+    finally:
+        answer.set()
+    wait_until(lambda: client.get("/readyz").status_code == 200, "ready again")
+
+
+@pytest.mark.parametrize(
+    ("phase", "detail", "said"),
+    [
+        (MIGRATING, "waiting for the migration lock", "migrating: waiting for the migration lock"),
+        (REBUILDING, "runs: 40%", "rebuilding: runs: 40%"),
+        (DRAINING, "shutting down", "draining: shutting down"),
+    ],
+)
+def test_readiness_says_what_the_process_waits_for(
+    client: FlaskClient, services: Services, phase: str, detail: str, said: str
+) -> None:
+    services.health.enter(phase, detail)
+    body = assert_problem(client.get("/readyz"), 503, "UNAVAILABLE")
+    assert body["detail"] == f"not ready: {said}"
+    assert client.get("/livez").status_code == 200
+    services.health.enter(READY)
+    assert client.get("/readyz").status_code == 200

@@ -1,0 +1,138 @@
+"""Real processes: probes on `--metrics-port`, and a SIGTERM that drains within its bound."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.e2e.helpers import answers, request
+from tests.processes import STOP_SECONDS, Child, free_port, started
+from tests.support import POSTGRES_URL
+
+STREAM_SECONDS = 60
+
+
+def local(port: int) -> str:
+    return f"http://127.0.0.1:{port}"
+
+
+def status_of(url: str) -> int:
+    return request(url)[0]
+
+
+def errors_logged(child: Child) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in child.lines if line.startswith("{")]
+    return [line for line in lines if line["level"] in ("ERROR", "CRITICAL")]
+
+
+@contextmanager
+def serving(store_url: str, *args: str, **env: str) -> Iterator[tuple[Child, str, str]]:
+    """`cronledger ARGS` with `--port` and `--metrics-port`, once both answer: the child, the
+    API's base URL, and the probe server's."""
+    port, probes = free_port(), free_port()
+    command = (*args, "--port", str(port), "--metrics-port", str(probes))
+    with started(store_url, *command, **env) as child:
+        child.wait_for(lambda: answers(f"{local(port)}/readyz"), "answering on its port")
+        child.wait_for(lambda: status_of(f"{local(probes)}/readyz") == 200, "ready")
+        yield child, local(port), local(probes)
+
+
+def open_stream(base: str, token: str) -> Any:
+    stream = urllib.request.Request(
+        f"{base}/api/events/stream?max_seconds={STREAM_SECONDS}",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    response = urllib.request.urlopen(stream, timeout=STREAM_SECONDS)
+    assert response.readline().startswith(b"id: ")
+    return response
+
+
+def test_sigterm_on_serve_drains_serves_and_exits(store_url: str, token: str) -> None:
+    with serving(store_url, "serve", CRONLEDGER_DRAIN_SECONDS="3") as (child, base, probes):
+        stream = open_stream(base, token)
+        child.process.send_signal(signal.SIGTERM)
+        child.wait_for(lambda: status_of(f"{probes}/readyz") == 503, "no longer ready")
+        assert status_of(f"{probes}/livez") == 200  # stopping is no death
+        status, body = request(f"{base}/api/accounts", token)  # a request during the drain
+        assert (status, [a["id"] for a in body["items"]]) == (200, ["admin"])
+        rest = stream.read().decode()  # up to the stream's end
+        assert "event: reconnect\n" in rest
+        assert "retry: 2000\n" in rest
+        assert child.process.wait(STOP_SECONDS) == 0
+    assert errors_logged(child) == []
+
+
+def test_shutdown_is_bounded_even_by_a_longer_drain(store_url: str) -> None:
+    env = {"CRONLEDGER_DRAIN_SECONDS": "600", "CRONLEDGER_SHUTDOWN_GRACE_SECONDS": "1"}
+    with serving(store_url, "serve", **env) as (child, _, _):
+        child.stop()  # fails the test if the process outlives STOP_SECONDS
+
+
+@pytest.mark.parametrize("command", ["worker", "tick", "sweeper", "projections"])
+def test_a_loop_process_answers_probes_and_metrics_on_its_port(
+    store_url: str, command: str
+) -> None:
+    probes = free_port()
+    with started(store_url, command, "--metrics-port", str(probes)) as child:
+        child.wait_for(lambda: answers(f"{local(probes)}/livez"), "answering its probes")
+        child.wait_for(lambda: status_of(f"{local(probes)}/readyz") == 200, "ready")
+        assert request(f"{local(probes)}/livez") == (200, {"status": "ok", "loops": [command]})
+        assert request(f"{local(probes)}/healthz")[1]["status"] == "ok"
+        with urllib.request.urlopen(f"{local(probes)}/metrics", timeout=10) as scrape:
+            assert b"cronledger_build_info" in scrape.read()
+        assert child.stop() == 0
+
+
+@contextmanager
+def accounts_locked(store_url: str) -> Iterator[None]:
+    """The `accounts` read model locked by another session until the block ends."""
+    schema = store_url.rpartition("schema=")[2]
+    with psycopg.connect(POSTGRES_URL) as conn:
+        conn.execute(f'LOCK TABLE "{schema}".accounts IN ACCESS EXCLUSIVE MODE')
+        yield
+        conn.rollback()
+
+
+def waiting_on_the_lock(store_url: str) -> int:
+    schema = store_url.rpartition("schema=")[2]
+    with psycopg.connect(POSTGRES_URL) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE NOT l.granted AND c.relname = 'accounts' AND n.nspname = %s",
+            (schema,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_probes_answer_while_every_api_thread_is_held(store_url: str, token: str) -> None:
+    if not store_url.startswith("postgresql"):
+        pytest.skip("held by a PostgreSQL lock; the probes read no lock SQLite would hold")
+    env = {"CRONLEDGER_LOCK_TIMEOUT_SECONDS": "60", "CRONLEDGER_STATEMENT_TIMEOUT_SECONDS": "60"}
+    with serving(store_url, "serve", "--threads", "2", **env) as (child, base, probes):
+        answered: list[int] = []
+        with accounts_locked(store_url):
+            stuck = [
+                threading.Thread(
+                    target=lambda: answered.append(request(f"{base}/api/accounts", token)[0])
+                )
+                for _ in range(2)
+            ]
+            for thread in stuck:
+                thread.start()
+            child.wait_for(lambda: waiting_on_the_lock(store_url) == 2, "both threads held")
+            assert request(f"{probes}/livez")[0] == 200
+            assert request(f"{probes}/readyz")[0] == 200
+            with urllib.request.urlopen(f"{probes}/metrics", timeout=10) as scrape:
+                assert scrape.status == 200
+        for thread in stuck:
+            thread.join(STREAM_SECONDS)
+        assert answered == [200, 200]

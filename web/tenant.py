@@ -1,0 +1,51 @@
+"""The caller's tenant, and pausing the tick for all its schedules (docs/api.md#the-tenant)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint
+
+from cronledger.application.pauses import TenantPauseView
+from domain.directory import Principal
+from domain.permissions import SCHEDULE_EDIT, SCHEDULE_LIST
+from web.api import endpoint, services
+from web.schemas import PauseBody, TenantOut
+
+bp = Blueprint("tenant", __name__, url_prefix="/api/tenant")
+OPERATIONS = "operations"
+
+
+@bp.get("")
+@endpoint(
+    "The caller's tenant: whether the tick holds its schedules",
+    tag=OPERATIONS,
+    permission=SCHEDULE_LIST,
+    response=TenantOut,
+)
+def get_tenant(principal: Principal) -> TenantPauseView:
+    return services().pauses.tenant(principal.tenant_id)
+
+
+@bp.post("/pause-schedules")
+@endpoint(
+    "Pause every schedule of the tenant: the tick registers none of its cycles until resumed",
+    tag=OPERATIONS,
+    permission=SCHEDULE_EDIT,
+    body=PauseBody,
+    response=TenantOut,
+)
+def pause_schedules(principal: Principal, body: dict[str, Any]) -> TenantPauseView:
+    return services().pauses.pause_tenant(principal, body["reason"])
+
+
+@bp.post("/resume-schedules")
+@endpoint(
+    "Resume the tenant's schedules: cycles missed while paused follow each misfire policy",
+    tag=OPERATIONS,
+    permission=SCHEDULE_EDIT,
+    body=PauseBody,
+    response=TenantOut,
+)
+def resume_schedules(principal: Principal, body: dict[str, Any]) -> TenantPauseView:
+    return services().pauses.resume_tenant(principal, body["reason"])
