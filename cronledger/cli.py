@@ -429,9 +429,12 @@ class Shutdown:
 
         server = self.server
         time.sleep(min(self.settings.drain_seconds, self.remaining()))
-        server.trigger.pull_trigger(lambda: wasyncore.dispatcher.close(server))  # no new client
-        while _answering(server) and self.remaining() > 0:
-            time.sleep(0.05)
+        try:
+            server.trigger.pull_trigger(lambda: wasyncore.dispatcher.close(server))  # no new client
+            while _answering(server) and self.remaining() > 0:
+                time.sleep(0.05)
+        except Exception:  # the server is closed below all the same
+            log.exception("draining failed: closing the server now")
         server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))  # ends server.run
 
 
@@ -441,7 +444,7 @@ def _answering(server: Any) -> bool:
 
     return any(
         channel.requests or channel.request is not None or channel.total_outbufs_len
-        for channel in list(server._map.values())
+        for channel in server._map.copy().values()  # a copy taken at once: the map changes
         if isinstance(channel, HTTPChannel)
     )
 

@@ -27,6 +27,7 @@ UNDECODABLE_TABLE = "undecodable_events"  # where every projector records what i
 
 STOPPED = "stopped"
 SWAP_ATTEMPTS = 5
+SETTLE_ATTEMPTS = 20  # a replay's tries at catching the live tables still
 log = logging.getLogger("cronledger.projections.maintenance")
 
 
@@ -101,20 +102,44 @@ def replay(
 def _replayed(
     ledger: Ledger, projections: Sequence[Projection], progress: Progress
 ) -> list[Difference]:
-    Projector(ledger, projections).catch_up()
+    head = ledger.recorder.max_notification_id() or 0
+    Projector(ledger, projections).catch_up()  # the live tables reach `head` at least
     with ledger.store.scratch() as scratch:
         built = Projector(ledger, projections, tables=scratch)
         built.create_tables()
-        built.catch_up(progress=progress)
-        with _live(ledger.store, scratch) as (sql, prefix), _still(sql, projections):
-            live_positions = _positions(sql, projections)
-            differences = []
-            for projection in projections:
-                alone = Projector(ledger, [projection], tables=scratch)
-                alone.catch_up(until=live_positions[projection.name], exactly=True)
-                for table in projection.tables:
-                    differences += _compare(sql, table, prefix)
-            return differences + _compare(sql, UNDECODABLE_TABLE, prefix)
+        # No further: events written meanwhile may not be in the live tables yet (a writer
+        # projects them after its commit); the scratch tables follow the live ones below.
+        built.catch_up(until=head, exactly=True, progress=progress)
+        for _ in range(SETTLE_ATTEMPTS):
+            positions = _caught_up_to_live(ledger, scratch, projections)
+            with _live(ledger.store, scratch) as (sql, prefix), _still(sql, projections):
+                if _positions(sql, projections) == positions:  # nothing moved meanwhile
+                    return _differences(sql, prefix, projections)
+        reason = f"the live tables kept moving ({SETTLE_ATTEMPTS} tries); run it again"
+        return [Difference("(replay)", STOPPED, (reason,))]
+
+
+def _caught_up_to_live(
+    ledger: Ledger, scratch: Store, projections: Sequence[Projection]
+) -> dict[str, int]:
+    """The live positions, which the scratch tables are brought to (never written under the
+    snapshot: on SQLite that write would wait for the snapshot's own read lock)."""
+    with _live(ledger.store, scratch) as (sql, _):
+        positions = _positions(sql, projections)
+    for projection in projections:
+        alone = Projector(ledger, [projection], tables=scratch)
+        alone.catch_up(until=positions[projection.name], exactly=True)
+    return positions
+
+
+def _differences(sql: Sql, prefix: str, projections: Sequence[Projection]) -> list[Difference]:
+    differences = [
+        difference
+        for projection in projections
+        for table in projection.tables
+        for difference in _compare(sql, table, prefix)
+    ]
+    return differences + _compare(sql, UNDECODABLE_TABLE, prefix)
 
 
 @contextmanager
