@@ -180,7 +180,6 @@ CALLERS_IDS = {"account_id", "key"}  # path parameters a caller chose; the other
 REFERENCES = {  # what a body names that may not exist, for 404
     "create_schedule": "definition (`definition_id` with a `preset_id`)",
 }
-UNAVAILABLE = {"get_health", "get_liveness", "get_readiness"}  # the operations that answer 503
 SUCCESSES = {200: "success", 201: "created", 202: "accepted", 204: "done"}
 
 
@@ -323,8 +322,6 @@ def _responses(declared: EndpointSpec, method: str, path_arguments: set[str]) ->
     if _checks_if_match(declared, method):
         statuses |= _shared(412)
     statuses[422] = _problem(_invalid(declared))
-    if declared.operation_id in UNAVAILABLE:
-        statuses |= _shared(503)
     return {str(status): answer for status, answer in sorted(statuses.items())}
 
 

@@ -27,16 +27,17 @@ CONNINFO = "POSTGRES_CONNINFO"  # our addition to eventsourcing's settings: `con
 
 @dataclass(frozen=True)
 class Limits:
-    """A process's connection settings (docs/operations.md#connections-and-timeouts)."""
+    """A process's connection settings (docs/operations.md#connections-and-timeouts), made
+    from its Settings (`of`), whose defaults are the only ones."""
 
-    application_name: str = "cronledger"
-    connect_timeout: float = 2.0
-    statement_timeout: float = 30.0  # 0: none (rebuilds copy whole tables)
-    lock_timeout: float = 5.0
-    idle_in_transaction_timeout: float = 10.0
-    sqlite_busy_timeout: float = 10.0
-    pool_size: int = 2
-    pool_overflow: int = 4
+    application_name: str
+    connect_timeout: float
+    statement_timeout: float  # 0: none (rebuilds copy whole tables)
+    lock_timeout: float
+    idle_in_transaction_timeout: float
+    sqlite_busy_timeout: float
+    pool_size: int
+    pool_overflow: int
 
     @classmethod
     def of(cls, settings: Settings, kind: str) -> Limits:
@@ -51,6 +52,11 @@ class Limits:
             pool_size=settings.pool_size,
             pool_overflow=settings.pool_overflow,
         )
+
+    @classmethod
+    def default(cls) -> Limits:
+        """The limits of the default settings, for a store opened without any."""
+        return cls.of(Settings(), "cli")
 
     def for_rebuild(self) -> Limits:
         """A rebuild's scratch store: one connection at a time, statements as long as they take."""

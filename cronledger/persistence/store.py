@@ -79,13 +79,13 @@ class Store:
     sqlite_path: str = ""
     postgres: dict[str, str] = field(default_factory=dict, repr=False)  # holds the password
     schema: str = "public"
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = field(default_factory=Limits.default)
     _pool: ConnectionPool[Any] | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def from_url(cls, url: str, limits: Limits | None = None) -> Store:
         parts = urlsplit(url)
-        limits = limits or Limits()
+        limits = limits or Limits.default()
         if parts.scheme == "sqlite" and parts.path not in ("", "/") and not parts.netloc:
             return cls(kind="sqlite", sqlite_path=unquote(parts.path[1:]), limits=limits)
         if parts.scheme in ("postgresql", "postgres") and parts.path.strip("/"):
