@@ -46,7 +46,11 @@ lint: install
 audit-deps: install
 	$(BIN)/python .ci/audit_deps.py
 
-bench: install
+$(VENV)/.bench-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	touch $@
+
+bench: install $(VENV)/.bench-installed
 	$(BIN)/python -m bench
 
 clean:

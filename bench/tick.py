@@ -19,6 +19,7 @@ from domain.directory import Principal
 from domain.runs import run_uuid
 from domain.schedules import Schedule, ScheduleSettings
 from domain.triggers import following_fire, load_zone, parse_trigger
+from domain.values import FormData
 from tick.ticker import ScanReport, Ticker
 
 CYCLES = 10_000
@@ -126,7 +127,7 @@ def _schedules(services: Services, clock: ManualClock, misfire_policy: str = "ca
     root = services.directory.authenticate(token)
     assert isinstance(root, Principal)
     settings = ScheduleSettings(
-        "daily", "d", DAILY, "UTC", "root", "Daily {{date}}", {"n": 1}, misfire_policy
+        "daily", "d", DAILY, "UTC", "root", "Daily {{date}}", FormData({"n": 1}), misfire_policy
     )
     for _ in range(CYCLES // 1000):
         batch = [

@@ -6,6 +6,7 @@ import getpass
 import json
 import logging
 import os
+import socket
 import sys
 import threading
 import time
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from flask import Flask
 
 log = logging.getLogger("cronledger.cli")
+API_CONNECTIONS = 100  # connections a web process keeps open for API clients (waitress's default)
 WHERE_OF_SIDE = {
     "live": "only in the live table",
     "replay": "only in the replay",
@@ -214,11 +216,53 @@ def serve(host: str, port: int, threads: int, metrics_host: str, metrics_port: i
 
 @main.command()
 @web_options
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    help="Server processes sharing the port, each with --threads API threads and its own "
+    "connections (default: CRONLEDGER_WEB_WORKERS, 1). Worker i answers its probes and "
+    "/metrics on --metrics-port + i.",
+)
 @probe_options
-def web(host: str, port: int, threads: int, metrics_host: str, metrics_port: int | None) -> None:
-    """Run the web API alone."""
-    with running(metrics_host, metrics_port) as (services, probes):
-        _serve_web(services, host, port, threads, [], probes)
+def web(
+    host: str,
+    port: int,
+    threads: int,
+    workers: int | None,
+    metrics_host: str,
+    metrics_port: int | None,
+) -> None:
+    """Run the web API alone, in one process or in several sharing its port."""
+    settings = _checked_settings()
+    count = workers or settings.web_workers
+    if count == 1:
+        with running(metrics_host, metrics_port) as (services, probes):
+            _serve_web(services, host, port, threads, [], probes)
+        return
+    from cronledger.workers import Supervisor, listening_socket
+
+    configure_logging(settings.log_level)
+    sock = listening_socket(host, port)
+    click.echo(f"cronledger listening on http://{host}:{port} ({count} workers)")
+
+    def serve_one(index: int) -> int:
+        probe_port = None if metrics_port is None else metrics_port + index
+        try:
+            with running(metrics_host, probe_port) as (services, probes):
+                _serve_web(services, host, port, threads, [], probes, sock)
+        except click.ClickException as error:
+            error.show()
+            return error.exit_code
+        return 0
+
+    sys.exit(Supervisor(count, serve_one, settings.shutdown_grace_seconds).run())
+
+
+def _checked_settings() -> Settings:
+    try:
+        return Settings.from_env()
+    except ConfigError as error:
+        raise click.ClickException(str(error)) from None
 
 
 @main.command()
@@ -462,20 +506,27 @@ def _serve_web(
     threads: int,
     loops: list[Loop],
     probes: Flask | None,
+    sock: socket.socket | None = None,
 ) -> None:
+    """Serve the API with `threads` threads, and each event stream the process allows with a
+    thread of its own beside them; on `sock` (a worker's shared socket) if given, else on a
+    socket of its own bound to `host:port`."""
     import waitress
 
     from web import MAX_BODY_BYTES, create_app
     from web.probes import attach_probes
 
-    app = create_app({"SERVICES": services, "WEB_THREADS": threads})
+    app = create_app({"SERVICES": services})
     if probes is not None:
         attach_probes(probes, services, app.extensions["metrics"])
+    streams = services.settings.streams_per_process
+    where: dict[str, Any] = {"sockets": [sock]} if sock else {"host": host, "port": port}
     server = waitress.create_server(
         app,
-        host=host,
-        port=port,
-        threads=threads,
+        **where,
+        threads=threads + streams,
+        connection_limit=API_CONNECTIONS + streams,
+        asyncore_use_poll=True,  # select() watches no more than 1,024 sockets
         ident="cronledger",
         # a longer body is 413 before it is buffered (waitress refuses from this size on)
         max_request_body_size=MAX_BODY_BYTES + 1,
@@ -485,7 +536,10 @@ def _serve_web(
     shutdown = Shutdown(services, loops, server)
     stop_on_signals(shutdown.begin)
     loop_threads = [loop.start() for loop in loops]
-    click.echo(f"cronledger listening on http://{host}:{port} ({services.store.kind})")
+    if sock is None:
+        click.echo(f"cronledger listening on http://{host}:{port} ({services.store.kind})")
+    else:
+        log.info("web worker serving", extra={"pid": os.getpid(), "store": services.store.kind})
     try:
         server.run()
     except OSError:

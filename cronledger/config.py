@@ -60,6 +60,8 @@ BOUNDS: dict[str, Bounds] = {
     "scan_budget_seconds": Bounds(0, 3600, above_low=True),
     "pool_size": Bounds(1, 1000),
     "pool_overflow": Bounds(0, 1000),
+    "streams_per_process": Bounds(0, 5000),  # 0: this process serves no event stream
+    "web_workers": Bounds(1, 64),
 }
 BOUNDS_OF_TYPE = {float: Bounds(0, DAY, above_low=True), int: Bounds(1, 1_000_000)}
 
@@ -151,9 +153,11 @@ class Settings:
     catchup_per_scan: int = 10_000  # 10,000 cycles due at once (docs/operations.md, sizing)
     scan_budget_seconds: float = 5.0
     metrics_cache_seconds: float = 5.0
-    streams_per_account: int = 2
-    streams_per_tenant: int = 3
-    streams_per_process: int = 4
+    web_workers: int = 1  # processes of `cronledger web`, as its --workers (docs/operations.md)
+    # Open event streams (docs/security.md#event-streams); each has a server thread of its own.
+    streams_per_account: int = 10
+    streams_per_tenant: int = 50
+    streams_per_process: int = 100
     stream_replay_positions: int = 1000
     refusals_per_minute: int = 120
     # The store's connections (docs/operations.md#connections-and-timeouts).

@@ -57,6 +57,27 @@ LATER = {
     "Definition.Published": (DEFINITION, "publish"),
     "Definition.Unpublished": (DEFINITION, "unpublish"),
 }
+NameOf = Callable[[Any], tuple[str, str | None]]  # an aggregate's name and schedule id
+# The events that create an aggregate: its type, the command's type, its name and schedule.
+CREATED: dict[str, tuple[str, str, NameOf]] = {
+    "ApprovalInstance.Submitted": (
+        APPROVAL,
+        SUBMIT,
+        lambda e: (e.title, (e.origin or {}).get("schedule_id")),
+    ),
+    "Schedule.Created": (
+        SCHEDULE,
+        "create",
+        lambda e: (e.settings["name"], str(e.originator_id)),
+    ),
+    "Run.Registered": (
+        RUN,
+        "register",
+        lambda e: (e.frozen["schedule_name"], str(e.schedule_id)),
+    ),
+    "Account.Registered": (ACCOUNT, "register", lambda e: (e.account_id, None)),
+    "Definition.Registered": (DEFINITION, "register", lambda e: (e.key, None)),
+}
 COLUMNS = (
     "position, tenant_id, aggregate_type, aggregate_id, version, actor, type, outcome, "
     "accepted, at, hour, day"
@@ -85,37 +106,34 @@ class ActivityProjection(Projection):
     def handlers(self) -> dict[str, Handler]:
         approvals = {f"ApprovalInstance.{name}": _approval_command for name in APPROVAL_COMMANDS}
         later = {topic: _later(kind, type_) for topic, (kind, type_) in LATER.items()}
-        return {
-            "ApprovalInstance.Submitted": _created(
-                APPROVAL, SUBMIT, lambda e: (e.title, (e.origin or {}).get("schedule_id"))
-            ),
-            "Schedule.Created": _created(
-                SCHEDULE, "create", lambda e: (e.settings["name"], str(e.originator_id))
-            ),
-            "Run.Registered": _created(
-                RUN, "register", lambda e: (e.frozen["schedule_name"], str(e.schedule_id))
-            ),
-            "Account.Registered": _created(ACCOUNT, "register", lambda e: (e.account_id, None)),
-            "Definition.Registered": _created(DEFINITION, "register", lambda e: (e.key, None)),
-            **approvals,
-            **later,
-        }
+        created = {topic: _created(kind, type_) for topic, (kind, type_, _) in CREATED.items()}
+        return {**created, **approvals, **later}
+
+    def passes(self) -> list[dict[str, Handler]]:
+        """The subjects of the aggregates the batch created first (later commands read their
+        tenant there), then the rows: a batch of submissions writes each table with one
+        statement."""
+        subjects = {topic: _remembered(name_of) for topic, (_, _, name_of) in CREATED.items()}
+        return [subjects, self.handlers()]
 
 
-NameOf = Callable[[Any], tuple[str, str | None]]  # an aggregate's name and schedule id
-
-
-def _created(aggregate_type: str, type_: str, name_of: NameOf) -> Handler:
-    """An event that created an aggregate: its subject is remembered, then its row written.
-
-    Every run is remembered (a tick's may be retried or cancelled); only a manual one is a
-    command. A submission's outcome is `SUBMITTED`.
-    """
+def _remembered(name_of: NameOf) -> Handler:
+    """An event that created an aggregate: its subject is remembered (every run's too: a
+    tick's may be retried or cancelled)."""
 
     def handler(sql: Sql, event: Any, position: int) -> None:
         name, schedule_id = name_of(event)
         subject = Subject(str(event.tenant_id), name, schedule_id, None, None)
         remember_subject(sql, event, subject, SUBJECTS)
+
+    return handler
+
+
+def _created(aggregate_type: str, type_: str) -> Handler:
+    """An event that created an aggregate, as a command: only a manual run is one, and a
+    submission's outcome is `SUBMITTED`."""
+
+    def handler(sql: Sql, event: Any, position: int) -> None:
         if aggregate_type == RUN and event.trigger != MANUAL_TRIGGER:
             return
         if _unbidden(event.actor):
@@ -125,7 +143,7 @@ def _created(aggregate_type: str, type_: str, name_of: NameOf) -> Handler:
             f"INSERT INTO activity ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
             (
                 position,
-                subject.tenant_id,
+                str(event.tenant_id),
                 aggregate_type,
                 str(event.originator_id),
                 event.originator_version,

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant, tenant_scope
-from domain.approvals import EXPIRED, TERMINAL, WAITING_REVIEW
+from domain.approvals import EXPIRED, EXTENDED, FORBIDDEN, SIGN, TERMINAL, WAITING_REVIEW
 from projections.engine import Handler, Projection, Sql
+from projections.json_columns import json_text
 from projections.keyset import Order, Row, Slice, Window, read_slice
 from projections.runs import LagHistogram
 
@@ -31,7 +33,11 @@ class ApprovalsProjection(Projection):
             f"review_deadline_at {ts} NOT NULL, submitted_at {ts} NOT NULL, "
             f"decided_at {ts}, outcome TEXT, decision_seconds {seconds}, "
             f"expiry_lag_seconds {seconds}, schedule_id TEXT, run_id TEXT, "
-            "version INTEGER NOT NULL, position BIGINT NOT NULL)",
+            "version INTEGER NOT NULL, position BIGINT NOT NULL, form_data TEXT NOT NULL, "
+            "material_version INTEGER NOT NULL, review_deadline_offset_minutes INTEGER, "
+            "deadline_policy TEXT NOT NULL, origin TEXT, allow_self_approval BOOLEAN NOT NULL, "
+            "winning_command TEXT, observations TEXT NOT NULL, contract_id TEXT, "
+            "extensions TEXT NOT NULL)",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant "
@@ -61,13 +67,22 @@ class ApprovalsProjection(Projection):
         }
         return {"ApprovalInstance.Submitted": self.submitted, **handled}
 
+    def passes(self) -> list[dict[str, Handler]]:
+        """The instances' rows, then their commands' rows (which copy the instance's tenant),
+        so that a batch of submissions writes each table with one statement."""
+        handlers = self.handlers()
+        return [handlers, dict.fromkeys(handlers, _command_of)]
+
     @staticmethod
     def submitted(sql: Sql, event: Any, position: int) -> None:
         origin = event.origin or {}
         sql.write(
             "INSERT INTO approvals (id, tenant_id, definition_id, applicant_id, title, state, "
-            "review_deadline_at, submitted_at, schedule_id, run_id, version, position) "
-            "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?)",
+            "review_deadline_at, submitted_at, schedule_id, run_id, version, position, "
+            "form_data, material_version, review_deadline_offset_minutes, deadline_policy, "
+            "origin, allow_self_approval, observations, extensions) "
+            "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "'[]', '[]')",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -80,12 +95,104 @@ class ApprovalsProjection(Projection):
                 origin.get("run_id"),
                 event.originator_version,
                 position,
+                json_text(event.form_data),
+                event.material_version,
+                event.review_deadline_offset_minutes,
+                json_text(event.deadline_policy),
+                None if event.origin is None else json_text(event.origin),
+                event.allow_self_approval,
             ),
         )
-        _command(sql, event, position, "submit", event.command_id, "SUBMITTED", True, "submitted")
 
     @staticmethod
     def handled(sql: Sql, event: Any, position: int) -> None:
+        key = (event.originator_version, position, str(event.originator_id))
+        if event.command == SIGN and event.outcome != FORBIDDEN:
+            _observed(sql, event)
+        if event.outcome == EXTENDED:
+            _extended(sql, event, key)
+        elif event.outcome in TERMINAL:
+            deadline, submitted = sql.execute(
+                "SELECT review_deadline_at, submitted_at FROM approvals WHERE id = ?", (key[2],)
+            ).fetchone()
+            lag = _seconds_between(sql, deadline, event.at) if event.outcome == EXPIRED else None
+            winner = {"command_id": event.command_id, "kind": event.command, "actor": event.actor}
+            sql.write(
+                "UPDATE approvals SET state = ?, decided_at = ?, outcome = ?, "
+                "decision_seconds = ?, expiry_lag_seconds = ?, "
+                "winning_command = COALESCE(winning_command, ?), version = ?, position = ? "
+                "WHERE id = ?",
+                (
+                    event.outcome,
+                    event.at,
+                    event.outcome,
+                    _seconds_between(sql, submitted, event.at),
+                    lag,
+                    json_text(winner),  # a late command's rejection keeps the expiry's
+                    *key,
+                ),
+            )
+        else:
+            sql.write("UPDATE approvals SET version = ?, position = ? WHERE id = ?", key)
+
+
+def _observed(sql: Sql, event: Any) -> None:
+    """A signing callback kept as an observation, matched against the instance; the first
+    binds the instance's contract (as `ApprovalInstance.observe` does)."""
+    material_version, contract_id, observations = sql.execute(
+        "SELECT material_version, contract_id, observations FROM approvals WHERE id = ?",
+        (str(event.originator_id),),
+    ).fetchone()
+    given = event.payload["contract_id"]
+    bound = given if contract_id is None else contract_id
+    observation = {
+        **event.payload,
+        "outcome": event.outcome,
+        "recorded_at": event.at,
+        "command_id": event.command_id,
+        "material_matches": event.payload["material_version"] == material_version,
+        "contract_matches": given == bound,
+    }
+    sql.write(
+        "UPDATE approvals SET contract_id = ?, observations = ? WHERE id = ?",
+        (bound, json_text([*json.loads(observations), observation]), str(event.originator_id)),
+    )
+
+
+def _extended(sql: Sql, event: Any, key: tuple[int, int, str]) -> None:
+    """The deadline moved, the old one kept with who, when, why and under which rules (as
+    `ApprovalInstance.extend` does)."""
+    deadline, extensions = sql.execute(
+        "SELECT review_deadline_at, extensions FROM approvals WHERE id = ?", (key[2],)
+    ).fetchone()
+    new_deadline = event.payload["new_deadline_at"]
+    extension = {
+        "old_deadline_at": as_instant(deadline),
+        "new_deadline_at": new_deadline,
+        "reason": event.reason,
+        "actor": event.actor,
+        "at": event.at,
+        "rule_version": event.rule_version,
+    }
+    policy = {"source": "extended", "reason": event.reason, "rule_version": event.rule_version}
+    sql.write(
+        "UPDATE approvals SET review_deadline_at = ?, review_deadline_offset_minutes = ?, "
+        "deadline_policy = ?, extensions = ?, version = ?, position = ? WHERE id = ?",
+        (
+            new_deadline,
+            event.deadline_offset_minutes,
+            json_text(policy),
+            json_text([*json.loads(extensions), extension]),
+            *key,
+        ),
+    )
+
+
+def _command_of(sql: Sql, event: Any, position: int) -> None:
+    """The `approval_commands` row of a submission, or of a later command."""
+    if type(event).__qualname__ == "ApprovalInstance.Submitted":
+        _command(sql, event, position, "submit", event.command_id, "SUBMITTED", True, "submitted")
+    else:
         _command(
             sql,
             event,
@@ -96,33 +203,6 @@ class ApprovalsProjection(Projection):
             event.accepted,
             event.reason,
         )
-        key = (event.originator_version, position, str(event.originator_id))
-        if event.outcome == "EXTENDED":
-            sql.write(
-                "UPDATE approvals SET review_deadline_at = ?, version = ?, position = ? "
-                "WHERE id = ?",
-                (event.payload["new_deadline_at"], *key),
-            )
-        elif event.outcome in TERMINAL:
-            deadline, submitted = sql.execute(
-                "SELECT review_deadline_at, submitted_at FROM approvals WHERE id = ?", (key[2],)
-            ).fetchone()
-            lag = _seconds_between(sql, deadline, event.at) if event.outcome == EXPIRED else None
-            sql.write(
-                "UPDATE approvals SET state = ?, decided_at = ?, outcome = ?, "
-                "decision_seconds = ?, expiry_lag_seconds = ?, version = ?, position = ? "
-                "WHERE id = ?",
-                (
-                    event.outcome,
-                    event.at,
-                    event.outcome,
-                    _seconds_between(sql, submitted, event.at),
-                    lag,
-                    *key,
-                ),
-            )
-        else:
-            sql.write("UPDATE approvals SET version = ?, position = ? WHERE id = ?", key)
 
 
 def _command(
@@ -237,9 +317,55 @@ class ApprovalFilter:
 APPROVAL_ORDER = Order("approvals", "submitted_at", descending=True, tie="id")
 
 
+class ApprovalRow(NamedTuple):
+    """An instance as its `approvals` row keeps it: everything the API lists of it (nested
+    values as the API answers them, instants in them as text)."""
+
+    id: str
+    definition_id: str
+    title: str
+    form_data: dict[str, Any]
+    applicant_id: str
+    state: str
+    material_version: int
+    review_deadline_at: datetime
+    review_deadline_offset_minutes: int | None
+    deadline_policy: dict[str, Any]
+    origin: dict[str, Any] | None
+    allow_self_approval: bool
+    submitted_at: datetime
+    decided_at: datetime | None
+    winning_command: dict[str, str | None] | None
+    version: int
+    observations: list[dict[str, Any]]
+    contract_id: str | None
+    extensions: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, row: Row) -> ApprovalRow:
+        """The row as read: instants as either store gives them, JSON columns as text."""
+        values = dict(zip(cls._fields, row, strict=True))
+        for name in ("review_deadline_at", "submitted_at", "decided_at"):
+            values[name] = as_instant(values[name])
+        for name in ("form_data", "deadline_policy", "observations", "extensions"):
+            values[name] = json.loads(values[name])
+        for name in ("origin", "winning_command"):
+            values[name] = None if values[name] is None else json.loads(values[name])
+        values["allow_self_approval"] = bool(values["allow_self_approval"])
+        return cls(**values)
+
+
 def approval_page(
     store: Store, tenant_id: UUID, wanted: ApprovalFilter, window: Window
-) -> Slice[Row]:
-    """One page of the tenant's matching instances' ids, newest submitted first, and how many
+) -> Slice[ApprovalRow]:
+    """One page of the tenant's matching instances, newest submitted first, and how many
     match."""
-    return read_slice(store, "approvals", wanted.where(tenant_id), APPROVAL_ORDER, window)
+    found = read_slice(
+        store,
+        "approvals",
+        wanted.where(tenant_id),
+        APPROVAL_ORDER,
+        window,
+        ", ".join(ApprovalRow._fields),
+    )
+    return Slice([ApprovalRow.of(row) for row in found.rows], found.total, found.next_key)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 from uuid import UUID
 
-from cronledger.persistence.store import Store
+from cronledger.persistence.store import Store, as_instant
+from domain.directory import UNPUBLISHED_REVISION
 from projections.engine import Handler, Projection, Sql
+from projections.json_columns import json_text
 from projections.keyset import Order, Row, Slice, Window, read_slice
 
 
@@ -34,7 +38,9 @@ class DirectoryProjection(Projection):
             "id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, key TEXT NOT NULL, "
             "name TEXT NOT NULL, external BOOLEAN NOT NULL, published BOOLEAN NOT NULL, "
             f"review_window_seconds INTEGER NOT NULL, created_at {ts} NOT NULL, "
-            f"updated_at {ts} NOT NULL, version INTEGER NOT NULL, position BIGINT NOT NULL)",
+            f"updated_at {ts} NOT NULL, version INTEGER NOT NULL, position BIGINT NOT NULL, "
+            "revision INTEGER NOT NULL, schedule_presets TEXT NOT NULL, "
+            "allow_self_approval BOOLEAN NOT NULL)",
             "CREATE UNIQUE INDEX IF NOT EXISTS definitions_by_tenant "
             "ON definitions (tenant_id, key)",
             "CREATE INDEX IF NOT EXISTS definitions_in_order ON definitions (tenant_id, position)",
@@ -57,9 +63,14 @@ class DirectoryProjection(Projection):
                     "name": e.name,
                     "external": e.external,
                     "review_window_seconds": e.review_window_seconds,
+                    "revision": e.revision,
+                    "schedule_presets": json_text(e.schedule_presets),
+                    "allow_self_approval": e.allow_self_approval,
                 },
             ),
-            "Definition.Published": _setting("definitions", lambda e: {"published": True}),
+            "Definition.Published": _setting(
+                "definitions", lambda e: {"published": True, "revision": e.revision}
+            ),
             "Definition.Unpublished": _setting("definitions", lambda e: {"published": False}),
         }
 
@@ -93,8 +104,9 @@ class DirectoryProjection(Projection):
     def definition_registered(sql: Sql, event: Any, position: int) -> None:
         sql.write(
             "INSERT INTO definitions (id, tenant_id, key, name, external, published, "
-            "review_window_seconds, created_at, updated_at, version, position) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "review_window_seconds, created_at, updated_at, version, position, revision, "
+            "schedule_presets, allow_self_approval) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -107,6 +119,9 @@ class DirectoryProjection(Projection):
                 event.at,
                 event.originator_version,
                 position,
+                UNPUBLISHED_REVISION,
+                json_text(event.schedule_presets),
+                event.allow_self_approval,
             ),
         )
 
@@ -132,13 +147,61 @@ ACCOUNT_ORDER = Order("accounts", "position")
 DEFINITION_ORDER = Order("definitions", "position")
 
 
-def account_page(store: Store, tenant_id: UUID, window: Window) -> Slice[Row]:
-    """One page of the ids (the API's) of the tenant's accounts, oldest first, and how many."""
-    where = ("tenant_id = ?", [str(tenant_id)])
-    return read_slice(store, "accounts", where, ACCOUNT_ORDER, window)
+class AccountRow(NamedTuple):
+    """An account as its `accounts` row keeps it: everything the API lists of it."""
+
+    id: str
+    name: str
+    roles: list[str]
+    active: bool
+    version: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: Row) -> AccountRow:
+        account_id, name, roles, active, version, created_at = row
+        created = as_instant(created_at)
+        assert created is not None  # a NOT NULL column
+        listed = roles.split(",") if roles else []
+        return cls(str(account_id), str(name), listed, bool(active), int(version), created)
 
 
-def definition_page(store: Store, tenant_id: UUID, window: Window) -> Slice[Row]:
-    """One page of the ids of the tenant's definitions, oldest first, and how many."""
+class DefinitionRow(NamedTuple):
+    """A definition as its `definitions` row keeps it: everything the API lists of it."""
+
+    id: str
+    key: str
+    name: str
+    external: bool
+    published: bool
+    revision: int
+    review_window_seconds: int
+    schedule_presets: list[dict[str, Any]]
+    allow_self_approval: bool
+    version: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: Row) -> DefinitionRow:
+        values = dict(zip(cls._fields, row, strict=True))
+        for name in ("external", "published", "allow_self_approval"):
+            values[name] = bool(values[name])
+        values["schedule_presets"] = json.loads(values["schedule_presets"])
+        values["created_at"] = as_instant(values["created_at"])
+        return cls(**values)
+
+
+def account_page(store: Store, tenant_id: UUID, window: Window) -> Slice[AccountRow]:
+    """One page of the tenant's accounts, oldest first, and how many."""
     where = ("tenant_id = ?", [str(tenant_id)])
-    return read_slice(store, "definitions", where, DEFINITION_ORDER, window)
+    columns = ", ".join(AccountRow._fields)
+    found = read_slice(store, "accounts", where, ACCOUNT_ORDER, window, columns)
+    return Slice([AccountRow.of(row) for row in found.rows], found.total, found.next_key)
+
+
+def definition_page(store: Store, tenant_id: UUID, window: Window) -> Slice[DefinitionRow]:
+    """One page of the tenant's definitions, oldest first, and how many."""
+    where = ("tenant_id = ?", [str(tenant_id)])
+    columns = ", ".join(DefinitionRow._fields)
+    found = read_slice(store, "definitions", where, DEFINITION_ORDER, window, columns)
+    return Slice([DefinitionRow.of(row) for row in found.rows], found.total, found.next_key)

@@ -145,22 +145,25 @@ def read_slice(
     """One page of the rows of `table` matching `where` (SQL and parameters), in `order`.
 
     `table`, the SQL of `where` and `columns` are the caller's fixed SQL, never user input.
-    One row more than the page is read, to tell whether another page follows.
+    One row more than the page is read, to tell whether another page follows. The count comes
+    with the page, in the same statement; only an empty page asks for it on its own.
     """
     condition, params = where
-    total = store.query(f"SELECT COUNT(*) FROM {table} WHERE {condition}", params)  # noqa: S608
+    counted = f"SELECT COUNT(*) FROM {table} WHERE {condition}"  # noqa: S608
+    page_condition, page_params = condition, params
     if window.after is not None:
         beyond, beyond_params = order.after(window.after)
-        condition, params = f"{condition} AND {beyond}", [*params, *beyond_params]
+        page_condition, page_params = f"{condition} AND {beyond}", [*params, *beyond_params]
     rows = store.query(
-        f"SELECT {', '.join(order.columns)}, {columns} FROM {table} "  # noqa: S608
-        f"WHERE {condition} ORDER BY {order.sql} LIMIT ? OFFSET ?",
-        [*params, window.size + 1, window.offset],
+        f"SELECT ({counted}), {', '.join(order.columns)}, {columns} FROM {table} "  # noqa: S608
+        f"WHERE {page_condition} ORDER BY {order.sql} LIMIT ? OFFSET ?",
+        [*params, *page_params, window.size + 1, window.offset],
     )
-    page, more = rows[: window.size], len(rows) > window.size
+    total = rows[0][0] if rows else store.query(counted, params)[0][0]
+    page, more = [row[1:] for row in rows[: window.size]], len(rows) > window.size
     sorted_by = len(order.columns)
     return Slice(
         [row[sorted_by:] for row in page],
-        int(total[0][0]),
+        int(total),
         order.key_of(page[-1]) if more else None,
     )

@@ -41,17 +41,21 @@ class ScheduleDailyProjection(Projection):
         ]
 
     def passes(self) -> list[dict[str, Handler]]:
-        """Each new run's key first, for the whole batch; then every event counted in order."""
-        return [{"Run.Registered": self.keyed}, self.handlers()]
+        """Each new run's and launched instance's key first, for the whole batch (a run's
+        before its instance's); then every event counted in order."""
+        return [
+            {"Run.Registered": self.keyed, "ApprovalInstance.Submitted": self.submitted},
+            self.handlers(),
+        ]
 
     def handlers(self) -> dict[str, Handler]:
+        """What each event counts (`passes` keys the runs and instances first)."""
         return {
             "Run.Registered": self.registered,
             "Run.AttemptSucceeded": self.counted("successes"),
             "Run.AttemptFailed": self.dead_lettered,
             "Run.Retried": self.retried,
             "Run.AttemptInterrupted": self.dead_lettered,
-            "ApprovalInstance.Submitted": self.submitted,
             **{f"ApprovalInstance.{name}": self.decided for name in DECISIONS},
         }
 

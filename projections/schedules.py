@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -43,7 +44,8 @@ class SchedulesProjection(Projection):
             f"overlap_policy TEXT NOT NULL, enabled BOOLEAN NOT NULL, next_fire_at {ts}, "
             f"created_at {ts} NOT NULL, updated_at {ts} NOT NULL, updated_by TEXT NOT NULL, "
             f"deleted_at {ts}, last_run_id TEXT, last_run_planned_at {ts}, last_run_status TEXT, "
-            "version INTEGER NOT NULL, log_version INTEGER NOT NULL)",
+            "version INTEGER NOT NULL, log_version INTEGER NOT NULL, settings TEXT NOT NULL, "
+            "definition_revision INTEGER NOT NULL)",
             "CREATE INDEX IF NOT EXISTS schedules_by_tenant "
             "ON schedules (tenant_id, created_at, id)",
             "CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_fire_at)",
@@ -76,8 +78,8 @@ class SchedulesProjection(Projection):
         sql.write(
             "INSERT INTO schedules (id, tenant_id, name, definition_id, initiator_id, "
             "trigger_kind, trigger, timezone, misfire_policy, overlap_policy, enabled, "
-            "next_fire_at, created_at, updated_at, updated_by, version, log_version) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
+            "next_fire_at, created_at, updated_at, updated_by, version, log_version, settings, "
+            "definition_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -88,6 +90,8 @@ class SchedulesProjection(Projection):
                 event.at,
                 event.actor,
                 event.originator_version,
+                settings_text(event.settings),
+                event.definition_revision,
             ),
         )
 
@@ -97,7 +101,8 @@ class SchedulesProjection(Projection):
             "UPDATE schedules SET name = ?, definition_id = ?, initiator_id = ?, "
             "trigger_kind = ?, trigger = ?, timezone = ?, misfire_policy = ?, "
             "overlap_policy = ?, enabled = ?, next_fire_at = ?, updated_at = ?, updated_by = ?, "
-            "version = version + 1, log_version = ? WHERE id = ?",
+            "version = version + 1, log_version = ?, settings = ?, definition_revision = ? "
+            "WHERE id = ?",
             (
                 *_settings(event.settings),
                 event.enabled,
@@ -105,6 +110,8 @@ class SchedulesProjection(Projection):
                 event.at,
                 event.actor,
                 event.originator_version,
+                settings_text(event.settings),
+                event.definition_revision,
                 str(event.originator_id),
             ),
         )
@@ -196,6 +203,13 @@ def _settings(settings: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+def settings_text(settings: Mapping[str, Any]) -> str:
+    """The settings as saved, as JSON text: their keys, and the trigger's and the form data's,
+    in the order given (as the API answers them)."""
+    plain = {**settings, "form_data": dict(settings["form_data"])}
+    return json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
+
+
 class LastRun(NamedTuple):
     """The schedule's newest planned run, as its `schedules` row keeps it."""
 
@@ -264,9 +278,45 @@ class ScheduleFilter:
 SCHEDULE_ORDER = Order("schedules", "created_at", tie="id")
 
 
+class ScheduleRow(NamedTuple):
+    """A schedule as its `schedules` row keeps it: everything the API lists of it but what is
+    computed when asked (its next fire times, its last skip)."""
+
+    id: str
+    settings: dict[str, Any]
+    enabled: bool
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    updated_by: str
+    next_fire_at: datetime | None
+    definition_revision: int
+    last_run_id: str | None
+    last_run_planned_at: datetime | None
+    last_run_status: str | None
+
+    @classmethod
+    def of(cls, row: Row) -> ScheduleRow:
+        """The row as read: instants as either store gives them, the settings as text."""
+        values = dict(zip(cls._fields, row, strict=True))
+        for name in ("created_at", "updated_at", "next_fire_at", "last_run_planned_at"):
+            values[name] = as_instant(values[name])
+        values["settings"] = json.loads(values["settings"])
+        values["enabled"] = bool(values["enabled"])
+        return cls(**values)
+
+    @property
+    def last_run(self) -> LastRun | None:
+        if self.last_run_id is None:
+            return None
+        return LastRun(self.last_run_id, self.last_run_planned_at, self.last_run_status)
+
+
 def live_schedule_page(
     store: Store, tenant_id: UUID, wanted: ScheduleFilter, window: Window
-) -> Slice[Row]:
-    """One page of the tenant's matching undeleted schedules' ids, oldest first, and how many
+) -> Slice[ScheduleRow]:
+    """One page of the tenant's matching undeleted schedules, oldest first, and how many
     match."""
-    return read_slice(store, "schedules", wanted.where(tenant_id), SCHEDULE_ORDER, window)
+    columns = ", ".join(ScheduleRow._fields)
+    found = read_slice(store, "schedules", wanted.where(tenant_id), SCHEDULE_ORDER, window, columns)
+    return Slice([ScheduleRow.of(row) for row in found.rows], found.total, found.next_key)

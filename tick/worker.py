@@ -1,9 +1,16 @@
 """The worker: claims due runs and launches each as an approval instance, with retries.
 
-An attempt is two commits. The claim records the attempt with its lease. The launch commits
-the new instance together with the attempt's success (同事务回执), and only while the
-initiator's account is as the checks read it, so no instance is ever created after the
-initiator's deactivation committed. A retry or a recovery finds the instance by its id.
+An instance lives on the same log as its run, so a poll starts and launches attempts in one
+commit: each claim, its new instance and the attempt's success (同事务回执) or failure, for up
+to LAUNCHES_PER_COMMIT runs at once. It commits only while each initiator's account is as the
+checks read it, so no instance is ever created after the initiator's deactivation committed,
+and no attempt is left in flight between commits.
+
+`claim` and `launch` split an attempt into two commits, the claim with its lease and then the
+launch: what a launch that could not commit with its claim would do. An attempt left claimed
+that way (its worker stopped or died in between, or it was a worker of an earlier release) is
+released by its worker, or taken over once its lease ran out. A retry or a recovery finds the
+instance by its id.
 """
 
 from __future__ import annotations
@@ -12,14 +19,16 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
+from functools import lru_cache, partial
 from typing import TypeVar
 from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError
 
 from cronledger.application.services import Services
 from cronledger.config import Settings
@@ -29,12 +38,16 @@ from domain.launch import LaunchFailed, checked_launch
 from domain.policy import RunPolicy
 from domain.runs import DEAD_LETTER, Run
 from projections.engine import Projector
-from projections.runs import due_runs, running_per_schedule, unfinished_earlier
+from projections.runs import Cycle, blocking_runs, due_runs, running_per_schedule
 
 log = logging.getLogger("tick.worker")
 A = TypeVar("A", bound=Aggregate)
 LaunchInputs = tuple[Account | None, Definition | None, Account | None]
-DUE_READ_FACTOR = 4  # due runs read per free slot, so that busy schedules can be passed over
+DUE_READ_FACTOR = 4  # due runs read per run taken, so that busy schedules can be passed over
+# Attempts a poll starts and launches in one commit (about three events each): none is in
+# flight once it commits, so `worker_concurrency` does not bound it.
+LAUNCHES_PER_COMMIT = 300
+ACCOUNT_IDS_KEPT = 4096
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,13 @@ class WorkReport:
     failed: int = 0
     skipped: int = 0
     rejected: int = 0
+
+    def add(self, other: WorkReport) -> None:
+        for key, value in other.__dict__.items():
+            setattr(self, key, getattr(self, key) + value)
+
+    def count(self, outcome: str) -> None:
+        setattr(self, outcome, getattr(self, outcome) + 1)
 
 
 class Worker:
@@ -73,11 +93,11 @@ class Worker:
         self.held: dict[UUID, Claim] = {}  # claimed, no outcome recorded yet
 
     def poll(self) -> WorkReport:
-        """Claim up to `worker_concurrency` due attempts, then launch them."""
-        report = WorkReport()
+        """Start and launch up to LAUNCHES_PER_COMMIT due attempts, all in one commit."""
         self.projector.catch_up()
+        due = self._due(LAUNCHES_PER_COMMIT)
         with self.ledger.projections_deferred():  # the next poll catches them up
-            self.launch(self.claim(report), report)
+            report = self._start_and_launch(due)
         if report.claimed:
             log.info("launched runs", extra={"worker": self.name, **report.__dict__})
         return report
@@ -85,47 +105,123 @@ class Worker:
     def drain(self) -> WorkReport:
         """Poll until nothing is due or the worker is stopping (one loop iteration)."""
         total = WorkReport()
-        while not self.stopping.is_set() and (report := self.poll()).claimed:
-            for key, value in report.__dict__.items():
-                setattr(total, key, getattr(total, key) + value)
+        while not self.stopping.is_set():
+            report = self.poll()
+            total.add(report)
+            if not (report.claimed or report.skipped):
+                break
         return total
+
+    def _start_and_launch(self, run_ids: Sequence[UUID]) -> WorkReport:
+        """All in one commit; if anything moved meanwhile (another worker won a run, an
+        initiator changed, an instance exists), all again from a fresh read; if that fails
+        too, one run at a time."""
+        for check_instances in (False, True):
+            with suppress(IntegrityError):
+                return self._started_and_launched(run_ids, check_instances)
+        report = WorkReport()
+        for run_id in run_ids:
+            report.add(self.ledger.retrying(partial(self._started_and_launched, [run_id], True)))
+        return report
+
+    def _started_and_launched(self, run_ids: Sequence[UUID], check_instances: bool) -> WorkReport:
+        """Read the runs, start each due one's attempt (or skip its overlap), launch the
+        attempts, and commit it all at once; what happened.
+
+        With `check_instances`, an instance an earlier attempt made (and lost the outcome of)
+        is reused; without, its existence fails the commit.
+        """
+        runs = self._runs(run_ids)
+        now = self.ledger.clock()
+        report = WorkReport()
+        claims = self._started(runs, now, report)
+        made = self._instances_made(claims) if check_instances else frozenset()
+        launched, unchanged, outcomes = self._launched_in_memory(claims, made, now)
+        claimed = {claim.run.id for claim in claims}
+        self.ledger.save(
+            *launched,
+            *(run for run in runs if run.id not in claimed and run.pending_events),
+            unchanged=unchanged,
+        )
+        for claim, outcome in zip(claims, outcomes, strict=True):
+            report.count(outcome)
+            self._log_outcome(claim, outcome)
+        return report
+
+    def _runs(self, run_ids: Sequence[UUID]) -> list[Run]:
+        """The runs as the log has them now, in the order asked."""
+        found = self.ledger.get_many(run_ids)
+        return [run for i in run_ids if isinstance(run := found.get(i), Run)]
+
+    def _instances_made(self, claims: Sequence[Claim]) -> frozenset[UUID]:
+        """The instances of these attempts' runs that exist already."""
+        return frozenset(self.ledger.get_many([c.run.instance_id_to_launch for c in claims]))
 
     # -- claiming ------------------------------------------------------------
 
-    def _due(self) -> list[tuple[UUID, str]]:
-        """Due runs, oldest due first, leaving out schedules already at their limit."""
+    def _due(self, limit: int) -> list[UUID]:
+        """Up to `limit` due runs, oldest due first, leaving out schedules at their limit."""
         now = self.ledger.clock()
-        rows = due_runs(self.ledger.store, now, self.slots * DUE_READ_FACTOR)
+        rows = due_runs(self.ledger.store, now, limit * DUE_READ_FACTOR)
         schedule_ids = {schedule_id for _, schedule_id in rows}
         running = running_per_schedule(self.ledger.store, schedule_ids, now)
-        chosen: list[tuple[UUID, str]] = []
+        chosen: list[UUID] = []
         for run_id, schedule_id in rows:
-            if len(chosen) == self.slots or running.get(schedule_id, 0) >= self.per_schedule:
+            if len(chosen) == limit or running.get(schedule_id, 0) >= self.per_schedule:
                 continue
             running[schedule_id] = running.get(schedule_id, 0) + 1
-            chosen.append((UUID(run_id), schedule_id))
+            chosen.append(UUID(run_id))
         return chosen
 
+    def _started(self, runs: Sequence[Run], now: datetime, report: WorkReport) -> list[Claim]:
+        """Each due run's next attempt started with its lease, or its overlap skipped."""
+        due = [run for run in runs if run.is_due(now)]
+        blockers = blocking_runs(
+            self.ledger.store,
+            [
+                Cycle(run.id, run.schedule_id, run.planned_at, run.registered_at)
+                for run in due
+                if run.skips_overlap
+            ],
+        )
+        claims: list[Claim] = []
+        for run in due:
+            if blocker := blockers.get(run.id):
+                run.skip_overlap(blocker, now, self.name)
+                report.skipped += 1
+            elif number := run.claim(self.name, now, self.lease):
+                claims.append(Claim(run, number))
+        report.claimed += len(claims)
+        return claims
+
     def claim(self, report: WorkReport | None = None) -> list[Claim]:
-        """Claim the due attempts, each saved with its lease: the first half of a poll.
+        """Start up to `worker_concurrency` due attempts, each committed with its lease and not
+        launched: the first of an attempt's two commits (`launch` is the second).
 
         One transaction for the batch; if another worker won any run, one at a time.
         """
         report = report if report is not None else WorkReport()
-        due = self._due()
-        runs = [r for r in self.ledger.get_many([i for i, _ in due]).values() if isinstance(r, Run)]
-        now = self.ledger.clock()
-        claimed = [self._claim_one(run, now, report) for run in runs]
-
-        def save_all() -> list[Claim | None]:
-            self.ledger.save(*runs)
-            return claimed
-
-        claims = [c for c in self.ledger.save_batch_or_each(save_all, runs, self._claim_again) if c]
-        report.claimed += len(claims)
+        due = self._due(self.slots)
+        try:
+            claims = self._claimed(due, report)
+        except IntegrityError:
+            claims = [
+                claim
+                for run_id in due
+                for claim in self.ledger.retrying(partial(self._claimed, [run_id], report))
+            ]
         for claim in claims:
             self.held[claim.run.id] = claim
             log.info("attempt started", extra=self._traced(claim))
+        return claims
+
+    def _claimed(self, run_ids: Sequence[UUID], report: WorkReport) -> list[Claim]:
+        """Start the due runs' attempts and commit them; counted in `report` once committed."""
+        runs = self._runs(run_ids)
+        counted = WorkReport()
+        claims = self._started(runs, self.ledger.clock(), counted)
+        self.ledger.save(*(run for run in runs if run.pending_events))
+        report.add(counted)
         return claims
 
     def release_held(self) -> None:
@@ -145,32 +241,11 @@ class Worker:
             self.ledger.save(run)
             log.info("attempt released", extra=self._traced(claim))
 
-    def _claim_again(self, stale: Run) -> Claim | None:
-        """Claim one run afresh; None when another worker has it."""
-        run = self.ledger.find(Run, stale.id, "run", stale.id)
-        claim = self._claim_one(run, self.ledger.clock(), WorkReport())
-        if run.pending_events:
-            self.ledger.save(run)
-        return claim
-
-    def _claim_one(self, run: Run, now: datetime, report: WorkReport) -> Claim | None:
-        if not run.is_due(now):
-            return None
-        if run.skips_overlap and (
-            earlier := unfinished_earlier(
-                self.ledger.store, run.schedule_id, run.planned_at, run.registered_at, run.id
-            )
-        ):
-            run.skip_overlap(earlier, now, self.name)
-            report.skipped += 1
-            return None
-        number = run.claim(self.name, now, self.lease)
-        return Claim(run, number) if number else None
-
     # -- launching -----------------------------------------------------------
 
     def launch(self, claims: Sequence[Claim], report: WorkReport | None = None) -> WorkReport:
-        """Launch claimed attempts, counting their outcomes: the second half of a poll.
+        """Launch claimed attempts, counting their outcomes: the second of an attempt's two
+        commits.
 
         One transaction for the batch; if anything moved meanwhile, one at a time.
         """
@@ -180,7 +255,7 @@ class Worker:
         )
         for claim, outcome in zip(claims, outcomes, strict=True):
             self.held.pop(claim.run.id, None)
-            setattr(report, outcome, getattr(report, outcome) + 1)
+            report.count(outcome)
         return report
 
     def _relaunch(self, claim: Claim) -> str:
@@ -191,17 +266,26 @@ class Worker:
             self.ledger.save(run)
             log.warning("launch not recorded: the lease was lost", extra=self._traced(claim))
             return "rejected"
-        made = self.ledger.exists(run.instance_id_to_launch)  # by an attempt that lost its outcome
-        return self._launched([Claim(run, claim.number)], reuse=made)[0]
+        fresh = Claim(run, claim.number)
+        return self._launched([fresh], self._instances_made([fresh]))[0]
 
-    def _launched(self, claims: Sequence[Claim], reuse: bool = False) -> list[str]:
-        """Check, create and record every claimed attempt, all in one commit; the outcomes.
+    def _launched(self, claims: Sequence[Claim], made: Collection[UUID] = ()) -> list[str]:
+        """Check, create and record every claimed attempt, all in one commit; the outcomes."""
+        launched, unchanged, outcomes = self._launched_in_memory(claims, made, self.ledger.clock())
+        self.ledger.save(*launched, unchanged=unchanged)
+        for claim, outcome in zip(claims, outcomes, strict=True):
+            self._log_outcome(claim, outcome)
+        return outcomes
 
-        The commit goes through only while each initiator's account is as the checks read it.
-        If an instance exists already, the commit fails and each attempt goes again alone,
-        then reusing (`reuse`) the instance that one run made.
+    def _launched_in_memory(
+        self, claims: Sequence[Claim], made: Collection[UUID], now: datetime
+    ) -> tuple[list[Aggregate], list[tuple[UUID, int]], list[str]]:
+        """Check, create and record every claimed attempt, saving nothing: what to save, the
+        initiators' versions the commit must find unchanged, and the outcomes.
+
+        An instance in `made` exists already (an earlier attempt lost its outcome): it is
+        reused. One that exists and is not there fails the commit.
         """
-        now = self.ledger.clock()
         inputs = self._launch_inputs([claim.run for claim in claims])
         changed: list[Aggregate] = []
         unchanged: dict[UUID, int] = {}
@@ -215,16 +299,13 @@ class Worker:
                 outcomes.append("failed")
             else:
                 instance_id = run.instance_id_to_launch
-                if not reuse:
+                if instance_id not in made:
                     changed.append(run.approval(definition, now))
                 run.succeed(claim.number, self.name, str(instance_id), now)
                 unchanged[initiator.id] = initiator.version
                 outcomes.append("succeeded")
             changed.append(run)
-        self.ledger.save(*changed, unchanged=list(unchanged.items()))
-        for claim, outcome in zip(claims, outcomes, strict=True):
-            self._log_outcome(claim, outcome)
-        return outcomes
+        return changed, list(unchanged.items()), outcomes
 
     def _log_outcome(self, claim: Claim, outcome: str) -> None:
         """One line per committed launch; never the form data (requirement 002). A failed
@@ -254,14 +335,17 @@ class Worker:
         """Each run's initiator, definition and schedule's last saver, as of now."""
         wanted = {
             run.id: (
-                account_uuid(run.tenant_id, run.initiator_id),
+                _account_id(run.tenant_id, run.initiator_id),
                 _uuid_or_none(run.definition_id),
-                account_uuid(run.tenant_id, run.saved_by),
+                _account_id(run.tenant_id, run.saved_by),
             )
             for run in runs
         }
         found = self.ledger.get_many([i for ids in wanted.values() for i in ids if i])
         return {run.id: _resolved(run.tenant_id, wanted[run.id], found) for run in runs}
+
+
+_account_id = lru_cache(maxsize=ACCOUNT_IDS_KEPT)(account_uuid)  # hashed once, not once a run
 
 
 def _resolved(

@@ -50,7 +50,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     services = app.config.get("SERVICES") or open_services(Settings.from_env(), kind="web")
     probes.attach(app, services)
     metrics.install(app, services)  # first of the request hooks: its timing covers the others
-    app.extensions["streams"] = events.slots_for(services.settings, app.config.get("WEB_THREADS"))
+    app.extensions["streams"] = events.streams_for(services)
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]  # UTF-8 text, not \u escapes
     register_error_handlers(app)

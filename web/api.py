@@ -17,6 +17,7 @@ from marshmallow import RAISE, Schema, ValidationError
 
 from cronledger.application.services import Services
 from domain.directory import Principal
+from web.freshness import wait_until_projected, wanted_position, written_headers
 from web.idempotency import idempotency_key, with_key_field
 from web.json_depth import check_nesting
 from web.merge_patch import merge_patch
@@ -69,6 +70,7 @@ class Answered:
     body: Any
     status: int
     headers: dict[str, str] = field(default_factory=dict)
+    dumped: bool = False  # the body is the answer's JSON already (a list's: see web.paging)
 
 
 @dataclass(frozen=True)
@@ -140,22 +142,26 @@ def endpoint(
                 data = with_key_field(shape, data, key)
                 inputs["body"] = load(shape(), expecting(shape, data, expected))
             given = expecting(query, request.args.to_dict(), expected)
-            arguments = load((query or Schema)(unknown=RAISE), given)
+            arguments = load(loader(query), given)
             if query is not None:
                 inputs["query"] = arguments
             check_agrees(expected, inputs.get("body"), arguments)
-            if request.method == "GET" and permission is not None:
-                services().projector.catch_up()  # reads include every write committed so far
+            reading = request.method == "GET"
+            if reading and permission is not None and (wanted := wanted_position()) is not None:
+                wait_until_projected(services(), wanted)
+            if not reading:
+                services().ledger.forget_saved_position()
             with conflicts_as_failed_preconditions(expected):
                 result = view(**inputs)
+            written = {} if reading else written_headers(services())
             if response is None:
-                return "", status
+                return "", status, written
             if isinstance(result, Answered):
-                dumped = response().dump(result.body)
-                tagged = {**etag_header(versioned, dumped), **result.headers}
+                dumped = result.body if result.dumped else dumper(response).dump(result.body)
+                tagged = {**etag_header(versioned, dumped), **result.headers, **written}
                 return jsonify(dumped), result.status, tagged
-            dumped = response().dump(result)
-            return jsonify(dumped), status, etag_header(versioned, dumped)
+            dumped = dumper(response).dump(result)
+            return jsonify(dumped), status, {**etag_header(versioned, dumped), **written}
 
         handle.endpoint_spec = spec  # type: ignore[attr-defined]
         return handle
@@ -163,12 +169,28 @@ def endpoint(
     return decorate
 
 
-def authorize(permission: str, seen_with: str | None = None) -> Principal:
-    """The caller, if its bearer token works and grants `permission` (or `seen_with`)."""
+@functools.cache
+def loader(query: type[Schema] | None) -> Schema:
+    """One instance of each query's schema (or of an empty one), refusing unknown parameters."""
+    return (query or Schema)(unknown=RAISE)
+
+
+@functools.cache
+def dumper(response: type[Schema]) -> Schema:
+    """One instance of each answer's schema, shared by every request: making one (its fields,
+    each nested schema's) costs more than dumping a small answer with it."""
+    return response()
+
+
+def authorize(permission: str, seen_with: str | None = None, *, fresh: bool = False) -> Principal:
+    """The caller, if its bearer token works and grants `permission` (or `seen_with`): as the
+    directory told this process within the last second, or (`fresh`) as it stands now."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Problem("UNAUTHENTICATED", "send Authorization: Bearer <token>")
-    principal = services().directory.authenticate(token.strip())
+    directory = services().directory
+    lookup = directory.authenticate if fresh else directory.authenticate_recent
+    principal = lookup(token.strip())
     if principal is None:
         raise Problem("UNAUTHENTICATED", "the token is unknown, revoked or its account inactive")
     g.principal = principal

@@ -94,7 +94,7 @@ def list_approvals(principal: Principal, query: dict[str, Any]) -> Answered:
     page = services().approvals.list_page(
         principal.tenant_id, wanted, window(query, APPROVAL_ORDER)
     )
-    return listed(page, APPROVAL_ORDER)
+    return listed(page, APPROVAL_ORDER, ApprovalOut)
 
 
 @bp.get("/<instance_id>")

@@ -88,7 +88,7 @@ def create_account(principal: Principal, body: dict[str, Any]) -> Answered:
 )
 def list_accounts(principal: Principal, query: dict[str, Any]) -> Answered:
     page = services().directory.accounts(principal.tenant_id, window(query, ACCOUNT_ORDER))
-    return listed(page, ACCOUNT_ORDER)
+    return listed(page, ACCOUNT_ORDER, AccountOut)
 
 
 @bp.get("/accounts/<account_id>")
@@ -237,7 +237,7 @@ def create_definition(principal: Principal, body: dict[str, Any]) -> Answered:
 )
 def list_definitions(principal: Principal, query: dict[str, Any]) -> Answered:
     page = services().directory.definitions(principal.tenant_id, window(query, DEFINITION_ORDER))
-    return listed(page, DEFINITION_ORDER)
+    return listed(page, DEFINITION_ORDER, DefinitionOut)
 
 
 @bp.get("/definitions/<definition_id>")

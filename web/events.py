@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from functools import partial
+from contextlib import closing
+from dataclasses import dataclass
+from functools import lru_cache, partial
 from typing import cast
 
 from flask import Blueprint, Response, current_app, g, request, stream_with_context
 from marshmallow import RAISE, Schema, fields, validate
 
+from cronledger.application.services import Services
 from cronledger.application.stream import (
     READERS,
     REFUSALS,
@@ -21,11 +24,12 @@ from cronledger.application.stream import (
     Clipped,
     EventStream,
     Lifetime,
+    LogTail,
+    StreamedEvent,
     StreamItem,
     never,
     readable_kinds,
 )
-from cronledger.config import Settings
 from cronledger.health import Health
 from domain.directory import Principal
 from domain.permissions import AUDIT_READ, SCHEDULE_LIST
@@ -57,10 +61,11 @@ def stream_events() -> Response:
         principal,
         _after(query["after"]),
         replay_positions=services().settings.stream_replay_positions,
+        tail=streams().tail,
         should_stop=_until_over(_lifetime(principal, query["max_seconds"])),
     )
     try:
-        slot = slots().take(principal)
+        slot = streams().slots.take(principal)
     except TooManyStreams as refused:
         return _too_many(str(refused))
     response = Response(
@@ -89,12 +94,12 @@ stream_events.openapi_operation = {  # type: ignore[attr-defined]
         "positions: asked to start further back, it starts that many positions before the "
         "log's end, and after its opening `: keep-alive` sends `event: replay-clipped` with "
         '`data: {"requested_after": N, "starts_after": M}`; positions N+1..M are skipped.\n\n'
-        "Each open stream holds a server thread, so open streams are limited per account "
-        "(`CRONLEDGER_STREAMS_PER_ACCOUNT`, default 2), per tenant "
-        "(`CRONLEDGER_STREAMS_PER_TENANT`, default 3) and per server process "
-        "(`CRONLEDGER_STREAMS_PER_PROCESS`, default 4, at most half of `--threads`); beyond "
-        "a limit the answer is 429 `TOO_MANY_STREAMS` with `Retry-After`. A stream's place is "
-        "freed as soon as it ends or its client disconnects.\n\n"
+        "Each open stream holds a server thread of its own, beside the API's, so open streams "
+        "are limited per account (`CRONLEDGER_STREAMS_PER_ACCOUNT`, default 10), per tenant "
+        "(`CRONLEDGER_STREAMS_PER_TENANT`, default 50) and per server process "
+        "(`CRONLEDGER_STREAMS_PER_PROCESS`, default 100); beyond a limit the answer is 429 "
+        "`TOO_MANY_STREAMS` with `Retry-After`. A stream's place is freed as soon as it ends "
+        "or its client disconnects.\n\n"
         "A server that is shutting down ends its streams with `id: <position>`, "
         f"`retry: {RECONNECT_MILLISECONDS}`, `event: reconnect` and "
         '`data: {"reason": "the server is shutting down"}`: reconnect (with '
@@ -155,7 +160,7 @@ stream_events.openapi_operation = {  # type: ignore[attr-defined]
 def _caller() -> Principal:
     """The authenticated caller (401 as everywhere); 403 if it may read no kind of event."""
     try:
-        return authorize(SCHEDULE_LIST)
+        return authorize(SCHEDULE_LIST, fresh=True)  # a stream lasts: never a remembered token
     except Problem as problem:
         if problem.code != "FORBIDDEN":
             raise
@@ -167,13 +172,21 @@ def _caller() -> Principal:
     return principal
 
 
-def slots_for(settings: Settings, web_threads: int | None) -> StreamSlots:
-    """The app's count of open streams, limited by `settings` and the server's thread count."""
-    return StreamSlots(StreamLimits.of(settings, web_threads))
+@dataclass(frozen=True)
+class Streams:
+    """An app's open streams: their count, and the tail of the log they follow."""
+
+    slots: StreamSlots
+    tail: LogTail
 
 
-def slots() -> StreamSlots:
-    return cast(StreamSlots, current_app.extensions["streams"])
+def streams_for(services: Services) -> Streams:
+    limits = StreamLimits.of(services.settings)
+    return Streams(StreamSlots(limits), LogTail(services.ledger, services.health))
+
+
+def streams() -> Streams:
+    return cast(Streams, current_app.extensions["streams"])
 
 
 def _too_many(detail: str) -> Response:
@@ -209,7 +222,9 @@ def _position(header: str) -> int:
 def _lifetime(principal: Principal, seconds: int) -> Lifetime:
     """Until `max_seconds` pass, or the request's token stops standing for this caller."""
     token = request.headers["Authorization"].partition(" ")[2].strip()
-    return Lifetime(seconds, principal, partial(services().directory.authenticate, token))
+    authenticate = partial(services().directory.authenticate, token)
+    tail = streams().tail
+    return Lifetime(seconds, principal, authenticate, caller_changes=lambda: tail.caller_changes)
 
 
 def _until_over(lifetime: Lifetime) -> Callable[[], bool]:
@@ -226,8 +241,9 @@ def _frames(events: EventStream, slot: StreamSlot, health: Health) -> Iterator[s
     A server shutting down says so last, so that the client reconnects (to another server).
     """
     try:
-        for item in events:
-            yield _frame(item)
+        with closing(events.batches()) as batches:
+            for batch in batches:
+                yield "".join(_frame(item) for item in batch)  # one write for what came together
         if health.draining:
             yield _reconnect(events.position)
     finally:
@@ -247,6 +263,12 @@ def _frame(item: StreamItem) -> str:
     if isinstance(item, Clipped):
         clipped = {"requested_after": item.requested, "starts_after": item.position}
         return f"event: replay-clipped\ndata: {json.dumps(clipped)}\n\n"
+    return _event_frame(item)
+
+
+@lru_cache(maxsize=1024)
+def _event_frame(item: StreamedEvent) -> str:
+    """An event's frame, written once for every stream shown the same view of it."""
     body = {**TimelineEntryOut().dump(item.entry), "aggregate_id": str(item.aggregate_id)}
     if item.schedule_id is not None:
         body["schedule_id"] = str(item.schedule_id)

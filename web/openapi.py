@@ -21,6 +21,7 @@ from cronledger.version import installed_version
 from domain.idempotency import KEY as IDEMPOTENCY_KEY
 from web.api import MERGE_PATCH_TYPES, Body, Either, EndpointSpec, MergePatch
 from web.examples import EXAMPLES
+from web.freshness import WAIT_SECONDS, WANTED_HEADER, WRITTEN_HEADER
 from web.idempotency import KEY_REUSED, reuse_code
 from web.json_depth import MAX_JSON_DEPTH
 from web.openapi_shapes import register_shapes
@@ -77,6 +78,12 @@ HEADERS: dict[str, dict[str, Any]] = {
         "description": 'The next page as `<URL>; rel="next"`, while there is one.',
         "schema": {"type": "string"},
     },
+    WRITTEN_HEADER: {
+        "description": "Where the events this request committed end on the log, when it "
+        f"committed any: send it as `{WANTED_HEADER}` to read this write on any process "
+        "(docs/api.md#reading-your-writes).",
+        "schema": {"type": "integer", "minimum": 1},
+    },
 }
 EVERY_RESPONSE = ("X-Request-ID", "API-Version")
 PARAMETERS: dict[str, dict[str, Any]] = {
@@ -93,6 +100,15 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "answer is 412 and nothing is changed.",
         "schema": {"type": "string"},
     },
+}
+# On every authenticated read, written out in each (reads name each of their parameters).
+WANTED_PARAMETER: dict[str, Any] = {
+    "in": "header",
+    "name": WANTED_HEADER,
+    "description": f"A write's `{WRITTEN_HEADER}`: the answer waits until this process's read "
+    f"models have reached it, at most {WAIT_SECONDS:g} s (then 503 `UNAVAILABLE`); a position "
+    "the log does not reach is 422 (docs/api.md#reading-your-writes).",
+    "schema": {"type": "integer", "minimum": 0},
 }
 # status: (component name, description, headers besides EVERY_RESPONSE)
 SHARED_RESPONSES: dict[int, tuple[str, str, tuple[str, ...]]] = {
@@ -266,6 +282,8 @@ def _operation(declared: EndpointSpec, method: str, path_arguments: set[str]) ->
         operation["parameters"].append("Idempotency-Key")
     if _checks_if_match(declared, method):
         operation["parameters"].append("If-Match")
+    if method == "GET" and declared.permission is not None:
+        operation["parameters"].append(copy.deepcopy(WANTED_PARAMETER))
     if declared.body is not None:
         operation["requestBody"] = {
             "required": _body_required(declared.body),
@@ -305,7 +323,7 @@ def _checks_if_match(declared: EndpointSpec, method: str) -> bool:
 
 def _responses(declared: EndpointSpec, method: str, path_arguments: set[str]) -> dict[str, Any]:
     """Every status the operation can answer: its success, and each problem it may meet."""
-    statuses: dict[int, str | dict[str, Any]] = {declared.status: _success(declared)}
+    statuses: dict[int, str | dict[str, Any]] = {declared.status: _success(declared, method)}
     if declared.body is not None:
         statuses |= _shared(400, 413)
     if isinstance(declared.body, MergePatch):
@@ -361,8 +379,10 @@ def _conflict(declared: EndpointSpec) -> dict[str, Any]:
     return lost
 
 
-def _success(declared: EndpointSpec) -> dict[str, Any]:
+def _success(declared: EndpointSpec, method: str) -> dict[str, Any]:
     headers = [*EVERY_RESPONSE]
+    if method != "GET":
+        headers.append(WRITTEN_HEADER)
     if declared.versioned and declared.response is not None:
         headers.append("ETag")
     if declared.idempotent:

@@ -16,10 +16,14 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from flask import request
+from marshmallow import Schema
 
+from cronledger.application.approvals import ApprovalView
 from cronledger.application.directory import Page
+from cronledger.application.runs import RunSummary
+from cronledger.health import REBUILDING
 from projections.keyset import Order, SortKey, Window
-from web.api import Answered
+from web.api import Answered, dumper, services
 from web.problems import Problem
 from web.schemas import NOT_A_CURSOR
 
@@ -27,23 +31,61 @@ PAGING = ("page", "cursor")  # what a next page's link sets afresh
 
 
 def window(query: Mapping[str, Any], order: Order) -> Window:
-    """The page a list's query asks for: after its cursor, or its numbered page."""
+    """The page a list's query asks for: after its cursor, or its numbered page.
+
+    Lists are read from the read models: while they are rebuilt after an upgrade, whose new
+    columns their live tables lack until the rebuilt ones are swapped in, 503 `UNAVAILABLE`.
+    """
+    if services().health.phase == REBUILDING:
+        raise Problem("UNAVAILABLE", "the read models are being rebuilt after an upgrade")
     if query["cursor"] is None:
         return Window(query["page_size"], query["page"] or 1)
     return Window.following(sort_key(query["cursor"], order), query["page_size"])
 
 
-def listed(page: Page[Any], order: Order) -> Answered:
-    """The page's body with its `next_cursor`, and a `Link` to the next page if there is one."""
+def listed(page: Page[Any], order: Order, item: type[Schema] | None = None) -> Answered:
+    """The page's body with its `next_cursor`, and a `Link` to the next page if there is one.
+
+    Given the `item` schema, the items are dumped here, one by one (see ItemDumps), and the
+    body is the answer as `page_of(item)` would dump it.
+    """
     cursor = None if page.next_key is None else cursor_of(order, page.next_key)
+    items = page.items if item is None else [ITEM_DUMPS.dump(dumper(item), i) for i in page.items]
     body = {
-        "items": page.items,
+        "items": items,
         "page": page.page,
         "page_size": page.page_size,
         "total": page.total,
         "next_cursor": cursor,
     }
-    return Answered(body, 200, {} if cursor is None else {"Link": next_link(cursor)})
+    link = {} if cursor is None else {"Link": next_link(cursor)}
+    return Answered(body, 200, link, dumped=item is not None)
+
+
+class ItemDumps:
+    """What an item schema dumped of the listed runs and approval instances, by id and version:
+    their answer changes only with their version (lists read them from rows that every event
+    of theirs moves to its version), and dumping is most of a list's cost."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[type[Schema], str, int], dict[str, Any]] = {}
+
+    def dump(self, schema: Schema, item: Any) -> Any:
+        if not isinstance(item, VERSIONED_ITEMS):
+            return schema.dump(item)
+        key = (type(schema), item.id, item.version)
+        kept = self._kept.get(key)
+        if kept is None:
+            kept = schema.dump(item)
+            if len(self._kept) >= ITEM_DUMPS_KEPT:
+                self._kept.clear()
+            self._kept[key] = kept
+        return kept
+
+
+VERSIONED_ITEMS = (RunSummary, ApprovalView)  # ids unique across tenants; an account's is not
+ITEM_DUMPS_KEPT = 2048
+ITEM_DUMPS = ItemDumps()
 
 
 def cursor_of(order: Order, key: SortKey) -> str:

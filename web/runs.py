@@ -70,10 +70,10 @@ def run_now(principal: Principal, schedule_id: str, body: dict[str, Any]) -> Ans
     response=RUN_PAGE,
 )
 def list_runs(principal: Principal, schedule_id: str, query: dict[str, Any]) -> Answered:
-    schedule = services().schedules.find(principal.tenant_id, schedule_id)
-    run_filter = RunFilter(schedule_id=schedule.id, status=query["status"])
-    page = services().runs.list_page(principal.tenant_id, run_filter, window(query, RUN_ORDER))
-    return listed(page, RUN_ORDER)
+    page = services().schedules.runs_page(
+        principal.tenant_id, schedule_id, query["status"], window(query, RUN_ORDER)
+    )
+    return listed(page, RUN_ORDER, RunOut)
 
 
 @log_bp.get("")
@@ -94,7 +94,7 @@ def list_run_log(principal: Principal, query: dict[str, Any]) -> Answered:
         planned_to=query["planned_to"],
     )
     page = services().runs.list_page(principal.tenant_id, run_filter, window(query, RUN_ORDER))
-    return listed(page, RUN_ORDER)
+    return listed(page, RUN_ORDER, RunOut)
 
 
 @log_bp.get("/<run_id>")

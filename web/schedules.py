@@ -100,7 +100,7 @@ def list_schedules(principal: Principal, query: dict[str, Any]) -> Answered:
     page = services().schedules.list_page(
         principal.tenant_id, wanted, window(query, SCHEDULE_ORDER)
     )
-    return listed(page, SCHEDULE_ORDER)
+    return listed(page, SCHEDULE_ORDER, ScheduleOut)
 
 
 @bp.post("/preview")

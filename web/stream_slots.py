@@ -1,7 +1,8 @@
 """Open event streams, counted per account, per tenant and in the process, each count capped.
 
-Every open stream holds a web-server thread, so streams are rationed: a caller beyond a limit
-is refused until one of the streams counted against it ends.
+Every open stream holds a web-server thread of its own (the server has one per stream the
+process allows, beside the API's), so streams are rationed: a caller beyond a limit is refused
+until one of the streams counted against it ends, and no account or tenant can take them all.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ class StreamLimits:
     per_process: int
 
     @classmethod
-    def of(cls, settings: Settings, web_threads: int | None) -> StreamLimits:
-        """The configured limits; streams never hold more than half of `web_threads`."""
-        per_process = settings.streams_per_process
-        if web_threads is not None:
-            per_process = min(per_process, web_threads // 2)
-        return cls(settings.streams_per_account, settings.streams_per_tenant, per_process)
+    def of(cls, settings: Settings) -> StreamLimits:
+        return cls(
+            settings.streams_per_account,
+            settings.streams_per_tenant,
+            settings.streams_per_process,
+        )
 
 
 @dataclass(eq=False)

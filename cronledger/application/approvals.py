@@ -25,6 +25,7 @@ from domain.approvals import (
     CommandIdReused,
     Submission,
     approval_uuid,
+    at_offset,
     refusal_error,
 )
 from domain.directory import Definition, Principal
@@ -32,6 +33,7 @@ from domain.errors import PreconditionFailed, ValidationFailed
 from domain.launch import definition_problem
 from projections.approvals import (
     ApprovalFilter,
+    ApprovalRow,
     approval_page,
     expiry_lags,
     overdue_backlog,
@@ -123,6 +125,35 @@ class ApprovalView:
             observations=jsonable(instance.observations),
             contract_id=instance.contract_id,
             extensions=jsonable(instance.extensions),
+        )
+
+    @classmethod
+    def of_row(cls, row: ApprovalRow) -> ApprovalView:
+        """From the instance's `approvals` row, without reading its history."""
+        winner = row.winning_command
+        return cls(
+            id=row.id,
+            definition_id=row.definition_id,
+            title=row.title,
+            form_data=row.form_data,
+            applicant_id=row.applicant_id,
+            state=row.state,
+            material_version=row.material_version,
+            review_deadline_at=row.review_deadline_at,
+            review_deadline_at_local=at_offset(
+                row.review_deadline_at, row.review_deadline_offset_minutes
+            ),
+            deadline_policy=row.deadline_policy,
+            origin=row.origin,
+            allow_self_approval=row.allow_self_approval,
+            submitted_at=row.submitted_at,
+            decided_at=row.decided_at,
+            decided_by=winner["actor"] if winner else None,
+            winning_command=winner,
+            version=row.version,
+            observations=row.observations,
+            contract_id=row.contract_id,
+            extensions=row.extensions,
         )
 
 
@@ -265,12 +296,10 @@ class Approvals:
     def list_page(
         self, tenant_id: UUID, wanted: ApprovalFilter, window: Window
     ) -> Page[ApprovalView]:
-        """The tenant's instances that match, newest submitted first."""
+        """The tenant's instances that match, newest submitted first, from their `approvals`
+        rows."""
         listed = approval_page(self.ledger.store, tenant_id, wanted, window)
-        found = self.ledger.get_many([UUID(key) for key in listed.keys])
-        instances = [found.get(UUID(key)) for key in listed.keys]
-        views = [ApprovalView.of(i) for i in instances if isinstance(i, ApprovalInstance)]
-        return Page.of(views, window, listed)
+        return Page.of([ApprovalView.of_row(row) for row in listed.rows], window, listed)
 
     def timeline(self, tenant_id: UUID, instance_id: str) -> list[TimelineEntry]:
         return self.ledger.timeline(self.instance(tenant_id, instance_id).id)

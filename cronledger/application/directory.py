@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import secrets
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +40,9 @@ from projections.keyset import Slice, SortKey, Window
 
 T = TypeVar("T")
 TOKEN_PREFIX = "clt_"  # noqa: S105 (a prefix, not a secret)
+# How long an answer of `Directory.authenticate_recent` is reused (docs/security.md#tokens).
+TOKEN_CACHE_SECONDS = 1.0
+TOKEN_CACHE_ENTRIES = 10_000
 
 
 @dataclass(frozen=True)
@@ -132,10 +137,43 @@ class ReplayedToken:
     token: None = None
 
 
+class RecentPrincipals:
+    """Who working tokens stood for, each kept TOKEN_CACHE_SECONDS, by the token's hash: what
+    every request asks, answered without reading the directory's history each time."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._kept: dict[UUID, tuple[Principal, float]] = {}
+        self._lock = threading.Lock()
+        self.generation = 0  # how many times `forget` ran: a lookup begun before is not kept
+
+    def get(self, token_id: UUID) -> Principal | None:
+        kept = self._kept.get(token_id)
+        if kept is None or kept[1] <= self.clock():
+            return None
+        return kept[0]
+
+    def keep(self, token_id: UUID, principal: Principal, generation: int) -> None:
+        """Keep what a lookup begun at `generation` found, unless `forget` ran since."""
+        with self._lock:
+            if generation != self.generation:
+                return
+            if len(self._kept) >= TOKEN_CACHE_ENTRIES:
+                self._kept.clear()
+            self._kept[token_id] = (principal, self.clock() + TOKEN_CACHE_SECONDS)
+
+    def forget(self) -> None:
+        """After a change to what tokens stand for: every token is looked up afresh."""
+        with self._lock:
+            self._kept.clear()
+            self.generation += 1
+
+
 class Directory:
     def __init__(self, ledger: Ledger, default_timezone: str = "UTC") -> None:
         self.ledger = ledger
         self.default_timezone = default_timezone
+        self.recent = RecentPrincipals()
 
     # -- tenants -------------------------------------------------------------
 
@@ -225,9 +263,9 @@ class Directory:
         return self.ledger.timeline(self._account(tenant_id, account_id).id)
 
     def accounts(self, tenant_id: UUID, window: Window) -> Page[AccountView]:
-        """The tenant's accounts, oldest first (from the `accounts` table)."""
+        """The tenant's accounts, oldest first, from their `accounts` rows."""
         found = account_page(self.ledger.store, tenant_id, window)
-        return Page.of([self.account(tenant_id, key) for key in found.keys], window, found)
+        return Page.of([AccountView(**row._asdict()) for row in found.rows], window, found)
 
     def update_account(
         self,
@@ -259,6 +297,7 @@ class Directory:
         tenant = self._removing_admin(account, at, actor) if losing_admin else None
         account.update(name=name, roles=roles, at=at, actor=actor.account_id, reason=reason)
         self.ledger.save(account, tenant)
+        self.recent.forget()
         return AccountView.of(account)
 
     def set_active(
@@ -291,6 +330,7 @@ class Directory:
             tenant = self._removing_admin(account, at, actor) if account.is_active_admin else None
             account.deactivate(at=at, actor=actor.account_id, reason=reason)
         self.ledger.save(account, tenant)
+        self.recent.forget()
         return AccountView.of(account)
 
     def _removing_admin(self, account: Account, at: datetime, actor: Principal) -> Tenant:
@@ -343,6 +383,22 @@ class Directory:
         at = self.ledger.clock()
         account.revoke_token(token_id=token_id, at=at, actor=actor.account_id, reason=reason)
         self.ledger.save(account)
+        self.recent.forget()
+
+    def authenticate_recent(self, secret: str) -> Principal | None:
+        """`authenticate`, or what it answered for this working token within the last
+        TOKEN_CACHE_SECONDS, unless this process changed an account or token since: a token
+        revoked here stops at once, one revoked by another process within that time."""
+        if not secret.startswith(TOKEN_PREFIX):
+            return None
+        token_id = token_uuid(secret)
+        principal = self.recent.get(token_id)
+        if principal is None:
+            generation = self.recent.generation
+            principal = self.authenticate(secret)
+            if principal is not None:
+                self.recent.keep(token_id, principal, generation)
+        return principal
 
     def authenticate(self, secret: str) -> Principal | None:
         """The principal a bearer token stands for, or None if it does not (or no longer) work."""
@@ -448,9 +504,9 @@ class Directory:
         return self.ledger.timeline(self.definition_aggregate(tenant_id, definition_id).id)
 
     def definitions(self, tenant_id: UUID, window: Window) -> Page[DefinitionView]:
-        """The tenant's definitions, oldest first (from the `definitions` table)."""
+        """The tenant's definitions, oldest first, from their `definitions` rows."""
         found = definition_page(self.ledger.store, tenant_id, window)
-        return Page.of([self.definition(tenant_id, key) for key in found.keys], window, found)
+        return Page.of([DefinitionView(**row._asdict()) for row in found.rows], window, found)
 
     def launch_problems(self, tenant_id: UUID, settings: ScheduleSettings) -> dict[str, list[str]]:
         """What stops the definition or the initiator from being used by a schedule."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,6 +16,10 @@ from domain.runs import (
     DEAD_LETTER,
     PENDING,
     RETRY_WAIT,
+    SKIP_MISSED,
+    SKIP_OVERLAP,
+    SKIPPED_MISSED,
+    SKIPPED_OVERLAP,
     Run,
     legacy_manual_run_uuid,
     manual_run_uuid,
@@ -26,16 +30,19 @@ from projections.engine import Projector
 from projections.keyset import Window
 from projections.runs import (
     RunFilter,
+    RunRow,
     backlog_by_status,
-    last_skip_of,
+    last_skips_of,
     run_log_page,
     unfinished_count,
 )
-from projections.schedules import last_run_of
+from projections.schedules import LastRun, last_run_of
 
 
 @dataclass(frozen=True)
-class RunView:
+class RunSummary:
+    """A run as lists show it: everything but its attempts."""
+
     id: str
     schedule_id: str
     schedule_version: int
@@ -63,8 +70,73 @@ class RunView:
     skipped_count: int
     missed_until: datetime | None
     skip_reason: dict[str, Any] | None
-    attempts: list[dict[str, Any]]
     version: int
+
+    @classmethod
+    def of_row(cls, row: RunRow) -> RunSummary:
+        """From the run's `runs` row, without reading its history."""
+        code, message = row.last_error_code, row.last_error_message
+        last_error = None if code is None or message is None else {"code": code, "message": message}
+        return cls(
+            id=row.id,
+            schedule_id=row.schedule_id,
+            schedule_version=row.schedule_version,
+            definition_revision=row.definition_revision,
+            planned_at=row.planned_at,
+            planned_at_local=local_or_none(row.planned_at, row.timezone),
+            trigger=row.trigger,
+            triggered_by=row.triggered_by,
+            request_id=row.request_id,
+            status=row.status,
+            title=row.title,
+            form_data=row.form_data,
+            initiator_id=row.initiator_id,
+            attempt_count=row.attempt_count,
+            max_attempts=row.max_attempts,
+            next_attempt_at=row.next_attempt_at,
+            last_error=last_error,
+            instance_id=row.instance_id,
+            registered_at=row.registered_at,
+            started_at=row.started_at,
+            finished_at=row.finished_at,
+            duration_seconds=duration_between(row.started_at, row.finished_at),
+            error_code=row.last_error_code,
+            trace_id=row.trace_id,
+            skipped_count=row.skipped_count,
+            missed_until=row.missed_until,
+            skip_reason=skip_reason_for(row.status, row.blocking_run_id, row.skipped_count),
+            version=row.version,
+        )
+
+
+def last_run_shown(last: LastRun | None) -> dict[str, Any] | None:
+    """A schedule's newest planned run, as its view shows it."""
+    if last is None:
+        return None
+    return {"run_id": last.run_id, "planned_at": jsonable(last.planned_at), "status": last.status}
+
+
+def duration_between(started_at: datetime | None, finished_at: datetime | None) -> float | None:
+    """Seconds from the first start to the finish, as `Run.duration_seconds` counts them."""
+    if started_at is None or finished_at is None:
+        return None
+    return (finished_at - started_at).total_seconds()
+
+
+def skip_reason_for(status: str, blocking_run_id: str | None, count: int) -> dict[str, Any] | None:
+    """Why a run of this status was skipped, as `Run.skip_reason` tells it; None if it was not."""
+    if status == SKIPPED_OVERLAP:
+        return skip_reason_of(SKIP_OVERLAP, blocking_run_id, 0)
+    if status == SKIPPED_MISSED:
+        return skip_reason_of(SKIP_MISSED, None, count)
+    return None
+
+
+@dataclass(frozen=True)
+class RunView(RunSummary):
+    """A run with its attempts."""
+
+    attempts: list[dict[str, Any]]
 
     @classmethod
     def of(cls, run: Run) -> RunView:
@@ -188,37 +260,33 @@ class Runs:
         """Every event of one of the tenant's runs."""
         return self.ledger.timeline(self.ledger.find_in_tenant(Run, run_id, "run", tenant_id).id)
 
-    def list_page(self, tenant_id: UUID, run_filter: RunFilter, window: Window) -> Page[RunView]:
-        """The tenant's runs that match, newest planned first (deleted schedules' included)."""
+    def list_page(self, tenant_id: UUID, run_filter: RunFilter, window: Window) -> Page[RunSummary]:
+        """The tenant's runs that match, newest planned first (deleted schedules' included),
+        from their `runs` rows."""
         listed = run_log_page(self.ledger.store, tenant_id, run_filter, window)
-        found = self.ledger.get_many([UUID(key) for key in listed.keys])
-        views = {str(run.id): RunView.of(run) for run in found.values() if isinstance(run, Run)}
-        return Page.of([views[key] for key in listed.keys if key in views], window, listed)
+        return Page.of([RunSummary.of_row(row) for row in listed.rows], window, listed)
 
     def last_run(self, schedule_id: UUID) -> dict[str, Any] | None:
         """The schedule's newest planned run (kept on its `schedules` row)."""
-        last = last_run_of(self.ledger.store, schedule_id)
-        if last is None:
-            return None
-        return {
-            "run_id": last.run_id,
-            "planned_at": jsonable(last.planned_at),
-            "status": last.status,
-        }
+        return last_run_shown(last_run_of(self.ledger.store, schedule_id))
 
     def last_skip(self, schedule_id: UUID) -> dict[str, Any] | None:
         """The schedule's most recently skipped run and why (requirement 001: workflow
         schedules, the plan page shows 跳过原因)."""
-        last = last_skip_of(self.ledger.store, schedule_id)
-        if last is None:
-            return None
+        return self.last_skips([str(schedule_id)]).get(str(schedule_id))
+
+    def last_skips(self, schedule_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """`last_skip` of each of these schedules that has one, by schedule id: one query."""
         return {
-            "run_id": last.run_id,
-            "planned_at": last.planned_at,
-            "skipped_at": last.skipped_at,
-            "skip_reason": skip_reason_of(
-                last.skip_reason, last.blocking_run_id, last.skipped_count
-            ),
+            schedule_id: {
+                "run_id": last.run_id,
+                "planned_at": last.planned_at,
+                "skipped_at": last.skipped_at,
+                "skip_reason": skip_reason_of(
+                    last.skip_reason, last.blocking_run_id, last.skipped_count
+                ),
+            }
+            for schedule_id, last in last_skips_of(self.ledger.store, schedule_ids).items()
         }
 
     def backlog(self, tenant_id: UUID | None) -> dict[str, int]:

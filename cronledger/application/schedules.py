@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
@@ -11,7 +12,7 @@ from uuid import UUID
 
 from cronledger.application.directory import Directory, Page
 from cronledger.application.idempotency import Outcome, check_key, key_record
-from cronledger.application.runs import Runs, RunView
+from cronledger.application.runs import Runs, RunSummary, RunView, last_run_shown
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger, TimelineEntry
 from domain.directory import Principal, check_expected_version
@@ -32,9 +33,16 @@ from domain.schedules import (
 from domain.triggers import fire_times, load_zone, local_or_none, local_time, parse_trigger
 from domain.values import FormData
 from projections.keyset import Window
-from projections.schedules import ScheduleFilter, due_schedule_backlog, live_schedule_page
+from projections.runs import RunFilter
+from projections.schedules import (
+    ScheduleFilter,
+    ScheduleRow,
+    due_schedule_backlog,
+    live_schedule_page,
+)
 
 NEXT_FIRES_SHOWN = 5  # requirement 001: saving a schedule shows its next five fire times
+NEXT_FIRES_KEPT = 4096  # triggers and zones whose next fire times are remembered
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,31 @@ class ScheduleView:
             next_fires=list(next_fires),
         )
 
+    @classmethod
+    def of_row(
+        cls,
+        row: ScheduleRow,
+        settings: ScheduleSettings,
+        last_skip: dict[str, Any] | None,
+        next_fires: Sequence[FireTime],
+    ) -> ScheduleView:
+        """From the schedule's `schedules` row (its `settings` parsed), without its history."""
+        return cls(
+            id=row.id,
+            **vars(settings),
+            enabled=row.enabled,
+            version=row.version,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            updated_by=row.updated_by,
+            next_fire_at=row.next_fire_at,
+            next_fire_at_local=local_or_none(row.next_fire_at, settings.timezone),
+            last_run=last_run_shown(row.last_run),
+            last_skip=last_skip,
+            definition_revision=row.definition_revision,
+            next_fires=list(next_fires),
+        )
+
 
 @dataclass(frozen=True)
 class FireTime:
@@ -105,6 +138,36 @@ class Preview:
         return cls([fire.at for fire in fires], [fire.local for fire in fires])
 
 
+def fires_after(
+    trigger: dict[str, Any], timezone: str, count: int, after: datetime
+) -> list[FireTime]:
+    """The first `count` fire times strictly after `after`."""
+    parsed, zone = parse_trigger(trigger), load_zone(timezone)
+    times = islice(fire_times(parsed, zone, after), count)
+    return [FireTime(instant, local_time(instant, zone)) for instant in times]
+
+
+class NextFires:
+    """The next NEXT_FIRES_SHOWN fire times of each trigger and zone lately asked, reused while
+    the first of them is still ahead: until then they are the next ones after any later instant
+    too. Schedules listed together mostly share a few triggers."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, str], list[FireTime]] = {}
+
+    def after(self, trigger: dict[str, Any], timezone: str, now: datetime) -> list[FireTime]:
+        key = (json.dumps(trigger, sort_keys=True), timezone)
+        kept = self._kept.get(key)
+        if kept is not None and now < kept[0].at:
+            return kept
+        fires = fires_after(trigger, timezone, NEXT_FIRES_SHOWN, now)
+        if len(fires) == NEXT_FIRES_SHOWN:  # a trigger that stops firing is not kept
+            if len(self._kept) >= NEXT_FIRES_KEPT:
+                self._kept.clear()
+            self._kept[key] = fires
+        return fires
+
+
 class Schedules:
     def __init__(
         self, ledger: Ledger, directory: Directory, runs: Runs, settings: Settings
@@ -114,6 +177,7 @@ class Schedules:
         self.runs = runs
         self.default_timezone = settings.timezone
         self.policy = RunPolicy.from_settings(settings)
+        self.next_fires = NextFires()
 
     def settings_from(self, fields: dict[str, Any]) -> ScheduleSettings:
         """Settings from request fields; an omitted timezone is the business timezone."""
@@ -325,11 +389,32 @@ class Schedules:
     def list_page(
         self, tenant_id: UUID, wanted: ScheduleFilter, window: Window
     ) -> Page[ScheduleView]:
-        """Live schedules of the tenant that match, oldest first (from the `schedules` table)."""
+        """Live schedules of the tenant that match, oldest first, from their `schedules` rows
+        (and one query for their last skips)."""
         listed = live_schedule_page(self.ledger.store, tenant_id, wanted, window)
-        found = self.ledger.get_many([UUID(key) for key in listed.keys])
-        views = {str(s.id): self.view_of(s) for s in found.values() if isinstance(s, Schedule)}
-        return Page.of([views[key] for key in listed.keys if key in views], window, listed)
+        skips = self.runs.last_skips(listed.keys)
+        views = [self._listed(row, skips.get(row.id)) for row in listed.rows]
+        return Page.of(views, window, listed)
+
+    def _listed(self, row: ScheduleRow, last_skip: dict[str, Any] | None) -> ScheduleView:
+        settings = ScheduleSettings(**row.settings)
+        fires = self._fire_times(settings.trigger, settings.timezone)
+        return ScheduleView.of_row(row, settings, last_skip, fires)
+
+    def runs_page(
+        self, tenant_id: UUID, schedule_id: str, status: str | None, window: Window
+    ) -> Page[RunSummary]:
+        """The runs of a schedule of this tenant (a deleted one's too), newest planned first,
+        from their rows; the schedule's history is read only to tell an unknown schedule
+        (404) from one without such runs."""
+        try:
+            wanted = UUID(schedule_id)
+        except ValueError:
+            raise NotFound("schedule", schedule_id) from None
+        page = self.runs.list_page(tenant_id, RunFilter(schedule_id=wanted, status=status), window)
+        if page.total == 0:
+            self.find(tenant_id, schedule_id)
+        return page
 
     def due_backlog(self, tenant_id: UUID | None) -> tuple[int, float]:
         """Schedules whose next fire has come, and the oldest one's lag (one tenant, or all)."""
@@ -377,9 +462,9 @@ class Schedules:
         after: datetime | None = None,
     ) -> list[FireTime]:
         """The next `count` fire times after `after` (default now), enabled or not."""
-        parsed, zone = parse_trigger(trigger), load_zone(timezone)
-        times = islice(fire_times(parsed, zone, after or self.ledger.clock()), count)
-        return [FireTime(instant, local_time(instant, zone)) for instant in times]
+        if after is None and count == NEXT_FIRES_SHOWN:
+            return self.next_fires.after(trigger, timezone, self.ledger.clock())
+        return fires_after(trigger, timezone, count, after or self.ledger.clock())
 
     def _published_revision(self, tenant_id: UUID, settings: ScheduleSettings) -> int:
         """The revision of the (checked, so published) definition a schedule is saved against."""

@@ -82,6 +82,7 @@ class UnreadableAggregate(DomainError):
 
 class _Deferring(threading.local):
     active = False
+    saved = 0  # the log position of this thread's last committed save (0: none yet)
 
 
 class Ledger(Application[UUID]):
@@ -130,6 +131,8 @@ class Ledger(Application[UUID]):
                 processing_event.collect_events(obj)
         processing_event.saved_kwargs.update(kwargs)
         recordings = self._record(processing_event)
+        if recordings:
+            self._deferring.saved = max(r.notification.id for r in recordings)
         self._take_snapshots(processing_event)
         self._tell_recorded(processing_event)
         self._notify(recordings)
@@ -146,6 +149,14 @@ class Ledger(Application[UUID]):
         """After each save: let the read models reach it, so a read that follows sees it."""
         if recordings and self.after_save is not None and not self._deferring.active:
             self.after_save(max(r.notification.id for r in recordings))
+
+    def saved_position(self) -> int:
+        """Where this thread's last committed save ends on the log (0 if it saved nothing)."""
+        return self._deferring.saved
+
+    def forget_saved_position(self) -> None:
+        """Start counting this thread's saves afresh (a web request, before its command)."""
+        self._deferring.saved = 0
 
     @contextmanager
     def projections_deferred(self) -> Iterator[None]:

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlsplit
 from uuid import uuid4
 
 import pytest
@@ -27,13 +26,15 @@ from cronledger.application.stream import (
     Checkpoint,
     EventStream,
     Lifetime,
+    LogTail,
     StreamedEvent,
     StreamItem,
 )
 from cronledger.health import DRAINING
 from domain.directory import Principal
 from domain.permissions import SCHEDULE_LIST
-from tests.e2e.helpers import account, assert_problem, other_tenant, request, submit
+from tests.e2e.helpers import account, answers, assert_problem, other_tenant, request, submit
+from tests.processes import free_port, started
 from tests.support import Api, FakeClock, FakeTime, principal_of, wait_until
 from tick.worker import Worker
 from web import create_app
@@ -309,6 +310,7 @@ def test_tokens_and_the_tenant_registry_are_never_streamed(admin: Api) -> None:
 
 def test_a_revoked_token_ends_its_stream(admin: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Lifetime, "RECHECK_SECONDS", 0.2)
+    monkeypatch.setattr(EventStream, "CHECK_SECONDS", 0.2)  # it looks as often as it may check
     admin.post("/api/accounts", {"id": "ops", "name": "Ops", "roles": ["auditor"]})
     issued = body_of(admin.post("/api/accounts/ops/tokens"))
     ops = Api(admin.client, issued["token"])
@@ -390,6 +392,67 @@ def test_a_lifetime_ends_once_the_token_stops_standing_for_the_caller() -> None:
     assert fake.now == 2 * Lifetime.RECHECK_SECONDS  # the second check found the roles changed
 
 
+def test_a_lifetime_told_of_caller_changes_authenticates_again_only_after_one() -> None:
+    fake = FakeTime()
+    caller = Principal(uuid4(), "ann", frozenset({SCHEDULE_LIST}))
+    checked: list[float] = []
+    changes = [0]
+
+    def authenticate() -> Principal:
+        checked.append(fake.now)
+        return caller
+
+    lifetime = Lifetime(60, caller, authenticate, clock=fake, caller_changes=lambda: changes[0])
+    while fake.now < 30:
+        if fake.now == 13:
+            changes[0] += 1  # e.g. an account's roles changed: maybe this caller's
+        assert not lifetime()
+        fake.sleep(1)
+    assert checked == [5, 13]  # the first check, then once after the change
+
+
+def test_streams_of_a_process_share_one_reading_of_the_log(
+    admin: Api, services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readers: list[str] = []
+    read = services.ledger.recorder.select_notifications
+
+    def noting_the_reader(*args: Any, **kwargs: Any) -> Any:
+        readers.append(threading.current_thread().name)
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(services.ledger.recorder, "select_notifications", noting_the_reader)
+    tail = LogTail(services.ledger, services.health)
+    deadline = time.monotonic() + SECONDS
+    caller = principal_of(services, admin)
+    streams = [
+        EventStream(
+            services.ledger,
+            caller,
+            None,
+            tail=tail,
+            should_stop=lambda: time.monotonic() > deadline,
+        ).batches()
+        for _ in range(3)
+    ]
+    for stream in streams:
+        assert next(stream) == [Checkpoint(services.ledger.recorder.max_notification_id() or 0)]
+    admin.post("/api/accounts", {"id": "ann", "name": "Ann", "roles": []})  # projections read
+    readers.clear()
+    seen = [next(stream) for stream in streams]  # the streams, in this thread
+    assert [[e.entry.type for e in batch if isinstance(e, StreamedEvent)] for batch in seen] == [
+        ["Account.Registered", "Tenant.AccountAdded"]
+    ] * 3
+    assert all(batch[0] is seen[0][0] for batch in seen)  # one object for every stream
+    assert set(readers) <= {"log-tail"}  # no stream read the log itself
+    for stream in streams:
+        stream.close()
+    assert tail.position is None  # the tail stopped with its last stream
+    readers.clear()
+    admin.post("/api/accounts", {"id": "bob", "name": "Bob", "roles": []})
+    assert "log-tail" not in readers
+
+
 def test_a_lifetime_ends_at_its_deadline() -> None:
     fake = FakeTime()
     caller = Principal(uuid4(), "ann", frozenset({SCHEDULE_LIST}))
@@ -445,11 +508,21 @@ def refused(api: Api) -> str:
     return str(problem["detail"])
 
 
+@pytest.fixture
+def limited(open_with: Callable[..., Services], clock: FakeClock) -> tuple[Services, Api]:
+    """An app allowing 2 open streams per account, 3 per tenant and 4 in the process, and
+    its tenant's admin."""
+    services = open_with(clock, streams_per_account=2, streams_per_tenant=3, streams_per_process=4)
+    client = create_app({"SERVICES": services, "TESTING": True}).test_client()
+    return services, Api(client, services.directory.bootstrap("acme", "root").token)
+
+
 def test_open_streams_are_limited_per_account_tenant_and_server(
-    admin: Api, services: Services, client: FlaskClient
+    limited: tuple[Services, Api],
 ) -> None:
+    services, admin = limited
     auditor = account(admin, "aud", ["auditor"])
-    globex = other_tenant(services, client)
+    globex = other_tenant(services, admin.client)
     with ExitStack() as held:
         hold(admin, held)
         hold(auditor, held)  # another account of the tenant
@@ -464,14 +537,20 @@ def test_open_streams_are_limited_per_account_tenant_and_server(
         assert "account" in refused(admin)
 
 
-def test_streams_never_hold_more_than_half_the_servers_threads(
-    admin: Api, services: Services
+def test_the_limits_can_allow_hundreds_of_streams_to_one_account(
+    open_with: Callable[..., Services], clock: FakeClock
 ) -> None:
-    three_threads = create_app({"SERVICES": services, "TESTING": True, "WEB_THREADS": 3})
-    same_admin = Api(three_threads.test_client(), admin.token)
+    limits = {f"streams_per_{of}": 300 for of in ("account", "tenant", "process")}
+    services = open_with(clock, **limits)
+    client = create_app({"SERVICES": services, "TESTING": True}).test_client()
+    admin = Api(client, services.directory.bootstrap("acme", "root").token)
     with ExitStack() as held:
-        hold(same_admin, held)
-        assert "server" in refused(same_admin)  # 1 of 3 threads, though 2 per account
+        streams = [Stream(hold(admin, held)) for _ in range(300)]
+        assert "account" in refused(admin)
+        admin.post("/api/accounts", {"id": "marker", "name": "M", "roles": []})
+        for stream in (streams[0], streams[-1]):
+            opening(stream)
+            assert types_of(stream.events_until(is_account("marker")))[-1] == "Account.Registered"
 
 
 def test_a_replay_from_far_back_is_clipped_and_says_so(
@@ -498,28 +577,49 @@ def test_a_replay_from_far_back_is_clipped_and_says_so(
         assert frame.event != "replay-clipped"  # within the limit, nothing is skipped
 
 
-def test_a_served_stream_frees_its_place_when_its_client_leaves(server: str, token: str) -> None:
-    port = urlsplit(server).port
+@contextmanager
+def serving(store_url: str, *args: str, **env: str) -> Iterator[int]:
+    """`cronledger serve ARGS` with `env`, once it answers: its port."""
+    port = free_port()
+    with started(store_url, "serve", "--port", str(port), *args, **env) as child:
+        child.wait_for(lambda: answers(f"http://127.0.0.1:{port}/healthz"), "answering")
+        yield port
 
-    def connect(held: ExitStack) -> http.client.HTTPResponse:
-        """A stream that would outlive the test: only its client leaving can free its place."""
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=SECONDS)
-        held.callback(connection.close)
-        path = "/api/events/stream?max_seconds=600"
-        connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
-        response = connection.getresponse()
-        held.callback(response.close)
-        return response
 
+def connect(port: int, token: str, held: ExitStack) -> http.client.HTTPResponse:
+    """A stream that would outlive the test: only its client leaving can free its place."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=SECONDS)
+    held.callback(connection.close)
+    path = "/api/events/stream?max_seconds=600"
+    connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+    response = connection.getresponse()
+    held.callback(response.close)
+    return response
+
+
+def test_open_streams_leave_every_api_thread_to_the_api(store_url: str, token: str) -> None:
+    env = {f"CRONLEDGER_STREAMS_PER_{of}": "3" for of in ("ACCOUNT", "TENANT", "PROCESS")}
+    with serving(store_url, "--threads", "1", **env) as port, ExitStack() as held:
+        for _ in range(3):
+            assert connect(port, token, held).readline().startswith(b"id: ")
+        assert request(f"http://127.0.0.1:{port}/api/accounts", token)[0] == 200
+        assert connect(port, token, held).status == 429  # no fourth stream
+
+
+def test_a_served_stream_frees_its_place_when_its_client_leaves(store_url: str, token: str) -> None:
     def accepted() -> bool:
         with ExitStack() as probe:
-            return connect(probe).status == 200
+            return connect(port, token, probe).status == 200
 
-    with ExitStack() as held, ExitStack() as leaving:
-        assert connect(leaving).readline().startswith(b"id: ")
-        assert connect(held).readline().startswith(b"id: ")
+    with (
+        serving(store_url, CRONLEDGER_STREAMS_PER_ACCOUNT="2") as port,
+        ExitStack() as held,
+        ExitStack() as leaving,
+    ):
+        assert connect(port, token, leaving).readline().startswith(b"id: ")
+        assert connect(port, token, held).readline().startswith(b"id: ")
         with ExitStack() as probe:
-            response = connect(probe)
+            response = connect(port, token, probe)
             assert (response.status, response.headers["Retry-After"]) == (429, "10")
         leaving.close()  # the client goes away without a word
         wait_until(accepted, "a stream accepted in the place it left", timeout=SECONDS)

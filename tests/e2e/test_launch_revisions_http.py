@@ -22,6 +22,7 @@ def launch_next(services: Services, clock: FakeClock) -> None:
     clock.advance(60)
     assert Ticker.of(services).scan().registered == 1
     assert Worker.of(services).poll().succeeded == 1
+    services.projector.catch_up()  # as the projections loop does after the loops' writes
 
 
 def newest_instance(admin: Api) -> dict[str, Any]:
@@ -129,6 +130,7 @@ def test_titles_take_the_business_zone(
     assert schedule["next_fire_at"] == "2026-10-02T01:00:00Z"
     clock.now = datetime(2026, 10, 2, 1, 0, 1, tzinfo=UTC)
     assert Ticker.of(shanghai).scan().registered == 1
+    shanghai.projector.catch_up()  # as the projections loop does after the tick's writes
     (run,) = api.get(f"/api/workflows/schedules/{schedule['id']}/runs").json["items"]
     assert run["title"] == "检查 2026-10-02"
 

@@ -115,8 +115,8 @@ def test_every_answer_is_as_documented(app: Flask, admin: Api, world: dict[str, 
 def test_limits_are_answered_as_documented(open_with: Opener, clock: FakeClock) -> None:
     """Answers the generated requests never meet: a body too large, a spent refusal budget,
     and no stream to spare."""
-    services = open_with(clock, refusals_per_minute=1)
-    app = create_app({"SERVICES": services, "TESTING": True, "WEB_THREADS": 1})
+    services = open_with(clock, refusals_per_minute=1, streams_per_process=0)
+    app = create_app({"SERVICES": services, "TESTING": True})
     token = {"Authorization": f"Bearer {services.directory.bootstrap('acme', 'root').token}"}
     document = Document(app.test_client().get(DOCUMENT).json)
     schema = schemathesis.openapi.from_wsgi(DOCUMENT, app)
@@ -125,7 +125,7 @@ def test_limits_are_answered_as_documented(open_with: Opener, clock: FakeClock) 
     answers = [
         schema[path][method].Case(headers=token, **given).call_and_validate(checks=checks)
         for path, method, given in (
-            (STREAM, "GET", {}),  # no thread to spare for a stream: 429 TOO_MANY_STREAMS
+            (STREAM, "GET", {}),  # no stream allowed: 429 TOO_MANY_STREAMS
             ("/api/workflows/schedules", "POST", too_large),  # 413, which spends the budget
             ("/api/workflows/schedules", "GET", {}),  # 429 TOO_MANY_REQUESTS
         )

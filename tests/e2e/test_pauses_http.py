@@ -66,6 +66,7 @@ def test_a_paused_tenant_registers_nothing_until_resumed_by_misfire_policy(
     clock.advance(600.5)  # 09:01 … 09:10 come due while paused
     ticker = Ticker.of(services)
     ticker.scan()
+    services.projector.catch_up()  # as the projections loop does after the tick's writes
     assert runs_of(admin, catch_up) == runs_of(admin, skip) == []
     assert len(runs_of(beta, beta_schedule)) == 10  # the other tenant is not paused
     assert admin.get("/api/backlog").json["due_schedules"] == 0  # held, not overdue
@@ -74,6 +75,7 @@ def test_a_paused_tenant_registers_nothing_until_resumed_by_misfire_policy(
     resumed = admin.post("/api/tenant/resume-schedules", {"reason": "INC-7 resolved"})
     assert resumed.json["schedules_paused"] is None
     ticker.scan()
+    services.projector.catch_up()
     caught_up = runs_of(admin, catch_up)
     assert [r["status"] for r in caught_up] == ["PENDING"] * 10  # every missed cycle
     skipped = {r["status"]: r for r in runs_of(admin, skip)}
@@ -132,4 +134,5 @@ def test_run_now_still_works_while_paused(
     manual = admin.post(f"/api/workflows/schedules/{schedule_id}/run", {"request_id": "by-hand"})
     assert manual.status_code == 202, manual.json
     Ticker.of(services).scan()
+    services.projector.catch_up()  # as the projections loop does after the tick's writes
     assert [r["trigger"] for r in runs_of(admin, schedule_id)] == ["manual"]

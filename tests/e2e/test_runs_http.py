@@ -29,6 +29,7 @@ def test_cycles_appear_with_consecutive_planned_instants(
     for _ in range(5):
         clock.advance(1)
         Ticker.of(services).scan()
+    services.projector.catch_up()  # as the projections loop does after the tick's writes
     path = f"/api/workflows/schedules/{every_second['id']}"
     runs = admin.get(f"{path}/runs").json
     assert runs["total"] == 5

@@ -64,6 +64,7 @@ def test_the_operator_cannot_approve_what_their_schedule_launched(
     schedule = operator.post("/api/workflows/schedules", {**body, "initiator_id": "rita"}).json
     operator.post(f"/api/workflows/schedules/{schedule['id']}/run", {"request_id": "r1"})
     assert Worker.of(services).poll().succeeded == 1
+    services.projector.catch_up()  # as the projections loop does after the worker's writes
     (instance,) = admin.get("/api/approvals").json["items"]
     assert (instance["applicant_id"], instance["origin"]["saved_by"]) == ("rita", "olga")
     assert instance["allow_self_approval"] is False

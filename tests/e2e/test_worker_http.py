@@ -58,6 +58,7 @@ def test_a_run_fails_while_the_initiator_is_inactive_then_succeeds(
     assert (instance["applicant_id"], instance["state"]) == ("ann", "WAITING_REVIEW")
     assert instance["origin"]["run_id"] == run["id"]
     assert instance["origin"]["scheduled_for"] == run["planned_at"]
+    services.projector.catch_up()  # as the projections loop does after the worker's writes
     succeeded = admin.get(f"{schedule_path}/runs?status=SUCCEEDED").json
     assert [r["id"] for r in succeeded["items"]] == [run["id"]]
     assert admin.get(schedule_path).json["last_run"]["status"] == "SUCCEEDED"

@@ -24,6 +24,7 @@ def upgraded(store_url: str, tmp_path: Path) -> Iterator[Services]:
     clock = FakeClock(datetime.fromisoformat(facts(WORKING)["clock"]))
     url = store_written_by(WORKING, store_url, tmp_path, clock)
     services = open_services(Settings(database_url=url), clock)
+    services.projector.catch_up()  # as its projections loop does (a log copied in is not yet)
     yield services
     services.close()
 

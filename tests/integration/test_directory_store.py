@@ -7,12 +7,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from cronledger.application.directory import TOKEN_CACHE_SECONDS
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from domain.directory import SYSTEM_ACTOR, Principal, account_uuid, tenant_uuid
 from domain.errors import InvalidState, NotFound, ValidationFailed
 from projections.keyset import Window
-from tests.support import FakeClock
+from tests.support import FakeClock, Opener
 
 
 def acting_admin(services: Services, tenant: str = "acme") -> Principal:
@@ -171,3 +172,22 @@ def test_awkward_text_round_trips_through_the_store(services: Services) -> None:
         from cronledger.persistence.recorders import BinaryAppendRecorder
 
         assert isinstance(services.ledger.recorder, BinaryAppendRecorder)
+
+
+def test_a_revoked_token_stops_at_once_here_and_within_the_cache_time_elsewhere(
+    open_with: Opener, clock: FakeClock
+) -> None:
+    here, elsewhere = open_with(clock), open_with(clock)
+    issued = here.directory.bootstrap("acme", "root")
+    token = issued.token
+    root = here.directory.authenticate(token)
+    assert root is not None
+    now = [0.0]
+    elsewhere.directory.recent.clock = lambda: now[0]
+    for directory in (here.directory, elsewhere.directory):
+        assert directory.authenticate_recent(token) == root
+    here.directory.revoke_token(root, "root", issued.token_id)
+    assert here.directory.authenticate_recent(token) is None
+    assert elsewhere.directory.authenticate_recent(token) == root  # answered a moment ago
+    now[0] += TOKEN_CACHE_SECONDS
+    assert elsewhere.directory.authenticate_recent(token) is None

@@ -137,7 +137,8 @@ def test_every_launch_log_line_carries_the_runs_trace_id(
     with caplog.at_level(logging.INFO, logger="tick.worker"):
         Worker.of(world.services).poll()
     lines = [r for r in caplog.records if getattr(r, "run_id", None) == run_id]
-    assert [r.getMessage() for r in lines] == ["attempt started", "launch succeeded"]
+    assert [r.getMessage() for r in lines] == ["launch succeeded"]  # claimed with it
+    assert [getattr(r, "attempt", None) for r in lines] == [1]
     assert {getattr(r, "trace_id", None) for r in lines} == {trace_id.trace_id}
     assert trace_id.trace_id == UUID(run_id).hex
 

@@ -10,6 +10,7 @@ from uuid import UUID
 
 import pytest
 
+import tick.worker
 from cronledger.persistence.recorders import AggregatesMoved
 from domain.directory import account_uuid
 from tests.support import T0, FakeClock, Opener, World, wait_until
@@ -125,22 +126,16 @@ def test_a_crash_after_claiming_is_recovered_after_the_lease(
     assert len(world.instances()) == 1
 
 
-def test_a_worker_stopping_cleanly_releases_what_it_could_not_launch(
-    open_with: Opener, world: World, monkeypatch: pytest.MonkeyPatch
+def test_a_worker_stopping_cleanly_releases_what_it_claimed_and_did_not_launch(
+    open_with: Opener, world: World
 ) -> None:
     run_ids = [world.run_now(f"r{n}") for n in range(4)]  # the schedule's every slot
     stopping = worker_loop(open_with(world.clock), 0.05)
     worker = stopping.work.__self__  # type: ignore[attr-defined]
-
-    def store_gone(*args: Any) -> WorkReport:
-        raise OSError("the store went away mid-launch")
-
-    monkeypatch.setattr(Worker, "launch", store_gone)
+    assert len(worker.claim()) == 4  # claimed in a commit of their own, not launched
     thread = stopping.start()
-    wait_until(lambda: len(worker.held) == 4, "four attempts claimed, none launched")
     stopping.stop.set()  # SIGTERM
     thread.join()
-    monkeypatch.undo()
 
     assert Worker.of(world.services).poll().succeeded == 4  # at once: no lease to wait out
     run = world.run(run_ids[0])
@@ -149,6 +144,24 @@ def test_a_worker_stopping_cleanly_releases_what_it_could_not_launch(
         "code": "INTERRUPTED",
         "message": "the worker stopped before launching it",
     }
+    assert len(world.instances()) == 4
+
+
+def test_a_launch_that_fails_to_commit_leaves_nothing_claimed(
+    open_with: Opener, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_ids = [world.run_now(f"r{n}") for n in range(4)]
+    failing = open_with(world.clock)
+
+    def store_gone(*args: Any, **kwargs: Any) -> None:
+        raise OSError("the store went away mid-launch")
+
+    monkeypatch.setattr(failing.ledger, "save", store_gone)
+    with pytest.raises(OSError, match="went away"):
+        Worker.of(failing).poll()
+
+    assert Worker.of(world.services).poll().succeeded == 4  # at once: no lease to wait out
+    assert [len(world.run(i).attempts) for i in run_ids] == [1, 1, 1, 1]
     assert len(world.instances()) == 4
 
 
@@ -232,6 +245,41 @@ def test_overlap_skip_records_skipped_overlap_while_an_instance_is_in_review(
     assert world.run(first).status == "SUCCEEDED"
     assert world.run(second).status == "SKIPPED_OVERLAP"
     assert len(world.instances()) == 1
+
+
+def test_one_overlap_check_skips_every_blocked_cycle_of_a_poll(open_with: Opener) -> None:
+    clock = FakeClock(T0)
+    world = World(open_with(clock), clock, overlap_policy="skip")
+    first = world.run_now("r1")
+    Worker.of(world.services).poll()
+    clock.advance(1)
+    later = [world.run_now(f"r{n}") for n in range(2, 5)]
+    assert Worker.of(world.services).poll() == WorkReport(skipped=3)
+    assert {(world.run(i).status, world.run(i).blocked_by) for i in later} == {
+        ("SKIPPED_OVERLAP", first)
+    }
+
+
+def test_a_poll_launches_more_than_worker_concurrency_in_one_go(
+    open_with: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock(T0)
+    world = World(open_with(clock, worker_concurrency=1, schedule_concurrency=100), clock)
+    for n in range(12):
+        world.run_now(f"r{n}")
+    monkeypatch.setattr(tick.worker, "LAUNCHES_PER_COMMIT", 5)
+    worker = Worker.of(world.services)
+    assert [worker.poll().succeeded for _ in range(4)] == [5, 5, 2, 0]
+    assert len(world.instances()) == 12
+
+
+def test_a_poll_launches_at_most_four_cycles_of_one_schedule(open_with: Opener) -> None:
+    clock = FakeClock(T0)
+    world = World(open_with(clock), clock)
+    for n in range(6):
+        world.run_now(f"r{n}")
+    worker = Worker.of(world.services)
+    assert [worker.poll().succeeded for _ in range(3)] == [4, 2, 0]
 
 
 def test_at_most_four_attempts_of_one_schedule_at_once(open_with: Opener) -> None:

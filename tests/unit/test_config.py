@@ -45,6 +45,16 @@ def test_bad_values_are_refused_by_name(variable: str, value: str) -> None:
         Settings.from_env({variable: value})
 
 
+def test_streams_allow_hundreds_per_process_by_setting_and_none_at_zero() -> None:
+    defaults = Settings.from_env({})
+    limits = (defaults.streams_per_account, defaults.streams_per_tenant)
+    assert (*limits, defaults.streams_per_process, defaults.web_workers) == (10, 50, 100, 1)
+    many = {f"CRONLEDGER_STREAMS_PER_{of}": "500" for of in ("ACCOUNT", "TENANT", "PROCESS")}
+    settings = Settings.from_env(many)
+    assert (settings.streams_per_account, settings.streams_per_process) == (500, 500)
+    assert Settings.from_env({"CRONLEDGER_STREAMS_PER_PROCESS": "0"}).streams_per_process == 0
+
+
 def test_sqlite_urls_relative_and_absolute() -> None:
     assert Store.from_url("sqlite:///var/x.sqlite").sqlite_path == "var/x.sqlite"
     assert Store.from_url("sqlite:////tmp/x.sqlite").sqlite_path == "/tmp/x.sqlite"
@@ -98,6 +108,9 @@ def test_nested_field_errors_are_flattened_to_paths() -> None:
         ("CRONLEDGER_SCAN_BUDGET_SECONDS", "inf", "above 0 and at most 3,600"),
         ("CRONLEDGER_TICK_SECONDS", "nan", "from 0.05 to 3,600"),
         ("CRONLEDGER_WORKER_CONCURRENCY", "100000", "from 1 to 1,000"),
+        ("CRONLEDGER_STREAMS_PER_PROCESS", "-1", "from 0 to 5,000"),
+        ("CRONLEDGER_STREAMS_PER_PROCESS", "5001", "from 0 to 5,000"),
+        ("CRONLEDGER_WEB_WORKERS", "0", "from 1 to 64"),
         ("CRONLEDGER_LOG_LEVEL", "loud", "one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
     ],
 )
