@@ -10,6 +10,8 @@ from datetime import datetime
 from functools import partial
 from uuid import UUID
 
+from eventsourcing.persistence import IntegrityError
+
 from cronledger.application.capacity import TickCounters
 from cronledger.application.services import Services
 from cronledger.config import Settings
@@ -177,15 +179,31 @@ class Ticker:
         return batch, stop
 
     def _save(self, batch: Batch) -> list[list[Run]]:
-        """Many schedules per transaction; if another writer won any of them, one at a time.
-        The runs saved, per schedule."""
-        return [
-            runs
-            for chunk in _chunks(batch)
-            for runs in self.ledger.save_batch_or_each(
-                partial(self._save_chunk, chunk), chunk, self._redo
-            )
-        ]
+        """Many schedules per transaction. The runs saved, per schedule."""
+        return [runs for chunk in _chunks(batch) for runs in self._save_or_replan(chunk)]
+
+    def _save_or_replan(self, chunk: Batch) -> list[list[Run]]:
+        """The chunk in one transaction; if another writer won any of its schedules, the chunk
+        again from one fresh read of them all (another tick mostly registered the same cycles:
+        nothing is left to save); if that loses too, one schedule at a time."""
+        try:
+            return self._save_chunk(chunk)
+        except IntegrityError:
+            replanned = self._replanned(chunk)
+        return self.ledger.save_batch_or_each(
+            partial(self._save_chunk, replanned), chunk, self._redo
+        )
+
+    def _replanned(self, chunk: Batch) -> Batch:
+        """The chunk's schedules as the log has them now, each with the cycles still due."""
+        found = self.ledger.get_many([schedule.id for schedule, _, _ in chunk])
+        now = self.ledger.clock()
+        replanned: Batch = []
+        for stale, _, limit in chunk:
+            schedule = found.get(stale.id)
+            if isinstance(schedule, Schedule):
+                replanned.append((schedule, schedule.register_due(now, limit, self.policy), limit))
+        return replanned
 
     def _save_chunk(self, chunk: Batch) -> list[list[Run]]:
         """Save the chunk's schedules and runs in one transaction; the runs of each."""
