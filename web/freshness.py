@@ -9,6 +9,7 @@ that projects), for at most WAIT_SECONDS, then 503 `UNAVAILABLE` with `Retry-Aft
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 
@@ -24,6 +25,7 @@ WAIT_SECONDS = 2.0
 POLL_SECONDS = 0.01
 IDLE_SECONDS = 1.0  # a helper thread with nothing to do for this long ends
 MAX_POSITION = 2**63 - 1
+ASCII_DIGITS = re.compile(r"[0-9]{1,19}")  # str.isdigit also takes "²" and "٣"
 log = logging.getLogger("cronledger.web")
 
 
@@ -72,7 +74,7 @@ def wanted_position() -> int | None:
     text = request.headers.get(WANTED_HEADER)
     if text is None:
         return None
-    if not text.strip().isdigit() or int(text) > MAX_POSITION:
+    if not ASCII_DIGITS.fullmatch(text.strip()) or int(text) > MAX_POSITION:
         raise _invalid("a log position: a whole number, as a write's X-Log-Position gives")
     return int(text)
 

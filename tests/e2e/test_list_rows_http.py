@@ -83,7 +83,7 @@ def test_a_read_naming_a_position_catches_up_to_it(
     runs = f"/api/workflows/schedules/{schedule['id']}/runs"
     assert admin.get(runs).json["total"] == 0
     assert admin.get(runs, headers={"X-Min-Log-Position": str(end)}).json["total"] == 1
-    for wrong in ("soon", "-1", str(end + 1)):
+    for wrong in ("soon", "-1", str(end + 1), "1\u00b2", "\u0663"):
         refused = admin.get(runs, headers={"X-Min-Log-Position": wrong})
         assert list(assert_problem(refused, 422, "VALIDATION_FAILED")["errors"]) == [
             "X-Min-Log-Position"
