@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser run test lint audit-deps bench clean
+.PHONY: install browser translations run test lint audit-deps bench clean
 
 # A new venv's own pip and setuptools have known vulnerabilities (make audit-deps): upgraded.
 $(STAMP): pyproject.toml
@@ -27,11 +27,20 @@ run: install
 	@echo "serving on http://localhost:8000"
 	$(BIN)/cronledger serve --port 8000
 
-# Browser tests drive Debian's chromium (Playwright's own browser download is out of reach).
+# Browser tests drive Debian's chromium (Playwright's own browser download is out of reach),
+# with a Chinese font for the console's pages and screenshots.
 browser:
 	@command -v chromium >/dev/null || { test "$$(id -u)" = 0 \
 	  && apt-get install -y -q chromium >/dev/null; } \
 	  || echo "chromium is missing: browser tests skip (and fail under CI=true)"
+	@fc-list :lang=zh 2>/dev/null | grep -q . || { test "$$(id -u)" = 0 \
+	  && apt-get install -y -q fonts-wqy-microhei >/dev/null; } \
+	  || echo "no Chinese font: the console's Chinese text shows as boxes in screenshots"
+
+# The console's catalogues: each area's .po compiled to its .mo (commit both; a test compares).
+translations: install
+	for catalogue in web/console/translations/*/; do \
+	  $(BIN)/pybabel compile --statistics -d "$$catalogue" || exit 1; done
 
 test: install browser
 	$(BIN)/python -m pytest

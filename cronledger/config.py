@@ -19,6 +19,7 @@ NOT_SETTINGS = frozenset({"CRONLEDGER_TEST_POSTGRES_URL"})
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 SECRET_WORDS = ("password", "secret", "token", "key")  # a setting so named is never shown
 DAY = 86_400.0
+MIN_SECRET_KEY = 32  # characters of CRONLEDGER_SECRET_KEY
 log = logging.getLogger("cronledger.config")
 
 
@@ -62,6 +63,7 @@ BOUNDS: dict[str, Bounds] = {
     "pool_overflow": Bounds(0, 1000),
     "streams_per_process": Bounds(0, 5000),  # 0: this process serves no event stream
     "web_workers": Bounds(1, 64),
+    "console_session_hours": Bounds(1, 720),
 }
 BOUNDS_OF_TYPE = {float: Bounds(0, DAY, above_low=True), int: Bounds(1, 1_000_000)}
 
@@ -91,6 +93,12 @@ def _database_url(text: str) -> str:
     return text
 
 
+def _secret_key(text: str) -> str:
+    if len(text) < MIN_SECRET_KEY:
+        raise ValueError(text)
+    return text
+
+
 # The settings that are text, and what each accepts.
 TEXT_RULES: dict[str, tuple[Callable[[str], str], str]] = {
     "database_url": (
@@ -100,6 +108,7 @@ TEXT_RULES: dict[str, tuple[Callable[[str], str], str]] = {
     ),
     "timezone": (_zone, "an IANA time zone name, e.g. UTC or Europe/Paris"),
     "log_level": (_log_level, f"one of {', '.join(LOG_LEVELS)}"),
+    "secret_key": (_secret_key, f"at least {MIN_SECRET_KEY} characters"),
 }
 
 
@@ -168,6 +177,10 @@ class Settings:
     sqlite_busy_timeout_seconds: float = 10.0
     pool_size: int = 2
     pool_overflow: int = 4
+    # The console (docs/console/README.md): what signs its cookies ("": a random key for each
+    # process), and how long a sign-in lasts at most.
+    secret_key: str = dataclasses.field(default="", repr=False)
+    console_session_hours: int = 12
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

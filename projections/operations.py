@@ -89,13 +89,15 @@ class Operation(NamedTuple):
 
 @dataclass(frozen=True)
 class OperationFilter:
-    """Which operations of one tenant to list: by actor, kind and `since <= at < until`."""
+    """Which operations of one tenant to list: by actor, kind, `since <= at < until`, and the
+    aggregate they were done to."""
 
     tenant_id: UUID
     actor: str | None = None
     kind: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    aggregate_id: str | None = None
 
 
 class OperationsProjection(Projection):
@@ -388,6 +390,7 @@ def _where(wanted: OperationFilter) -> tuple[str, list[Any]]:
         ("kind = ?", wanted.kind),
         ("at >= ?", wanted.since),
         ("at < ?", wanted.until),
+        ("aggregate_id = ?", wanted.aggregate_id),
     ]
     kept = [(condition, value) for condition, value in conditions if value is not None]
     return " AND ".join(c for c, _ in kept), [v for _, v in kept]

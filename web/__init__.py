@@ -30,6 +30,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     from web import (
         approvals,
         audit,
+        console,
         directory,
         docs,
         events,
@@ -66,6 +67,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(events.bp)
     app.register_blueprint(audit.bp)
     app.register_blueprint(tenant.bp)
+    console.install(app)
     app.before_request(_start_request)
     refusal_budget(app, services.settings.refusals_per_minute)  # checked after the request id
     app.after_request(_log_request)

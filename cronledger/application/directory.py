@@ -6,7 +6,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 from uuid import UUID, uuid4
@@ -127,6 +127,16 @@ class DefinitionFields:
 class IssuedToken:
     token: str
     token_id: str
+
+
+@dataclass(frozen=True)
+class TokenView:
+    """One of an account's tokens, as its events tell it: never its secret."""
+
+    token_id: str
+    issued_at: datetime
+    issued_by: str | None
+    revoked_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -374,6 +384,17 @@ class Directory:
         self.ledger.save(account, token, key_record(request, "token", str(secret_hash), at))
         return IssuedToken(token=secret, token_id=str(secret_hash))
 
+    def tokens(self, tenant_id: UUID, account_id: str) -> list[TokenView]:
+        """The account's tokens, oldest first, from its events: when issued, by whom, revoked."""
+        issued: dict[str, TokenView] = {}
+        for entry in self.account_timeline(tenant_id, account_id):
+            token_id = str(entry.data.get("token_id"))
+            if entry.type == "Account.TokenIssued":
+                issued[token_id] = TokenView(token_id, entry.at, entry.actor)
+            elif entry.type == "Account.TokenRevoked" and token_id in issued:
+                issued[token_id] = replace(issued[token_id], revoked_at=entry.at)
+        return list(issued.values())
+
     def revoke_token(
         self, actor: Principal, account_id: str, token_id: str, reason: str | None = None
     ) -> None:
@@ -404,8 +425,12 @@ class Directory:
         """The principal a bearer token stands for, or None if it does not (or no longer) work."""
         if not secret.startswith(TOKEN_PREFIX):
             return None
+        return self.authenticate_token_id(token_uuid(secret))
+
+    def authenticate_token_id(self, token_id: UUID) -> Principal | None:
+        """`authenticate` for a token known by its id (a console session keeps only the id)."""
         try:
-            token = self.ledger.find(ApiToken, token_uuid(secret), "token", "")
+            token = self.ledger.find(ApiToken, token_id, "token", "")
             account = self._account(token.tenant_id, token.account_id)
         except NotFound:
             return None

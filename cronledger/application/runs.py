@@ -256,6 +256,12 @@ class Runs:
         """A run of this tenant by its id alone; another tenant's is not found."""
         return RunView.of(self.ledger.find_in_tenant(Run, run_id, "run", tenant_id))
 
+    def frozen_by_id(self, tenant_id: UUID, run_id: str) -> tuple[RunView, dict[str, Any]]:
+        """`view_by_id`, and every value the run was frozen with when registered (what it
+        launches with: its view leaves the schedule's name, trigger and zone out)."""
+        run = self.ledger.find_in_tenant(Run, run_id, "run", tenant_id)
+        return RunView.of(run), jsonable(run.frozen)
+
     def timeline(self, tenant_id: UUID, run_id: str) -> list[TimelineEntry]:
         """Every event of one of the tenant's runs."""
         return self.ledger.timeline(self.ledger.find_in_tenant(Run, run_id, "run", tenant_id).id)

@@ -43,6 +43,19 @@ for name in {PACKAGES!r}:
     for module in pkgutil.walk_packages(package.__path__, name + "."):
         importlib.import_module(module.name)
 """
+# The console's templates, styles, scripts and Chinese catalogue, found in the installed wheel.
+CONSOLE_IN_CHINESE = """
+import tempfile
+from cronledger.application.services import open_services
+from cronledger.config import Settings
+from web import create_app
+url = "sqlite:///" + tempfile.mkdtemp() + "/cronledger.sqlite"
+client = create_app({"SERVICES": open_services(Settings(database_url=url))}).test_client()
+page = client.get("/console/sign-in", headers={"Accept-Language": "zh-CN"})
+assert page.status_code == 200 and "账号令牌" in page.get_data(as_text=True), page.status_code
+for path in ("console.css", "console.js", "vendor/htmx.min.js", "vendor/htmx-ext-sse.min.js"):
+    assert client.get("/console/static/" + path).status_code == 200, path
+"""
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", "--quiet"]
 # Together below pytest's `timeout` (300 s), which the first test's setup must fit in.
 BUILD_SECONDS = 90
@@ -162,6 +175,10 @@ def test_the_installed_package_is_the_wheels(venv: Path) -> None:
 
 def test_every_module_imports_with_the_declared_dependencies(venv: Path) -> None:
     run([str(venv / "bin" / "python"), "-c", IMPORT_EVERY_MODULE], venv.parent, COMMAND_SECONDS)
+
+
+def test_the_console_is_served_from_the_wheel_in_chinese(venv: Path) -> None:
+    run([str(venv / "bin" / "python"), "-c", CONSOLE_IN_CHINESE], venv.parent, COMMAND_SECONDS)
 
 
 def test_the_console_script_migrates_and_bootstraps_a_store(venv: Path) -> None:

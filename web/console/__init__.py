@@ -1,0 +1,42 @@
+"""The console under /console/: pages over the same application services as the API.
+
+docs/console/README.md describes it for its users. `install(app)` adds it to the Flask app: one
+`console` blueprint (sign-in, CSRF, languages, headers, error pages) holding one child
+blueprint per area. Each area is a module of this package; its templates live under
+templates/console/<area>/ and its Chinese catalogue under translations/<area>/.
+"""
+
+from __future__ import annotations
+
+from flask import Flask
+
+# Each area has its own catalogue directory; Flask-Babel merges them.
+AREAS = (
+    "shell",
+    "session",
+    "schedules",
+    "runs",
+    "approvals",
+    "timelines",
+    "operations",
+    "directory",
+)
+
+
+def install(app: Flask) -> None:
+    from web.console import (
+        approvals,
+        directory,
+        live,
+        operations,
+        runs,
+        schedules,
+        session,
+        shell,
+        timelines,
+    )
+
+    console = shell.console_blueprint()
+    for area in (session, schedules, runs, approvals, timelines, operations, directory, live):
+        console.register_blueprint(area.bp)
+    shell.install(app, console)
