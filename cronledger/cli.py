@@ -43,6 +43,7 @@ from projections.catalog import projection_named, rebuildable_projections
 from projections.maintenance import STOPPED
 from projections.maintenance import rebuild as rebuild_projections
 from tick.loops import Loop, stop_on_signals
+from tick.notifier import notifier_loop
 from tick.processes import (
     every_loop,
     projections_loop,
@@ -209,9 +210,11 @@ def running(metrics_host: str, metrics_port: int | None) -> Iterator[tuple[Servi
 @web_options
 @probe_options
 def serve(host: str, port: int, threads: int, metrics_host: str, metrics_port: int | None) -> None:
-    """Run everything in one process: web API, tick, worker, deadline sweeper, projections."""
+    """Run everything in one process: web API, tick, worker, deadline sweeper, projections,
+    webhook notifier."""
     with running(metrics_host, metrics_port) as (services, probes):
-        _serve_web(services, host, port, threads, every_loop(services), probes)
+        loops = [*every_loop(services), notifier_loop(services, 1.0)]
+        _serve_web(services, host, port, threads, loops, probes)
 
 
 @main.command()
@@ -272,6 +275,15 @@ def sweeper(interval: float, metrics_host: str, metrics_port: int | None) -> Non
     """Run the deadline sweeper alone: expire instances whose deadline has come."""
     with running(metrics_host, metrics_port) as (services, probes):
         _run_alone(services, sweeper_loop(services, interval), probes)
+
+
+@main.command()
+@click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(0.05))
+@probe_options
+def notifier(interval: float, metrics_host: str, metrics_port: int | None) -> None:
+    """Run the webhook notifier alone: schedule and send the messages subscriptions want."""
+    with running(metrics_host, metrics_port) as (services, probes):
+        _run_alone(services, notifier_loop(services, interval), probes)
 
 
 @main.group(invoke_without_command=True)

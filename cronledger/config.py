@@ -64,6 +64,11 @@ BOUNDS: dict[str, Bounds] = {
     "streams_per_process": Bounds(0, 5000),  # 0: this process serves no event stream
     "web_workers": Bounds(1, 64),
     "console_session_hours": Bounds(1, 720),
+    "webhook_max_attempts": Bounds(1, 100),
+    "webhook_retry_base_seconds": Bounds(0, DAY, above_low=True),
+    "webhook_connect_timeout_seconds": Bounds(0, 300, above_low=True),
+    "webhook_read_timeout_seconds": Bounds(0, 300, above_low=True),
+    "webhook_response_bytes": Bounds(0, 10_000_000),
 }
 BOUNDS_OF_TYPE = {float: Bounds(0, DAY, above_low=True), int: Bounds(1, 1_000_000)}
 
@@ -112,10 +117,21 @@ TEXT_RULES: dict[str, tuple[Callable[[str], str], str]] = {
 }
 
 
+FLAGS = {"true": True, "false": False}
+
+
+def _flag(text: str) -> bool:
+    if text.lower() not in FLAGS:
+        raise ValueError(text)
+    return FLAGS[text.lower()]
+
+
 def _rule(name: str, default: object) -> tuple[Callable[[str], Any], str]:
     """How a setting's variable is read, and its rule in words."""
     if name in TEXT_RULES:
         return TEXT_RULES[name]
+    if type(default) is bool:
+        return _flag, "true or false"
     kind: type[int] | type[float] = int if type(default) is int else float
     bounds = BOUNDS.get(name, BOUNDS_OF_TYPE[kind])
 
@@ -181,6 +197,15 @@ class Settings:
     # process), and how long a sign-in lasts at most.
     secret_key: str = dataclasses.field(default="", repr=False)
     console_session_hours: int = 12
+    # Outbound webhooks (docs/webhooks.md): where they may go, how often and how long they are
+    # tried, and how much of an answer is read.
+    webhook_allow_private: bool = False
+    webhook_allow_http: bool = False
+    webhook_max_attempts: int = 8
+    webhook_retry_base_seconds: float = 30.0
+    webhook_connect_timeout_seconds: float = 5.0
+    webhook_read_timeout_seconds: float = 10.0
+    webhook_response_bytes: int = 65_536
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

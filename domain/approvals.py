@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -12,8 +12,16 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.directory import NAMESPACE, Definition, DefinitionTerms, self_approval_was_not_allowed
-from domain.errors import DomainError, Forbidden, ValidationFailed
+from domain.directory import (
+    NAMESPACE,
+    Definition,
+    DefinitionTerms,
+    Escalation,
+    Reminder,
+    self_approval_was_not_allowed,
+    without_notices,
+)
+from domain.errors import DomainError, Forbidden, InvalidState, ValidationFailed
 from domain.permissions import (
     ALL_PERMISSIONS,
     APPROVAL_CALLBACK,
@@ -184,6 +192,48 @@ class Parties:
         if self.launched and self.schedule_saver_id is None:
             return "the launch did not record who saved the schedule, so nobody may approve"
         return None
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A reminder (`before_seconds` before the deadline) or, with None, the escalation that an
+    instance still owes, and when it is due."""
+
+    due_at: datetime
+    before_seconds: int | None
+
+
+def reminder_due_at(deadline: datetime, submitted_at: datetime, before_seconds: int) -> datetime:
+    """A reminder is due `before_seconds` before the deadline, or at submission when the
+    deadline was already closer than that."""
+    return max(deadline - timedelta(seconds=before_seconds), submitted_at)
+
+
+def escalation_due_at(submitted_at: datetime, escalation: Mapping[str, Any]) -> datetime:
+    """An escalation is due `after_seconds` after the submission."""
+    return submitted_at + timedelta(seconds=escalation["after_seconds"])
+
+
+def owed_notices(
+    deadline: datetime,
+    submitted_at: datetime,
+    reminders: Sequence[Mapping[str, int]],
+    sent: Sequence[Mapping[str, Any]],
+    escalation: Mapping[str, Any] | None,
+    escalated: bool,
+) -> list[Notice]:
+    """The reminders not yet recorded, and the escalation unless recorded, that fall due before
+    the deadline (the current one: an extension moves the reminders), earliest first."""
+    done = {reminder["before_seconds"] for reminder in sent}
+    owed = [
+        Notice(reminder_due_at(deadline, submitted_at, r["before_seconds"]), r["before_seconds"])
+        for r in reminders
+        if r["before_seconds"] not in done
+    ]
+    if escalation is not None and not escalated:
+        owed.append(Notice(escalation_due_at(submitted_at, escalation), None))
+    due = [notice for notice in owed if notice.due_at < deadline]
+    return sorted(due, key=lambda n: (n.due_at, n.before_seconds is None, -(n.before_seconds or 0)))
 
 
 def fire_metadata(origin: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -364,7 +414,7 @@ class ApprovalInstance(Aggregate):
     def create_id(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
         return approval_uuid(tenant_id, applicant_id, command_id)
 
-    class_version = 6
+    class_version = 7
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -397,13 +447,21 @@ class ApprovalInstance(Aggregate):
         """A snapshot from before version 6 kept no given offset of its deadline: UTC."""
         state["review_deadline_offset_minutes"] = None
 
+    @staticmethod
+    def upcast_v6_v7(state: dict[str, Any]) -> None:
+        """A snapshot from before reminders and escalation: none owed, none recorded."""
+        without_notices(state)
+        state["reminders_sent"] = []
+        state["escalated"] = None
+
     class Submitted(Aggregate.Created):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 gave a launch's `origin` its fire metadata (see `fire_metadata`); version 4
         added `review_deadline_offset_minutes`, the offset a deadline was given with (None: UTC,
-        or a deadline from the definition's review window)."""
+        or a deadline from the definition's review window); version 5 the definition's
+        `reminders` and `escalation` (none before)."""
 
-        class_version = 4
+        class_version = 5
         tenant_id: UUID
         definition_id: str
         applicant_id: str
@@ -419,6 +477,8 @@ class ApprovalInstance(Aggregate):
         fingerprint: str
         at: datetime
         actor: str
+        reminders: list[Reminder]
+        escalation: Escalation | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -429,6 +489,8 @@ class ApprovalInstance(Aggregate):
         @staticmethod
         def upcast_v3_v4(state: dict[str, Any]) -> None:
             state["review_deadline_offset_minutes"] = None  # no offset was kept: UTC
+
+        upcast_v4_v5 = staticmethod(without_notices)
 
     @classmethod
     def submit(
@@ -441,7 +503,8 @@ class ApprovalInstance(Aggregate):
         at: datetime,
     ) -> ApprovalInstance:
         """A new instance, submitted by its applicant or by a run on the applicant's behalf
-        (with the terms of the definition's revision the run was frozen at)."""
+        (with the terms of the definition's revision the run was frozen at); the definition's
+        reminders and escalation are fixed on it, as its deadline is."""
         deadline, deadline_policy = submission.deadline(
             definition.review_window_seconds, at, revision_of(definition)
         )
@@ -465,6 +528,8 @@ class ApprovalInstance(Aggregate):
             fingerprint=submission.fingerprint,
             at=at,
             actor=applicant_id,
+            reminders=[dict(reminder) for reminder in definition.reminders],
+            escalation=None if definition.escalation is None else dict(definition.escalation),
         )
 
     @event(Submitted)
@@ -485,6 +550,8 @@ class ApprovalInstance(Aggregate):
         fingerprint: str,
         at: datetime,
         actor: str,
+        reminders: Sequence[Reminder] = (),
+        escalation: Escalation | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.definition_id = definition_id
@@ -506,6 +573,10 @@ class ApprovalInstance(Aggregate):
         self.extensions: list[dict[str, Any]] = []
         self.answers: dict[str, dict[str, Any]] = {}
         self.submission_fingerprint = fingerprint
+        self.reminders = [dict(reminder) for reminder in reminders]
+        self.escalation = escalation
+        self.reminders_sent: list[dict[str, Any]] = []  # before_seconds, due_at, at
+        self.escalated: dict[str, Any] | None = None  # account_id, after_seconds, due_at, at
 
     def answer_to(
         self, command: Command, actor: str | None = None, granted: frozenset[str] = ALL_PERMISSIONS
@@ -583,6 +654,142 @@ class ApprovalInstance(Aggregate):
                 actor=actor,
             )
         return Answer(**asdict(decision), fingerprint=command.fingerprint)
+
+    def owed_notices(self) -> list[Notice]:
+        """The reminders and escalation still owed, earliest first (see `owed_notices`)."""
+        return owed_notices(
+            self.review_deadline_at,
+            self.submitted_at,
+            self.reminders,
+            self.reminders_sent,
+            self.escalation,
+            self.escalated is not None,
+        )
+
+    @property
+    def next_notice_at(self) -> datetime | None:
+        """When the next reminder or the escalation is due; None when none is owed any more."""
+        if self.state != WAITING_REVIEW:
+            return None
+        owed = self.owed_notices()
+        return owed[0].due_at if owed else None
+
+    def record_due_notices(self, at: datetime, actor: str) -> None:
+        """Record every reminder and the escalation due by `at`, earliest first, each once;
+        nothing once the instance is decided or its deadline has come (the expiry is due)."""
+        if self.state != WAITING_REVIEW or at >= self.review_deadline_at:
+            return
+        for notice in self.owed_notices():
+            if notice.due_at > at:
+                break
+            if notice.before_seconds is None:
+                self.escalate(at, actor)
+            else:
+                self.remind(notice.before_seconds, at, actor)
+
+    def remind(self, before_seconds: int, at: datetime, actor: str) -> None:
+        """Record that the reminder `before_seconds` before the deadline came due."""
+        due_at = self.check_reminder_due(before_seconds, at)
+        self._reminder_due(
+            before_seconds=before_seconds,
+            due_at=due_at,
+            review_deadline_at=self.review_deadline_at,
+            at=at,
+            actor=actor,
+        )
+
+    def escalate(self, at: datetime, actor: str) -> None:
+        """Record that the instance waited long enough to be escalated."""
+        escalation, due_at = self.check_escalation_due(at)
+        self._escalated(
+            account_id=escalation["account_id"],
+            after_seconds=escalation["after_seconds"],
+            due_at=due_at,
+            at=at,
+            actor=actor,
+        )
+
+    def check_reminder_due(self, before_seconds: int, at: datetime) -> datetime:
+        """When the reminder was due; refused unless the instance has it, it was not recorded
+        yet, the instance still waits for review, and it is due at `at`."""
+        if before_seconds not in {r["before_seconds"] for r in self.reminders}:
+            raise InvalidState(
+                f"the instance has no reminder {before_seconds} s before its deadline"
+            )
+        if before_seconds in {r["before_seconds"] for r in self.reminders_sent}:
+            raise InvalidState(
+                f"the reminder {before_seconds} s before the deadline was already recorded"
+            )
+        self.check_waiting(at)
+        due_at = reminder_due_at(self.review_deadline_at, self.submitted_at, before_seconds)
+        _check_due(due_at, at)
+        return due_at
+
+    def check_escalation_due(self, at: datetime) -> tuple[Escalation, datetime]:
+        """The escalation and when it was due; refused unless the instance has one, it was not
+        recorded yet, the instance still waits for review, and it is due at `at`."""
+        if self.escalation is None:
+            raise InvalidState("the instance has no escalation")
+        if self.escalated is not None:
+            raise InvalidState(
+                f"the instance was already escalated to {self.escalated['account_id']}"
+            )
+        self.check_waiting(at)
+        due_at = escalation_due_at(self.submitted_at, self.escalation)
+        _check_due(due_at, at)
+        return self.escalation, due_at
+
+    def check_waiting(self, at: datetime) -> None:
+        """The instance still waits for review at `at`: undecided, and its deadline to come."""
+        if self.state != WAITING_REVIEW:
+            raise InvalidState(f"the instance is {self.state}, no longer waiting for review")
+        if at >= self.review_deadline_at:
+            raise InvalidState(
+                f"the review deadline {self.review_deadline_at.isoformat()} has passed"
+            )
+
+    class ReminderDue(Aggregate.Event):
+        """A reminder of the definition came due `before_seconds` before the review deadline
+        (`review_deadline_at`, as it then stood): at `due_at`, never before the submission;
+        recorded at `at` by the sweeper, which may be later (after downtime)."""
+
+        before_seconds: int
+        due_at: datetime
+        review_deadline_at: datetime
+        at: datetime
+        actor: str
+
+    @event(ReminderDue)
+    def _reminder_due(
+        self,
+        before_seconds: int,
+        due_at: datetime,
+        review_deadline_at: datetime,
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.reminders_sent.append({"before_seconds": before_seconds, "due_at": due_at, "at": at})
+
+    class Escalated(Aggregate.Event):
+        """The instance waited `after_seconds` since its submission (at `due_at`) without a
+        decision: escalated to the account `account_id`; recorded at `at` by the sweeper."""
+
+        account_id: str
+        after_seconds: int
+        due_at: datetime
+        at: datetime
+        actor: str
+
+    @event(Escalated)
+    def _escalated(
+        self, account_id: str, after_seconds: int, due_at: datetime, at: datetime, actor: str
+    ) -> None:
+        self.escalated = {
+            "account_id": account_id,
+            "after_seconds": after_seconds,
+            "due_at": due_at,
+            "at": at,
+        }
 
     class CommandHandled(Aggregate.Event):
         """A command and what it got; subclasses name the outcome's kind."""
@@ -697,6 +904,11 @@ class ApprovalInstance(Aggregate):
             "reason": handled.reason,
             "rule_version": handled.rule_version,
         }
+
+
+def _check_due(due_at: datetime, at: datetime) -> None:
+    if at < due_at:
+        raise InvalidState(f"not due until {due_at.isoformat()}")
 
 
 STATE_AFTER = {APPROVED: APPROVED, WITHDRAWN: WITHDRAWN, EXPIRED: EXPIRED}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -23,6 +23,9 @@ SYSTEM_ACTOR = "system"  # the service's own actors are "system" and "system:<pa
 ADMIN_ROLE = "admin"
 UNPUBLISHED_REVISION = 0  # a definition never published has no revision yet
 FIRST_REVISION = 1  # what a definition of release 0.1.0 counts as
+MAX_REMINDERS = 5  # reminders one definition may carry
+Reminder = dict[str, int]  # {"before_seconds": N}: N seconds before an instance's deadline
+Escalation = dict[str, Any]  # {"after_seconds": N, "account_id": whom}: after N s waiting
 
 
 def tenant_uuid(name: str) -> UUID:
@@ -64,6 +67,46 @@ def check_account_id(account_id: str, field: str = "id") -> None:
         raise ValidationFailed.of(
             field, f"ids starting with '{SYSTEM_ACTOR}' are reserved for the service itself"
         )
+
+
+def check_notices(
+    reminders: Sequence[Mapping[str, int]],
+    escalation: Mapping[str, Any] | None,
+    review_window_seconds: int,
+) -> None:
+    """At most MAX_REMINDERS reminders, each at another offset after 0 and within the review
+    window; an escalation after some time (its account is the directory's to check)."""
+    errors: dict[str, list[str]] = {}
+    if len(reminders) > MAX_REMINDERS:
+        errors["reminders"] = [f"at most {MAX_REMINDERS} reminders"]
+    seen: set[int] = set()
+    for index, reminder in enumerate(reminders):
+        before = reminder["before_seconds"]
+        field = f"reminders.{index}.before_seconds"
+        if not 0 < before < review_window_seconds:
+            errors[field] = [
+                f"must be more than 0 and less than the review window ({review_window_seconds} s)"
+            ]
+        elif before in seen:
+            errors[field] = [f"another reminder is already {before} s before the deadline"]
+        seen.add(before)
+    if escalation is not None and escalation["after_seconds"] <= 0:
+        errors["escalation.after_seconds"] = ["must be more than 0"]
+    if errors:
+        raise ValidationFailed(errors)
+
+
+def notice_terms(
+    reminders: Sequence[Mapping[str, int]], escalation: Mapping[str, Any] | None
+) -> tuple[list[Reminder], Escalation | None]:
+    """Reminders and an escalation as events keep them: plain lists and objects."""
+    kept = [{"before_seconds": int(reminder["before_seconds"])} for reminder in reminders]
+    if escalation is None:
+        return kept, None
+    return kept, {
+        "after_seconds": int(escalation["after_seconds"]),
+        "account_id": str(escalation["account_id"]),
+    }
 
 
 def check_admin_remains(account_id: str, active_admins: Collection[str]) -> None:
@@ -310,6 +353,12 @@ def counted_as_first_revision(state: dict[str, Any]) -> None:
     state["revision"] = FIRST_REVISION
 
 
+def without_notices(state: dict[str, Any]) -> None:
+    """Upcast of an event (or terms) from before reminders and escalation: none of either."""
+    state["reminders"] = []
+    state["escalation"] = None
+
+
 @dataclass(frozen=True)
 class DefinitionTerms:
     """What a launch takes from one published revision of a definition."""
@@ -318,6 +367,8 @@ class DefinitionTerms:
     external: bool
     review_window_seconds: int
     allow_self_approval: bool
+    reminders: list[Reminder]
+    escalation: Escalation | None
 
 
 class Definition(Aggregate):
@@ -325,10 +376,11 @@ class Definition(Aggregate):
 
     Publishing, and each update while published, makes a new `revision` (requirement 001:
     a server schedule runs the exact published version); the terms of every published revision
-    are kept, so a schedule saved against one launches with it. Version 3 added them.
+    are kept, so a schedule saved against one launches with it. Version 3 added them; version 4
+    `reminders` and `escalation` (docs/approvals.md#reminders-and-escalation).
     """
 
-    class_version = 3
+    class_version = 4
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -336,16 +388,29 @@ class Definition(Aggregate):
     def upcast_v2_v3(state: dict[str, Any]) -> None:
         """A snapshot from before revisions: revision 1, with the terms it holds."""
         state["revision"] = FIRST_REVISION
-        state["revisions"] = {str(FIRST_REVISION): _terms_of(state)}
+        state["revisions"] = {
+            str(FIRST_REVISION): {
+                name: state[name]
+                for name in ("name", "external", "review_window_seconds", "allow_self_approval")
+            }
+        }
+
+    @staticmethod
+    def upcast_v3_v4(state: dict[str, Any]) -> None:
+        """A snapshot from before reminders: none, and no escalation, in any revision either."""
+        without_notices(state)
+        for terms in state["revisions"].values():
+            without_notices(terms)
 
     @staticmethod
     def create_id(tenant_id: UUID, key: str) -> UUID:
         return definition_uuid(tenant_id, key)
 
     class Registered(Aggregate.Created):
-        """Version 2 added `allow_self_approval` (false before: self-approval was not allowed)."""
+        """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
+        version 3 `reminders` and `escalation` (none before)."""
 
-        class_version = 2
+        class_version = 3
         tenant_id: UUID
         key: str
         name: str
@@ -355,8 +420,11 @@ class Definition(Aggregate):
         allow_self_approval: bool
         at: datetime
         actor: str
+        reminders: list[Reminder]
+        escalation: Escalation | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
+        upcast_v2_v3 = staticmethod(without_notices)
 
     @event(Registered)
     def __init__(
@@ -370,6 +438,8 @@ class Definition(Aggregate):
         allow_self_approval: bool,
         at: datetime,
         actor: str,
+        reminders: Sequence[Reminder] = (),
+        escalation: Escalation | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.key = key
@@ -378,6 +448,8 @@ class Definition(Aggregate):
         self.review_window_seconds = review_window_seconds
         self.schedule_presets = schedule_presets
         self.allow_self_approval = allow_self_approval
+        self.reminders = [dict(reminder) for reminder in reminders]
+        self.escalation = escalation
         self.published = False
         self.created_at = at
         self.revision = UNPUBLISHED_REVISION
@@ -394,9 +466,10 @@ class Definition(Aggregate):
 
     class Updated(Aggregate.Event):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
-        version 3 added `revision`, the definition's revision after it (1 before)."""
+        version 3 added `revision`, the definition's revision after it (1 before); version 4
+        `reminders` and `escalation` (none before)."""
 
-        class_version = 3
+        class_version = 4
         name: str
         external: bool
         review_window_seconds: int
@@ -405,9 +478,12 @@ class Definition(Aggregate):
         revision: int
         at: datetime
         actor: str
+        reminders: list[Reminder]
+        escalation: Escalation | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(counted_as_first_revision)
+        upcast_v3_v4 = staticmethod(without_notices)
 
     def update(
         self,
@@ -418,8 +494,12 @@ class Definition(Aggregate):
         allow_self_approval: bool,
         at: datetime,
         actor: str,
+        reminders: Sequence[Reminder] = (),
+        escalation: Escalation | None = None,
     ) -> None:
         """Change the settings; while published, the change is published as a new revision."""
+        check_notices(reminders, escalation, review_window_seconds)
+        kept_reminders, kept_escalation = notice_terms(reminders, escalation)
         self._updated(
             name=name,
             external=external,
@@ -429,6 +509,8 @@ class Definition(Aggregate):
             revision=self.revision + 1 if self.published else self.revision,
             at=at,
             actor=actor,
+            reminders=kept_reminders,
+            escalation=kept_escalation,
         )
 
     @event(Updated)
@@ -442,12 +524,16 @@ class Definition(Aggregate):
         revision: int,
         at: datetime,
         actor: str,
+        reminders: list[Reminder],
+        escalation: Escalation | None,
     ) -> None:
         self.name = name
         self.external = external
         self.review_window_seconds = review_window_seconds
         self.schedule_presets = schedule_presets
         self.allow_self_approval = allow_self_approval
+        self.reminders = reminders
+        self.escalation = escalation
         self._reach(revision)
 
     def publish(self, at: datetime, actor: str) -> None:

@@ -11,15 +11,33 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant, tenant_scope
-from domain.approvals import EXPIRED, EXTENDED, FORBIDDEN, SIGN, TERMINAL, WAITING_REVIEW
+from domain.approvals import (
+    EXPIRED,
+    EXTENDED,
+    FORBIDDEN,
+    SIGN,
+    TERMINAL,
+    WAITING_REVIEW,
+    owed_notices,
+)
 from projections.engine import Handler, Projection, Sql
 from projections.json_columns import json_text
 from projections.keyset import Order, Row, Slice, Window, read_slice
 from projections.runs import LagHistogram
 
+COMMANDS = (
+    "Approved",
+    "Withdrawn",
+    "Expired",
+    "DeadlineExtended",
+    "CallbackObserved",
+    "CommandRejected",
+)
+
 
 class ApprovalsProjection(Projection):
-    """One row per instance (`approvals`) and one per command it got (`approval_commands`)."""
+    """One row per instance (`approvals`) and one per command it got (`approval_commands`);
+    reminders and escalations are no commands: they show on the instance's row only."""
 
     name = "approvals"
     tables = ("approvals", "approval_commands")
@@ -37,13 +55,17 @@ class ApprovalsProjection(Projection):
             "material_version INTEGER NOT NULL, review_deadline_offset_minutes INTEGER, "
             "deadline_policy TEXT NOT NULL, origin TEXT, allow_self_approval BOOLEAN NOT NULL, "
             "winning_command TEXT, observations TEXT NOT NULL, contract_id TEXT, "
-            "extensions TEXT NOT NULL)",
+            "extensions TEXT NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
+            f"reminders_sent TEXT NOT NULL, escalated_account_id TEXT, escalated_at {ts}, "
+            f"next_notice_at {ts})",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant "
             "ON approvals (tenant_id, submitted_at DESC, id)",
             "CREATE INDEX IF NOT EXISTS approvals_by_deadline "
             "ON approvals (state, review_deadline_at)",
+            "CREATE INDEX IF NOT EXISTS approvals_by_next_notice "
+            "ON approvals (state, next_notice_at)",
             "CREATE TABLE IF NOT EXISTS approval_commands ("
             "instance_id TEXT NOT NULL, version INTEGER NOT NULL, tenant_id TEXT NOT NULL, "
             "position BIGINT NOT NULL, command TEXT NOT NULL, command_id TEXT, "
@@ -54,24 +76,19 @@ class ApprovalsProjection(Projection):
         ]
 
     def handlers(self) -> dict[str, Handler]:
-        handled = {
-            f"ApprovalInstance.{name}": self.handled
-            for name in (
-                "Approved",
-                "Withdrawn",
-                "Expired",
-                "DeadlineExtended",
-                "CallbackObserved",
-                "CommandRejected",
-            )
+        handled = {f"ApprovalInstance.{name}": self.handled for name in COMMANDS}
+        return {
+            "ApprovalInstance.Submitted": self.submitted,
+            **handled,
+            "ApprovalInstance.ReminderDue": _reminder_due,
+            "ApprovalInstance.Escalated": _escalated,
         }
-        return {"ApprovalInstance.Submitted": self.submitted, **handled}
 
     def passes(self) -> list[dict[str, Handler]]:
         """The instances' rows, then their commands' rows (which copy the instance's tenant),
         so that a batch of submissions writes each table with one statement."""
-        handlers = self.handlers()
-        return [handlers, dict.fromkeys(handlers, _command_of)]
+        commands = ["ApprovalInstance.Submitted", *(f"ApprovalInstance.{n}" for n in COMMANDS)]
+        return [self.handlers(), dict.fromkeys(commands, _command_of)]
 
     @staticmethod
     def submitted(sql: Sql, event: Any, position: int) -> None:
@@ -80,9 +97,10 @@ class ApprovalsProjection(Projection):
             "INSERT INTO approvals (id, tenant_id, definition_id, applicant_id, title, state, "
             "review_deadline_at, submitted_at, schedule_id, run_id, version, position, "
             "form_data, material_version, review_deadline_offset_minutes, deadline_policy, "
-            "origin, allow_self_approval, observations, extensions) "
+            "origin, allow_self_approval, observations, extensions, reminders, escalation, "
+            "reminders_sent, next_notice_at) "
             "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "'[]', '[]')",
+            "'[]', '[]', ?, ?, '[]', ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -101,6 +119,11 @@ class ApprovalsProjection(Projection):
                 json_text(event.deadline_policy),
                 None if event.origin is None else json_text(event.origin),
                 event.allow_self_approval,
+                json_text(event.reminders),
+                _json_or_null(event.escalation),
+                _next_notice_at(
+                    event.review_deadline_at, event.at, event.reminders, [], event.escalation, None
+                ),
             ),
         )
 
@@ -120,8 +143,8 @@ class ApprovalsProjection(Projection):
             sql.write(
                 "UPDATE approvals SET state = ?, decided_at = ?, outcome = ?, "
                 "decision_seconds = ?, expiry_lag_seconds = ?, "
-                "winning_command = COALESCE(winning_command, ?), version = ?, position = ? "
-                "WHERE id = ?",
+                "winning_command = COALESCE(winning_command, ?), next_notice_at = NULL, "
+                "version = ?, position = ? WHERE id = ?",
                 (
                     event.outcome,
                     event.at,
@@ -161,13 +184,14 @@ def _observed(sql: Sql, event: Any) -> None:
 
 def _extended(sql: Sql, event: Any, key: tuple[int, int, str]) -> None:
     """The deadline moved, the old one kept with who, when, why and under which rules (as
-    `ApprovalInstance.extend` does)."""
-    deadline, extensions = sql.execute(
-        "SELECT review_deadline_at, extensions FROM approvals WHERE id = ?", (key[2],)
+    `ApprovalInstance.extend` does); the reminders still owed move with it."""
+    notices = _notices(sql, key[2])
+    (extensions,) = sql.execute(
+        "SELECT extensions FROM approvals WHERE id = ?", (key[2],)
     ).fetchone()
     new_deadline = event.payload["new_deadline_at"]
     extension = {
-        "old_deadline_at": as_instant(deadline),
+        "old_deadline_at": notices.review_deadline_at,
         "new_deadline_at": new_deadline,
         "reason": event.reason,
         "actor": event.actor,
@@ -177,15 +201,116 @@ def _extended(sql: Sql, event: Any, key: tuple[int, int, str]) -> None:
     policy = {"source": "extended", "reason": event.reason, "rule_version": event.rule_version}
     sql.write(
         "UPDATE approvals SET review_deadline_at = ?, review_deadline_offset_minutes = ?, "
-        "deadline_policy = ?, extensions = ?, version = ?, position = ? WHERE id = ?",
+        "deadline_policy = ?, extensions = ?, next_notice_at = ?, version = ?, position = ? "
+        "WHERE id = ?",
         (
             new_deadline,
             event.deadline_offset_minutes,
             json_text(policy),
             json_text([*json.loads(extensions), extension]),
+            notices.next_at(review_deadline_at=new_deadline),
             *key,
         ),
     )
+
+
+class Notices(NamedTuple):
+    """What an instance's row keeps of its reminders and escalation (as the instance does)."""
+
+    review_deadline_at: datetime
+    submitted_at: datetime
+    reminders: list[dict[str, int]]
+    reminders_sent: list[dict[str, Any]]
+    escalation: dict[str, Any] | None
+    escalated_account_id: str | None
+
+    def next_at(self, **changed: Any) -> datetime | None:
+        """When the next reminder or the escalation still owed is due, after `changed`."""
+        return _next_notice_at(*self._replace(**changed))
+
+
+def _notices(sql: Sql, instance_id: str) -> Notices:
+    deadline, submitted, reminders, sent, escalation, escalated_account_id = sql.execute(
+        "SELECT review_deadline_at, submitted_at, reminders, reminders_sent, escalation, "
+        "escalated_account_id FROM approvals WHERE id = ?",
+        (instance_id,),
+    ).fetchone()
+    return Notices(
+        _instant(deadline),
+        _instant(submitted),
+        json.loads(reminders),
+        json.loads(sent),
+        None if escalation is None else json.loads(escalation),
+        escalated_account_id,
+    )
+
+
+def _next_notice_at(
+    deadline: datetime,
+    submitted_at: datetime,
+    reminders: list[dict[str, int]],
+    reminders_sent: list[dict[str, Any]],
+    escalation: dict[str, Any] | None,
+    escalated_account_id: str | None,
+) -> datetime | None:
+    owed = owed_notices(
+        deadline,
+        submitted_at,
+        reminders,
+        reminders_sent,
+        escalation,
+        escalated_account_id is not None,
+    )
+    return owed[0].due_at if owed else None
+
+
+def _reminder_due(sql: Sql, event: Any, position: int) -> None:
+    """A reminder recorded: kept in `reminders_sent`; the next one owed becomes due."""
+    instance_id = str(event.originator_id)
+    notices = _notices(sql, instance_id)
+    sent = [
+        *notices.reminders_sent,
+        {"before_seconds": event.before_seconds, "due_at": event.due_at, "at": event.at},
+    ]
+    sql.write(
+        "UPDATE approvals SET reminders_sent = ?, next_notice_at = ?, version = ?, position = ? "
+        "WHERE id = ?",
+        (
+            json_text(sent),
+            notices.next_at(reminders_sent=sent),
+            event.originator_version,
+            position,
+            instance_id,
+        ),
+    )
+
+
+def _escalated(sql: Sql, event: Any, position: int) -> None:
+    """The escalation recorded: to whom and when; the next reminder owed becomes due."""
+    instance_id = str(event.originator_id)
+    notices = _notices(sql, instance_id)
+    sql.write(
+        "UPDATE approvals SET escalated_account_id = ?, escalated_at = ?, next_notice_at = ?, "
+        "version = ?, position = ? WHERE id = ?",
+        (
+            event.account_id,
+            event.at,
+            notices.next_at(escalated_account_id=event.account_id),
+            event.originator_version,
+            position,
+            instance_id,
+        ),
+    )
+
+
+def _json_or_null(value: Any) -> str | None:
+    return None if value is None else json_text(value)
+
+
+def _instant(value: Any) -> datetime:
+    instant = as_instant(value)
+    assert instant is not None  # a NOT NULL column
+    return instant
 
 
 def _command_of(sql: Sql, event: Any, position: int) -> None:
@@ -247,6 +372,17 @@ def overdue_instances(store: Store, now: datetime, limit: int) -> list[UUID]:
         "SELECT id FROM approvals WHERE state = ? AND review_deadline_at <= ? "
         "ORDER BY review_deadline_at LIMIT ?",
         (WAITING_REVIEW, now, limit),
+    )
+    return [UUID(row[0]) for row in rows]
+
+
+def instances_owing_notices(store: Store, now: datetime, limit: int) -> list[UUID]:
+    """Instances still waiting for review, their deadline to come, with a reminder or the
+    escalation due by `now` (`next_notice_at`), the longest due first."""
+    rows = store.query(
+        "SELECT id FROM approvals WHERE state = ? AND next_notice_at <= ? "
+        "AND review_deadline_at > ? ORDER BY next_notice_at LIMIT ?",
+        (WAITING_REVIEW, now, now, limit),
     )
     return [UUID(row[0]) for row in rows]
 
@@ -340,16 +476,35 @@ class ApprovalRow(NamedTuple):
     observations: list[dict[str, Any]]
     contract_id: str | None
     extensions: list[dict[str, Any]]
+    reminders: list[dict[str, int]]
+    escalation: dict[str, Any] | None
+    reminders_sent: list[dict[str, Any]]
+    escalated_account_id: str | None
+    escalated_at: datetime | None
+    next_notice_at: datetime | None
 
     @classmethod
     def of(cls, row: Row) -> ApprovalRow:
         """The row as read: instants as either store gives them, JSON columns as text."""
         values = dict(zip(cls._fields, row, strict=True))
-        for name in ("review_deadline_at", "submitted_at", "decided_at"):
+        for name in (
+            "review_deadline_at",
+            "submitted_at",
+            "decided_at",
+            "escalated_at",
+            "next_notice_at",
+        ):
             values[name] = as_instant(values[name])
-        for name in ("form_data", "deadline_policy", "observations", "extensions"):
+        for name in (
+            "form_data",
+            "deadline_policy",
+            "observations",
+            "extensions",
+            "reminders",
+            "reminders_sent",
+        ):
             values[name] = json.loads(values[name])
-        for name in ("origin", "winning_command"):
+        for name in ("origin", "winning_command", "escalation"):
             values[name] = None if values[name] is None else json.loads(values[name])
         values["allow_self_approval"] = bool(values["allow_self_approval"])
         return cls(**values)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from projections.activity import ActivityProjection
 from projections.approvals import ApprovalsProjection
+from projections.callback_sources import CallbackSourcesProjection
 from projections.chain import HashChainProjection
 from projections.directory import DirectoryProjection
 from projections.engine import Projection
@@ -12,6 +13,7 @@ from projections.pauses import PausesProjection
 from projections.rollup import ScheduleDailyProjection
 from projections.runs import RunsProjection
 from projections.schedules import SchedulesProjection
+from projections.webhooks import WebhooksProjection
 
 
 def all_projections() -> list[Projection]:
@@ -23,8 +25,10 @@ def all_projections() -> list[Projection]:
         DirectoryProjection(),
         OperationsProjection(),
         PausesProjection(),
+        WebhooksProjection(),
         HashChainProjection(),
         ActivityProjection(),
+        CallbackSourcesProjection(),
     ]
 
 

@@ -40,7 +40,7 @@ class DirectoryProjection(Projection):
             f"review_window_seconds INTEGER NOT NULL, created_at {ts} NOT NULL, "
             f"updated_at {ts} NOT NULL, version INTEGER NOT NULL, position BIGINT NOT NULL, "
             "revision INTEGER NOT NULL, schedule_presets TEXT NOT NULL, "
-            "allow_self_approval BOOLEAN NOT NULL)",
+            "allow_self_approval BOOLEAN NOT NULL, reminders TEXT NOT NULL, escalation TEXT)",
             "CREATE UNIQUE INDEX IF NOT EXISTS definitions_by_tenant "
             "ON definitions (tenant_id, key)",
             "CREATE INDEX IF NOT EXISTS definitions_in_order ON definitions (tenant_id, position)",
@@ -66,6 +66,8 @@ class DirectoryProjection(Projection):
                     "revision": e.revision,
                     "schedule_presets": json_text(e.schedule_presets),
                     "allow_self_approval": e.allow_self_approval,
+                    "reminders": json_text(e.reminders),
+                    "escalation": _json_or_null(e.escalation),
                 },
             ),
             "Definition.Published": _setting(
@@ -105,8 +107,8 @@ class DirectoryProjection(Projection):
         sql.write(
             "INSERT INTO definitions (id, tenant_id, key, name, external, published, "
             "review_window_seconds, created_at, updated_at, version, position, revision, "
-            "schedule_presets, allow_self_approval) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "schedule_presets, allow_self_approval, reminders, escalation) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -122,8 +124,14 @@ class DirectoryProjection(Projection):
                 UNPUBLISHED_REVISION,
                 json_text(event.schedule_presets),
                 event.allow_self_approval,
+                json_text(event.reminders),
+                _json_or_null(event.escalation),
             ),
         )
+
+
+def _json_or_null(value: Any) -> str | None:
+    return None if value is None else json_text(value)
 
 
 def _setting(table: str, columns_of: Callable[[Any], dict[str, Any]]) -> Handler:
@@ -178,6 +186,8 @@ class DefinitionRow(NamedTuple):
     review_window_seconds: int
     schedule_presets: list[dict[str, Any]]
     allow_self_approval: bool
+    reminders: list[dict[str, int]]
+    escalation: dict[str, Any] | None
     version: int
     created_at: datetime
 
@@ -187,6 +197,9 @@ class DefinitionRow(NamedTuple):
         for name in ("external", "published", "allow_self_approval"):
             values[name] = bool(values[name])
         values["schedule_presets"] = json.loads(values["schedule_presets"])
+        values["reminders"] = json.loads(values["reminders"])
+        escalation = values["escalation"]
+        values["escalation"] = None if escalation is None else json.loads(escalation)
         values["created_at"] = as_instant(values["created_at"])
         return cls(**values)
 

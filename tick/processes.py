@@ -38,7 +38,8 @@ def worker_loop(services: Services, interval: float) -> Loop:
 
 
 def sweeper_loop(services: Services, interval: float) -> Loop:
-    """Expires the instances whose deadline has come."""
+    """Expires the instances whose deadline has come, and records the reminders and
+    escalations due on those still waiting."""
     return Loop(
         "sweeper",
         interval,

@@ -30,6 +30,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     from web import (
         approvals,
         audit,
+        callback_sources,
         console,
         directory,
         docs,
@@ -40,6 +41,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         runs,
         schedules,
         tenant,
+        webhooks,
     )
     from web.problems import register_error_handlers
     from web.refusals import refusal_budget
@@ -64,9 +66,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(runs.bp)
     app.register_blueprint(runs.log_bp)
     app.register_blueprint(approvals.bp)
+    app.register_blueprint(callback_sources.bp)
     app.register_blueprint(events.bp)
     app.register_blueprint(audit.bp)
     app.register_blueprint(tenant.bp)
+    app.register_blueprint(webhooks.bp)
     console.install(app)
     app.before_request(_start_request)
     refusal_budget(app, services.settings.refusals_per_minute)  # checked after the request id

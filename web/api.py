@@ -74,6 +74,20 @@ class Answered:
 
 
 @dataclass(frozen=True)
+class Verified:
+    """A caller authenticated otherwise than by a bearer token (a signed delivery), and the key
+    that stands for its body's key field, as an Idempotency-Key would."""
+
+    principal: Principal
+    key: str
+
+
+# Another way to authenticate, tried before the bearer token (given the path): None leaves it
+# to the token.
+Verifier = Callable[..., Verified | None]
+
+
+@dataclass(frozen=True)
 class EndpointSpec:
     summary: str
     permission: str | None
@@ -87,6 +101,7 @@ class EndpointSpec:
     idempotent: bool = False  # takes an Idempotency-Key header; may answer Idempotent-Replayed
     # True: answers an ETag; a reader of the resource (principal, path): also honours If-Match
     versioned: Versioned = False
+    verifier: Verifier | None = None
 
 
 def services() -> Services:
@@ -105,11 +120,13 @@ def endpoint(
     status: int = 200,
     idempotent: bool = False,
     versioned: Versioned = False,
+    verifier: Verifier | None = None,
 ) -> Callable[[View], View]:
     """Declare a view: who may call it, what it takes and what it answers.
 
     A caller lacking `permission` but holding `seen_with` (who can see the resource) still
-    reaches the view, whose service records the refusal and answers it 403.
+    reaches the view, whose service records the refusal and answers it 403. A request that
+    `verifier` verifies needs no token.
     """
 
     def decorate(view: View) -> View:
@@ -125,15 +142,19 @@ def endpoint(
             operation_id=view.__name__,
             idempotent=idempotent,
             versioned=versioned,
+            verifier=verifier,
         )
 
         @functools.wraps(view)
         def handle(**path: Any) -> ResponseReturnValue:
             inputs: dict[str, Any] = dict(path)
-            if permission is not None:
+            verified = verifier(**path) if verifier is not None else None
+            if verified is not None:
+                inputs["principal"] = verified.principal
+            elif permission is not None:
                 inputs["principal"] = authorize(permission, seen_with)
             expected = if_match_version(versioned, permission, inputs)
-            key = idempotency_key() if idempotent else None
+            key = verified.key if verified else (idempotency_key() if idempotent else None)
             if isinstance(body, MergePatch):
                 inputs["body"] = patched(body, inputs, expected)
             elif body is not None:

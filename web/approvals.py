@@ -19,6 +19,7 @@ from domain.approvals import (
     offset_minutes_of,
 )
 from domain.directory import Principal
+from domain.idempotency import KeyedRequest
 from domain.permissions import (
     APPROVAL_CALLBACK,
     APPROVAL_DECIDE,
@@ -28,6 +29,7 @@ from domain.permissions import (
 )
 from projections.approvals import APPROVAL_ORDER, ApprovalFilter
 from web.api import Answered, endpoint, services
+from web.callback_sources import signed_callback, signed_delivery
 from web.idempotency import replay_headers
 from web.paging import listed, window
 from web.preconditions import InService, etag, if_match_accepts
@@ -133,11 +135,12 @@ def _answer(
     kind: str,
     body: dict[str, Any],
     deadline_offset_minutes: int | None = None,
+    keyed: KeyedRequest | None = None,
 ) -> Answered:
     payload = {k: v for k, v in body.items() if k != "command_id"}
     command = Command(kind, body["command_id"], payload, deadline_offset_minutes)
     result: CommandResult = services().approvals.command(
-        principal, instance_id, command, if_match_accepts()
+        principal, instance_id, command, if_match_accepts(), keyed
     )
     headers = {"ETag": etag(result.instance.version), **replay_headers(result.replayed)}
     if not result.accepted:
@@ -194,7 +197,7 @@ def extend_deadline(principal: Principal, instance_id: str, body: dict[str, Any]
 
 @bp.post("/<instance_id>/callbacks/sign")
 @endpoint(
-    "Record an external signing callback as an observation",
+    "Record an external signing callback as an observation (signed, or with a token)",
     tag=TAG,
     permission=APPROVAL_CALLBACK,
     seen_with=APPROVAL_LIST,
@@ -202,6 +205,7 @@ def extend_deadline(principal: Principal, instance_id: str, body: dict[str, Any]
     idempotent=True,
     versioned=InService(_instance),
     response=CommandOut,
+    verifier=signed_callback,
 )
 def sign_callback(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
-    return _answer(principal, instance_id, SIGN, body)
+    return _answer(principal, instance_id, SIGN, body, keyed=signed_delivery())

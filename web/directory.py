@@ -293,6 +293,11 @@ def update_definition(
 def _replace_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
 ) -> DefinitionView:
+    """The fields given; reminders and escalation, when left out, as they are (the version
+    checked with the write makes sure they are what was read)."""
+    if not {"reminders", "escalation"} <= body.keys():
+        current = _definition(principal, definition_id)
+        body = {"reminders": current.reminders, "escalation": current.escalation, **body}
     return services().directory.update_definition(
         principal, definition_id, _fields(body), body["version"]
     )
@@ -356,4 +361,6 @@ def _fields(body: dict[str, Any]) -> DefinitionFields:
         review_window_seconds=body["review_window_seconds"],
         schedule_presets=body["schedule_presets"],
         allow_self_approval=body["allow_self_approval"],
+        reminders=body["reminders"],
+        escalation=body["escalation"],
     )

@@ -37,6 +37,10 @@ TAGS = {
     "approvals": "Approval instances and the commands that decide them",
     "accounts": "The tenant's accounts and their API tokens",
     "definitions": "Process definitions: their review rules, schedule presets and publication",
+    "callback-sources": "The external systems whose signed callbacks the tenant accepts "
+    "(Standard Webhooks signatures)",
+    "webhooks": "Outbound webhooks: the tenant's subscriptions, their secrets and the messages "
+    "sent to them (Standard Webhooks)",
     "audit": "The operations audit and the timeline of any resource",
     "events": "The tenant's new events as they are committed (Server-Sent Events)",
     "operations": "Health, metrics, backlogs and the API's own description",
@@ -110,6 +114,20 @@ WANTED_PARAMETER: dict[str, Any] = {
     "the log does not reach is 422 (docs/api.md#reading-your-writes).",
     "schema": {"type": "integer", "minimum": 0},
 }
+# What a delivery signed by a callback source sends instead of a token (Standard Webhooks).
+SIGNED_SCHEME = "callbackSignature"
+SIGNED_HEADERS = {
+    "webhook-id": "The delivery's id, the same on every retry of it: its `command_id`.",
+    "webhook-timestamp": "When it was signed, in whole seconds since 1970 (UTC); refused "
+    "when more than 5 minutes from the server's time.",
+    "webhook-signature": "`v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` "
+    "with the secret of the source the body's `source` names (several, separated by spaces).",
+}
+SIGNED_UNAUTHENTICATED = (
+    "Neither a bearer token nor a signature: or a token that is unknown or revoked, or a "
+    "signature of no registered source of the instance's tenant, or a `webhook-timestamp` more "
+    "than 5 minutes off. Nothing is recorded."
+)
 # status: (component name, description, headers besides EVERY_RESPONSE)
 SHARED_RESPONSES: dict[int, tuple[str, str, tuple[str, ...]]] = {
     400: (
@@ -171,6 +189,20 @@ CONFLICTS = {
         ("update_definition", "patch_definition", "publish_definition", "unpublish_definition"),
         "`VERSION_CONFLICT`: the definition is not at the `version` given.",
     ),
+    **dict.fromkeys(
+        ("rotate_callback_source_secret", "delete_callback_source"),
+        "`VERSION_CONFLICT`: the source is not at the `version` given.",
+    ),
+    "create_callback_source": "`INVALID_STATE`: the service has no `CRONLEDGER_SECRET_KEY` "
+    "to derive its secret from.",
+    **dict.fromkeys(
+        ("update_webhook", "delete_webhook", "rotate_webhook_secret"),
+        "`VERSION_CONFLICT`: the subscription is not at the `version` given.",
+    ),
+    "create_webhook": "`INVALID_STATE`: the service has no `CRONLEDGER_SECRET_KEY` to derive "
+    "its secret from.",
+    "ping_webhook": "`INVALID_STATE`: the subscription is disabled.",
+    "redeliver_webhook": "`INVALID_STATE`: the message is waiting to be sent already.",
     "submit_approval": "`COMMAND_ID_REUSED`: this account's `command_id` (or "
     "`Idempotency-Key`) already submitted "
     "another instance.",
@@ -190,6 +222,9 @@ RESOURCES = {  # what a path parameter names, for 404
     "definition_id": "definition",
     "key": "definition",
     "instance_id": "instance",
+    "source_id": "callback source",
+    "webhook_id": "webhook subscription",
+    "delivery_id": "delivery",
     "aggregate_id": "schedule, run, instance, account or definition",
 }
 CALLERS_IDS = {"account_id", "key"}  # path parameters a caller chose; the others are UUIDs
@@ -209,6 +244,16 @@ def build_spec(app: Flask) -> dict[str, Any]:
         servers=[{"url": "/", "description": "the service that serves this document"}],
     )
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
+    spec.components.security_scheme(
+        SIGNED_SCHEME,
+        {
+            "type": "apiKey",
+            "in": "header",
+            "name": "webhook-signature",
+            "description": "A signing callback signed by a registered callback source, with "
+            "`webhook-id` and `webhook-timestamp` beside it (docs/webhooks.md).",
+        },
+    )
     spec.components.schema("Problem", schema=ProblemOut)
     register_shapes(spec, plugin)
     _register_shared(spec)
@@ -276,6 +321,12 @@ def _operation(declared: EndpointSpec, method: str, path_arguments: set[str]) ->
         "responses": _responses(declared, method, path_arguments),
         "security": [] if declared.permission is None else [{"bearer": []}],
     }
+    if declared.verifier is not None:
+        operation["security"].append({SIGNED_SCHEME: []})
+        operation["parameters"] += [
+            {"in": "header", "name": name, "description": text, "schema": {"type": "string"}}
+            for name, text in SIGNED_HEADERS.items()
+        ]
     if declared.query is not None:
         operation["parameters"].append({"in": "query", "schema": declared.query})
     if declared.idempotent:
@@ -296,10 +347,19 @@ def _operation(declared: EndpointSpec, method: str, path_arguments: set[str]) ->
 def _who_may(declared: EndpointSpec) -> str:
     if declared.permission is None:
         return "Public: no token needed."
-    return f"Needs the permission `{declared.permission}`." + (
-        f" A caller with only `{declared.seen_with}` gets 403, and the refusal is recorded."
-        if declared.seen_with
-        else ""
+    return (
+        f"Needs the permission `{declared.permission}`."
+        + (
+            f" A caller with only `{declared.seen_with}` gets 403, and the refusal is recorded."
+            if declared.seen_with
+            else ""
+        )
+        + (
+            " Or no token: a delivery signed by a registered callback source of the instance's "
+            "tenant (docs/webhooks.md#verified-callbacks)."
+            if declared.verifier is not None
+            else ""
+        )
     )
 
 
@@ -330,6 +390,8 @@ def _responses(declared: EndpointSpec, method: str, path_arguments: set[str]) ->
         statuses |= _shared(415)
     if declared.permission is not None:
         statuses |= _shared(401, 403)
+    if declared.verifier is not None:
+        statuses[401] = _problem(SIGNED_UNAUTHENTICATED)
     named = [RESOURCES.get(name, name) for name in sorted(path_arguments)]
     if declared.operation_id in REFERENCES:
         named.append(REFERENCES[declared.operation_id])

@@ -40,7 +40,8 @@ from domain.approvals import (
     WITHDRAW,
     WITHDRAWN,
 )
-from domain.directory import PUBLIC_ID
+from domain.callback_sources import MAX_DESCRIPTION, SOURCE_NAME, SOURCE_NAME_RULE
+from domain.directory import MAX_REMINDERS, PUBLIC_ID
 from domain.permissions import ROLES
 from domain.reasons import MAX_REASON
 from domain.runs import (
@@ -268,9 +269,13 @@ VERSION_EXPECTED = (
 )
 
 
-def replacing(schema: type[Schema], name: str) -> type[Schema]:
-    """A PUT body: every field of `schema` required, and the `version` it replaces."""
-    required = {key: _copied(field, required=True) for key, field in _fields_of(schema).items()}
+def replacing(schema: type[Schema], name: str, kept: tuple[str, ...] = ()) -> type[Schema]:
+    """A PUT body: every field of `schema` required, and the `version` it replaces; but the
+    fields `kept`, added after the PUT was published, which a PUT leaving out keeps as they
+    are (so that an older client's PUT does not clear them)."""
+    required = {
+        key: _copied(field, required=key not in kept) for key, field in _fields_of(schema).items()
+    }
     version = strict_int(1, 2**31, required=True, metadata={"description": VERSION_EXPECTED})
     return type(name, (schema,), {**required, "version": version})
 
@@ -461,6 +466,52 @@ class PresetOut(OutSchema):
     form_data = form_data_field()
 
 
+class ReminderIn(StrictSchema):
+    before_seconds = strict_int(
+        1,
+        MAX_REVIEW_WINDOW_SECONDS,
+        required=True,
+        metadata={"description": "how long before the review deadline; less than the window"},
+    )
+
+
+class EscalationIn(StrictSchema):
+    after_seconds = strict_int(
+        1,
+        MAX_REVIEW_WINDOW_SECONDS,
+        required=True,
+        metadata={"description": "how long an instance waits for review, from its submission"},
+    )
+    account_id = fields.String(
+        required=True,
+        validate=validate.Regexp(PUBLIC_ID),
+        metadata={"description": "the account it is escalated to, one of the tenant's"},
+    )
+
+
+class ReminderOut(OutSchema):
+    before_seconds = fields.Integer(metadata={"description": "how long before the deadline"})
+
+
+class EscalationOut(OutSchema):
+    after_seconds = fields.Integer(metadata={"description": "how long waiting, from submission"})
+    account_id = fields.String(metadata={"description": "the account it is escalated to"})
+
+
+class ReminderSentOut(OutSchema):
+    """A reminder recorded on an instance (its `ApprovalInstance.ReminderDue` event)."""
+
+    before_seconds = fields.Integer(metadata={"description": "which reminder"})
+    due_at = instant_text(metadata={"description": "when it was due"})
+    at = instant_text(
+        metadata={"description": "when the sweeper recorded it (after downtime: later)"}
+    )
+
+
+NOTICES_FIXED = "fixed on each instance when it starts, as its deadline is"
+NOTICES_KEPT = ("reminders", "escalation")  # a PUT leaving them out keeps them (0.7.0 added them)
+
+
 class DefinitionFieldsIn(StrictSchema):
     name = name_field(required=True)
     external = strict_bool(required=True)
@@ -474,6 +525,21 @@ class DefinitionFieldsIn(StrictSchema):
             "description": "whether an instance's applicant, or the account that last saved the "
             "schedule that launched it, may approve it; fixed on each instance when it starts"
         },
+    )
+    reminders = fields.List(
+        fields.Nested(ReminderIn),
+        load_default=list,
+        validate=validate.Length(max=MAX_REMINDERS),
+        metadata={
+            "description": f"at most {MAX_REMINDERS}, each at another offset before the review "
+            f"deadline (docs/approvals.md); {NOTICES_FIXED}; a PUT leaving it out keeps it"
+        },
+    )
+    escalation = fields.Nested(
+        EscalationIn,
+        allow_none=True,
+        load_default=None,
+        metadata={"description": f"null: none; {NOTICES_FIXED}; a PUT leaving it out keeps it"},
     )
 
     @validates_schema
@@ -490,7 +556,7 @@ class DefinitionCreate(DefinitionFieldsIn):
     key = fields.String(required=True, validate=validate.Regexp(DEFINITION_KEY))
 
 
-DefinitionUpdate = replacing(DefinitionFieldsIn, "DefinitionUpdate")
+DefinitionUpdate = replacing(DefinitionFieldsIn, "DefinitionUpdate", NOTICES_KEPT)
 DefinitionPatch = merge_patch_of(DefinitionUpdate, "DefinitionPatch")
 
 
@@ -509,6 +575,8 @@ class DefinitionOut(OutSchema):
     review_window_seconds = fields.Integer()
     schedule_presets = fields.List(fields.Nested(PresetOut))
     allow_self_approval = fields.Boolean()
+    reminders = fields.List(fields.Nested(ReminderOut))
+    escalation = fields.Nested(EscalationOut, allow_none=True)
     version = fields.Integer()
     created_at = UtcDateTime()
 
@@ -1006,6 +1074,31 @@ class ApprovalOut(OutSchema):
         metadata={"description": "bound by the first signing callback; null before it"},
     )
     extensions = fields.List(fields.Nested(ExtensionOut))
+    reminders = fields.List(
+        fields.Nested(ReminderOut), metadata={"description": "from the definition at submission"}
+    )
+    escalation = fields.Nested(
+        EscalationOut,
+        allow_none=True,
+        metadata={"description": "from the definition at submission; null: none"},
+    )
+    reminders_sent = fields.List(
+        fields.Nested(ReminderSentOut),
+        metadata={"description": "the reminders recorded so far, each once, oldest first"},
+    )
+    escalated_account_id = fields.String(
+        allow_none=True, metadata={"description": "who it was escalated to; null until then"}
+    )
+    escalated_at = UtcDateTime(
+        allow_none=True, metadata={"description": "when the escalation was recorded"}
+    )
+    next_notice_at = UtcDateTime(
+        allow_none=True,
+        metadata={
+            "description": "when the next reminder or the escalation is due; null when none "
+            "is left before the deadline, or once decided"
+        },
+    )
 
 
 class CommandOut(OutSchema):
@@ -1182,3 +1275,40 @@ class RunOut(OutSchema):
 
 class RunDetailOut(RunOut):
     attempts = fields.List(fields.Nested(AttemptOut))
+
+
+# -- callback sources (docs/webhooks.md#verified-callbacks) --------------------------------
+
+
+class CallbackSourceCreate(StrictSchema):
+    name = fields.String(
+        required=True,
+        validate=validate.Regexp(f"^{SOURCE_NAME.pattern}$", error=SOURCE_NAME_RULE),
+        metadata={
+            "description": "unique among the tenant's sources; a signed delivery names it in "
+            "its body's `source`"
+        },
+    )
+    description = fields.String(load_default="", validate=validate.Length(max=MAX_DESCRIPTION))
+
+
+class CallbackSourceOut(OutSchema):
+    id = server_uuid(metadata={"description": "signed deliveries act as `source:<id>`"})
+    name = fields.String()
+    description = fields.String()
+    generation = fields.Integer(
+        metadata={"description": "which secret is current: 1, then one more at each rotation"}
+    )
+    created_at = UtcDateTime()
+    secret_created_at = UtcDateTime(metadata={"description": "when the current secret was made"})
+    version = fields.Integer()
+
+
+class CallbackSourceSecretOut(CallbackSourceOut):
+    secret = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "the signing secret (Standard Webhooks, `whsec_` and base64), shown "
+            "in this answer only; null on a replay of the request"
+        },
+    )

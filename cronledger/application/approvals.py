@@ -5,15 +5,17 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
 from cronledger.application.directory import Directory, Page
+from cronledger.application.idempotency import AlreadyCreated, check_key, key_record
 from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
 from domain.approvals import (
     DEADLINE_ACTOR,
@@ -30,12 +32,14 @@ from domain.approvals import (
 )
 from domain.directory import Definition, Principal
 from domain.errors import PreconditionFailed, ValidationFailed
+from domain.idempotency import KeyedRequest
 from domain.launch import definition_problem
 from projections.approvals import (
     ApprovalFilter,
     ApprovalRow,
     approval_page,
     expiry_lags,
+    instances_owing_notices,
     overdue_backlog,
     overdue_instances,
 )
@@ -101,9 +105,16 @@ class ApprovalView:
     observations: list[dict[str, Any]]
     contract_id: str | None
     extensions: list[dict[str, Any]]
+    reminders: list[dict[str, int]]
+    escalation: dict[str, Any] | None
+    reminders_sent: list[dict[str, Any]]
+    escalated_account_id: str | None
+    escalated_at: datetime | None
+    next_notice_at: datetime | None
 
     @classmethod
     def of(cls, instance: ApprovalInstance) -> ApprovalView:
+        escalated = instance.escalated
         return cls(
             id=str(instance.id),
             definition_id=instance.definition_id,
@@ -125,6 +136,12 @@ class ApprovalView:
             observations=jsonable(instance.observations),
             contract_id=instance.contract_id,
             extensions=jsonable(instance.extensions),
+            reminders=jsonable(instance.reminders),
+            escalation=jsonable(instance.escalation),
+            reminders_sent=jsonable(instance.reminders_sent),
+            escalated_account_id=escalated["account_id"] if escalated else None,
+            escalated_at=escalated["at"] if escalated else None,
+            next_notice_at=instance.next_notice_at,
         )
 
     @classmethod
@@ -154,6 +171,12 @@ class ApprovalView:
             observations=row.observations,
             contract_id=row.contract_id,
             extensions=row.extensions,
+            reminders=row.reminders,
+            escalation=row.escalation,
+            reminders_sent=row.reminders_sent,
+            escalated_account_id=row.escalated_account_id,
+            escalated_at=row.escalated_at,
+            next_notice_at=row.next_notice_at,
         )
 
 
@@ -222,13 +245,18 @@ class Approvals:
         instance_id: str,
         command: Command,
         accepts: Callable[[int], bool] | None = None,
+        request: KeyedRequest | None = None,
     ) -> CommandResult:
         """Decide a command by the instance's one rule at the server's time of acceptance.
 
         `accepts` (the request's If-Match) must accept the version the command is decided on,
         checked with the write, unless the command is a repeat (answered again) or refused.
+        A keyed `request` (a signed delivery: its source and webhook-id) is recorded with the
+        command; the key sent again with another request is IDEMPOTENCY_KEY_REUSED.
         """
-        return self.ledger.retrying(lambda: self._command(actor, instance_id, command, accepts))
+        return self.ledger.retrying(
+            lambda: self._command(actor, instance_id, command, accepts, request)
+        )
 
     def _command(
         self,
@@ -236,10 +264,13 @@ class Approvals:
         instance_id: str,
         command: Command,
         accepts: Callable[[int], bool] | None,
+        request: KeyedRequest | None,
     ) -> CommandResult:
         """Get, decide (a refusal too), save; a refusal is then answered as its problem."""
         instance = self.instance(actor.tenant_id, instance_id)
         version = instance.version
+        with suppress(AlreadyCreated):  # the same request again: the instance answers it again
+            check_key(self.ledger, request)
         first = instance.answer_to(command, actor.account_id, actor.permissions)
         replayed = first is not None
         answer = first or instance.handle(
@@ -247,31 +278,39 @@ class Approvals:
         )
         if not replayed:
             _check_precondition(answer, version, accepts)
-            self.ledger.save(instance)
+            at = self.ledger.clock()
+            self.ledger.save(instance, key_record(request, "approval", str(instance.id), at))
         refused = refusal_error(answer, command)
         if refused is not None:
             raise refused
         return CommandResult.of(answer, instance, replayed)
 
     def sweep(self, limit: int = 500) -> int:
-        """Expire every waiting instance whose deadline has come; how many were expired.
+        """Expire every waiting instance whose deadline has come, then record the reminders and
+        escalations due on those still waiting, each once, however late the sweep (with the
+        instant each was due); how many were expired.
 
         Failures are counted by reason (`sweep_failures`)."""
         with self.sweep_failures.counting(ERROR):
             self.projector.catch_up()
             due = overdue_instances(self.ledger.store, self.ledger.clock(), limit)
-            expired = 0
-            for chunk in (due[i : i + 100] for i in range(0, len(due), 100)):
-                expired += self._expire(chunk)
+            expired = self._in_chunks(due, _expire)
+            self._in_chunks(
+                instances_owing_notices(self.ledger.store, self.ledger.clock(), limit), _notify
+            )
             return expired
 
-    def _expire(self, ids: Sequence[UUID]) -> int:
-        """One transaction for the chunk; if another writer got there first, one at a time."""
+    def _in_chunks(self, ids: Sequence[UUID], act: Sweep) -> int:
+        return sum(self._sweep(ids[i : i + 100], act) for i in range(0, len(ids), 100))
+
+    def _sweep(self, ids: Sequence[UUID], act: Sweep) -> int:
+        """`act` on each instance, the chunk saved in one transaction; if another writer got
+        there first, one at a time. How many instances it changed."""
         found = self.ledger.get_many(ids).values()  # an unreadable one is left out, and logged
         instances = [i for i in found if isinstance(i, ApprovalInstance)]
         self.sweep_failures.add(UNREADABLE, len(ids) - len(instances))
         for instance in instances:
-            instance.handle(Command(SWEEP, None), self.ledger.clock(), SWEEPER)
+            act(instance, self.ledger.clock())
         changed = [i for i in instances if i.pending_events]
 
         def save_all() -> list[int]:
@@ -280,11 +319,13 @@ class Approvals:
             return [1 for _ in changed]
 
         readable = [i.id for i in instances]  # the unreadable ones would fail one at a time
-        return sum(self.ledger.save_batch_or_each(save_all, readable, self._expire_one))
+        return sum(
+            self.ledger.save_batch_or_each(save_all, readable, partial(self._sweep_one, act=act))
+        )
 
-    def _expire_one(self, instance_id: UUID) -> int:
+    def _sweep_one(self, instance_id: UUID, act: Sweep) -> int:
         instance = self.ledger.find(ApprovalInstance, instance_id, "approval", instance_id)
-        instance.handle(Command(SWEEP, None), self.ledger.clock(), SWEEPER)
+        act(instance, self.ledger.clock())
         if not instance.pending_events:
             return 0
         self.ledger.save(instance)
@@ -329,6 +370,17 @@ class Approvals:
             "expiry_lag_sum_seconds": lags.sum_seconds,
             "sweep_failures": self.sweep_failures.counts(),
         }
+
+
+Sweep = Callable[[ApprovalInstance, datetime], object]  # what a sweep does to an instance
+
+
+def _expire(instance: ApprovalInstance, now: datetime) -> None:
+    instance.handle(Command(SWEEP, None), now, SWEEPER)
+
+
+def _notify(instance: ApprovalInstance, now: datetime) -> None:
+    instance.record_due_notices(now, SWEEPER)
 
 
 def _check_precondition(

@@ -6,7 +6,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 from uuid import UUID, uuid4
@@ -26,8 +26,10 @@ from domain.directory import (
     account_uuid,
     check_account_id,
     check_expected_version,
+    check_notices,
     check_roles,
     definition_uuid,
+    notice_terms,
     tenant_uuid,
     token_uuid,
 )
@@ -94,6 +96,8 @@ class DefinitionView:
     review_window_seconds: int
     schedule_presets: list[dict[str, Any]]
     allow_self_approval: bool
+    reminders: list[dict[str, int]]
+    escalation: dict[str, Any] | None
     version: int
     created_at: datetime
 
@@ -109,6 +113,8 @@ class DefinitionView:
             review_window_seconds=definition.review_window_seconds,
             schedule_presets=jsonable(definition.schedule_presets),
             allow_self_approval=definition.allow_self_approval,
+            reminders=jsonable(definition.reminders),
+            escalation=jsonable(definition.escalation),
             version=definition.version,
             created_at=definition.created_at,
         )
@@ -121,6 +127,8 @@ class DefinitionFields:
     review_window_seconds: int
     schedule_presets: list[dict[str, Any]]
     allow_self_approval: bool = False
+    reminders: list[dict[str, int]] = field(default_factory=list)  # before the deadline
+    escalation: dict[str, Any] | None = None  # after how long waiting, and to whom
 
 
 @dataclass(frozen=True)
@@ -461,6 +469,8 @@ class Directory:
         presets = checked_presets(
             fields.schedule_presets, self.default_timezone, self.ledger.clock()
         )
+        self._check_notices(actor.tenant_id, fields)
+        reminders, escalation = notice_terms(fields.reminders, fields.escalation)
         if self.ledger.exists(definition_uuid(actor.tenant_id, key)):
             check_key(self.ledger, request)  # made by a request racing with the same key?
             raise ValidationFailed.of("key", f"a definition with key {key} already exists")
@@ -476,6 +486,8 @@ class Directory:
             allow_self_approval=fields.allow_self_approval,
             at=at,
             actor=actor.account_id,
+            reminders=reminders,
+            escalation=escalation,
         )
         tenant.add_definition(str(definition.id))
         self.ledger.save(
@@ -491,6 +503,7 @@ class Directory:
         presets = checked_presets(
             fields.schedule_presets, self.default_timezone, self.ledger.clock()
         )
+        self._check_notices(actor.tenant_id, fields)
         definition.update(
             name=fields.name,
             external=fields.external,
@@ -499,9 +512,25 @@ class Directory:
             allow_self_approval=fields.allow_self_approval,
             at=self.ledger.clock(),
             actor=actor.account_id,
+            reminders=fields.reminders,
+            escalation=fields.escalation,
         )
         self.ledger.save(definition)
         return DefinitionView.of(definition)
+
+    def _check_notices(self, tenant_id: UUID, fields: DefinitionFields) -> None:
+        """The reminders fit the review window; the escalation names one of the tenant's
+        accounts (every wrong field named at once)."""
+        errors: dict[str, list[str]] = {}
+        try:
+            check_notices(fields.reminders, fields.escalation, fields.review_window_seconds)
+        except ValidationFailed as failed:
+            errors = dict(failed.errors)
+        to = fields.escalation["account_id"] if fields.escalation else None
+        if to is not None and self._maybe(lambda: self._account(tenant_id, to)) is None:
+            errors["escalation.account_id"] = [f"the tenant has no account {to}"]
+        if errors:
+            raise ValidationFailed(errors)
 
     def set_published(
         self, actor: Principal, definition_id: str, published: bool, version: int | None

@@ -19,14 +19,21 @@ from prometheus_client.registry import Collector
 from cronledger.persistence.ledger import Recorded
 from domain.approvals import EXPIRED, ApprovalInstance
 from domain.runs import ATTEMPT_FAILED, ATTEMPT_SUCCEEDED, DEAD_LETTER, INTERRUPTED, Run
+from domain.webhooks import FAILED as GIVEN_UP
 
 REGISTRATION_LAG_BUCKETS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
 EXPIRY_LAG_BUCKETS = (1.0, 5.0, 30.0, 60.0, 300.0, 3600.0)
+WEBHOOK_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 DATABASE_ERRORS = (psycopg.Error, sqlite3.Error, PersistenceError)
 OUTCOME_OF_ATTEMPT_EVENT = {  # by qualified name, as projections know events
     "Run.AttemptSucceeded": ATTEMPT_SUCCEEDED,
     "Run.AttemptFailed": ATTEMPT_FAILED,
     "Run.AttemptInterrupted": INTERRUPTED,
+}
+OUTCOME_OF_WEBHOOK_EVENT = {
+    "WebhookDelivery.AttemptSucceeded": "delivered",
+    "WebhookDelivery.AttemptFailed": "failed",
+    "WebhookDelivery.AttemptInterrupted": "interrupted",
 }
 
 
@@ -62,6 +69,24 @@ class Meters:
             buckets=EXPIRY_LAG_BUCKETS,
             registry=None,
         )
+        self.webhook_attempts = Counter(
+            "cronledger_webhook_attempts",
+            "Webhook attempts this process ended, by outcome (delivered, failed: the receiver "
+            "answered no 2xx or not at all; interrupted: a notifier stopped before recording it)",
+            ["outcome"],
+            registry=None,
+        )
+        self.webhook_given_up = Counter(
+            "cronledger_webhook_deliveries_given_up",
+            "Webhook messages this process gave up on after their round's last attempt",
+            registry=None,
+        )
+        self.webhook_latency = Histogram(
+            "cronledger_webhook_latency_seconds",
+            "Seconds a webhook attempt of this process waited for the receiver's answer",
+            buckets=WEBHOOK_LATENCY_BUCKETS,
+            registry=None,
+        )
         self.database_errors = Counter(
             "cronledger_database_errors",
             "Store operations of this process that failed, by where they surfaced "
@@ -76,6 +101,9 @@ class Meters:
             self.dead_lettered,
             self.registration_lag,
             self.expiry_lag,
+            self.webhook_attempts,
+            self.webhook_given_up,
+            self.webhook_latency,
             self.database_errors,
         ]
 
@@ -93,6 +121,8 @@ class Meters:
                 self._attempt_ended(event)
             elif isinstance(event, ApprovalInstance.CommandHandled) and event.outcome == EXPIRED:
                 self._expired(event, aggregate)
+            elif type(event).__qualname__ in OUTCOME_OF_WEBHOOK_EVENT:
+                self._webhook_attempt_ended(event)
 
     def _attempt_ended(self, event: Any) -> None:
         outcome = OUTCOME_OF_ATTEMPT_EVENT[type(event).__qualname__]
@@ -100,6 +130,13 @@ class Meters:
         self.attempts.labels(outcome, code).inc()
         if event.status == DEAD_LETTER:
             self.dead_lettered.inc()
+
+    def _webhook_attempt_ended(self, event: Any) -> None:
+        self.webhook_attempts.labels(OUTCOME_OF_WEBHOOK_EVENT[type(event).__qualname__]).inc()
+        if getattr(event, "latency_seconds", None) is not None:
+            self.webhook_latency.observe(event.latency_seconds)
+        if event.status == GIVEN_UP:
+            self.webhook_given_up.inc()
 
     def _expired(self, event: ApprovalInstance.CommandHandled, aggregate: object) -> None:
         if isinstance(aggregate, ApprovalInstance):

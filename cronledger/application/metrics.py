@@ -32,6 +32,7 @@ from projections.approvals import overdue_backlog
 from projections.engine import undecodable_count
 from projections.runs import run_queue
 from projections.schedules import due_schedule_backlog
+from projections.webhooks import waiting_deliveries
 
 log = logging.getLogger("cronledger.metrics")
 # psycopg_pool's get_stats() key, the gauge it feeds, and its help text.
@@ -58,6 +59,7 @@ def registry_for(services: Services) -> CollectorRegistry:
     build.info({"version": installed_version()})
     for collector in services.meters.collectors():
         registry.register(collector)
+    registry.register(services.callback_sources.refusals)
     registry.register(ProcessStateCollector(services))
     registry.register(StoreCollector(services))
     return registry
@@ -204,6 +206,7 @@ class StoreCollector(Collector):
         due, oldest_fire = due_schedule_backlog(store, None, now)
         queue = run_queue(store, now)
         overdue, oldest_deadline = overdue_backlog(store, None, now)
+        messages, oldest_message = waiting_deliveries(store)
         for name, help_text, value in (
             ("due_schedules", "Enabled schedules whose next fire has come", due),
             (
@@ -239,6 +242,17 @@ class StoreCollector(Collector):
                 "oldest_expired_unswept_lag_seconds",
                 "How long the oldest of them has been past its deadline",
                 _age(oldest_deadline, now),
+            ),
+            (
+                "webhook_waiting_deliveries",
+                "Webhook messages waiting to be delivered (pending, being sent, or waiting to "
+                "retry)",
+                messages,
+            ),
+            (
+                "oldest_webhook_due_lag_seconds",
+                "How long the webhook message due earliest has been due",
+                _age(oldest_message, now),
             ),
             (
                 "undecodable_events",

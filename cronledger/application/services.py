@@ -10,6 +10,7 @@ from uuid import UUID
 from cronledger.application.approvals import Approvals
 from cronledger.application.audit import Audit
 from cronledger.application.backlog import Backlog
+from cronledger.application.callback_sources import CallbackSources
 from cronledger.application.capacity import TickCounters
 from cronledger.application.directory import Directory
 from cronledger.application.meters import Meters
@@ -18,6 +19,7 @@ from cronledger.application.pauses import Pauses
 from cronledger.application.runs import Runs
 from cronledger.application.schedules import Schedules
 from cronledger.application.startup import migrated, rebuild_outdated
+from cronledger.application.webhooks import Webhooks
 from cronledger.clock import Clock, system_clock
 from cronledger.config import Settings
 from cronledger.health import Health
@@ -29,7 +31,7 @@ from projections.engine import Projector
 
 log = logging.getLogger("cronledger.application.services")
 # The processes that run until stopped: they start serving while read models are rebuilt.
-SERVING_KINDS = frozenset({"serve", "web", "tick", "worker", "sweeper", "projections"})
+SERVING_KINDS = frozenset({"serve", "web", "tick", "worker", "sweeper", "projections", "notifier"})
 
 
 class NoLog(Exception):
@@ -52,6 +54,8 @@ class Services:
     operations: Operations
     pauses: Pauses
     health: Health
+    callback_sources: CallbackSources
+    webhooks: Webhooks
     tick: TickCounters = field(default_factory=TickCounters)  # the tick's totals
     meters: Meters = field(default_factory=Meters)  # what this process recorded, for /metrics
 
@@ -111,6 +115,8 @@ def open_services(
         operations=Operations(ledger),
         pauses=Pauses(ledger),
         health=health,
+        callback_sources=CallbackSources(ledger, settings.secret_key),
+        webhooks=Webhooks(ledger, settings),
     )
 
 

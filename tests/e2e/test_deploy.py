@@ -1,7 +1,8 @@
 """deploy/ checked with what this machine can run: the image definition's build and install
 commands in a fresh virtual environment and its health check against the command it runs, the
 systemd units through `systemd-analyze verify`, and the compose file and Kubernetes manifests
-parsed, each command a real `cronledger` command and each probe a path that process serves."""
+parsed, each command a real `cronledger` command and each probe a path that process serves; every
+layout runs every kind of process and hands each the same CRONLEDGER_SECRET_KEY by reference."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from cronledger.application.services import open_services
+from cronledger.application.services import SERVING_KINDS, open_services
 from cronledger.cli import main
 from cronledger.config import Settings
 from cronledger.health import Health
@@ -39,6 +40,11 @@ LOCAL_URL = re.compile(r"http://127\.0\.0\.1:(\d+)(/[\w/]*)")
 # Every process is stopped within the drain and the shutdown bound: orchestrators wait longer.
 STOP_BOUND = Settings().drain_seconds + Settings().shutdown_grace_seconds
 INSTALL_SECONDS = 240  # dependencies from PyPI (pip's cache makes it a few seconds)
+# What every layout runs: each long-running kind of process (`serve` is all of them in one) and
+# the one-shot `migrate`.
+PROCESSES = {"migrate", "web", "tick", "worker", "sweeper", "projections", "notifier"}
+SECRET_KEY = "CRONLEDGER_SECRET_KEY"  # the web and the notifier must derive the same secrets
+KEY_FILE = "/etc/cronledger/secret-key.env"  # made apart (cronledger.env.example)
 
 
 def compose() -> dict[str, Any]:
@@ -75,6 +81,15 @@ def instructions() -> list[tuple[str, str]]:
     ]
 
 
+def unit_commands() -> Iterator[tuple[str, list[str]]]:
+    """(unit, arguments after `cronledger`) of every systemd unit."""
+    for unit in UNITS:
+        (start,) = re.findall(r"^ExecStart=(.*)$", unit.read_text(), re.MULTILINE)
+        program, *args = shlex.split(start)
+        assert program == INSTALLED_CLI, unit.name
+        yield unit.name, args
+
+
 def every_command() -> Iterator[tuple[str, list[str]]]:
     """(where, arguments after `cronledger`) of every cronledger process deploy/ starts."""
     for name, service in cronledger_services().items():
@@ -82,11 +97,7 @@ def every_command() -> Iterator[tuple[str, list[str]]]:
     for name, spec in pod_specs():
         for container in spec["containers"]:
             yield f"{name} container {container['name']}", container["args"]
-    for unit in UNITS:
-        (start,) = re.findall(r"^ExecStart=(.*)$", unit.read_text(), re.MULTILINE)
-        program, *args = shlex.split(start)
-        assert program == INSTALLED_CLI, unit.name
-        yield unit.name, args
+    yield from unit_commands()
     cmd = dict(instructions())["CMD"]
     assert json.loads(dict(instructions())["ENTRYPOINT"]) == ["cronledger"]
     yield "Containerfile CMD", json.loads(cmd)
@@ -133,8 +144,6 @@ def test_every_compose_health_check_probes_a_served_path(
         (url,) = LOCAL_URL.findall(" ".join(service["healthcheck"]["test"]))
         assert probed(service["command"], int(url[0]), url[1], served_paths) is None, name
         assert float(service["stop_grace_period"].removesuffix("s")) > STOP_BOUND, name
-    kinds = {s["command"][0] for s in cronledger_services().values()}
-    assert kinds == {"migrate", "web", "tick", "worker", "sweeper", "projections"}
     assert "postgresql://" in compose()["x-cronledger"]["environment"]["CRONLEDGER_DATABASE_URL"]
 
 
@@ -158,7 +167,49 @@ def test_every_kubernetes_probe_is_a_served_path_on_the_right_port(
             get = container[probe]["httpGet"]
             assert get["path"] == path, (name, probe)
             assert probed(container["args"], ports[get["port"]], path, served_paths) is None
-    assert deployments == 5  # web, tick, worker, sweeper, projections
+    assert deployments == len(PROCESSES) - 1  # one Deployment a kind; `migrate` is a Job
+
+
+def test_every_layout_runs_every_kind_of_process() -> None:
+    """A kind of process missing from a layout is work nobody does there (without a `notifier`,
+    no webhook is ever sent)."""
+    assert (SERVING_KINDS - {"serve"}) | {"migrate"} == PROCESSES
+    assert {s["command"][0] for s in cronledger_services().values()} == PROCESSES
+    assert {c["args"][0] for _, spec in pod_specs() for c in spec["containers"]} == PROCESSES
+    assert {args[0] for _, args in unit_commands()} == PROCESSES
+
+
+def test_the_units_listen_on_a_port_each() -> None:
+    """The units share the machine's loopback: no two may ask for the same port."""
+    ports = [
+        port
+        for _, args in unit_commands()
+        for name in ("--port", "--metrics-port")
+        if (port := option(args, name)) is not None
+    ]
+    assert len(ports) == len(set(ports)) == len(PROCESSES) - 1, ports
+
+
+def test_every_process_gets_the_secret_key_by_reference_never_a_value() -> None:
+    """One key for every process, kept outside deploy/: compose interpolates it (and refuses to
+    start without it), each pod reads a Secret made apart, each unit a file of its own."""
+    interpolated = compose()["x-cronledger"]["environment"][SECRET_KEY]
+    assert re.fullmatch(rf"\$\{{{SECRET_KEY}:\?[^}}]+\}}", interpolated), interpolated
+    for name, service in cronledger_services().items():
+        assert service["environment"][SECRET_KEY] == interpolated, name
+    for name, spec in pod_specs():
+        (container,) = spec["containers"]
+        (variable,) = (v for v in container["env"] if v["name"] == SECRET_KEY)
+        reference = {"name": "cronledger-secret-key", "key": SECRET_KEY}
+        assert variable == {"name": SECRET_KEY, "valueFrom": {"secretKeyRef": reference}}, name
+    for document in documents():
+        assert SECRET_KEY not in {**document.get("data", {}), **document.get("stringData", {})}
+    for unit in UNITS:
+        files = re.findall(r"(?m)^EnvironmentFile=(.*)$", unit.read_text())
+        assert files == ["/etc/cronledger/cronledger.env", KEY_FILE], unit.name
+    example = (DEPLOY / "systemd" / "cronledger.env.example").read_text()
+    assert not re.search(rf"(?m)^\s*{SECRET_KEY}=", example)
+    assert all(SECRET_KEY not in arguments for _, arguments in instructions())
 
 
 def test_the_systemd_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ STREAM = "/api/events/stream"
 ENDINGS = ("/unpublish", "/deactivate", "/withdraw", "/cancel")
 REFERENCES = ("definition_id", "initiator_id", "preset_id")  # body fields naming a resource
 STREAM_SECONDS = 1  # each stream opened ends by itself after this
+SECRET_KEY = "conformance-secret-key-of-32-characters"
 # Headers of HTTP itself, which no answer declares.
 FRAMING = {"content-type", "content-length", "transfer-encoding", "date", "server", "connection"}
 Check = Callable[[Any, schemathesis.Response, schemathesis.Case], None]
@@ -56,7 +57,14 @@ CHECKS: list[Check] = [
 @pytest.fixture
 def services(store_url: str, clock: FakeClock) -> Iterator[Services]:
     """The app's services, with a refusal budget the generated refusals never spend."""
-    opened = open_services(Settings(database_url=store_url, refusals_per_minute=10**6), clock)
+    settings = Settings(
+        database_url=store_url,
+        refusals_per_minute=10**6,
+        secret_key=SECRET_KEY,
+        webhook_allow_private=True,  # a webhook on loopback, where nothing listens
+        webhook_allow_http=True,
+    )
+    opened = open_services(settings, clock)
     yield opened
     opened.close()
 
@@ -77,6 +85,10 @@ def world(admin: Api, definition: dict[str, Any], body: dict[str, Any]) -> dict[
     ).json
     clerk = account(admin, "clerk", ["auditor"])
     token_id = admin.post("/api/accounts/clerk/tokens").json["token_id"]
+    source = admin.post("/api/callback-sources", {"name": "esign"}).json
+    hook = {"url": "http://127.0.0.1:9/hook", "event_types": ["ping"]}
+    webhook = admin.post("/api/webhooks", hook).json
+    delivery = admin.post(f"/api/webhooks/{webhook['id']}/ping").json
     assert clerk.get("/api/workflows/schedules").status_code == 200
     return {
         "schedule_id": schedule["id"],
@@ -89,6 +101,9 @@ def world(admin: Api, definition: dict[str, Any], body: dict[str, Any]) -> dict[
         "aggregate_id": schedule["id"],
         "initiator_id": "root",
         "preset_id": definition["schedule_presets"][0]["id"],
+        "source_id": source["id"],
+        "webhook_id": webhook["id"],
+        "delivery_id": delivery["id"],
     }
 
 

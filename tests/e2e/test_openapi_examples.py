@@ -22,7 +22,7 @@ from openapi_schema_validator import (
 from referencing import Registry
 from referencing.jsonschema import DRAFT4
 
-from web import schemas
+from web import schemas, webhook_schemas
 from web.examples import EXAMPLES
 from web.problems import STATUS_OF_CODE, problem
 
@@ -168,9 +168,15 @@ def test_the_request_examples_load_as_the_server_loads_them(
         f"{name} ({example}): {error.messages}"
         for name in sorted(requests)
         for example, value in EXAMPLES[name].items()
-        for error in _load_errors(getattr(schemas, name)(), value)
+        for error in _load_errors(_schema_named(name)(), value)
     }
     assert sorted(refused) == []
+
+
+def _schema_named(name: str) -> type[Schema]:
+    """A request body's schema, from the module that declares it."""
+    found: type[Schema] = getattr(schemas, name, None) or getattr(webhook_schemas, name)
+    return found
 
 
 def _load_errors(schema: Schema, value: Any) -> list[ValidationError]:

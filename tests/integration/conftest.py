@@ -12,6 +12,7 @@ import pytest
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from domain.approvals import Command
+from domain.webhooks import SubscriptionFields
 from tests.release_stores import WORKING, facts, store_written_by
 from tests.support import T0, FakeClock, Opener, World
 from tick.ticker import Ticker
@@ -33,7 +34,12 @@ def upgraded(store_url: str, tmp_path: Path) -> Iterator[Services]:
 def busy(open_with: Opener) -> World:
     """A tenant after a day of work: cycles, launches, a failure, decisions, an expiry."""
     clock = FakeClock(T0)
-    world = World(open_with(clock, retry_base_seconds=1, max_attempts=2), clock)
+    key = "busy-day-secret-key-of-32-characters"  # derives the signing secrets
+    local_hooks = {"webhook_allow_private": True, "webhook_allow_http": True}
+    world = World(
+        open_with(clock, retry_base_seconds=1, max_attempts=2, secret_key=key, **local_hooks),
+        clock,
+    )
     services = world.services
     schedule = services.schedules.schedule(world.root.tenant_id, world.schedule)
     body = {"trigger": {"kind": "cron", "expression": "*/10 * * * *"}, "enabled": True}
@@ -48,6 +54,7 @@ def busy(open_with: Opener) -> World:
     services.pauses.resume_tick("system:cli:ops", "failover done")
     services.pauses.pause_tenant(world.root, "backend down")
     services.pauses.resume_tenant(world.root, "backend back")
+    services.callback_sources.create(world.root, "esign", "the e-signature system")
     world.run_now("manual-1")
     world.set_ann_active(False)
     for _ in range(3):
@@ -63,6 +70,8 @@ def busy(open_with: Opener) -> World:
     globex = services.directory.authenticate(services.directory.bootstrap("globex", "g").token)
     assert globex is not None
     services.pauses.pause_tenant(globex, "a tenant paused for the night")
+    hook = SubscriptionFields("http://127.0.0.1:9/hook", ["ping"], "on call", True)
+    services.webhooks.ping(world.root, services.webhooks.create(world.root, hook).id)
     services.projector.catch_up()
     return world
 

@@ -677,12 +677,14 @@ def projection_positions(d: DataSet) -> list[Case]:
                     "activity",
                     "approvals",
                     "audit_chain",
+                    "callback_sources",
                     "directory",
                     "operations",
                     "pauses",
                     "runs",
                     "schedule_daily",
                     "schedules",
+                    "webhooks",
                 )
             ],
         )

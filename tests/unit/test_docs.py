@@ -46,7 +46,9 @@ def test_every_setting_is_documented_with_its_default() -> None:
 
 
 def _shown(default: object) -> str:
-    """A default as the page writes it: `1`, not `1.0`."""
+    """A default as the page writes it: `1`, not `1.0`; `false`, as its variable is set."""
+    if isinstance(default, bool):
+        return str(default).lower()
     if isinstance(default, float) and default.is_integer():
         return str(int(default))
     return str(default)

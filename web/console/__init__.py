@@ -20,12 +20,15 @@ AREAS = (
     "timelines",
     "operations",
     "directory",
+    "callback_sources",
+    "webhooks",
 )
 
 
 def install(app: Flask) -> None:
     from web.console import (
         approvals,
+        callback_sources,
         directory,
         live,
         operations,
@@ -34,9 +37,12 @@ def install(app: Flask) -> None:
         session,
         shell,
         timelines,
+        webhooks,
     )
 
     console = shell.console_blueprint()
     for area in (session, schedules, runs, approvals, timelines, operations, directory, live):
         console.register_blueprint(area.bp)
+    console.register_blueprint(callback_sources.bp)
+    console.register_blueprint(webhooks.bp)
     shell.install(app, console)

@@ -326,6 +326,9 @@ def _detail(
         extensions=[
             with_instants(e, "old_deadline_at", "new_deadline_at", "at") for e in view.extensions
         ],
+        reminders_sent={
+            r["before_seconds"]: with_instants(r, "due_at", "at") for r in view.reminders_sent
+        },
         scheduled_for=instant((view.origin or {}).get("scheduled_for")),
         form_json=json.dumps(view.form_data, ensure_ascii=False, indent=2),
     )

@@ -198,7 +198,15 @@ def definitions(principal: Principal) -> str:
 def create_definition(principal: Principal) -> Response | tuple[str, int]:
     form: dict[str, Any] = {
         name: request.form.get(name, "").strip()
-        for name in ("key", "name", "review_window_seconds", "schedule_presets")
+        for name in (
+            "key",
+            "name",
+            "review_window_seconds",
+            "schedule_presets",
+            "reminders",
+            "escalation_after_seconds",
+            "escalation_to",
+        )
     }
     form.update({name: name in request.form for name in ("external", "allow_self_approval")})
     given, errors = _definition_body(form)
@@ -213,6 +221,7 @@ def create_definition(principal: Principal) -> Response | tuple[str, int]:
             )
         except ValidationFailed as failed:
             errors = failed.errors
+    errors = _reminder_errors_together(errors)
     if errors:
         return _definitions_page(principal, form, errors, 422)
     flash(_("Definition %(key)s created, unpublished.", key=created.key), "good")
@@ -226,6 +235,7 @@ def _definition_body(form: dict[str, Any]) -> tuple[dict[str, Any], Errors]:
     window = body.get("review_window_seconds", "")
     if window.isdigit():
         body["review_window_seconds"] = int(window)
+    _notices_body(body)
     if "schedule_presets" not in body:
         return body, {}
     try:
@@ -236,6 +246,39 @@ def _definition_body(form: dict[str, Any]) -> tuple[dict[str, Any], Errors]:
     return body, {}
 
 
+def _notices_body(body: dict[str, Any]) -> None:
+    """Reminders typed as "86400, 3600" and the escalation's two fields, as the API takes them
+    (what is no number is passed on for the schema to name)."""
+    if "reminders" in body:
+        body["reminders"] = [
+            {"before_seconds": _number(part.strip())} for part in body["reminders"].split(",")
+        ]
+    after, to = body.pop("escalation_after_seconds", None), body.pop("escalation_to", None)
+    if after is not None or to is not None:
+        body["escalation"] = {
+            **({} if after is None else {"after_seconds": _number(after)}),
+            **({} if to is None else {"account_id": to}),
+        }
+
+
+def _number(text: str) -> int | str:
+    return int(text) if text.isdigit() else text
+
+
+def _reminder_errors_together(errors: Errors) -> Errors:
+    """Each reminder's messages under the one reminders field, naming the reminder."""
+    together: Errors = {}
+    for name, messages in errors.items():
+        if name.startswith("reminders."):
+            position = int(name.split(".")[1]) + 1
+            together.setdefault("reminders", []).extend(
+                _("Reminder %(n)d: %(message)s", n=position, message=m) for m in messages
+            )
+        else:
+            together.setdefault(name, []).extend(messages)
+    return together
+
+
 def _definition_fields(body: dict[str, Any]) -> DefinitionFields:
     return DefinitionFields(
         name=body["name"],
@@ -243,6 +286,8 @@ def _definition_fields(body: dict[str, Any]) -> DefinitionFields:
         review_window_seconds=body["review_window_seconds"],
         schedule_presets=body["schedule_presets"],
         allow_self_approval=body["allow_self_approval"],
+        reminders=body["reminders"],
+        escalation=body["escalation"],
     )
 
 

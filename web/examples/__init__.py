@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from web.examples import approvals, directory, operations, runs, schedules
+from web.examples import (
+    approvals,
+    callback_sources,
+    directory,
+    operations,
+    runs,
+    schedules,
+    webhooks,
+)
 
 EXAMPLES: dict[str, dict[str, Any]] = {
     **directory.EXAMPLES,
@@ -17,4 +25,6 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     **runs.EXAMPLES,
     **approvals.EXAMPLES,
     **operations.EXAMPLES,
+    **callback_sources.EXAMPLES,
+    **webhooks.EXAMPLES,
 }

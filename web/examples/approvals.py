@@ -17,6 +17,7 @@ from web.examples.world import (
     EXPIRED_INSTANCE_ID,
     LAUNCHED_INSTANCE_ID,
     MANUAL_RUN_ID,
+    REMINDED_INSTANCE_ID,
     SUBMITTED_INSTANCE_ID,
 )
 
@@ -69,6 +70,12 @@ WAITING = {
     "observations": [],
     "contract_id": None,
     "extensions": [],
+    "reminders": [],
+    "escalation": None,
+    "reminders_sent": [],
+    "escalated_account_id": None,
+    "escalated_at": None,
+    "next_notice_at": None,
 }
 EXTENDED = {
     **WAITING,
@@ -161,6 +168,33 @@ LAUNCHED = {
     "submitted_at": "2026-10-01T09:00:01Z",
 }
 
+# Submitted under the definition's revision 2: escalated to olga after 12 hours, reminded an
+# hour before its deadline, still waiting.
+REMINDED = {
+    **WAITING,
+    "id": REMINDED_INSTANCE_ID,
+    "title": "Close account",
+    "material_version": 1,
+    "review_deadline_at": "2026-10-02T12:00:00Z",
+    "review_deadline_at_local": "2026-10-02T12:00:00+00:00",
+    "deadline_policy": {
+        "source": "definition",
+        "review_window_seconds": 86400,
+        "definition_revision": 2,
+        "rule_version": 1,
+    },
+    "submitted_at": "2026-10-01T12:00:00Z",
+    "version": 3,
+    "reminders": [{"before_seconds": 3600}],
+    "escalation": {"after_seconds": 43200, "account_id": "olga"},
+    "reminders_sent": [
+        {"before_seconds": 3600, "due_at": "2026-10-02T11:00:00Z", "at": "2026-10-02T11:00:01Z"}
+    ],
+    "escalated_account_id": "olga",
+    "escalated_at": "2026-10-02T00:00:01Z",
+    "next_notice_at": None,
+}
+
 
 def _answer(outcome: str, instance: dict[str, Any], reason: str) -> dict[str, Any]:
     """A command's answer: what it got, the instance after it, and who decided the instance."""
@@ -205,6 +239,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "approved": APPROVED,
         "expired": EXPIRED,
         "launched-by-a-schedule": LAUNCHED,
+        "reminded-and-escalated": REMINDED,
     },
     "ApprovalPage": {
         "newest-first": {

@@ -24,6 +24,13 @@ DEFINITION_FIELDS = {
     "allow_self_approval": False,
     "schedule_presets": [PRESET],
 }
+NO_NOTICES: dict[str, Any] = {"reminders": [], "escalation": None}
+# Revision 2: a reminder an hour before each instance's deadline, and after 12 hours waiting an
+# escalation to olga (web/examples/approvals.py `REMINDED`).
+NOTICES = {
+    "reminders": [{"before_seconds": 3600}],
+    "escalation": {"after_seconds": 43200, "account_id": "olga"},
+}
 DEFINITION = {
     "id": DEFINITION_ID,
     "key": "daily-check",
@@ -34,6 +41,7 @@ DEFINITION = {
     "review_window_seconds": 86400,
     "schedule_presets": [{**PRESET, "description": ""}],
     "allow_self_approval": False,
+    **NO_NOTICES,
     "version": 2,
     "created_at": CREATED_AT,
 }
@@ -69,13 +77,21 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "with-a-preset": {"key": "daily-check", **DEFINITION_FIELDS},
     },
     "DefinitionUpdate": {
-        "longer-review": {**DEFINITION_FIELDS, "review_window_seconds": 172800, "version": 2},
+        "longer-review": {
+            **DEFINITION_FIELDS,
+            **NO_NOTICES,
+            "review_window_seconds": 172800,
+            "version": 2,
+        },
+        "reminders-and-escalation": {**DEFINITION_FIELDS, **NOTICES, "version": 2},
     },
     "DefinitionPatch": {
         "external": {"external": True, "version": 2},
+        "reminders-and-escalation": {**NOTICES, "version": 2},
     },
     "DefinitionOut": {
         "published": DEFINITION,
+        "with-reminders-and-escalation": {**DEFINITION, **NOTICES, "revision": 2, "version": 3},
         "created": {**DEFINITION, "published": False, "revision": 0, "version": 1},
     },
     "DefinitionPage": {

@@ -1,0 +1,536 @@
+"""Outbound webhooks (docs/webhooks.md): subscriptions, their messages, and where they may go.
+
+A subscription's URL is checked when it is saved and again before every attempt (DNS can
+change): https only (http when the operator allows it), and every address its host resolves
+to must be public unless the operator allows private ones. A message is what one event of the
+log tells one subscription, in the Standard Webhooks form: `{"type", "timestamp", "data"}`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+from uuid import UUID, uuid4
+
+from cronledger.application.directory import Page
+from cronledger.application.idempotency import check_key, key_record
+from cronledger.application.secrets import SecretKeyMissing, derived_secret
+from cronledger.config import Settings
+from cronledger.persistence.ledger import ENVELOPE, Ledger, TimelineEntry, jsonable
+from domain.approvals import (
+    EXPIRED,
+    FORBIDDEN,
+    LATE_OR_CONFLICT,
+    SIGN,
+    STATE_AFTER,
+)
+from domain.directory import Principal, check_expected_version
+from domain.errors import NotFound, ValidationFailed
+from domain.idempotency import KeyedRequest
+from domain.runs import (
+    DEAD_LETTER,
+    FAILED,
+    SKIP_MISSED,
+    SKIP_OVERLAP,
+    SKIPPED_MISSED,
+    skip_reason_of,
+)
+from domain.webhooks import (
+    APPROVAL_DECIDED,
+    APPROVAL_ESCALATED,
+    APPROVAL_EXPIRED,
+    APPROVAL_REMINDER_DUE,
+    APPROVAL_SUBMITTED,
+    CALLBACK_LATE,
+    CALLBACK_MISMATCHED,
+    PENDING,
+    PING,
+    RETRY_WAIT,
+    RUN_DEAD_LETTERED,
+    RUN_FAILED,
+    RUN_SKIPPED,
+    DeliveryPolicy,
+    SubscriptionFields,
+    WebhookDelivery,
+    WebhookSubscription,
+    checked_event_types,
+    checked_url,
+)
+from projections.keyset import Window
+from projections.webhooks import DeliveryRow, WebhookRow, delivery_page, webhook_page
+
+SECRET_KIND = "webhook"  # noqa: S105 (what `derived_secret` derives a subscription's secret for)
+MISMATCH = "; mismatch:"  # how a signing callback's reason says it does not match its instance
+Resolver = Callable[..., Sequence[tuple[Any, ...]]]  # socket.getaddrinfo's shape
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Act = Callable[[WebhookSubscription, datetime], object]  # a change to a subscription, at a time
+
+
+# -- where a message may go ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A checked URL and the address it is sent to (the one checked, not a new lookup)."""
+
+    url: str
+    address: str
+
+    @property
+    def pinned_url(self) -> str:
+        """The URL with its host replaced by the checked address (TLS still checks the name)."""
+        parts = urlsplit(self.url)
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        netloc = host if parts.port is None else f"{host}:{parts.port}"
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+
+    @property
+    def host(self) -> str:
+        hostname = urlsplit(self.url).hostname
+        assert hostname is not None  # a checked URL names its host
+        return hostname
+
+    @property
+    def host_header(self) -> str:
+        """The `Host` a request to the URL carries: the name, and a port that is not default."""
+        return urlsplit(self.url).netloc
+
+
+def refusal_of(address: Address) -> str | None:
+    """Why a message may not go to `address` unless private ones are allowed, or None."""
+    mapped = getattr(address, "ipv4_mapped", None)
+    if mapped is not None:
+        return refusal_of(mapped)
+    if address.is_loopback:
+        return "a loopback address"
+    if address.is_link_local:
+        return "a link-local address"
+    if address.is_multicast:
+        return "a multicast address"
+    if address.is_unspecified:
+        return "the unspecified address"
+    if address.is_reserved:
+        return "a reserved address"
+    if address.is_private or not address.is_global:
+        return "a private address"
+    return None
+
+
+class AddressGuard:
+    """Checks a URL, then where its host resolves to, with the operator's allowances."""
+
+    def __init__(
+        self, allow_http: bool, allow_private: bool, resolve: Resolver = socket.getaddrinfo
+    ) -> None:
+        self.allow_http = allow_http
+        self.allow_private = allow_private
+        self.resolve = resolve
+
+    def destination(self, url: str) -> Destination:
+        """The URL and the first of its host's addresses; ValidationFailed on `url` if the URL
+        is not allowed or any address its host resolves to is refused."""
+        checked_url(url, self.allow_http)
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        addresses = self._addresses(host, port)
+        if not self.allow_private:
+            for address in addresses:
+                refused = refusal_of(address)
+                if refused is not None:
+                    raise ValidationFailed.of(
+                        "url",
+                        f"{host} resolves to {address}, {refused}: refused unless "
+                        "CRONLEDGER_WEBHOOK_ALLOW_PRIVATE=true",
+                    )
+        return Destination(url, str(addresses[0]))
+
+    def _addresses(self, host: str, port: int) -> list[Address]:
+        try:
+            found = self.resolve(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as error:
+            raise ValidationFailed.of(
+                "url", f"the host {host} cannot be resolved: {error}"
+            ) from None
+        addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0]) for info in found))
+        if not addresses:
+            raise ValidationFailed.of("url", f"the host {host} resolves to no address")
+        return addresses
+
+
+# -- what an event tells ---------------------------------------------------------------------
+
+
+RUN_ENDINGS = ("Run.AttemptFailed", "Run.AttemptInterrupted")
+DECISIONS = ("ApprovalInstance.Approved", "ApprovalInstance.Withdrawn")
+CALLBACKS = ("ApprovalInstance.CallbackObserved", "ApprovalInstance.CommandRejected")
+NOTICES = {
+    "ApprovalInstance.ReminderDue": APPROVAL_REMINDER_DUE,
+    "ApprovalInstance.Escalated": APPROVAL_ESCALATED,
+}
+# Every event that may tell a subscription something, by qualified name (a topic's end).
+TOLD_BY = frozenset(
+    {
+        *RUN_ENDINGS,
+        "Run.Registered",
+        "Run.SkippedOverlap",
+        "ApprovalInstance.Submitted",
+        *DECISIONS,
+        "ApprovalInstance.Expired",
+        *CALLBACKS,
+        *NOTICES,
+    }
+)
+# Those that carry their tenant; the others' is their aggregate's.
+CARRY_TENANT = frozenset({"Run.Registered", "ApprovalInstance.Submitted"})
+
+
+def types_of(event: Any) -> list[str]:
+    """The webhook types an event of the log is, if any (most are none)."""
+    name = type(event).__qualname__
+    if name in RUN_ENDINGS:
+        return {DEAD_LETTER: [RUN_DEAD_LETTERED], FAILED: [RUN_FAILED]}.get(event.status, [])
+    if name == "Run.SkippedOverlap":
+        return [RUN_SKIPPED]
+    if name == "Run.Registered":
+        return [RUN_SKIPPED] if event.status == SKIPPED_MISSED else []
+    if name == "ApprovalInstance.Submitted":
+        return [APPROVAL_SUBMITTED]
+    if name in DECISIONS:
+        return [APPROVAL_DECIDED]
+    if name == "ApprovalInstance.Expired":
+        return [APPROVAL_EXPIRED]
+    if name in NOTICES:
+        return [NOTICES[name]]
+    if name in CALLBACKS and event.command == SIGN and event.outcome != FORBIDDEN:
+        late = [CALLBACK_LATE] if event.outcome in (EXPIRED, LATE_OR_CONFLICT) else []
+        return late + ([CALLBACK_MISMATCHED] if MISMATCH in event.reason else [])
+    return []
+
+
+def payload_of(kind: str, event: Any, tenant_id: UUID, subject: Any) -> dict[str, Any]:
+    """The message of type `kind` an event tells: what happened, named by the ids the tenant
+    sees. `subject` is the event's aggregate, for what its event does not carry."""
+    data = {"tenant_id": str(tenant_id), **_data_of(kind, event, subject)}
+    return {"type": kind, "timestamp": jsonable(event.at), "data": jsonable(data)}
+
+
+def ping_payload(subscription: WebhookSubscription, at: datetime) -> dict[str, Any]:
+    data = {"tenant_id": str(subscription.tenant_id), "webhook_id": str(subscription.id)}
+    return {"type": PING, "timestamp": jsonable(at), "data": data}
+
+
+def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
+    if kind.startswith("run."):
+        return {**_run(event, subject), **_run_detail(event)}
+    instance = {"instance_id": str(event.originator_id)}
+    if kind == APPROVAL_SUBMITTED:
+        origin = event.origin or {}
+        return {
+            **instance,
+            "state": "WAITING_REVIEW",
+            "definition_id": event.definition_id,
+            "applicant_id": event.applicant_id,
+            "title": event.title,
+            "review_deadline_at": event.review_deadline_at,
+            "run_id": origin.get("run_id"),
+        }
+    if kind in (APPROVAL_DECIDED, APPROVAL_EXPIRED):
+        return {
+            **instance,
+            "state": STATE_AFTER[event.outcome],
+            "decided_by": event.actor,
+            "command_id": event.command_id,
+            "reason": event.reason,
+        }
+    if kind in (CALLBACK_LATE, CALLBACK_MISMATCHED):
+        payload = event.payload
+        return {
+            **instance,
+            "outcome": event.outcome,
+            "reason": event.reason,
+            "command_id": event.command_id,
+            **{key: payload.get(key) for key in ("contract_id", "material_version", "source")},
+        }
+    fields = {k: v for k, v in event.__dict__.items() if k not in ENVELOPE | {"at", "actor"}}
+    return {**instance, **fields}
+
+
+def _run(event: Any, run: Any) -> dict[str, Any]:
+    """The run's ids and its planned instant (a registration carries them itself)."""
+    source = event if type(event).__qualname__ == "Run.Registered" else run
+    return {
+        "run_id": str(event.originator_id),
+        "schedule_id": str(source.schedule_id),
+        "planned_at": source.planned_at,
+        "status": event.status,
+    }
+
+
+def _run_detail(event: Any) -> dict[str, Any]:
+    name = type(event).__qualname__
+    if name == "Run.SkippedOverlap":
+        return {"skip_reason": skip_reason_of(SKIP_OVERLAP, event.earlier_run_id, 0)}
+    if name == "Run.Registered":
+        return {"skip_reason": skip_reason_of(SKIP_MISSED, None, event.skipped_count)}
+    return {"attempt": event.number, "error": {"code": event.code, "message": event.message}}
+
+
+def delivery_source(event: Any, kind: str) -> str:
+    """What a delivery of an event is derived from: the event itself, and its type."""
+    return f"{event.originator_id}/{event.originator_version}/{kind}"
+
+
+# -- the service ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WebhookView:
+    id: str
+    url: str
+    event_types: list[str]
+    description: str
+    enabled: bool
+    generation: int
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, subscription: WebhookSubscription) -> WebhookView:
+        return cls(
+            id=str(subscription.id),
+            url=subscription.url,
+            event_types=list(subscription.event_types),
+            description=subscription.description,
+            enabled=subscription.enabled,
+            generation=subscription.generation,
+            version=subscription.version,
+            created_at=subscription.created_at,
+            updated_at=subscription.updated_at,
+        )
+
+    @classmethod
+    def of_row(cls, row: WebhookRow) -> WebhookView:
+        return cls(**row._asdict())
+
+
+@dataclass(frozen=True)
+class WebhookWithSecret(WebhookView):
+    """A subscription with its signing secret: answered when it is made or rotated, and never
+    again (None when a repeated create is answered: the secret was shown once)."""
+
+    secret: str | None = None
+
+
+@dataclass(frozen=True)
+class DeliveryView:
+    id: str
+    message_id: str
+    event_type: str
+    status: str
+    attempts: int
+    max_attempts: int
+    response_status: int | None
+    latency_seconds: float | None
+    last_error: str | None
+    next_attempt_at: datetime | None
+    created_at: datetime
+    finished_at: datetime | None
+    version: int
+
+    @classmethod
+    def of(cls, delivery: WebhookDelivery) -> DeliveryView:
+        last = delivery.attempts[-1] if delivery.attempts else {}
+        waiting = delivery.status in (PENDING, RETRY_WAIT)
+        return cls(
+            id=str(delivery.id),
+            message_id=delivery.message_id,
+            event_type=delivery.event_type,
+            status=delivery.status,
+            attempts=len(delivery.attempts),
+            max_attempts=delivery.max_attempts,
+            response_status=last.get("response_status"),
+            latency_seconds=last.get("latency_seconds"),
+            last_error=last.get("error"),
+            next_attempt_at=delivery.next_attempt_at if waiting else None,
+            created_at=delivery.created_at,
+            finished_at=delivery.finished_at,
+            version=delivery.version,
+        )
+
+    @classmethod
+    def of_row(cls, row: DeliveryRow) -> DeliveryView:
+        fields = row._asdict()
+        del fields["subscription_id"]
+        return cls(**fields)
+
+
+class Webhooks:
+    """Subscriptions' commands and queries, and what the notifier needs to sign and send."""
+
+    def __init__(self, ledger: Ledger, settings: Settings, resolve: Resolver = socket.getaddrinfo):
+        self.ledger = ledger
+        self.settings = settings
+        self.guard = AddressGuard(
+            settings.webhook_allow_http, settings.webhook_allow_private, resolve
+        )
+        self.policy = DeliveryPolicy(
+            settings.webhook_max_attempts, timedelta(seconds=settings.webhook_retry_base_seconds)
+        )
+
+    def secret_of(self, subscription_id: UUID, generation: int) -> str:
+        """The subscription's signing secret at `generation` (derived: never stored)."""
+        return derived_secret(
+            self.settings.secret_key, SECRET_KIND, str(subscription_id), generation
+        )
+
+    def create(
+        self, actor: Principal, fields: SubscriptionFields, request: KeyedRequest | None = None
+    ) -> WebhookWithSecret:
+        """A new subscription and its secret; a repeat of a keyed `request` stops with
+        `AlreadyCreated`."""
+        if not self.settings.secret_key:
+            raise SecretKeyMissing()
+        checked = self._checked(fields)
+        return self.ledger.retrying(lambda: self._create(actor, checked, request))
+
+    def _create(
+        self, actor: Principal, fields: SubscriptionFields, request: KeyedRequest | None
+    ) -> WebhookWithSecret:
+        check_key(self.ledger, request)
+        at = self.ledger.clock()
+        subscription = WebhookSubscription(
+            tenant_id=actor.tenant_id,
+            url=fields.url,
+            event_types=fields.event_types,
+            description=fields.description,
+            enabled=fields.enabled,
+            generation=1,
+            at=at,
+            actor=actor.account_id,
+        )
+        record = key_record(request, "webhook", str(subscription.id), at)
+        self.ledger.save(subscription, record)
+        return self._with_secret(subscription)
+
+    def _with_secret(self, subscription: WebhookSubscription) -> WebhookWithSecret:
+        secret = self.secret_of(subscription.id, subscription.generation)
+        return WebhookWithSecret(**WebhookView.of(subscription).__dict__, secret=secret)
+
+    def _checked(self, fields: SubscriptionFields) -> SubscriptionFields:
+        """The fields with their types in order, the URL checked where it points now."""
+        event_types = checked_event_types(fields.event_types)
+        self.guard.destination(fields.url)
+        return SubscriptionFields(fields.url, event_types, fields.description, fields.enabled)
+
+    def update(
+        self, actor: Principal, webhook_id: str, fields: SubscriptionFields, version: int | None
+    ) -> WebhookView:
+        checked = self._checked(fields)
+        return WebhookView.of(
+            self._saved(
+                actor, webhook_id, version, lambda s, at: s.change(checked, at, actor.account_id)
+            )
+        )
+
+    def delete(
+        self, actor: Principal, webhook_id: str, version: int | None, reason: str | None = None
+    ) -> None:
+        self._saved(
+            actor, webhook_id, version, lambda s, at: s.delete(at, actor.account_id, reason)
+        )
+
+    def rotate_secret(
+        self, actor: Principal, webhook_id: str, version: int | None
+    ) -> WebhookWithSecret:
+        """A new secret, answered this once; messages are signed with it from now on."""
+        if not self.settings.secret_key:
+            raise SecretKeyMissing()
+        rotated = self._saved(
+            actor, webhook_id, version, lambda s, at: s.rotate_secret(at, actor.account_id)
+        )
+        return self._with_secret(rotated)
+
+    def _saved(
+        self, actor: Principal, webhook_id: str, version: int | None, act: Act
+    ) -> WebhookSubscription:
+        """Get the subscription at `version` (if named), act on it and save it, again from a
+        fresh read if another writer saved it meanwhile."""
+
+        def command() -> WebhookSubscription:
+            subscription = self.subscription(actor.tenant_id, webhook_id)
+            check_expected_version("webhook", subscription.version, version)
+            act(subscription, self.ledger.clock())
+            self.ledger.save(subscription)
+            return subscription
+
+        return self.ledger.retrying(command)
+
+    def ping(self, actor: Principal, webhook_id: str) -> DeliveryView:
+        """A test message of type `ping`, delivered as any other (the notifier sends it)."""
+        subscription = self.subscription(actor.tenant_id, webhook_id)
+        subscription.check_enabled()
+        at = self.ledger.clock()
+        delivery = WebhookDelivery(
+            tenant_id=subscription.tenant_id,
+            subscription_id=subscription.id,
+            source=f"ping/{uuid4()}",
+            event_type=PING,
+            payload=ping_payload(subscription, at),
+            max_attempts=self.policy.max_attempts,
+            at=at,
+            actor=actor.account_id,
+        )
+        self.ledger.save(delivery)
+        return DeliveryView.of(delivery)
+
+    def redeliver(
+        self, actor: Principal, webhook_id: str, delivery_id: str, reason: str | None = None
+    ) -> DeliveryView:
+        """Send a delivered or given-up message again, with the same `webhook-id`."""
+
+        def command() -> DeliveryView:
+            delivery = self.delivery(actor.tenant_id, webhook_id, delivery_id)
+            delivery.redeliver(self.ledger.clock(), actor.account_id, reason)
+            self.ledger.save(delivery)
+            return DeliveryView.of(delivery)
+
+        return self.ledger.retrying(command)
+
+    def webhook(self, tenant_id: UUID, webhook_id: str) -> WebhookView:
+        return WebhookView.of(self.subscription(tenant_id, webhook_id))
+
+    def webhooks(self, tenant_id: UUID, window: Window) -> Page[WebhookView]:
+        """The tenant's subscriptions, oldest first, from their `webhooks` rows."""
+        found = webhook_page(self.ledger.store, tenant_id, window)
+        return Page.of([WebhookView.of_row(row) for row in found.rows], window, found)
+
+    def deliveries(self, tenant_id: UUID, webhook_id: str, window: Window) -> Page[DeliveryView]:
+        """A subscription's messages, newest first, from their `webhook_deliveries` rows."""
+        subscription = self.subscription(tenant_id, webhook_id)
+        found = delivery_page(self.ledger.store, subscription.id, window)
+        return Page.of([DeliveryView.of_row(row) for row in found.rows], window, found)
+
+    def timeline(self, tenant_id: UUID, webhook_id: str) -> list[TimelineEntry]:
+        return self.ledger.timeline(self.subscription(tenant_id, webhook_id).id)
+
+    def subscription(self, tenant_id: UUID, webhook_id: str) -> WebhookSubscription:
+        """A live subscription of this tenant; a deleted or another tenant's is not found."""
+        found = self.ledger.find_in_tenant(WebhookSubscription, webhook_id, "webhook", tenant_id)
+        if found.deleted:
+            raise NotFound("webhook", webhook_id)
+        return found
+
+    def delivery(self, tenant_id: UUID, webhook_id: str, delivery_id: str) -> WebhookDelivery:
+        """A message of one of this tenant's live subscriptions."""
+        subscription = self.subscription(tenant_id, webhook_id)
+        found = self.ledger.find_in_tenant(WebhookDelivery, delivery_id, "delivery", tenant_id)
+        if found.subscription_id != subscription.id:
+            raise NotFound("delivery", delivery_id)
+        return found

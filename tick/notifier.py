@@ -1,0 +1,367 @@
+"""The notifier (inside `cronledger serve`, or alone as `cronledger notifier`): outbound webhooks.
+
+It reads the log from a position of its own and schedules a `WebhookDelivery` for every enabled
+subscription that names the type of an event it reads (docs/webhooks.md). A delivery's id is
+derived from its subscription, its event and its type, so a batch read again after a crash
+schedules nothing twice; the position is saved once the batch's deliveries are on the log.
+
+Then it sends what is due, at most one message per subscription at a time, oldest first: an
+attempt is claimed on the log (with a lease) before it is sent and its outcome recorded after,
+so a notifier killed in between leaves the attempt claimed; once the lease has run out the
+message is sent again, with the same `webhook-id`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid4
+
+import httpx
+from eventsourcing.persistence import IntegrityError, Notification
+from standardwebhooks import Webhook
+
+from cronledger.application.services import Services
+from cronledger.application.webhooks import (
+    CARRY_TENANT,
+    TOLD_BY,
+    Webhooks,
+    delivery_source,
+    payload_of,
+    types_of,
+)
+from cronledger.persistence.ledger import Ledger, Undecodable
+from cronledger.version import installed_version
+from domain.errors import DomainError, ValidationFailed
+from domain.webhooks import (
+    NOTIFIER_ACTOR,
+    Response,
+    WebhookDelivery,
+    WebhookSubscription,
+)
+from projections.engine import Projector, Sql
+from projections.webhooks import SubscriptionRow, due_deliveries, enabled_subscriptions
+from tick.loops import Loop
+
+log = logging.getLogger("tick.notifier")
+POSITION = "webhook-notifier"  # the notifier's row in `projection_positions`
+BATCH = 2000  # events read at once
+SAVE_CHUNK = 500  # deliveries scheduled per transaction
+SENDS_PER_PASS = 50  # messages claimed at once (each of a different subscription)
+SENDERS = 8  # messages sent at once
+LEASE_MARGIN_SECONDS = 5.0  # a claim lasts the timeouts and this
+USER_AGENT = f"cronledger/{installed_version()}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An attempt this notifier holds: what to send, where, and with which secret."""
+
+    delivery_id: UUID
+    number: int
+    message_id: str
+    payload: dict[str, Any]
+    url: str
+    secret: str
+
+
+class Notifier:
+    @classmethod
+    def of(cls, services: Services, name: str | None = None) -> Notifier:
+        return cls(services.ledger, services.projector, services.webhooks, name)
+
+    def __init__(
+        self, ledger: Ledger, projector: Projector, webhooks: Webhooks, name: str | None = None
+    ) -> None:
+        self.ledger = ledger
+        self.projector = projector
+        self.webhooks = webhooks
+        settings = webhooks.settings
+        self.timeout = httpx.Timeout(
+            connect=settings.webhook_connect_timeout_seconds,
+            read=settings.webhook_read_timeout_seconds,
+            write=settings.webhook_read_timeout_seconds,
+            pool=settings.webhook_connect_timeout_seconds,
+        )
+        self.attempt_seconds = (
+            settings.webhook_connect_timeout_seconds + settings.webhook_read_timeout_seconds
+        )
+        self.lease = timedelta(seconds=self.attempt_seconds + LEASE_MARGIN_SECONDS)
+        self.response_bytes = settings.webhook_response_bytes
+        self.name = name or f"notifier:{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:6]}"
+        self.stopping = threading.Event()
+
+    def work(self) -> None:
+        """One loop iteration: schedule what the log tells, then send what is due."""
+        while self.schedule() and not self.stopping.is_set():
+            pass
+        self.deliver()
+
+    # -- scheduling --------------------------------------------------------------------------
+
+    def schedule(self) -> int:
+        """Read one batch of the log after the notifier's position and schedule its messages;
+        how many events were read (0: the notifier is at the end of the log)."""
+        start = self._position()
+        head = self.ledger.recorder.max_notification_id() or 0
+        if head <= start:
+            return 0
+        self.projector.catch_up(until=head)  # the subscriptions as of `head` at least
+        subscriptions = enabled_subscriptions(self.ledger.store)
+        if not subscriptions:  # any subscription made from now on comes after `head`
+            self._advance(start, head)
+            return head - start
+        notifications = self.ledger.recorder.select_notifications(start=start + 1, limit=BATCH)
+        if not notifications:
+            return 0
+        deliveries = self._deliveries(notifications, subscriptions)
+        with self.ledger.projections_deferred():
+            for first in range(0, len(deliveries), SAVE_CHUNK):
+                self._save_new(deliveries[first : first + SAVE_CHUNK])
+        self._advance(start, notifications[-1].id)
+        if deliveries:
+            log.info("webhook messages scheduled", extra={"messages": len(deliveries)})
+        return len(notifications)
+
+    def _deliveries(
+        self, notifications: Sequence[Notification], subscriptions: list[SubscriptionRow]
+    ) -> list[WebhookDelivery]:
+        """The deliveries the events owe the subscriptions made before them."""
+        wanted = {kind for s in subscriptions for kind in s.event_types}
+        told: list[tuple[int, Any, list[str]]] = []
+        for notification in notifications:
+            if notification.topic.partition(":")[2] not in TOLD_BY:
+                continue
+            event = self.ledger.decode(notification)
+            kinds = [] if isinstance(event, Undecodable) else types_of(event)
+            if set(kinds) & wanted:
+                told.append((notification.id, event, kinds))
+        subjects = self.ledger.get_many(
+            [e.originator_id for _, e, _ in told if type(e).__qualname__ not in CARRY_TENANT]
+        )
+        at = self.ledger.clock()
+        deliveries = []
+        for position, event, kinds in told:
+            subject = subjects.get(event.originator_id)
+            tenant_id = getattr(event, "tenant_id", None) or getattr(subject, "tenant_id", None)
+            for kind in kinds:
+                for subscription in subscriptions:
+                    if (
+                        subscription.tenant_id == tenant_id
+                        and kind in subscription.event_types
+                        and subscription.position < position
+                    ):
+                        deliveries.append(
+                            WebhookDelivery(
+                                tenant_id=tenant_id,
+                                subscription_id=subscription.id,
+                                source=delivery_source(event, kind),
+                                event_type=kind,
+                                payload=payload_of(kind, event, tenant_id, subject),
+                                max_attempts=self.webhooks.policy.max_attempts,
+                                at=at,
+                                actor=NOTIFIER_ACTOR,
+                            )
+                        )
+        return deliveries
+
+    def _save_new(self, deliveries: list[WebhookDelivery]) -> None:
+        """Save the deliveries; those scheduled already (a batch read again) are left out."""
+        try:
+            self.ledger.save(*deliveries)
+        except IntegrityError:
+            found = self.ledger.get_many([d.id for d in deliveries])
+            self.ledger.save(*[d for d in deliveries if d.id not in found])
+
+    def _position(self) -> int:
+        rows = self.ledger.store.query(
+            "SELECT position FROM projection_positions WHERE name = ?", (POSITION,)
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def _advance(self, start: int, end: int) -> None:
+        """Move the position from `start` to `end`, unless another notifier moved it first."""
+        with self.ledger.store.connect() as connection:
+            sql = Sql(self.ledger.store.kind, connection)
+            with sql.transaction():
+                sql.execute(
+                    "INSERT INTO projection_positions (name, position) VALUES (?, 0) "
+                    "ON CONFLICT (name) DO NOTHING",
+                    (POSITION,),
+                )
+                sql.execute(
+                    "UPDATE projection_positions SET position = ? WHERE name = ? AND position = ?",
+                    (end, POSITION, start),
+                )
+
+    # -- delivering --------------------------------------------------------------------------
+
+    def deliver(self) -> int:
+        """Send what is due, pass after pass while messages keep going out; how many attempts
+        were made."""
+        made = 0
+        while not self.stopping.is_set():
+            attempts = self.deliver_once()
+            made += attempts
+            if not attempts:
+                break
+        return made
+
+    def deliver_once(self) -> int:
+        """Claim the due messages (one per subscription), send them at once, record each
+        outcome as it comes; how many attempts were made."""
+        self.projector.catch_up()
+        now = self.ledger.clock()
+        claims = [
+            claim
+            for delivery_id in due_deliveries(self.ledger.store, now, SENDS_PER_PASS)
+            if (claim := self._claim(delivery_id, now)) is not None
+        ]
+        if not claims:
+            return 0
+        with ThreadPoolExecutor(min(SENDERS, len(claims)), "notifier-send") as pool:
+            sending: dict[Future[Response], Claim] = {
+                pool.submit(self.send, claim): claim for claim in claims
+            }
+            for done in as_completed(sending):
+                self._record(sending[done], done.result())
+        return len(claims)
+
+    def _claim(self, delivery_id: UUID, now: datetime) -> Claim | None:
+        """Start the delivery's next attempt under this notifier's lease, if it is still due.
+
+        Without CRONLEDGER_SECRET_KEY nothing is claimed: the loop fails, saying so."""
+        try:
+            delivery = self.ledger.find(WebhookDelivery, delivery_id, "delivery", delivery_id)
+            subscription = self.ledger.find(
+                WebhookSubscription, delivery.subscription_id, "webhook", delivery.subscription_id
+            )
+        except DomainError:  # unreadable (logged): the others are still sent
+            return None
+        secret = self.webhooks.secret_of(subscription.id, subscription.generation)
+        if subscription.deleted or not subscription.enabled or not _due(delivery, now):
+            return None
+        try:
+            number = delivery.start_attempt(self.name, self.lease, now)
+            self.ledger.save(delivery)
+        except (IntegrityError, DomainError):  # another notifier claimed it first
+            return None
+        url = subscription.url
+        return Claim(delivery.id, number, delivery.message_id, delivery.payload, url, secret)
+
+    def send(self, claim: Claim) -> Response:
+        """One attempt: the URL checked again, the message signed and posted to the checked
+        address; what came back (a 2xx is delivered, anything else failed)."""
+        started = time.perf_counter()
+        try:
+            destination = self.webhooks.guard.destination(claim.url)
+        except ValidationFailed as refused:
+            return Response(None, 0.0, f"refused: {' '.join(refused.errors['url'])}")
+        body = json.dumps(claim.payload, ensure_ascii=False, separators=(",", ":"))
+        sent_at = self.ledger.clock().astimezone(UTC)
+        headers = {
+            "Host": destination.host_header,
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            "webhook-id": claim.message_id,
+            "webhook-timestamp": str(int(sent_at.timestamp())),
+            "webhook-signature": Webhook(claim.secret).sign(claim.message_id, sent_at, body),
+        }
+        tls = {"sni_hostname": destination.host} if claim.url.startswith("https:") else {}
+        try:
+            with httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False) as c:
+                request = c.build_request(
+                    "POST", destination.pinned_url, content=body.encode(), headers=headers
+                )
+                request.extensions.update(tls)
+                return self._answer(c.send(request, stream=True), started)
+        except httpx.TimeoutException:
+            return Response(None, _since(started), "no answer within the timeouts")
+        except httpx.HTTPError as error:
+            return Response(None, _since(started), f"{type(error).__name__}: {error}")
+
+    def _answer(self, response: httpx.Response, started: float) -> Response:
+        """The receiver's status; at most `response_bytes` of its body are read."""
+        latency = _since(started)
+        try:
+            self._read_some(response, started)
+        finally:
+            response.close()
+        status = response.status_code
+        if 200 <= status < 300:
+            return Response(status, latency, None)
+        if 300 <= status < 400:
+            where = response.headers.get("location", "")
+            return Response(status, latency, f"redirect to {where[:200]} not followed")
+        return Response(status, latency, f"the receiver answered {status}")
+
+    def _read_some(self, response: httpx.Response, started: float) -> None:
+        read = 0
+        for chunk in response.iter_raw():
+            read += len(chunk)
+            if read >= self.response_bytes or _since(started) > self.attempt_seconds:
+                return
+
+    def _record(self, claim: Claim, response: Response) -> None:
+        """The attempt's outcome on the log, unless another notifier took the attempt over."""
+
+        def record() -> None:
+            delivery = self.ledger.find(
+                WebhookDelivery, claim.delivery_id, "delivery", claim.delivery_id
+            )
+            if not delivery.holds(claim.number, self.name):
+                log.warning(
+                    "a webhook attempt was taken over before its outcome was recorded",
+                    extra={"message_id": claim.message_id, "attempt": claim.number},
+                )
+                return
+            policy = self.webhooks.policy
+            delivery.finish_attempt(claim.number, self.name, response, policy, self.ledger.clock())
+            self.ledger.save(delivery)
+
+        self.ledger.retrying(record)
+        log.info(
+            "webhook attempt",
+            extra={
+                "message_id": claim.message_id,
+                "attempt": claim.number,
+                "status": response.status,
+                "error": response.error,
+                "latency_seconds": round(response.latency_seconds, 3),
+            },
+        )
+
+
+def _due(delivery: WebhookDelivery, now: datetime) -> bool:
+    """Whether an attempt may start now: its time has come, or the lease of the attempt being
+    sent has run out."""
+    if delivery.lease_expires_at is not None:
+        return delivery.lease_expires_at <= now
+    return delivery.next_attempt_at is not None and delivery.next_attempt_at <= now
+
+
+def _since(started: float) -> float:
+    return time.perf_counter() - started
+
+
+def notifier_loop(services: Services, interval: float) -> Loop:
+    """Schedules and sends webhook messages every `interval`; stopping it lets the messages
+    being sent finish and be recorded."""
+    notifier = Notifier.of(services)
+    return Loop(
+        "notifier",
+        interval,
+        notifier.work,
+        stop=notifier.stopping,
+        health=services.health,
+        on_failure=services.meters.database_error,
+    )

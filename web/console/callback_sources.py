@@ -1,0 +1,151 @@
+"""The console's callback sources: the external systems whose signed callbacks the tenant
+accepts, registered, rotated and deleted by accounts holding `directory:manage`; each secret is
+shown once, on the page that made it (docs/webhooks.md#verified-callbacks)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
+from marshmallow import ValidationError
+from werkzeug.exceptions import NotFound as PageNotFound
+from werkzeug.wrappers import Response
+
+from cronledger.application.callback_sources import CallbackSourceView, SourceWithSecret
+from domain.directory import Principal
+from domain.errors import DomainError, NotFound, ValidationFailed
+from domain.permissions import DIRECTORY_MANAGE
+from projections.keyset import Window
+from web.api import flatten, services
+from web.console.access import signed_in
+from web.schemas import CallbackSourceCreate, ReasonBody
+
+bp = Blueprint("callback_sources", __name__, url_prefix="/callback-sources")
+PAGE_SIZE = 50
+Errors = dict[str, list[str]]
+
+
+@bp.get("/")
+@signed_in(DIRECTORY_MANAGE)
+def index(principal: Principal) -> str:
+    return _index_page(principal, {}, {})[0]
+
+
+@bp.post("/")
+@signed_in(DIRECTORY_MANAGE)
+def create(principal: Principal) -> tuple[str, int] | str:
+    """The new source's secret is on this answer only: never stored, never shown again."""
+    form = {name: request.form.get(name, "").strip() for name in ("name", "description")}
+    try:
+        body = CallbackSourceCreate().load(form)
+        made = services().callback_sources.create(principal, body["name"], body["description"])
+    except (ValidationError, DomainError) as error:
+        return _index_page(principal, form, _field_errors(error), 422)
+    return _secret_page(made, _("Callback source %(name)s registered.", name=made.source.name))
+
+
+@bp.route("/<source_id>/rotate", methods=["GET", "POST"])
+@signed_in(DIRECTORY_MANAGE)
+def rotate(principal: Principal, source_id: str) -> Response | tuple[str, int] | str:
+    found = _found(principal, source_id)
+    return _confirmed(
+        found,
+        _(
+            "Make a new secret for %(name)s? The current one stops working at once: "
+            "the sender must sign with the new one.",
+            name=found.name,
+        ),
+        _("Rotate the secret"),
+        lambda reason: _secret_page(
+            services().callback_sources.rotate_secret(principal, source_id, _version(), reason),
+            _("A new secret was made for %(name)s.", name=found.name),
+        ),
+    )
+
+
+@bp.route("/<source_id>/delete", methods=["GET", "POST"])
+@signed_in(DIRECTORY_MANAGE)
+def delete(principal: Principal, source_id: str) -> Response | tuple[str, int] | str:
+    found = _found(principal, source_id)
+
+    def deleted(reason: str | None) -> Response:
+        services().callback_sources.delete(principal, source_id, _version(), reason)
+        flash(_("Callback source %(name)s deleted.", name=found.name), "good")
+        return redirect(url_for(".index"))
+
+    return _confirmed(
+        found,
+        _("Delete %(name)s? Its callbacks are refused from then on.", name=found.name),
+        _("Delete the source"),
+        deleted,
+    )
+
+
+def _confirmed(
+    found: CallbackSourceView,
+    question: str,
+    action: str,
+    command: Callable[[str | None], Response | str],
+) -> Response | tuple[str, int] | str:
+    """A confirmation page (GET), then the command with the reason given (POST)."""
+    errors: Errors = {}
+    if request.method == "POST":
+        reason = request.form.get("reason", "").strip()
+        try:
+            ReasonBody().load({"reason": reason} if reason else {})
+            return command(reason or None)
+        except NotFound as error:
+            raise PageNotFound(error.message) from None
+        except (ValidationError, DomainError) as error:
+            errors = _field_errors(error)
+    page = render_template(
+        "console/callback_sources/confirm.html",
+        source=found,
+        question=question,
+        action=action,
+        errors=errors,
+    )
+    return page, 422 if errors else 200
+
+
+def _index_page(
+    principal: Principal, form: dict[str, str], errors: Errors, status: int = 200
+) -> tuple[str, int]:
+    page = services().callback_sources.sources(principal.tenant_id, _window())
+    html = render_template(
+        "console/callback_sources/index.html", page=page, form=form, errors=errors
+    )
+    return html, status
+
+
+def _secret_page(made: SourceWithSecret, done: str) -> str:
+    return render_template("console/callback_sources/secret.html", made=made, done=done)
+
+
+def _found(principal: Principal, source_id: str) -> CallbackSourceView:
+    try:
+        return services().callback_sources.source(principal.tenant_id, source_id)
+    except NotFound as error:
+        raise PageNotFound(error.message) from None
+
+
+def _window() -> Window:
+    """The page of the list the query asks for (`?page=`, 1 when missing or not a number)."""
+    number = request.args.get("page", "1")
+    return Window(PAGE_SIZE, int(number) if number.isdigit() and int(number) > 0 else 1)
+
+
+def _version() -> int | None:
+    """The version the form was shown at: a change made since is refused, not overwritten."""
+    given = request.form.get("version", "")
+    return int(given) if given.isdigit() else None
+
+
+def _field_errors(error: ValidationError | DomainError) -> Errors:
+    """The messages by field (`_schema` for the form as a whole)."""
+    if isinstance(error, ValidationError):
+        return flatten(error.messages)
+    if isinstance(error, ValidationFailed):
+        return error.errors
+    return {"_schema": [error.message]}
