@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import socket
+import sqlite3
 import sys
 import threading
 import time
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime, tzinfo
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -31,8 +33,10 @@ from cronledger.application.services import (
 from cronledger.config import ConfigError, Settings, effective, unknown_variables
 from cronledger.health import DRAINING, Health
 from cronledger.logs import configure_logging
+from cronledger.persistence.backup import BackupRefused, backup_sqlite, pg_dump_command
+from cronledger.persistence.connections import Limits
 from cronledger.persistence.ledger import TimelineEntry, jsonable
-from cronledger.persistence.store import redacted_url
+from cronledger.persistence.store import Store, redacted_url
 from cronledger.printable import printable, printable_json
 from cronledger.version import installed_version
 from domain.directory import SYSTEM_ACTOR, Principal, tenant_uuid
@@ -133,6 +137,28 @@ def bootstrap(tenant: str, admin: str) -> None:
         click.echo(f"tenant {tenant} created with admin account {admin}")
         click.echo(f"token id {issued.token_id}; the token follows (shown once)")
         click.echo(issued.token)
+
+
+@main.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+def backup(path: Path) -> None:
+    """Copy a SQLite store to PATH while it runs; for PostgreSQL, print the pg_dump command."""
+    try:
+        settings = Settings.from_env()
+        store = Store.from_url(settings.database_url, Limits.of(settings, "cli"))
+    except ConfigError as error:
+        raise click.ClickException(str(error)) from None
+    if store.kind == "postgresql":
+        click.echo("a PostgreSQL store is backed up with pg_dump (docs/operations.md):", err=True)
+        click.echo(pg_dump_command(store, path))
+        sys.exit(2)
+    try:
+        copied = backup_sqlite(store, path)
+    except BackupRefused as error:
+        raise NothingToRead(str(error)) from None
+    except sqlite3.Error as error:
+        raise click.ClickException(f"backup failed: {error}") from None
+    click.echo(f"backup written to {copied.path} ({copied.size} bytes)")
 
 
 @main.command("config")
@@ -527,6 +553,7 @@ def _serve_web(
 
     from web import MAX_BODY_BYTES, create_app
     from web.probes import attach_probes
+    from web.server_errors import answer_refusals_as_problems
 
     app = create_app({"SERVICES": services})
     if probes is not None:
@@ -544,6 +571,7 @@ def _serve_web(
         max_request_body_size=MAX_BODY_BYTES + 1,
         channel_request_lookahead=1,  # keeps reading, so a stream sees its client leave
     )
+    answer_refusals_as_problems(server)  # waitress's own 413 and 400 too
 
     shutdown = Shutdown(services, loops, server)
     stop_on_signals(shutdown.begin)

@@ -141,6 +141,7 @@ def parse_trigger(data: Mapping[str, Any]) -> Trigger:
         expression = _required(data, "expression")
         if not isinstance(expression, str):
             raise TriggerError("expression", "must be a string")
+        _check_length(expression)  # as sent: spaces count, so a padded 10 KB text is refused
         return CronTrigger(" ".join(expression.split()))
     if kind == "window-interval":
         _reject_unknown(data, _WINDOW_KEYS)
@@ -331,16 +332,20 @@ def _compile_cron(expression: str) -> _Plan:
     )
 
 
-def _check_shape(expression: str) -> list[str]:
-    """The fields, once free of what the contract leaves out but croniter would accept.
-
-    Lengths are checked first, so every later check, and croniter, reads a bounded text.
-    """
+def _check_length(expression: str) -> None:
     if len(expression) > MAX_EXPRESSION_LENGTH:
         raise TriggerError(
             "expression",
             f"is {len(expression)} characters long; at most {MAX_EXPRESSION_LENGTH} are allowed",
         )
+
+
+def _check_shape(expression: str) -> list[str]:
+    """The fields, once free of what the contract leaves out but croniter would accept.
+
+    Lengths are checked first, so every later check, and croniter, reads a bounded text.
+    """
+    _check_length(expression)
     parts = expression.split()
     if any(part.startswith("@") for part in parts):
         raise TriggerError("expression", "@ macros such as @daily are not supported")

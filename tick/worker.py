@@ -36,7 +36,7 @@ from cronledger.persistence.ledger import Ledger
 from domain.directory import Account, Definition, account_uuid
 from domain.launch import LaunchFailed, checked_launch
 from domain.policy import RunPolicy
-from domain.runs import DEAD_LETTER, Run
+from domain.runs import ATTEMPT_FAILED, ATTEMPT_SUCCEEDED, DEAD_LETTER, Run
 from projections.engine import Projector
 from projections.runs import Cycle, blocking_runs, due_runs, running_per_schedule
 
@@ -47,6 +47,8 @@ DUE_READ_FACTOR = 4  # due runs read per run taken, so that busy schedules can b
 # Attempts a poll starts and launches in one commit (about three events each): none is in
 # flight once it commits, so `worker_concurrency` does not bound it.
 LAUNCHES_PER_COMMIT = 300
+# A launch's outcome as recorded on an attempt, as the worker counts it.
+LAUNCH_OUTCOMES = {ATTEMPT_SUCCEEDED: "succeeded", ATTEMPT_FAILED: "failed"}
 ACCOUNT_IDS_KEPT = 4096
 
 
@@ -216,13 +218,24 @@ class Worker:
         return claims
 
     def _claimed(self, run_ids: Sequence[UUID], report: WorkReport) -> list[Claim]:
-        """Start the due runs' attempts and commit them; counted in `report` once committed."""
+        """Start the due runs' attempts and commit them; counted in `report` once committed.
+
+        An attempt this worker started without hearing so (the commit went through, its answer
+        was lost) is read back as a claim, not left to its lease."""
         runs = self._runs(run_ids)
-        counted = WorkReport()
-        claims = self._started(runs, self.ledger.clock(), counted)
+        now = self.ledger.clock()
+        unheard = [
+            Claim(run, len(run.attempts))
+            for run in runs
+            if run.id not in self.held
+            and not run.is_due(now)
+            and run.holds(len(run.attempts), self.name)
+        ]
+        counted = WorkReport(claimed=len(unheard))
+        claims = self._started(runs, now, counted)
         self.ledger.save(*(run for run in runs if run.pending_events))
         report.add(counted)
-        return claims
+        return [*unheard, *claims]
 
     def release_held(self) -> None:
         """Give back the attempts this worker claimed and could not launch (see `Run.release`),
@@ -261,6 +274,8 @@ class Worker:
     def _relaunch(self, claim: Claim) -> str:
         """Launch one attempt from a fresh read; a lost lease is recorded, never acted on."""
         run = self.ledger.find(Run, claim.run.id, "run", claim.run.id)
+        if recorded := self._recorded_outcome(run, claim.number):
+            return recorded  # an earlier commit went through, though its answer was lost
         if not run.holds(claim.number, self.name):
             run.reject_outcome(claim.number, self.name, "launch", self.ledger.clock())
             self.ledger.save(run)
@@ -268,6 +283,13 @@ class Worker:
             return "rejected"
         fresh = Claim(run, claim.number)
         return self._launched([fresh], self._instances_made([fresh]))[0]
+
+    def _recorded_outcome(self, run: Run, number: int) -> str | None:
+        """The outcome this worker's launch of attempt `number` recorded already, if it did."""
+        for attempt in run.attempts:
+            if attempt["number"] == number and attempt["worker"] == self.name:
+                return LAUNCH_OUTCOMES.get(attempt["outcome"] or "")
+        return None
 
     def _launched(self, claims: Sequence[Claim], made: Collection[UUID] = ()) -> list[str]:
         """Check, create and record every claimed attempt, all in one commit; the outcomes."""

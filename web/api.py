@@ -248,7 +248,32 @@ def json_object() -> dict[str, Any]:
     return data
 
 
+NUL_REFUSED = "contains the NUL character (U+0000), which is not accepted"
+
+
+def with_nul(value: object, path: str = "") -> list[str]:
+    """The paths (as `flatten` names them) of the strings in `value`, keys included, that hold
+    U+0000: no store keeps it in text (PostgreSQL refuses it), so no field takes it."""
+    if isinstance(value, str):
+        return [path or "_schema"] if "\x00" in value else []
+    if not isinstance(value, Mapping | list):
+        return []
+    found: list[str] = []
+    for key, item in value.items() if isinstance(value, Mapping) else enumerate(value):
+        inner = f"{path}.{key}" if path else str(key)
+        if isinstance(key, str) and "\x00" in key:
+            found.append(inner)
+        found += with_nul(item, inner)
+    return found
+
+
 def load(schema: Schema, data: Mapping[str, Any]) -> Any:
+    """`data` (a body, or a query's parameters) as `schema` loads it; else 422 by field."""
+    nul = with_nul(data)
+    if nul:
+        raise Problem(
+            "VALIDATION_FAILED", "some fields are invalid", {path: [NUL_REFUSED] for path in nul}
+        )
     try:
         return schema.load(data)
     except ValidationError as error:

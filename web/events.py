@@ -14,7 +14,7 @@ from functools import lru_cache, partial
 from typing import cast
 
 from flask import Blueprint, Response, current_app, g, request, stream_with_context
-from marshmallow import RAISE, Schema, fields, validate
+from marshmallow import RAISE, Schema, validate
 
 from cronledger.application.services import Services
 from cronledger.application.stream import (
@@ -35,7 +35,7 @@ from domain.directory import Principal
 from domain.permissions import AUDIT_READ, SCHEDULE_LIST
 from web.api import authorize, load, services
 from web.problems import Problem, problem
-from web.schemas import TimelineEntryOut
+from web.schemas import QUERY_INTEGER, QueryInteger, TimelineEntryOut
 from web.stream_slots import StreamLimits, StreamSlot, StreamSlots, TooManyStreams
 
 bp = Blueprint("events", __name__, url_prefix="/api/events")
@@ -48,8 +48,8 @@ RECONNECT_MILLISECONDS = 2000  # the `retry:` of the last frame a stopping serve
 
 
 class StreamQuery(Schema):
-    after = fields.Integer(validate=validate.Range(0, MAX_POSITION), load_default=None)
-    max_seconds = fields.Integer(validate=validate.Range(1, MAX_SECONDS), load_default=MAX_SECONDS)
+    after = QueryInteger(validate=validate.Range(0, MAX_POSITION), load_default=None)
+    max_seconds = QueryInteger(validate=validate.Range(1, MAX_SECONDS), load_default=MAX_SECONDS)
 
 
 @bp.get("/stream")
@@ -206,10 +206,7 @@ def _after(after: int | None) -> int | None:
 
 
 def _position(header: str) -> int:
-    try:
-        position = int(header)
-    except ValueError:
-        position = -1
+    position = int(header) if QUERY_INTEGER.fullmatch(header.strip()) else -1
     if not 0 <= position <= MAX_POSITION:
         raise Problem(
             "VALIDATION_FAILED",

@@ -79,15 +79,7 @@ def problem(
 ) -> Response:
     """The problem document of `code`; `extensions` are members of its own (RFC 9457 3.2)."""
     status = STATUS_OF_CODE[code]
-    body: dict[str, Any] = {
-        "type": f"urn:cronledger:problem:{code.lower().replace('_', '-')}",
-        "title": TITLES.get(code, code.replace("_", " ").capitalize()),
-        "status": status,
-        "detail": detail,
-        "code": code,
-        "instance": _instance(),
-        "request_id": g.request_id,
-    }
+    body = document(code, detail, _instance(), g.request_id)
     if errors is not None:
         body["errors"] = errors
     body.update({key: value for key, value in (extensions or {}).items() if key not in body})
@@ -95,6 +87,24 @@ def problem(
     if code == "UNAVAILABLE":  # the store or the process may be back soon: every 503 says when
         answer.headers["Retry-After"] = str(UNAVAILABLE_RETRY_AFTER_SECONDS)
     return answer
+
+
+def document(code: str, detail: str, instance: str, request_id: str) -> dict[str, Any]:
+    """The members every problem document has, for `code`."""
+    return {
+        "type": f"urn:cronledger:problem:{code.lower().replace('_', '-')}",
+        "title": TITLES.get(code, code.replace("_", " ").capitalize()),
+        "status": STATUS_OF_CODE[code],
+        "detail": detail,
+        "code": code,
+        "instance": instance,
+        "request_id": request_id,
+    }
+
+
+def code_of_status(status: int) -> str:
+    """The code a status answers with when nothing more precise is known."""
+    return CODE_OF_STATUS.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL")
 
 
 def register_error_handlers(app: Flask) -> None:
@@ -114,7 +124,7 @@ def register_error_handlers(app: Flask) -> None:
         if isinstance(error.response, Response):
             return error.response  # already a problem document (e.g. the refusal budget's)
         status = error.code or 500
-        code = CODE_OF_STATUS.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL")
+        code = code_of_status(status)
         answer = problem(
             code,
             _no_such_path() if isinstance(error, NotFound) else error.description or error.name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from copy import copy
 from dataclasses import Field, dataclass
@@ -105,6 +106,19 @@ def strict_bool(**kwargs: Any) -> fields.Boolean:
 
 def strict_int(low: int, high: int, **kwargs: Any) -> fields.Integer:
     return fields.Integer(strict=True, validate=validate.Range(low, high), **kwargs)
+
+
+QUERY_INTEGER = re.compile(r"-?[0-9]{1,20}")
+
+
+class QueryInteger(fields.Integer):
+    """A whole number in a query string, in ASCII digits: `int` alone also takes "١٢" and
+    "1_000", which no client means."""
+
+    def _validated(self, value: Any) -> int:
+        if isinstance(value, str) and not QUERY_INTEGER.fullmatch(value.strip()):
+            raise self.make_error("invalid", input=value)
+        return super()._validated(value)
 
 
 def name_field(**kwargs: Any) -> fields.String:
@@ -316,7 +330,7 @@ NOT_A_CURSOR = "is not a cursor of this list: use a next_cursor it answered, as 
 class PageQuery(Schema):
     """A list's paging: the page after a cursor (a page's `next_cursor`), or a numbered page."""
 
-    page = fields.Integer(
+    page = QueryInteger(
         validate=validate.Range(1, 1_000_000),
         load_default=None,
         metadata={
@@ -324,7 +338,7 @@ class PageQuery(Schema):
             "the first page"
         },
     )
-    page_size = fields.Integer(
+    page_size = QueryInteger(
         validate=validate.Range(1, 200),
         load_default=20,
         metadata={"description": "items per page"},

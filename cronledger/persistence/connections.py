@@ -8,7 +8,10 @@ so `pg_stat_activity` tells the processes apart and nothing waits without bound.
 from __future__ import annotations
 
 import math
+import select
 import sqlite3
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,6 +19,7 @@ import psycopg
 from eventsourcing import persistence as es_persistence
 from eventsourcing.postgres import PostgresFactory
 from eventsourcing.utils import Environment, EnvType
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from cronledger.config import Settings
@@ -123,18 +127,65 @@ class NamedPostgresFactory(PostgresFactory):
 
     def __init__(self, env: Environment | EnvType | None) -> None:
         super().__init__(env)
-        kwargs = self.datastore.pool.kwargs
+        pool = self.datastore.pool
+        kwargs = pool.kwargs
         assert isinstance(kwargs, dict)  # as eventsourcing makes its pool
         kwargs.update(conninfo_to_dict(self.env.get(CONNINFO) or ""))
+        # eventsourcing's pool takes no check of ours (its POSTGRES_PRE_PING's waits unbounded)
+        connect_timeout = float(self.env.get(self.POSTGRES_CONNECT_TIMEOUT) or 2)
+        pool._check = answering_within(connect_timeout)
 
 
-# What SQLite says when the file cannot be reached or stays locked past the busy timeout.
-_SQLITE_AWAY = ("unable to open", "locked", "disk i/o error")
+def answering_within(seconds: float) -> Callable[[psycopg.Connection[Any]], None]:
+    """A pool's check of a connection it is about to lend: the server answers an empty query
+    within `seconds`, else the connection is closed (the pool then opens a fresh one, or the
+    caller gets `PoolTimeout`, a 503).
+
+    A pooled connection to a server that stopped answering while keeping its sockets open (a
+    frozen process, a stuck proxy) would otherwise hang the request without bound: the
+    server's kernel still acknowledges what is sent, so `tcp_user_timeout` never fires.
+    """
+
+    def check(conn: psycopg.Connection[Any]) -> None:
+        pgconn = conn.pgconn
+        if conn.closed or pgconn.transaction_status != pq.TransactionStatus.IDLE:
+            raise psycopg.OperationalError("a pooled connection was not idle")
+        deadline = time.monotonic() + seconds
+        try:
+            pgconn.send_query(b"")
+            while pgconn.flush():
+                _wait(pgconn.socket, deadline, writing=True)
+            while True:
+                pgconn.consume_input()
+                if not pgconn.is_busy():
+                    break
+                _wait(pgconn.socket, deadline)
+            while (result := pgconn.get_result()) is not None:
+                if result.status == pq.ExecStatus.FATAL_ERROR:
+                    raise psycopg.OperationalError(result.get_error_message())
+        except BaseException:
+            conn.close()  # never back in the pool with the check's query pending
+            raise
+
+    return check
+
+
+def _wait(socket: int, deadline: float, writing: bool = False) -> None:
+    remaining = deadline - time.monotonic()
+    waiting = ([], [socket]) if writing else ([socket], [])
+    if remaining <= 0 or not any(select.select(*waiting, [], remaining)[:2]):
+        raise psycopg.OperationalError("the server did not answer within the connect timeout")
+
+
+# What SQLite says when the file cannot be reached, stays locked past the busy timeout, or
+# cannot grow (a full disk, a size limit): nothing was written, and a retry may succeed later.
+_SQLITE_AWAY = ("unable to open", "locked", "disk i/o error", "database or disk is full")
 
 
 def store_unavailable(error: BaseException) -> bool:
     """Whether `error` means the store cannot be reached or answer in time (not a bug): the
-    server away or restarting, a full pool, a connect, lock or statement timeout, a busy file."""
+    server away or restarting, a full pool, a connect, lock or statement timeout, a busy or full
+    file."""
     if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
         return True
     if isinstance(error, es_persistence.OperationalError | es_persistence.InterfaceError):

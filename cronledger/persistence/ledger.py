@@ -133,9 +133,13 @@ class Ledger(Application[UUID]):
         recordings = self._record(processing_event)
         if recordings:
             self._deferring.saved = max(r.notification.id for r in recordings)
-        self._take_snapshots(processing_event)
+        # Committed: from here the store being away must not make the save look failed (its
+        # caller would act again, or drop what it holds), so what follows is best effort.
+        with _committed_anyway("snapshot"):
+            self._take_snapshots(processing_event)
         self._tell_recorded(processing_event)
-        self._notify(recordings)
+        with _committed_anyway("read models"):
+            self._notify(recordings)
         return recordings
 
     def _tell_recorded(self, processing_event: ProcessingEvent[UUID]) -> None:
@@ -334,6 +338,18 @@ class Ledger(Application[UUID]):
 
     def _loaded_id(self, stored: Any) -> UUID:
         return UUID(hex=stored) if self.store.kind == "sqlite" else stored
+
+
+@contextmanager
+def _committed_anyway(what: str) -> Iterator[None]:
+    """After a commit: the store away is logged, not raised (a later snapshot or catch-up
+    does it); anything else is a bug, raised."""
+    try:
+        yield
+    except Exception as error:
+        if not store_unavailable(error):
+            raise
+        log.warning("saved; the %s could not follow, the store did not answer", what, exc_info=True)
 
 
 def table_of(recorder: Recorder) -> str:

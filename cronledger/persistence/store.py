@@ -24,7 +24,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
 
 from cronledger.config import ConfigError
-from cronledger.persistence.connections import Limits
+from cronledger.persistence.connections import Limits, answering_within
 
 URL_VARIABLE = "CRONLEDGER_DATABASE_URL"
 URL_FORMS = "sqlite:///relative/path, sqlite:////absolute/path or postgresql://user@host:port/db"
@@ -166,6 +166,7 @@ class Store:
                 min_size=limits.pool_size,
                 max_size=limits.pool_size + limits.pool_overflow,
                 timeout=limits.connect_timeout,
+                check=answering_within(limits.connect_timeout),
                 name=f"{limits.application_name}-read-models",
                 open=True,
             )

@@ -129,8 +129,13 @@ def test_the_api_answers_503_while_the_store_is_away_and_serves_again_after(
                 "/api/accounts", {"id": "ann", "name": "Ann", "roles": ["requester"]}
             )
         )
-        assert created.status_code == 503
+        # SQLite: the log's open connection still reaches the moved file, so the command may
+        # commit; it is then answered as committed, though the read models cannot follow.
+        committed = url.startswith("sqlite") and created.status_code == 201
+        assert committed or created.status_code == 503
         bring_back()
         wait_until(lambda: admin.get("/api/accounts").status_code == 200, "served again")
+        if committed:
+            assert admin.get("/api/accounts/ann").status_code == 200
     finally:
         services.close()
