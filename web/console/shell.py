@@ -33,12 +33,20 @@ from cronledger.application.services import Services
 from cronledger.application.sessions import ConsoleSessions
 from cronledger.persistence.connections import store_unavailable
 from domain.errors import DomainError, ValidationFailed
+from domain.permissions import APPROVAL_LIST, AUDIT_READ, DIRECTORY_MANAGE, SCHEDULE_LIST
 from web.console import AREAS
-from web.console.access import SignInNeeded, can, viewer_or_none
+from web.console.access import SignInNeeded, can, viewer, viewer_or_none
 from web.console.clock import register_time_filters
 from web.problems import STATUS_OF_CODE, UNAVAILABLE_RETRY_AFTER_SECONDS
 
 HERE = Path(__file__).parent
+# Where the console opens, by what the account may see, in this order.
+HOME_AREAS = (
+    (SCHEDULE_LIST, "console.schedules.index"),
+    (APPROVAL_LIST, "console.approvals.index"),
+    (AUDIT_READ, "console.timelines.index"),
+    (DIRECTORY_MANAGE, "console.directory.index"),
+)
 LANGUAGES = ("zh", "en")  # Chinese first, as in the product's sources
 LANGUAGE_COOKIE = "cronledger_lang"
 SESSION_COOKIE = "cronledger_session"
@@ -169,7 +177,12 @@ def _shared_context() -> dict[str, object]:
 
 
 def _home() -> BaseResponse:
-    return redirect(url_for("console.schedules.index"))
+    """The first area the signed-in account may see: a reviewer lands on the approvals."""
+    principal = viewer()
+    for permission, endpoint in HOME_AREAS:
+        if principal.can(permission):
+            return redirect(url_for(endpoint))
+    raise Forbidden(_("This account may see no page of the console."))
 
 
 def _unknown(unknown: str) -> NoReturn:
