@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser translations run test lint audit-deps bench clean
+.PHONY: install browser translations run test soak lint audit-deps bench clean
 
 # A new venv's own pip and setuptools have known vulnerabilities (make audit-deps): upgraded.
 $(STAMP): pyproject.toml
@@ -28,13 +28,14 @@ run: install
 	$(BIN)/cronledger serve --port 8000
 
 # Browser tests drive Debian's chromium (Playwright's own browser download is out of reach),
-# with a Chinese font for the console's pages and screenshots.
+# with a Chinese font for the console's pages and screenshots. Two `make test` at once on a new
+# machine: the second waits for the first's apt-get instead of failing on its lock.
 browser:
 	@command -v chromium >/dev/null || { test "$$(id -u)" = 0 \
-	  && apt-get install -y -q chromium >/dev/null; } \
+	  && apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium >/dev/null; } \
 	  || echo "chromium is missing: browser tests skip (and fail under CI=true)"
 	@fc-list :lang=zh 2>/dev/null | grep -q . || { test "$$(id -u)" = 0 \
-	  && apt-get install -y -q fonts-wqy-microhei >/dev/null; } \
+	  && apt-get -o DPkg::Lock::Timeout=600 install -y -q fonts-wqy-microhei >/dev/null; } \
 	  || echo "no Chinese font: the console's Chinese text shows as boxes in screenshots"
 
 # The console's catalogues: each area's .po compiled to its .mo (commit both; a test compares).
@@ -44,6 +45,11 @@ translations: install
 
 test: install browser
 	$(BIN)/python -m pytest
+
+# An hour of the whole deployment under random kills and traffic, then an audit (PostgreSQL).
+SOAK_MINUTES ?= 60
+soak: install
+	$(BIN)/python -m tests.faults.soak --minutes $(SOAK_MINUTES)
 
 lint: install
 	$(BIN)/ruff check .

@@ -16,15 +16,18 @@ class _Formatter(JsonFormatter):
         return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
 
 
+def json_formatter() -> logging.Formatter:
+    """What makes a record one JSON line: time, level, logger, message and the record's extras."""
+    return _Formatter(
+        "%(asctime)s %(levelname)s %(name)s %(message)s",
+        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+    )
+
+
 def configure_logging(level: str = "INFO") -> None:
     """Every logger of the process to standard error, from `level` (CRONLEDGER_LOG_LEVEL) up."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        _Formatter(
-            "%(asctime)s %(levelname)s %(name)s %(message)s",
-            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
-        )
-    )
+    handler.setFormatter(json_formatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

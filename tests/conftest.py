@@ -17,6 +17,8 @@ from cronledger.config import Settings
 from tests.support import POSTGRES_URL, Api, FakeClock, Opener, fresh_postgres_url
 from web import create_app
 
+pytest_plugins = ["tests.log_scan"]  # no secret in any log line of the suite (issue 20, item 8)
+
 
 def _postgres_problem() -> str | None:
     try:

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 import pytest
 
+from tests.log_scan import note_log, note_output, note_secret
 from tests.support import WAIT_SECONDS, wait_until
 
 T = TypeVar("T")
@@ -32,11 +33,14 @@ DRAIN_SECONDS = "0.2"  # a stopping server's drain: short, so that tests stop qu
 
 def environment(store_url: str, **env: str) -> dict[str, str]:
     base = {"CRONLEDGER_DATABASE_URL": store_url, "CRONLEDGER_DRAIN_SECONDS": DRAIN_SECONDS}
-    return {**os.environ, **base, **env}
+    whole = {**os.environ, **base, **env}
+    note_secret("secret key", whole.get("CRONLEDGER_SECRET_KEY", ""))
+    return whole
 
 
 def run_cli(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    """`cronledger ARGS`, finished; what it printed and logged goes to the log scan too."""
+    done = subprocess.run(
         [CLI, *args],
         env=environment(store_url),
         capture_output=True,
@@ -44,6 +48,10 @@ def run_cli(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=RUN_SECONDS,
         check=False,
     )
+    command = " ".join(["cronledger", *args[:1]])
+    note_output(command, done.stdout)
+    note_log(command, done.stderr.splitlines())
+    return done
 
 
 def free_port() -> int:
@@ -124,6 +132,7 @@ class Child:
                 self.process.kill()
                 self.process.wait()
         self.reader.join(STOP_SECONDS)
+        note_log(self.command.partition(" --")[0], list(self.lines))
 
 
 @contextmanager

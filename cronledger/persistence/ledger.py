@@ -137,7 +137,8 @@ class Ledger(Application[UUID]):
         # caller would act again, or drop what it holds), so what follows is best effort.
         with _committed_anyway("snapshot"):
             self._take_snapshots(processing_event)
-        self._tell_recorded(processing_event)
+        with _committed_anyway("meters"):
+            self._tell_recorded(processing_event)
         with _committed_anyway("read models"):
             self._notify(recordings)
         return recordings
@@ -342,14 +343,18 @@ class Ledger(Application[UUID]):
 
 @contextmanager
 def _committed_anyway(what: str) -> Iterator[None]:
-    """After a commit: the store away is logged, not raised (a later snapshot or catch-up
-    does it); anything else is a bug, raised."""
+    """After a commit: a failure is logged, never raised, since raising would make the
+    committed save look failed and its caller (a client, a worker) act again. A later
+    snapshot or catch-up (the projections runner's) does what this one could not."""
     try:
         yield
     except Exception as error:
-        if not store_unavailable(error):
-            raise
-        log.warning("saved; the %s could not follow, the store did not answer", what, exc_info=True)
+        if store_unavailable(error):
+            log.warning(
+                "saved; the %s could not follow, the store did not answer", what, exc_info=True
+            )
+        else:  # a bug (a projection's, say): the save stands, the step is logged to be fixed
+            log.error("saved; the %s failed after the commit", what, exc_info=True)
 
 
 def table_of(recorder: Recorder) -> str:

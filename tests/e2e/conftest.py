@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,7 +11,7 @@ from flask.testing import FlaskClient
 
 from cronledger.application.services import open_services
 from cronledger.config import Settings
-from tests.e2e.helpers import CRON_9AM, answers
+from tests.e2e.helpers import DEFINITION, SCHEDULE, answers
 from tests.processes import free_port, run_cli, started
 from tests.support import Api, FakeClock
 from web import create_app
@@ -35,42 +36,14 @@ def definition_id(admin: Api) -> str:
 @pytest.fixture
 def definition(admin: Api) -> dict[str, Any]:
     """A published definition with a schedule preset, as the API answers it."""
-    created = admin.post(
-        "/api/definitions",
-        {
-            "key": "daily",
-            "name": "Daily",
-            "external": False,
-            "review_window_seconds": 3600,
-            "schedule_presets": [
-                {
-                    "id": "weekday-morning",
-                    "title": "Morning check {{date}}",
-                    "timezone": "Europe/London",
-                    "form_data": {"shift": "early"},
-                    "trigger": {"kind": "cron", "expression": "0 8 * * MON-FRI"},
-                }
-            ],
-        },
-    ).json
+    created = admin.post("/api/definitions", DEFINITION).json
     return admin.post(f"/api/definitions/{created['id']}/publish").json  # type: ignore[no-any-return]
 
 
 @pytest.fixture
 def body(definition: dict[str, Any]) -> dict[str, Any]:
     """A valid schedule on `definition`, initiated by `root`, every settable field named."""
-    return {
-        "name": "每日检查",
-        "definition_id": definition["id"],
-        "trigger": CRON_9AM,
-        "timezone": "Asia/Shanghai",
-        "initiator_id": "root",
-        "title_template": "每日检查 {{date}}",
-        "form_data": {"region": "east"},
-        "enabled": False,
-        "misfire_policy": "catch_up",
-        "overlap_policy": "skip",
-    }
+    return {**copy.deepcopy(SCHEDULE), "definition_id": definition["id"]}
 
 
 @pytest.fixture

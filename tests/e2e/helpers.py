@@ -15,6 +15,34 @@ from tests.support import Api
 
 HTTP_SECONDS = 10  # one request to a served process
 CRON_9AM = {"kind": "cron", "expression": "0 9 * * *"}
+# A definition with a schedule preset, and a schedule naming every settable field (add its
+# `definition_id`).
+DEFINITION = {
+    "key": "daily",
+    "name": "Daily",
+    "external": False,
+    "review_window_seconds": 3600,
+    "schedule_presets": [
+        {
+            "id": "weekday-morning",
+            "title": "Morning check {{date}}",
+            "timezone": "Europe/London",
+            "form_data": {"shift": "early"},
+            "trigger": {"kind": "cron", "expression": "0 8 * * MON-FRI"},
+        }
+    ],
+}
+SCHEDULE = {
+    "name": "每日检查",
+    "trigger": CRON_9AM,
+    "timezone": "Asia/Shanghai",
+    "initiator_id": "root",
+    "title_template": "每日检查 {{date}}",
+    "form_data": {"region": "east"},
+    "enabled": False,
+    "misfire_policy": "catch_up",
+    "overlap_policy": "skip",
+}
 
 
 def account(admin: Api, account_id: str, roles: list[str]) -> Api:

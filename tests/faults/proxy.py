@@ -35,6 +35,7 @@ class Proxy:
         self.closed = threading.Event()
         self.lock = threading.Lock()
         self.sockets: set[socket.socket] = set()
+        self.servers: set[socket.socket] = set()  # the sockets to `upstream` among them
         self.accepted = 0  # connections accepted so far, paused or not
         self.acceptor = threading.Thread(target=self._accept, daemon=True, name="proxy-accept")
         self.acceptor.start()
@@ -55,6 +56,16 @@ class Proxy:
             self.sockets.clear()
         for sock in doomed:
             _close(sock)
+
+    def server_ports(self) -> set[int]:
+        """The local ports of the forwarded connections to the server (PostgreSQL's
+        `pg_stat_activity.client_port` of each)."""
+        ports = set()
+        with self.lock:
+            for sock in self.sockets & self.servers:
+                with suppress(OSError):
+                    ports.add(sock.getsockname()[1])
+        return ports
 
     def close(self) -> None:
         self.closed.set()
@@ -91,6 +102,7 @@ class Proxy:
                 if client not in self.sockets:  # cut while it was held
                     return
                 self.sockets.add(server)
+                self.servers.add(server)
             self._forward(client, server)
         except OSError:
             pass
@@ -99,6 +111,7 @@ class Proxy:
                 if sock is not None:
                     with self.lock:
                         self.sockets.discard(sock)
+                        self.servers.discard(sock)
                     _close(sock)
 
     def _gone(self, sock: socket.socket) -> bool:

@@ -3,18 +3,23 @@
 SQLite: the online backup API, taken while `serve` registers and launches a cycle every second
 and a thread writes over HTTP; the copy, moved elsewhere, passes `audit verify` and `audit
 replay` and holds every command answered before the backup started. PostgreSQL: the command
-says to use pg_dump and prints the documented command (exit code 2).
+says to use pg_dump and prints the documented command (exit code 2); that command is run under
+the same load, its dump restored with pg_restore and checked the same way. A replay that
+cannot reach the store (a server out of connections, say) raises the store's error: it never
+reports that as an event it cannot apply.
 """
 
 from __future__ import annotations
 
 import shlex
+import sqlite3
 import stat
 import subprocess
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -22,11 +27,12 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 
-from cronledger.application.services import open_existing
+from cronledger.application.services import Services, open_existing, open_services
 from cronledger.config import Settings
+from cronledger.persistence.connections import store_unavailable
 from domain.errors import DomainError
 from tests.e2e.helpers import answers, request
-from tests.processes import free_port, run_cli, started
+from tests.processes import Child, free_port, run_cli, started
 from tests.support import POSTGRES_URL, FakeClock, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,12 +87,13 @@ def token(store_url: str) -> str:
 
 
 @pytest.fixture
-def server(store_url: str, token: str) -> Iterator[str]:
+def served(store_url: str, token: str) -> Iterator[tuple[str, Child]]:
+    """`cronledger serve` on the store: its URL, and the process (to stop it early)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with started(store_url, "serve", "--port", str(port)) as child:
         child.wait_for(lambda: answers(f"{base}/healthz"), "answering /healthz")
-        yield base
+        yield base, child
 
 
 @contextmanager
@@ -166,8 +173,9 @@ def every_second(server: str, token: str) -> str:
 
 
 def test_a_backup_taken_under_load_is_whole_and_verifies(
-    store_url: str, server: str, token: str, tmp_path: Path
+    store_url: str, served: tuple[str, Child], token: str, tmp_path: Path
 ) -> None:
+    server, child = served
     schedule_id = every_second(server, token)
 
     def launched() -> list[Any]:
@@ -184,6 +192,9 @@ def test_a_backup_taken_under_load_is_whole_and_verifies(
             lambda: len(writer.acknowledged) > len(before) + 2, "writes going on after the backup"
         )
     assert not writer.refused, writer.refused[:3]
+    # Its work is done: its connections go back to a PostgreSQL server that other suites share
+    # (max_connections), before the copy is restored and checked.
+    assert child.stop() == 0, child.describe()
     if store_url.startswith("sqlite"):
         assert stat.S_IMODE(target.stat().st_mode) == 0o600
         assert [p.name for p in target.parent.iterdir()] == ["copy.backup"]  # nothing beside
@@ -212,6 +223,61 @@ def missing_accounts(url: str, account_ids: list[str]) -> list[str]:
         return missing
     finally:
         services.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def unreachable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Unreachable]:
+    """Services whose store stops answering when `take_away` is called (SQLite: another
+    writer holds the file; PostgreSQL: the proxy refuses and cuts every connection)."""
+    path = tmp_path / "cronledger.sqlite"
+    sqlite = request.param == "sqlite"
+    proxied = None if sqlite else request.getfixturevalue("proxied")
+    url = f"sqlite:///{path}" if proxied is None else proxied.url
+    services = open_services(Settings(database_url=url, sqlite_busy_timeout_seconds=1), FakeClock())
+    holder = sqlite3.connect(path, isolation_level=None) if sqlite else None
+
+    def take_away() -> None:
+        if holder is not None:
+            holder.execute("BEGIN EXCLUSIVE")
+        if proxied is not None:
+            proxied.proxy.refuse()
+            proxied.proxy.cut()
+
+    try:
+        yield Unreachable(services, take_away)
+    finally:
+        if holder is not None:
+            holder.close()
+        services.close()
+
+
+@dataclass(frozen=True)
+class Unreachable:
+    """Services on a store, and what takes the store away from them."""
+
+    services: Services
+    take_away: Callable[[], None]
+
+
+def test_a_replay_that_cannot_reach_the_store_does_not_call_the_log_damaged(
+    unreachable: Unreachable,
+) -> None:
+    services = unreachable.services
+    services.directory.bootstrap("acme", "root")
+    with services.ledger.projections_deferred():  # so the replay has read models to bring up
+        services.directory.bootstrap("globex", "boss")
+    unreachable.take_away()
+    error = raised_by(lambda: services.audit.replay(lambda _: None))
+    assert store_unavailable(error), error
+
+
+def raised_by(action: Callable[[], object]) -> Exception:
+    """What `action` raised; the test fails if it answered instead."""
+    try:
+        answered = action()
+    except Exception as error:  # whatever the store raised: the caller checks it
+        return error
+    pytest.fail(f"it answered {answered!r}, where the store did not answer")
 
 
 def test_a_backup_never_replaces_a_file(sqlite_url: str, tmp_path: Path) -> None:

@@ -3,21 +3,17 @@ never a 5xx, and a refused request writes nothing (the log ends where it ended).
 
 Most requests go through the Flask test client; what only a real server sees (bytes a client
 library will not send, such as CR or LF inside a header) goes to a running `cronledger serve`.
+schemathesis's generated requests to a served process are in test_served_conformance.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import schemathesis
 from flask.testing import FlaskClient
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
-from hypothesis.errors import Unsatisfiable
 
 from cronledger.application.services import Services
 from tests.e2e.helpers import answers, log_end
@@ -317,56 +313,3 @@ def posted(token: str, length: int) -> bytes:
         b"Content-Type: application/json\r\n"
         b"Content-Length: " + str(length).encode() + b"\r\n\r\n"
     )
-
-
-def test_generated_requests_to_a_running_server(server: tuple[str, int], token: str) -> None:
-    """schemathesis over the served `/api/openapi.json`: a valid and an invalid request per
-    operation (on unknown ids: the Flask-app run in tests/e2e/test_openapi_conformance.py seeds
-    resources and checks every schema); no 5xx, every error a problem document."""
-    base = "http://{}:{}".format(*server)
-    schema = schemathesis.openapi.from_url(f"{base}/api/openapi.json")
-    auth = {"Authorization": f"Bearer {token}"}
-    failures: list[str] = []
-    answered_4xx = 0
-    for result in schema.get_all_operations():
-        operation = result.ok()
-        if operation.method.upper() == "DELETE" or operation.path == STREAM:
-            continue  # nothing seeded to delete; a stream is a long answer of its own
-        for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
-            for case in drawn(operation.as_strategy(mode), GENERATED_EACH):
-                case.headers = {**(case.headers or {}), **auth}
-                answer = case.call(timeout=SOCKET_SECONDS)
-                kind = answer.headers.get("content-type", [""])
-                kind = kind[0] if isinstance(kind, list) else kind
-                if answer.status_code >= 500 or (
-                    answer.status_code >= 400 and not kind.startswith(PROBLEM)
-                ):
-                    failures.append(f"{operation.label} {mode}: {answer.status_code} {kind}")
-                answered_4xx += answer.status_code >= 400
-    assert not failures, failures[:10]
-    assert answered_4xx >= MANY_REFUSED, answered_4xx  # the requests did reach the API
-
-
-GENERATED_EACH = 1  # requests of each kind per operation
-MANY_REFUSED = 40  # of them refused at least: the document has more operations than that
-
-
-def drawn(strategy: st.SearchStrategy[schemathesis.Case], count: int) -> list[schemathesis.Case]:
-    """`count` cases of `strategy`, the same ones every run."""
-    found: list[schemathesis.Case] = []
-
-    @settings(
-        max_examples=count,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(strategy)
-    def collect(case: schemathesis.Case) -> None:
-        found.append(case)
-
-    with contextlib.suppress(Unsatisfiable):
-        collect()
-    return found

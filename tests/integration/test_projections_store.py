@@ -9,6 +9,7 @@ from uuid import UUID
 import pytest
 
 from cronledger.application.services import Services
+from projections import chain
 from projections.catalog import all_projections, projection_named
 from projections.maintenance import rebuild, replay
 from tests.support import T0, FakeClock, Opener, World
@@ -173,3 +174,29 @@ def test_the_daily_rollup_counts_a_run_once_while_it_lies_in_the_dead_letter(
     Worker.of(services).drain()
     assert daily() == (1, 1, 0)
     assert differences(services) == []
+
+
+@pytest.fixture
+def frequent_checkpoints(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chain, "CHECKPOINT_EVERY", 7)
+
+
+def test_checkpoints_where_live_batches_put_them_pass_a_replay_and_a_forged_one_is_named(
+    frequent_checkpoints: None, busy: World
+) -> None:
+    """The soak's hour found it: a replay's batches put checkpoints elsewhere than the live
+    ones did, and `audit replay` called the live checkpoints differences."""
+    services = busy.services
+    live = services.store.query("SELECT position, events FROM chain_checkpoints ORDER BY position")
+    assert any(events % 7 for _, events in live), live  # where a live batch crossed a multiple
+    assert differences(services) == []
+    position = live[0][0]
+    with services.store.connect() as conn:
+        conn.execute(
+            "UPDATE chain_checkpoints SET hash = ? WHERE position = ?".replace(
+                "?", "?" if services.store.kind == "sqlite" else "%s"
+            ),
+            ("f" * 64, position),
+        )
+    found = differences(services)
+    assert [(d.table, d.side, d.row[0]) for d in found] == [("chain_checkpoints", "live", position)]
