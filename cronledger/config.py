@@ -69,6 +69,8 @@ BOUNDS: dict[str, Bounds] = {
     "webhook_connect_timeout_seconds": Bounds(0, 300, above_low=True),
     "webhook_read_timeout_seconds": Bounds(0, 300, above_low=True),
     "webhook_response_bytes": Bounds(0, 10_000_000),
+    "checkpoint_every_events": Bounds(1, 10_000_000),
+    "checkpoint_every_seconds": Bounds(1, 7 * DAY),
 }
 BOUNDS_OF_TYPE = {float: Bounds(0, DAY, above_low=True), int: Bounds(1, 1_000_000)}
 
@@ -98,6 +100,12 @@ def _database_url(text: str) -> str:
     return text
 
 
+def _path(text: str) -> str:
+    if not text.strip() or "\x00" in text:
+        raise ValueError(text)
+    return text
+
+
 def _secret_key(text: str) -> str:
     if len(text) < MIN_SECRET_KEY:
         raise ValueError(text)
@@ -114,6 +122,7 @@ TEXT_RULES: dict[str, tuple[Callable[[str], str], str]] = {
     "timezone": (_zone, "an IANA time zone name, e.g. UTC or Europe/Paris"),
     "log_level": (_log_level, f"one of {', '.join(LOG_LEVELS)}"),
     "secret_key": (_secret_key, f"at least {MIN_SECRET_KEY} characters"),
+    "signing_key_file": (_path, "a file path"),
 }
 
 
@@ -154,7 +163,7 @@ def shown(name: str, value: object) -> object:
         from cronledger.persistence.store import redacted_url  # imports this module
 
         return redacted_url(str(value))
-    if any(word in name for word in SECRET_WORDS):
+    if any(word in name for word in SECRET_WORDS) and not name.endswith("_file"):
         return "***"
     return value
 
@@ -206,6 +215,12 @@ class Settings:
     webhook_connect_timeout_seconds: float = 5.0
     webhook_read_timeout_seconds: float = 10.0
     webhook_response_bytes: int = 65_536
+    # Evidence for third parties (docs/audit.md): the Ed25519 key checkpoints are signed with
+    # ("": beside a SQLite file, else var/cronledger-signing-key.pem), and how often the log's
+    # Merkle tree is signed: after so many events, or so long after the last checkpoint.
+    signing_key_file: str = ""
+    checkpoint_every_events: int = 10_000
+    checkpoint_every_seconds: float = 3600.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -8,6 +8,7 @@ from projections.callback_sources import CallbackSourcesProjection
 from projections.chain import HashChainProjection
 from projections.directory import DirectoryProjection
 from projections.engine import Projection
+from projections.merkle import MerkleTreeProjection
 from projections.operations import OperationsProjection
 from projections.pauses import PausesProjection
 from projections.rollup import ScheduleDailyProjection
@@ -27,6 +28,7 @@ def all_projections() -> list[Projection]:
         PausesProjection(),
         WebhooksProjection(),
         HashChainProjection(),
+        MerkleTreeProjection(),
         ActivityProjection(),
         CallbackSourcesProjection(),
     ]

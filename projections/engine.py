@@ -13,7 +13,7 @@ import hashlib
 import itertools
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from decimal import Decimal
@@ -50,7 +50,7 @@ class Sql:
     def __init__(self, kind: str, connection: Any) -> None:
         self.kind = kind
         self.connection = connection
-        self._writes: list[tuple[str, list[Any]]] = []
+        self._writes: list[tuple[str, Sequence[Any]]] = []
 
     @property
     def timestamp_type(self) -> str:
@@ -79,6 +79,10 @@ class Sql:
         values = list(params) if self.kind == "postgresql" else [self.value(p) for p in params]
         self._writes.append((statement, values))
 
+    def write_rows(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
+        """`write` for many rows of plain values (no instants): queued as they are."""
+        self._writes.extend((statement, row) for row in rows)
+
     def flush(self) -> None:
         """Send the queued writes in order; a run of one statement goes as one statement.
 
@@ -95,7 +99,7 @@ class Sql:
             else:
                 self.connection.execute(self._native(statement), rows[0])
 
-    def _insert_rows(self, statement: str, rows: list[list[Any]]) -> None:
+    def _insert_rows(self, statement: str, rows: list[Sequence[Any]]) -> None:
         head, _, values = statement.partition(" VALUES ")
         for start in range(0, len(rows), ROWS_PER_INSERT):
             part = rows[start : start + ROWS_PER_INSERT]

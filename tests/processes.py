@@ -6,19 +6,22 @@ child that exits early fails the test with what it logged, and it is always ende
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
+from cronledger.persistence.store import Store
 from tests.log_scan import note_log, note_output, note_secret
 from tests.support import WAIT_SECONDS, wait_until
 
@@ -32,17 +35,39 @@ DRAIN_SECONDS = "0.2"  # a stopping server's drain: short, so that tests stop qu
 
 
 def environment(store_url: str, **env: str) -> dict[str, str]:
-    base = {"CRONLEDGER_DATABASE_URL": store_url, "CRONLEDGER_DRAIN_SECONDS": DRAIN_SECONDS}
+    base = {
+        "CRONLEDGER_DATABASE_URL": store_url,
+        "CRONLEDGER_DRAIN_SECONDS": DRAIN_SECONDS,
+        "CRONLEDGER_SIGNING_KEY_FILE": str(signing_key_file(store_url)),
+    }
     whole = {**os.environ, **base, **env}
     note_secret("secret key", whole.get("CRONLEDGER_SECRET_KEY", ""))
     return whole
 
 
+def signing_key_file(store_url: str) -> Path:
+    """One signing key per test store, outside the checkout (a PostgreSQL store's default
+    is under the working directory)."""
+    if store_url.startswith("sqlite:"):
+        return Path(f"{Store.from_url(store_url).sqlite_path}.signing-key.pem")
+    name = hashlib.sha256(store_url.encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / "cronledger-test-keys" / f"{name}.pem"
+
+
 def run_cli(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """`cronledger ARGS`, finished; what it printed and logged goes to the log scan too."""
+    """`cronledger ARGS` on `store_url`, finished; what it printed and logged goes to the log
+    scan too."""
+    return run_in(environment(store_url), None, *args)
+
+
+def run_in(
+    env: Mapping[str, str], cwd: Path | None, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """`cronledger ARGS` in exactly `env` (and `cwd`), finished; scanned like `run_cli`."""
     done = subprocess.run(
         [CLI, *args],
-        env=environment(store_url),
+        env=dict(env),
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=RUN_SECONDS,

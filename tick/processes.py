@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from cronledger.application.services import Services
@@ -9,6 +10,8 @@ from cronledger.persistence.wakeup import AppendWakeup
 from tick.loops import Loop
 from tick.ticker import Ticker
 from tick.worker import Worker
+
+log = logging.getLogger("cronledger.tick.processes")
 
 
 def tick_loop(services: Services) -> Loop:
@@ -53,10 +56,20 @@ def projections_loop(services: Services, interval: float) -> Loop:
     """On PostgreSQL it wakes on each append's NOTIFY, and polls every `interval` as well."""
     stop = threading.Event()
     wakeup = AppendWakeup(services.ledger, stop)
+    if services.evidence.key is None:
+        log.warning(
+            "no signing key: the log's Merkle tree is kept but no checkpoint is signed "
+            "(`cronledger migrate` makes a key, or set CRONLEDGER_SIGNING_KEY_FILE; docs/audit.md)"
+        )
+
+    def project_and_sign() -> None:
+        services.projector.catch_up()
+        services.evidence.checkpoint()
+
     return Loop(
         "projections",
         interval,
-        services.projector.catch_up,
+        project_and_sign,
         stop,
         wakeup.wait,
         health=services.health,

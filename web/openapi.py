@@ -159,7 +159,8 @@ SHARED_RESPONSES: dict[int, tuple[str, str, tuple[str, ...]]] = {
     503: (
         "Unavailable",
         "`UNAVAILABLE`: the store could not be reached or did not answer within its timeouts "
-        "(about two seconds when it is away); try again after `Retry-After` seconds.",
+        "(about two seconds when it is away); try again after `Retry-After` seconds. For an "
+        "evidence bundle, also: the service has no signing key (docs/audit.md).",
         ("Retry-After",),
     ),
 }
@@ -230,6 +231,10 @@ RESOURCES = {  # what a path parameter names, for 404
 CALLERS_IDS = {"account_id", "key"}  # path parameters a caller chose; the others are UUIDs
 REFERENCES = {  # what a body names that may not exist, for 404
     "create_schedule": "definition (`definition_id` with a `preset_id`)",
+}
+# 404s of what is not the tenant's: the log's signed checkpoints are shared by every tenant.
+SHARED_NOT_FOUND = {
+    "checkpoint_consistency": "No signed checkpoint of `from_size` or `to_size`.",
 }
 SUCCESSES = {200: "success", 201: "created", 202: "accepted", 204: "done"}
 
@@ -397,6 +402,8 @@ def _responses(declared: EndpointSpec, method: str, path_arguments: set[str]) ->
         named.append(REFERENCES[declared.operation_id])
     if named:
         statuses[404] = _problem(f"No such {' or '.join(dict.fromkeys(named))} in the tenant.")
+    if declared.operation_id in SHARED_NOT_FOUND:
+        statuses[404] = _problem(SHARED_NOT_FOUND[declared.operation_id])
     if declared.operation_id in CONFLICTS or declared.idempotent:
         statuses[409] = _conflict(declared)
     if _checks_if_match(declared, method):

@@ -1,8 +1,10 @@
-"""What auditors ask of the log: timelines, past states, replays and the hash chain."""
+"""What auditors ask of the log: timelines, past states, replays, the hash chain and the
+Merkle tree with its signed checkpoints."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -15,13 +17,17 @@ from cronledger.application.directory import Directory
 from cronledger.persistence.ledger import UNDECODABLE, Ledger, TimelineEntry, jsonable
 from domain.directory import account_uuid, tenant_uuid
 from domain.errors import DomainError, InvalidState, NotFound
+from domain.evidence import Checkpoint
+from domain.merkle import EMPTY_ROOT, frontier_after, root_of_frontier
 from projections.catalog import all_projections
 from projections.chain import GENESIS, Break, first_break, stored_links
 from projections.engine import Projector, Sql
 from projections.maintenance import Difference, replay
+from projections.merkle import TreeHead, signed_checkpoints, stored_leaf, stored_leaves, tree_head
 
 Progress = Callable[[int], object]
 LOG_PAGE = 5000
+EMPTY_TREE = TreeHead(0, EMPTY_ROOT, 0)
 
 
 @dataclass(frozen=True)
@@ -35,10 +41,18 @@ class ChainHead:
 
 @dataclass(frozen=True)
 class Verification:
-    """The head that was checked against the log, and where the log first broke, if it did."""
+    """The heads that were checked against the log, and where the log first broke, if it did.
+
+    `found` is the first break of the hash chain or of the Merkle tree, whichever comes first;
+    with neither, the first signed checkpoint the log no longer gives. `unproven` holds every
+    such checkpoint, `proven` counts the others.
+    """
 
     head: ChainHead
     found: Break | None
+    tree: TreeHead = EMPTY_TREE
+    proven: int = 0
+    unproven: tuple[Checkpoint, ...] = ()
 
 
 class NotYetRecorded(DomainError):
@@ -112,16 +126,26 @@ class Audit:
         return replay(self.ledger, all_projections(), progress)
 
     def verify(self, progress: Progress) -> Verification:
-        """Recompute the hash chain from the log; where it first stops matching, if anywhere.
+        """Recompute the hash chain and the Merkle tree from the log, in one pass; where either
+        first stops matching, if anywhere, and which signed checkpoints the log still gives.
 
-        The head is read first: every link up to it (and any added meanwhile) is checked.
+        The heads and checkpoints are read first: every link and leaf up to the heads (and any
+        added meanwhile) is checked, and every checkpoint signed by then.
         """
         self.projector.catch_up()
         store = self.ledger.store
         with store.connect() as connection:
             sql = Sql(store.kind, connection)
-            head = _chain_head(sql)
-            return Verification(head, first_break(self._log(progress), stored_links(sql)))
+            head, tree = _chain_head(sql), tree_head(sql)
+            walk = TreeWalk(stored_leaves(sql), signed_checkpoints(sql))
+            log = walk.through(self._log(progress))
+            chain_break = first_break(log, stored_links(sql))
+            for _ in log:  # the tree and the checkpoints go on past the chain's head or break
+                pass
+            walk.finish()
+        breaks = [b for b in (chain_break, walk.found) if b is not None]
+        found = min(breaks, key=lambda b: b.position) if breaks else _unproven(walk.unproven)
+        return Verification(head, found, tree, walk.proven, tuple(walk.unproven))
 
     def _log(self, progress: Progress) -> Iterator[Notification]:
         start = 1
@@ -129,6 +153,75 @@ class Audit:
             yield from page
             progress(len(page))
             start = page[-1].id + 1
+
+
+class TreeWalk:
+    """The log's Merkle tree recomputed event by event, against the stored leaves (the first
+    position where they part) and against the signed checkpoints (each proven or not)."""
+
+    def __init__(
+        self, leaves: Iterable[tuple[int, str]], checkpoints: Iterable[Checkpoint]
+    ) -> None:
+        self.leaves = iter(leaves)
+        self.expected = next(self.leaves, None)
+        self.pending = deque(sorted(checkpoints, key=lambda c: c.tree_size))
+        self.size = 0
+        self.frontier: list[bytes] = []
+        self.found: Break | None = None
+        self.proven = 0
+        self.unproven: list[Checkpoint] = []
+
+    def through(self, log: Iterable[Notification]) -> Iterator[Notification]:
+        """The log, each event taken into the tree as it passes."""
+        for notification in log:
+            self.add(notification)
+            yield notification
+
+    def add(self, notification: Notification) -> None:
+        leaf = stored_leaf(notification)
+        if self.found is None and self.expected is not None:
+            self._compare(notification.id, leaf.hex())
+        self.frontier = frontier_after(self.frontier, self.size, leaf)
+        self.size += 1
+        while self.pending and self.pending[0].tree_size <= self.size:
+            self._prove(self.pending.popleft())
+
+    def _compare(self, position: int, leaf: str) -> None:
+        assert self.expected is not None
+        stored_position, stored_hash = self.expected
+        if stored_position < position:
+            self.found = Break(stored_position, "an event was deleted (its leaf has no event)")
+        elif stored_position > position:
+            self.found = Break(position, "an event was inserted (it has no leaf)")
+        elif stored_hash != leaf:
+            self.found = Break(position, "the event was altered (its leaf does not match)")
+        else:
+            self.expected = next(self.leaves, None)
+
+    def _prove(self, checkpoint: Checkpoint) -> None:
+        if checkpoint.tree_size == self.size and checkpoint.root == root_of_frontier(self.frontier):
+            self.proven += 1
+        else:
+            self.unproven.append(checkpoint)
+
+    def finish(self) -> None:
+        """The log has ended: leaves and checkpoints it did not reach are its missing events."""
+        if self.found is None and self.expected is not None:
+            self.found = Break(self.expected[0], "an event was deleted (its leaf has no event)")
+        self.unproven.extend(self.pending)
+        self.pending.clear()
+
+
+def _unproven(checkpoints: list[Checkpoint]) -> Break | None:
+    """The first checkpoint the log no longer gives, as a break at its last position."""
+    if not checkpoints:
+        return None
+    first = checkpoints[0]
+    return Break(
+        first.position,
+        f"the signed checkpoint of tree size {first.tree_size} (signed {first.signed_at}) is "
+        "not the tree the log gives now: the log was rewritten at or before this position",
+    )
 
 
 def _chain_head(sql: Sql) -> ChainHead:

@@ -72,9 +72,15 @@ class Operations:
     def timeline(self, tenant_id: UUID, aggregate_id: str) -> list[TimelineEntry]:
         """Every event of the tenant, or of one of its schedules, runs, instances, accounts or
         definitions."""
-        if aggregate_id == str(tenant_id):
-            return self.ledger.timeline(tenant_id)
-        aggregate = self.ledger.find_in_tenant(Aggregate, aggregate_id, "aggregate", tenant_id)
-        if not isinstance(aggregate, WITH_TIMELINE):
-            raise NotFound("aggregate", aggregate_id)
-        return self.ledger.timeline(aggregate.id)
+        return self.ledger.timeline(auditable(self.ledger, tenant_id, aggregate_id))
+
+
+def auditable(ledger: Ledger, tenant_id: UUID, aggregate_id: str) -> UUID:
+    """The id of the tenant itself, or of one of its aggregates its auditors may read (the
+    timeline, an evidence bundle); anything else, another tenant's included, is not found."""
+    if aggregate_id == str(tenant_id):
+        return tenant_id
+    aggregate = ledger.find_in_tenant(Aggregate, aggregate_id, "aggregate", tenant_id)
+    if not isinstance(aggregate, WITH_TIMELINE):
+        raise NotFound("aggregate", aggregate_id)
+    return aggregate.id

@@ -13,6 +13,7 @@ from cronledger.application.backlog import Backlog
 from cronledger.application.callback_sources import CallbackSources
 from cronledger.application.capacity import TickCounters
 from cronledger.application.directory import Directory
+from cronledger.application.evidence import CheckpointPolicy, Evidence
 from cronledger.application.meters import Meters
 from cronledger.application.operations import Operations
 from cronledger.application.pauses import Pauses
@@ -25,6 +26,7 @@ from cronledger.config import Settings
 from cronledger.health import Health
 from cronledger.persistence.connections import Limits
 from cronledger.persistence.ledger import Ledger
+from cronledger.persistence.signing_key import load_signing_key, signing_key_path
 from cronledger.persistence.store import Store, redacted_url
 from projections.catalog import all_projections
 from projections.engine import Projector
@@ -48,6 +50,7 @@ class Services:
     projector: Projector
     directory: Directory
     audit: Audit
+    evidence: Evidence
     schedules: Schedules
     runs: Runs
     approvals: Approvals
@@ -109,6 +112,7 @@ def open_services(
         projector=projector,
         directory=directory,
         audit=Audit(ledger, directory, projector),
+        evidence=_evidence(settings, ledger, projector, clock),
         schedules=Schedules(ledger, directory, runs, settings),
         runs=runs,
         approvals=Approvals(ledger, directory, projector),
@@ -118,6 +122,13 @@ def open_services(
         callback_sources=CallbackSources(ledger, settings.secret_key),
         webhooks=Webhooks(ledger, settings),
     )
+
+
+def _evidence(settings: Settings, ledger: Ledger, projector: Projector, clock: Clock) -> Evidence:
+    path = signing_key_path(settings.signing_key_file, ledger.store)
+    key = load_signing_key(path)
+    policy = CheckpointPolicy(settings.checkpoint_every_events, settings.checkpoint_every_seconds)
+    return Evidence(ledger, projector, key, clock, policy)
 
 
 def open_existing(settings: Settings, clock: Clock = system_clock, kind: str = "cli") -> Services:

@@ -10,9 +10,12 @@ import pytest
 
 from cronledger.application.services import open_services
 from cronledger.config import Settings
+from cronledger.persistence.signing_key import create_signing_key
 from cronledger.persistence.store import Store
 from domain.directory import account_uuid, tenant_uuid
-from tests.processes import run_cli
+from projections.engine import Sql
+from projections.merkle import tree_head
+from tests.processes import run_cli, signing_key_file
 from tests.support import FakeClock
 
 Damage = Callable[[Store, str, int], None]
@@ -163,12 +166,18 @@ def test_an_unreadable_event_is_a_break_and_is_named(store_url: str, damage: Dam
 
 
 def test_verify_reports_what_it_checked(store_url: str) -> None:
-    services = open_services(Settings(database_url=store_url), FakeClock())
+    key_file = signing_key_file(store_url)
+    create_signing_key(key_file)
+    settings = Settings(database_url=store_url, signing_key_file=str(key_file))
+    services = open_services(settings, FakeClock())
     services.directory.bootstrap("acme", "root")
     services.projector.catch_up()
     events, position, head = services.store.query(
         "SELECT events, position, hash FROM chain_head WHERE id = 1"
     )[0]
+    services.evidence.checkpoint(force=True)
+    with services.store.connect() as connection:
+        tree = tree_head(Sql(services.store.kind, connection))
     services.close()
     found = run_cli(store_url, "audit", "verify", "--json")
     assert found.returncode == 0, found.stderr
@@ -178,9 +187,14 @@ def test_verify_reports_what_it_checked(store_url: str) -> None:
         "events": events,
         "position": position,
         "head": head,
+        "tree_size": events,
+        "tree_root": tree.root.hex(),
+        "proven": 1,
+        "unproven": [],
     }
     text = run_cli(store_url, "audit", "verify").stdout
     assert f"{events} events checked, up to position {position}; chain head {head}" in text
+    assert f"tree of {events} events, root {tree.root.hex()}; 1 signed checkpoints proven" in text
 
 
 def test_a_state_before_the_first_event_is_one_clear_sentence(store_url: str) -> None:

@@ -2,7 +2,8 @@
 commands in a fresh virtual environment and its health check against the command it runs, the
 systemd units through `systemd-analyze verify`, and the compose file and Kubernetes manifests
 parsed, each command a real `cronledger` command and each probe a path that process serves; every
-layout runs every kind of process and hands each the same CRONLEDGER_SECRET_KEY by reference."""
+layout runs every kind of process and hands each the same CRONLEDGER_SECRET_KEY by reference, and
+the same CRONLEDGER_SIGNING_KEY_FILE, mounted where it points."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
@@ -25,7 +26,9 @@ from cronledger.application.services import SERVING_KINDS, open_services
 from cronledger.cli import main
 from cronledger.config import Settings
 from cronledger.health import Health
-from tests.processes import free_port
+from cronledger.persistence.signing_key import load_signing_key
+from domain.evidence import Checkpoint, public_key_from_pem
+from tests.processes import CLI, RUN_SECONDS, environment, free_port
 from tests.support import wait_until
 from web import create_app
 from web.probes import probe_app
@@ -45,6 +48,10 @@ INSTALL_SECONDS = 240  # dependencies from PyPI (pip's cache makes it a few seco
 PROCESSES = {"migrate", "web", "tick", "worker", "sweeper", "projections", "notifier"}
 SECRET_KEY = "CRONLEDGER_SECRET_KEY"  # the web and the notifier must derive the same secrets
 KEY_FILE = "/etc/cronledger/secret-key.env"  # made apart (cronledger.env.example)
+# Every process that signs checkpoints (the projections, the web's bundles, the CLI's) must sign
+# with one key: each layout gives every process the same file, made by `migrate` or apart.
+SIGNING_KEY = "CRONLEDGER_SIGNING_KEY_FILE"
+SIGNING_SECRET = "cronledger-signing-key"  # the Kubernetes Secret made apart (config.yaml)
 
 
 def compose() -> dict[str, Any]:
@@ -210,6 +217,131 @@ def test_every_process_gets_the_secret_key_by_reference_never_a_value() -> None:
     example = (DEPLOY / "systemd" / "cronledger.env.example").read_text()
     assert not re.search(rf"(?m)^\s*{SECRET_KEY}=", example)
     assert all(SECRET_KEY not in arguments for _, arguments in instructions())
+
+
+def signing_secret_commands() -> tuple[str, str]:
+    """The commands config.yaml gives to make the signing key's Secret: openssl's, kubectl's."""
+    text = (DEPLOY / "kubernetes" / "config.yaml").read_text()
+    (openssl,) = re.findall(r"(?m)^#\s+(.*\bopenssl genpkey .*)$", text)
+    (kubectl,) = re.findall(rf"(?m)^#\s+(kubectl create secret generic {SIGNING_SECRET} .*)$", text)
+    return openssl, kubectl
+
+
+def signing_secret_key() -> str:
+    """The key of the file in the Secret: `--from-file` names it after the file."""
+    (source,) = re.findall(r"--from-file=(\S+)", signing_secret_commands()[1])
+    return PurePosixPath(source).name
+
+
+def image_user_home() -> tuple[str, str]:
+    """(uid, home directory) of the user the image's `useradd` makes."""
+    (useradd,) = (a for i, a in instructions() if i == "RUN" and a.startswith("useradd"))
+    (uid,) = re.findall(r"--uid (\d+)", useradd)
+    (home,) = re.findall(r"--home-dir (\S+)", useradd)
+    return uid, home
+
+
+def test_every_compose_service_reads_one_signing_key_on_a_shared_volume() -> None:
+    """`migrate` makes the key on a named volume every other service mounts read-only; the
+    volume is the image's user's own directory, so that user may write the key there."""
+    services = cronledger_services()
+    (value,) = {service["environment"][SIGNING_KEY] for service in services.values()}
+    path = PurePosixPath(value)
+    mounts = set()
+    for name, service in services.items():
+        (mount,) = (
+            m.split(":") for m in service.get("volumes", []) if path.is_relative_to(m.split(":")[1])
+        )
+        assert mount[0] in compose()["volumes"], name  # a named volume, not a container's own
+        assert mount[2:] == ([] if name == "migrate" else ["ro"]), name
+        mounts.add(tuple(mount[:2]))
+    ((_, target),) = mounts
+    uid, home = image_user_home()
+    assert target == home  # a new volume takes the owner of the image's directory
+    assert dict(instructions())["USER"].split(":")[0] == uid
+
+
+def pod_settings(container: dict[str, Any]) -> dict[str, str]:
+    """The plain values of a container's environment: its ConfigMaps', then its own."""
+    maps = {d["metadata"]["name"]: d["data"] for d in documents() if d["kind"] == "ConfigMap"}
+    found = {}
+    for source in container["envFrom"]:
+        if "configMapRef" in source:
+            found.update(maps[source["configMapRef"]["name"]])
+    found.update({v["name"]: v["value"] for v in container["env"] if "value" in v})
+    return found
+
+
+def test_every_pod_reads_the_signing_key_secret_where_the_setting_points() -> None:
+    """The Secret made apart, mounted read-only in every pod, its file readable by the pod's
+    user (the file's group is the pod's fsGroup) and no one else's; never in a manifest."""
+    paths = set()
+    for name, spec in pod_specs():
+        (container,) = spec["containers"]
+        path = PurePosixPath(pod_settings(container)[SIGNING_KEY])
+        paths.add(path)
+        (mount,) = (m for m in container["volumeMounts"] if path.is_relative_to(m["mountPath"]))
+        assert mount["readOnly"] is True, name
+        (volume,) = (v for v in spec["volumes"] if v["name"] == mount["name"])
+        secret = volume["secret"]
+        assert secret["secretName"] == SIGNING_SECRET, name
+        files = {item["key"]: item["path"] for item in secret["items"]}
+        assert files[signing_secret_key()] == str(path.relative_to(mount["mountPath"])), name
+        assert secret["defaultMode"] & 0o047 == 0o040, name  # group read, nothing for others
+        assert spec["securityContext"]["fsGroup"] == spec["securityContext"]["runAsGroup"], name
+    assert len(paths) == 1, paths
+    for document in documents():
+        assert document["metadata"]["name"] != SIGNING_SECRET
+
+
+def test_every_unit_reads_the_signing_key_the_migrate_unit_makes() -> None:
+    """The settings every unit reads name one file in the units' state directory, which
+    `cronledger migrate` makes (owner read only) as the user every unit runs as."""
+    example = (DEPLOY / "systemd" / "cronledger.env.example").read_text()
+    (value,) = re.findall(rf"(?m)^{SIGNING_KEY}=(.*)$", example)
+    path = PurePosixPath(value)
+    users = set()
+    for unit in UNITS:
+        text = unit.read_text()
+        (state,) = re.findall(r"(?m)^StateDirectory=(.*)$", text)
+        assert path.parent == PurePosixPath("/var/lib") / state, unit.name
+        assert path.parent in map(PurePosixPath, re.findall(r"(?m)^ReadWritePaths=(.*)$", text))
+        users.update(re.findall(r"(?m)^User=(.*)$", text))
+    assert len(users) == 1, users
+
+
+def test_the_documented_signing_key_is_the_one_migrate_keeps_and_checkpoints_use(
+    store_url: str, tmp_path: Path
+) -> None:
+    """A key made as config.yaml says (`openssl genpkey`) is loaded, not replaced, by
+    `cronledger migrate`, printed by `audit public-key` and signs the checkpoints."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed here")
+    made, _ = signing_secret_commands()
+    subprocess.run(made, shell=True, cwd=tmp_path, check=True, timeout=RUN_SECONDS)
+    key_file = tmp_path / signing_secret_key()
+    pem = key_file.read_bytes()
+    key = load_signing_key(key_file)
+    assert key is not None
+    env = environment(store_url, **{SIGNING_KEY: str(key_file)})
+
+    def cronledger(*args: str) -> str:
+        done = subprocess.run(
+            [CLI, *args], env=env, capture_output=True, text=True, timeout=RUN_SECONDS
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert f"signing key {key_file} (key id {key.key_id})" in cronledger("migrate")
+    assert key_file.read_bytes() == pem
+    public = subprocess.run(
+        [openssl, "pkey", "-in", key_file, "-pubout"], capture_output=True, check=True
+    ).stdout
+    assert cronledger("audit", "public-key").encode() == public
+    cronledger("bootstrap", "--tenant", "acme", "--admin", "root")
+    latest = json.loads(cronledger("audit", "checkpoints", "--latest", "--export"))
+    Checkpoint.from_json(latest).check_signature(public_key_from_pem(public))
 
 
 def test_the_systemd_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:

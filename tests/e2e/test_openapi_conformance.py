@@ -9,6 +9,7 @@ against its declared schema, and no header or field that the document does not d
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import schemathesis
@@ -16,6 +17,7 @@ from flask import Flask
 
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
+from cronledger.persistence.signing_key import create_signing_key
 from tests.e2e.conformance import (
     DOCUMENT,
     SECRET_KEY,
@@ -31,10 +33,13 @@ from web import MAX_BODY_BYTES, create_app, openapi
 
 
 @pytest.fixture
-def services(store_url: str, clock: FakeClock) -> Iterator[Services]:
-    """The app's services, with a refusal budget the generated refusals never spend."""
+def services(store_url: str, clock: FakeClock, tmp_path: Path) -> Iterator[Services]:
+    """The app's services, with a refusal budget the generated refusals never spend, and a
+    signing key (evidence bundles)."""
+    create_signing_key(tmp_path / "signing-key.pem")
     settings = Settings(
         database_url=store_url,
+        signing_key_file=str(tmp_path / "signing-key.pem"),
         refusals_per_minute=10**6,
         secret_key=SECRET_KEY,
         webhook_allow_private=True,  # a webhook on loopback, where nothing listens

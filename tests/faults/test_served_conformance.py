@@ -64,6 +64,8 @@ SERVER = {
 @pytest.fixture
 def served(store_url: str) -> Iterator[Served]:
     """`cronledger web` on the test's store, and its tenant's first admin, `root`."""
+    migrated = run_cli(store_url, "migrate")  # the store and its signing key, as documented
+    assert migrated.returncode == 0, migrated.stderr
     bootstrapped = run_cli(store_url, "bootstrap", "--tenant", "acme", "--admin", "root")
     assert bootstrapped.returncode == 0, bootstrapped.stderr
     port = free_port()

@@ -13,6 +13,7 @@ from web.examples import (
     approvals,
     callback_sources,
     directory,
+    evidence,
     operations,
     runs,
     schedules,
@@ -27,4 +28,5 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     **operations.EXAMPLES,
     **callback_sources.EXAMPLES,
     **webhooks.EXAMPLES,
+    **evidence.EXAMPLES,
 }

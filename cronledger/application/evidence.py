@@ -1,0 +1,263 @@
+"""Evidence for third parties: signed checkpoints of the log's Merkle tree, consistency proofs
+between them, and evidence bundles that prove one aggregate's events (docs/audit.md)."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from cronledger.application.operations import auditable
+from cronledger.clock import Clock
+from cronledger.persistence.ledger import Ledger
+from cronledger.persistence.signing_key import SigningKey
+from domain.errors import DomainError, InvalidState, ValidationFailed
+from domain.evidence import BUNDLE_FORMAT, Checkpoint
+from domain.merkle import consistency_proof, inclusion_proof, root
+from projections.engine import Projector, Sql
+from projections.merkle import (
+    checkpoint_of_size,
+    latest_checkpoint,
+    record_checkpoint,
+    signed_checkpoints,
+    tree_head,
+    with_stored_nodes,
+)
+
+log = logging.getLogger("cronledger.application.evidence")
+MAX_CHECKPOINTS = 1000  # a page of `GET /api/audit/checkpoints`
+
+
+class NoSigningKey(DomainError):
+    code = "UNAVAILABLE"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this process has no signing key, so it signs no checkpoint: run `cronledger "
+            "migrate` (it makes one) or set CRONLEDGER_SIGNING_KEY_FILE (docs/audit.md)"
+        )
+
+
+class NoSuchCheckpoint(DomainError):
+    code = "NOT_FOUND"
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"no signed checkpoint of tree size {size}")
+
+
+@dataclass(frozen=True)
+class CheckpointPolicy:
+    """When the tree is signed again: after `events` more events, or `seconds` after the last
+    checkpoint if the tree grew at all."""
+
+    events: int
+    seconds: float
+
+
+class Evidence:
+    def __init__(
+        self,
+        ledger: Ledger,
+        projector: Projector,
+        key: SigningKey | None,
+        clock: Clock,
+        policy: CheckpointPolicy,
+    ) -> None:
+        self.ledger = ledger
+        self.projector = projector
+        self.key = key
+        self.clock = clock
+        self.policy = policy
+
+    def checkpoint(self, force: bool = False) -> Checkpoint | None:
+        """Sign the tree as the projection has it, if the policy (or `force`) says it is time;
+        the checkpoint signed, or None. Two processes signing one size keep the first."""
+        if self.key is None:
+            return None
+        with self._sql() as sql:
+            head = tree_head(sql)
+            last = latest_checkpoint(sql)
+            if head.size == 0 or (last is not None and last.tree_size >= head.size):
+                return None
+            if not (force or last is None or self._due(last, head.size)):
+                return None
+            signed = self._signed(head.size, head.root, head.position)
+            record_checkpoint(sql, signed)
+        log.info(
+            "checkpoint signed", extra={"tree_size": signed.tree_size, "key_id": signed.key_id}
+        )
+        return signed
+
+    def _due(self, last: Checkpoint, size: int) -> bool:
+        if size - last.tree_size >= self.policy.events:
+            return True
+        since = self.clock() - datetime.fromisoformat(last.signed_at)
+        return since >= timedelta(seconds=self.policy.seconds)
+
+    def _signed(self, size: int, tree_root: bytes, position: int) -> Checkpoint:
+        assert self.key is not None
+        signed_at = self.clock().astimezone(UTC).isoformat(timespec="microseconds")
+        unsigned = Checkpoint(size, tree_root, position, signed_at, self.key.key_id)
+        return replace(unsigned, signature=self.key.sign(unsigned.message()))
+
+    def checkpoints(self, since: int = 0, limit: int = MAX_CHECKPOINTS) -> list[Checkpoint]:
+        """The signed checkpoints of tree sizes above `since`, oldest first."""
+        with self._sql() as sql:
+            return signed_checkpoints(sql, since, limit)
+
+    def latest(self) -> Checkpoint | None:
+        with self._sql() as sql:
+            return latest_checkpoint(sql)
+
+    def consistency(self, old: int, new: int) -> dict[str, Any]:
+        """The proof that the signed tree of `new` extends the signed tree of `old`."""
+        with self._sql() as sql:
+            older, newer = _signed_of(sql, old), _signed_of(sql, new)
+            if old > new:
+                raise InvalidState(f"tree size {old} is newer than {new}: give the older first")
+            proof = (
+                []
+                if old == new
+                else with_stored_nodes(sql, lambda nodes: consistency_proof(nodes, old, new))
+            )
+        return {
+            "from": older.as_json(),
+            "to": newer.as_json(),
+            "proof": [h.hex() for h in proof],
+        }
+
+    def proof_between(self, old: int, new: int) -> list[bytes]:
+        """The consistency proof the stored tree gives from its first `old` leaves to its first
+        `new` (whatever checkpoints say: a rewritten tree gives one that fails against them)."""
+        with self._sql() as sql:
+            size = tree_head(sql).size
+            if new > size:
+                raise InvalidState(f"the tree holds {size} events, not {new}: catch up first")
+            return with_stored_nodes(sql, lambda nodes: consistency_proof(nodes, old, new))
+
+    def current_root(self, size: int) -> bytes:
+        """The root the stored tree gives for its first `size` leaves (a rewritten log's tree
+        gives another than the one signed before the rewrite)."""
+        with self._sql() as sql:
+            return with_stored_nodes(sql, lambda nodes: root(nodes, size))
+
+    def bundle(self, aggregate_id: UUID, since: Sequence[int] = ()) -> dict[str, Any]:
+        """One aggregate's events, each with its inclusion proof against a signed checkpoint
+        that covers them all, and a consistency proof from each tree size in `since`."""
+        self.projector.catch_up()
+        with self._sql() as sql:
+            leaves = _leaves_of(sql, aggregate_id)
+        checkpoint = self._covering(max((leaf for leaf, *_ in leaves), default=-1) + 1)
+        events = self._stored_events(aggregate_id)
+        in_tree = {row[1]: row for row in leaves}
+        with self._sql() as sql:
+            proofs = with_stored_nodes(
+                sql,
+                lambda nodes: {
+                    leaf: inclusion_proof(nodes, leaf, checkpoint.tree_size) for leaf, *_ in leaves
+                },
+            )
+            consistency = [self._grown(sql, old, checkpoint) for old in since]
+        bundle: dict[str, Any] = {
+            "format": BUNDLE_FORMAT,
+            "aggregate_id": str(aggregate_id),
+            "checkpoint": checkpoint.as_json(),
+            "events": [],
+            "deleted": [],
+            "inserted": [],
+            "later": [],
+            "consistency": consistency,
+        }
+        for position, version, topic, state in events:
+            row = in_tree.pop(position, None)
+            if row is not None:
+                bundle["events"].append(
+                    {
+                        "leaf_index": row[0],
+                        "position": position,
+                        "aggregate_id": str(aggregate_id),
+                        "version": version,
+                        "topic": topic,
+                        "state": base64.b64encode(state).decode(),
+                        "inclusion_proof": [h.hex() for h in proofs[row[0]]],
+                    }
+                )
+            elif position <= checkpoint.position:
+                bundle["inserted"].append({"position": position, "version": version})
+            else:
+                bundle["later"].append({"position": position, "version": version})
+        for leaf, position, version in sorted(in_tree.values()):
+            bundle["deleted"].append({"leaf_index": leaf, "position": position, "version": version})
+        return bundle
+
+    def _covering(self, size: int) -> Checkpoint:
+        """The latest signed checkpoint, signed anew first if it does not reach `size` leaves."""
+        latest = self.latest()
+        if latest is None or latest.tree_size < size:
+            if self.key is None:
+                raise NoSigningKey()
+            self.checkpoint(force=True)
+            latest = self.latest()
+        assert latest is not None
+        return latest
+
+    def _grown(self, sql: Sql, old: int, checkpoint: Checkpoint) -> dict[str, Any]:
+        if not 0 < old <= checkpoint.tree_size:
+            raise InvalidState(
+                f"no consistency proof from tree size {old} to {checkpoint.tree_size}"
+            )
+        proof = with_stored_nodes(
+            sql, lambda nodes: consistency_proof(nodes, old, checkpoint.tree_size)
+        )
+        return {"from_size": old, "proof": [h.hex() for h in proof]}
+
+    def _stored_events(self, aggregate_id: UUID) -> list[tuple[int, int, str, bytes]]:
+        """The aggregate's events as stored: position, version, topic and state bytes."""
+        store = self.ledger.store
+        stored_id = aggregate_id.hex if store.kind == "sqlite" else aggregate_id
+        rows = store.query(
+            f"SELECT {store.position_column}, originator_version, topic, state "  # noqa: S608
+            f"FROM {self.ledger.events_table} WHERE originator_id = ? "
+            f"ORDER BY {store.position_column}",
+            (stored_id,),
+        )
+        return [(int(p), int(v), str(t), bytes(s)) for p, v, t, s in rows]
+
+    @contextmanager
+    def _sql(self) -> Iterator[Sql]:
+        store = self.ledger.store
+        with store.connect() as connection:
+            yield Sql(store.kind, connection)
+
+    def bundle_in_tenant(
+        self, tenant_id: UUID, aggregate_id: str, since: Sequence[int] = ()
+    ) -> dict[str, Any]:
+        """`bundle` of the tenant or one of the aggregates its auditors may read the timeline
+        of; any other id, another tenant's included, is not found (never 403)."""
+        subject = auditable(self.ledger, tenant_id, aggregate_id)
+        try:
+            return self.bundle(subject, since)
+        except InvalidState as error:  # only a `since` the checkpoint does not reach
+            raise ValidationFailed.of("since", error.message) from None
+
+
+def _leaves_of(sql: Sql, aggregate_id: UUID) -> list[tuple[int, int, int]]:
+    """The tree's leaves of one aggregate: leaf index, position, version."""
+    rows = sql.execute(
+        "SELECT leaf, position, originator_version FROM merkle_leaves "
+        "WHERE originator_id IN (?, ?) ORDER BY leaf",
+        (str(aggregate_id), aggregate_id.hex),
+    ).fetchall()
+    return [(int(leaf), int(position), int(version)) for leaf, position, version in rows]
+
+
+def _signed_of(sql: Sql, size: int) -> Checkpoint:
+    found = checkpoint_of_size(sql, size)
+    if found is None:
+        raise NoSuchCheckpoint(size)
+    return found

@@ -1,0 +1,212 @@
+"""The evidence commands as an operator and an auditor run them (issue 21): the signing key,
+bundles verified offline with no store, saved checkpoints, consistency, and refusals."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+import subprocess
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from cronledger.application.services import Services, open_services
+from cronledger.config import Settings
+from cronledger.persistence.ledger import jsonable
+from cronledger.persistence.signing_key import (
+    create_signing_key,
+    load_signing_key,
+    signing_key_path,
+)
+from cronledger.persistence.store import Store
+from domain.directory import Principal, tenant_uuid
+from domain.evidence import key_id_of, public_key_from_pem
+from domain.triggers import load_zone
+from tests.processes import environment, free_port, run_in
+from tests.support import FakeClock
+
+SHANGHAI = load_zone("Asia/Shanghai")
+
+
+@pytest.fixture
+def key_env(store_url: str, tmp_path: Path) -> dict[str, str]:
+    """On PostgreSQL, the signing key in the test's directory (its default is under the working
+    directory); on SQLite, the default: beside the store's file."""
+    if store_url.startswith("sqlite"):
+        return {}
+    return {"CRONLEDGER_SIGNING_KEY_FILE": str(tmp_path / "keys" / "signing-key.pem")}
+
+
+@pytest.fixture
+def key_path(store_url: str, key_env: dict[str, str]) -> Path:
+    return signing_key_path(
+        key_env.get("CRONLEDGER_SIGNING_KEY_FILE", ""), Store.from_url(store_url)
+    )
+
+
+@pytest.fixture
+def env(store_url: str, key_env: dict[str, str]) -> dict[str, str]:
+    """The environment of commands run on the test's store."""
+    return environment(store_url, **key_env)
+
+
+@pytest.fixture
+def demo(store_url: str, key_env: dict[str, str], key_path: Path) -> Iterator[Services]:
+    """Services with a signing key, on a store holding tenant `demo`, at a fixed clock."""
+    create_signing_key(key_path)
+    setting = key_env.get("CRONLEDGER_SIGNING_KEY_FILE", "")
+    opened = open_services(Settings(database_url=store_url, signing_key_file=setting), FakeClock())
+    opened.directory.bootstrap("demo", "admin")
+    yield opened
+    opened.close()
+
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def cronledger(tmp_path: Path) -> Run:
+    """`cronledger ARGS` in an environment, finished, run in a directory of the test's (what it
+    would make under its working directory never lands in the checkout); what it printed and
+    logged goes to the log scan."""
+    where = tmp_path / "cwd"
+    where.mkdir()
+
+    def run(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        return run_in(env, where, *args)
+
+    return run
+
+
+def offline(**settings: str) -> dict[str, str]:
+    """An environment without any CRONLEDGER_ variable, but `settings`."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith("CRONLEDGER_")}
+    return {**kept, **settings}
+
+
+def saved(tmp_path: Path, name: str, done: subprocess.CompletedProcess[str]) -> Path:
+    assert done.returncode == 0, done.stdout + done.stderr
+    path = tmp_path / name
+    path.write_text(done.stdout)
+    return path
+
+
+def test_migrate_makes_the_signing_key_once_and_public_key_prints_it(
+    cronledger: Run, env: dict[str, str], key_path: Path
+) -> None:
+    refused = cronledger(env, "audit", "public-key")
+    assert refused.returncode == 1
+    assert f"no signing key at {key_path}" in refused.stderr
+    assert "cronledger migrate" in refused.stderr
+
+    first = cronledger(env, "migrate")
+    assert first.returncode == 0, first.stderr
+    key = load_signing_key(key_path)
+    assert key is not None
+    assert f"signing key {key_path} created (key id {key.key_id})" in first.stdout
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+    pem = key_path.read_bytes()
+
+    again = cronledger(env, "migrate")
+    assert again.returncode == 0, again.stderr
+    assert f"signing key {key_path} (key id {key.key_id})" in again.stdout
+    assert key_path.read_bytes() == pem
+
+    printed = cronledger(env, "audit", "public-key")
+    assert printed.returncode == 0, printed.stderr
+    assert key_id_of(public_key_from_pem(printed.stdout.encode())) == key.key_id
+
+
+def test_a_bundle_verifies_with_no_store_and_proves_the_log_only_grew(
+    cronledger: Run, demo: Services, env: dict[str, str], tmp_path: Path
+) -> None:
+    tenant = str(tenant_uuid("demo"))
+    key = demo.evidence.key
+    assert key is not None
+    public = tmp_path / "public.pem"
+    public.write_text(key.public_pem())
+    first = saved(tmp_path, "first.json", cronledger(env, "audit", "bundle", tenant))
+    old = saved(
+        tmp_path, "old.json", cronledger(env, "audit", "checkpoints", "--export", "--latest")
+    )
+    demo.pauses.pause_tenant(Principal(UUID(tenant), "system:test", frozenset()), "more")
+    second = saved(
+        tmp_path, "second.json", cronledger(env, "audit", "bundle", tenant, "--since", str(old))
+    )
+    every = saved(tmp_path, "all.json", cronledger(env, "audit", "checkpoints", "--export"))
+    sizes = [c["tree_size"] for c in json.loads(every.read_text())["checkpoints"]]
+    newest = json.loads(second.read_text())["checkpoint"]["tree_size"]
+    assert sizes == [json.loads(old.read_text())["tree_size"], newest]
+
+    verified = cronledger(
+        offline(), "audit", "verify-bundle", str(first), "--public-key", str(public), "--tz",
+        "Asia/Shanghai",
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    timeline = demo.audit.timeline(tenant)
+    for entry in timeline[:2]:
+        local = entry.at.astimezone(SHANGHAI).isoformat()
+        line = f"#{entry.position} v{entry.log_version} {entry.type} {local} ({jsonable(entry.at)})"
+        assert line in verified.stdout
+    assert f"verified: 2 events of {tenant} proven in the signed log of tree size" in (
+        verified.stdout
+    )
+
+    bogus = offline(CRONLEDGER_DATABASE_URL=f"postgresql://127.0.0.1:{free_port()}/none")
+    grown = cronledger(
+        bogus, "audit", "verify-bundle", str(second), "--public-key", str(public),
+        "--checkpoint", str(old),
+    )  # fmt: skip
+    assert grown.returncode == 0, grown.stdout + grown.stderr
+    assert "the log only grew since the saved checkpoint" in grown.stdout
+    assert f"#{timeline[2].position} v3 Tenant.SchedulesPaused" in grown.stdout
+
+    backwards = cronledger(env, "audit", "consistency", str(every), str(old))
+    assert backwards.returncode == 2
+    assert f"OLD (tree size {sizes[1]}) is newer than NEW (tree size {sizes[0]})" in (
+        backwards.stderr
+    )
+    consistent = cronledger(env, "audit", "consistency", str(old), str(every))
+    assert consistent.returncode == 0, consistent.stdout + consistent.stderr
+    assert consistent.stdout.strip() == (
+        f"consistent: the log of tree size {sizes[1]} extends the one of tree size {sizes[0]}"
+    )
+
+
+def test_a_bundle_of_another_key_or_altered_is_refused(
+    cronledger: Run, demo: Services, env: dict[str, str], tmp_path: Path
+) -> None:
+    account = cronledger(env, "audit", "bundle", "admin", "--tenant", "demo")
+    bundle = json.loads(saved(tmp_path, "bundle.json", account).read_text())
+    other = create_signing_key(tmp_path / "other" / "key.pem")
+    (tmp_path / "other.pem").write_text(other.public_pem())
+    ours = demo.evidence.key
+    assert ours is not None
+
+    refused = cronledger(
+        offline(), "audit", "verify-bundle", str(tmp_path / "bundle.json"), "--public-key",
+        str(tmp_path / "other.pem"),
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert ours.key_id in refused.stderr
+    assert other.key_id in refused.stderr
+
+    altered = bundle["events"][1]
+    state = bytearray(base64.b64decode(altered["state"]))
+    state[len(state) // 2] ^= 1
+    altered["state"] = base64.b64encode(bytes(state)).decode()
+    (tmp_path / "altered.json").write_text(json.dumps(bundle))
+    (tmp_path / "ours.pem").write_text(ours.public_pem())
+    failed = cronledger(
+        offline(), "audit", "verify-bundle", str(tmp_path / "altered.json"), "--public-key",
+        str(tmp_path / "ours.pem"), "--json",
+    )  # fmt: skip
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    report = json.loads(failed.stdout)
+    assert report["verified"] is False
+    assert [p.split(" ")[1] for p in report["problems"]] == [str(altered["position"])]
+    assert altered["position"] not in [e["position"] for e in report["events"]]
