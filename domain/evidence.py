@@ -136,10 +136,10 @@ def _count(value: object) -> int:
 
 
 def _hash(value: object) -> bytes:
-    digest = bytes.fromhex(str(value))
-    if len(digest) != 32:
+    hashed = bytes.fromhex(str(value))  # a public hash: its length is no secret
+    if len(hashed) != 32:
         raise ValueError(f"{value!r} is not a SHA-256 hash")
-    return digest
+    return hashed
 
 
 @dataclass(frozen=True)
