@@ -149,13 +149,22 @@ def verify_consistency(
 def frontier_after(frontier: Sequence[bytes], size: int, leaf: bytes) -> list[bytes]:
     """The roots of the complete subtrees along the right edge, largest first, after `leaf`
     is appended to a tree of `size` whose right edge was `frontier`."""
-    right, merged = list(frontier), leaf
-    count = size
+    return appended(frontier, size, leaf)[0]
+
+
+def appended(
+    frontier: Sequence[bytes], size: int, leaf: bytes
+) -> tuple[list[bytes], list[tuple[int, int, bytes]]]:
+    """`frontier_after`, and the subtrees above the leaves that `leaf` completes: (level,
+    index, hash) of each, lowest first."""
+    right, merged, count, level = list(frontier), leaf, size, 0
+    completed = []
     while count & 1:
         merged = node_hash(right.pop(), merged)
-        count >>= 1
+        count, level = count >> 1, level + 1
+        completed.append((level, size >> level, merged))
     right.append(merged)
-    return right
+    return right, completed
 
 
 def root_of_frontier(frontier: Sequence[bytes]) -> bytes:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from eventsourcing.persistence import Notification
 
 from domain.evidence import Checkpoint, event_leaf
-from domain.merkle import Nodes, leaf_hash, node_hash, root_of_frontier
+from domain.merkle import Nodes, appended, leaf_hash, root_of_frontier
 from projections.engine import Handler, Projection, Sql
 
 T = TypeVar("T")
@@ -93,8 +93,8 @@ class MerkleTreeProjection(Projection):
                     leaf.hex(),
                 )
             )
-            frontier, completed = _appended(frontier, size, leaf)
-            nodes += completed
+            frontier, completed = appended(frontier, size, leaf)
+            nodes += [(level, index, digest.hex()) for level, index, digest in completed]
             size += 1
         sql.write_rows(
             "INSERT INTO merkle_leaves (leaf, position, originator_id, originator_version, hash) "
@@ -112,21 +112,6 @@ class MerkleTreeProjection(Projection):
 
 def _edge(text: str) -> list[bytes]:
     return [bytes.fromhex(h) for h in text.split(",") if h]
-
-
-def _appended(
-    frontier: list[bytes], size: int, leaf: bytes
-) -> tuple[list[bytes], list[tuple[int, int, str]]]:
-    """The right edge after `leaf` joins a tree of `size`, and the subtrees above the leaves
-    it completes (as `merkle_nodes` rows)."""
-    merged, count, level = leaf, size, 0
-    rows = []
-    while count & 1:
-        merged = node_hash(frontier.pop(), merged)
-        count, level = count >> 1, level + 1
-        rows.append((level, size >> level, merged.hex()))
-    frontier.append(merged)
-    return frontier, rows
 
 
 def tree_head(sql: Sql) -> TreeHead:
