@@ -1033,6 +1033,8 @@ def _json_file(path: Path) -> object:
         raise EvidenceError(f"cannot read {path}: {error.strerror}") from None
     except ValueError as error:
         raise EvidenceError(f"{path} is not JSON: {error}") from None
+    except RecursionError:
+        raise EvidenceError(f"{path} is nested too deeply to be evidence") from None
 
 
 def _saved_checkpoint(path: Path) -> Checkpoint:

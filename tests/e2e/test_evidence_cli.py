@@ -210,3 +210,12 @@ def test_a_bundle_of_another_key_or_altered_is_refused(
     assert report["verified"] is False
     assert [p.split(" ")[1] for p in report["problems"]] == [str(altered["position"])]
     assert altered["position"] not in [e["position"] for e in report["events"]]
+
+    (tmp_path / "deep.json").write_text("[" * 100_000)  # a hostile file: one clear line
+    deep = cronledger(
+        offline(), "audit", "verify-bundle", str(tmp_path / "deep.json"), "--public-key",
+        str(tmp_path / "ours.pem"),
+    )  # fmt: skip
+    assert deep.returncode == 1
+    deep_file = tmp_path / "deep.json"
+    assert deep.stderr.strip() == f"Error: {deep_file} is nested too deeply to be evidence"
