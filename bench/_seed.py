@@ -9,7 +9,8 @@ from uuid import UUID
 from cronledger.application.directory import DefinitionFields
 from cronledger.application.services import Services
 from domain.directory import Principal
-from domain.schedules import OVERLAP_SKIP, Schedule, ScheduleSettings
+from domain.overlap import DEFAULT_OVERLAP_POLICY
+from domain.schedules import Schedule, ScheduleSettings
 from domain.values import FormData
 
 SAVED_TOGETHER = 1000  # schedules per commit while seeding
@@ -38,14 +39,14 @@ def seed_due_schedules(
     first_due_at: datetime,
     expression: str | None = None,
     tenant: str = "bench",
-    overlap_policy: str = OVERLAP_SKIP,
+    overlap_policy: str = DEFAULT_OVERLAP_POLICY,
 ) -> Seeded:
     """`count` enabled schedules in a new tenant, saved as if created a second before
     `first_due_at` (a whole UTC minute), all first due at it (an earlier creation would make
     an every-minute schedule due before it).
 
     The cron expression defaults to once a day at that minute; `EVERY_MINUTE` makes a sustained
-    load, with `overlap_policy` OVERLAP_ALLOW (with `skip`, a cycle is skipped while the
+    load, with `overlap_policy` `allow` (with `skip_while_open`, a cycle is skipped while the
     instance of the one before awaits review). Seeding writes events straight through the
     ledger (the API would take minutes).
     """

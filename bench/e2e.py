@@ -49,8 +49,8 @@ from cronledger.application.services import Services, open_services
 from cronledger.clock import ManualClock
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Recorded
+from domain.overlap import ALLOW as OVERLAP_ALLOW
 from domain.runs import PENDING, Run
-from domain.schedules import OVERLAP_ALLOW
 from tick.processes import every_loop
 
 SCALE = os.environ.get("BENCH_SCALE", "default")

@@ -13,6 +13,7 @@ from domain.approvals import ApprovalInstance, Submission, approval_uuid
 from domain.directory import FIRST_REVISION, NAMESPACE, Definition, DefinitionTerms
 from domain.errors import DomainError, InvalidState
 from domain.launch import LaunchFailed
+from domain.overlap import ALLOW, Blocker, renamed_in, skips
 from domain.policy import RunPolicy
 from domain.reasons import given_no_reason
 
@@ -45,14 +46,17 @@ SKIP_OVERLAP = "OVERLAP"
 SKIP_MISSED = "MISSED"
 
 
-def skip_reason_of(code: str, blocking_run_id: str | None, count: int) -> dict[str, Any]:
-    """A skip reason: OVERLAP names the unfinished run that blocked the cycle, MISSED counts the
-    missed cycles a summary stands for."""
-    overlap = code == SKIP_OVERLAP
+def skip_reason_of(code: str, blocker: Blocker | None, count: int) -> dict[str, Any]:
+    """A skip reason: OVERLAP names the unfinished run that blocked the cycle (its status then,
+    and the instance waiting for review if that was what blocked it), MISSED counts the missed
+    cycles a summary stands for."""
+    shown = blocker if code == SKIP_OVERLAP else None
     return {
         "code": code,
-        "blocking_run_id": blocking_run_id if overlap else None,
-        "count": None if overlap else count,
+        "blocking_run_id": shown.run_id if shown else None,
+        "blocking_status": shown.status if shown else None,
+        "blocking_instance_id": shown.instance_id if shown else None,
+        "count": None if code == SKIP_OVERLAP else count,
     }
 
 
@@ -107,6 +111,11 @@ def frozen_at_first_revision(frozen: dict[str, Any]) -> dict[str, Any]:
     return {**frozen, "definition_revision": FIRST_REVISION}
 
 
+def frozen_overlap_renamed(state: dict[str, Any]) -> None:
+    """Upcast from before release 0.11.0 renamed the overlap policy `skip` `skip_while_open`."""
+    state["frozen"] = renamed_in(state["frozen"])
+
+
 class LeaseLost(DomainError):
     code = "INVALID_STATE"
 
@@ -119,10 +128,12 @@ class Run(Aggregate):
 
     Version 2 keeps who registered it (`triggered_by`, the Registered event's actor), and the
     run whose overlap skipped it (`blocked_by`). Version 4 clears `last_error` when an attempt
-    succeeds (its attempts keep the history).
+    succeeds (its attempts keep the history). Version 5 names the overlap policy `skip`
+    `skip_while_open` and keeps more of what blocked a skipped run: its status then
+    (`blocking_status`) and the instance waiting for review (`blocking_instance_id`).
     """
 
-    class_version = 4
+    class_version = 5
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -144,6 +155,12 @@ class Run(Aggregate):
             state["last_error"] = None
 
     @staticmethod
+    def upcast_v4_v5(state: dict[str, Any]) -> None:
+        """A snapshot before version 5 froze `skip`, and kept only the blocking run's id."""
+        frozen_overlap_renamed(state)
+        state["blocking_status"] = state["blocking_instance_id"] = None
+
+    @staticmethod
     def create_id(
         schedule_id: UUID, planned_at: datetime, request_id: str | None, actor: str
     ) -> UUID:
@@ -152,9 +169,10 @@ class Run(Aggregate):
         return run_uuid(schedule_id, planned_at)
 
     class Registered(Aggregate.Created):
-        """Version 2 added `definition_revision` to `frozen` (1 before: see Definition)."""
+        """Version 2 added `definition_revision` to `frozen` (1 before: see Definition);
+        version 3 names the overlap policy `skip` `skip_while_open` in `frozen`."""
 
-        class_version = 2
+        class_version = 3
         tenant_id: UUID
         schedule_id: UUID
         planned_at: datetime
@@ -171,6 +189,8 @@ class Run(Aggregate):
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["frozen"] = frozen_at_first_revision(state["frozen"])
+
+        upcast_v2_v3 = staticmethod(frozen_overlap_renamed)
 
     @event(Registered)
     def __init__(
@@ -207,6 +227,8 @@ class Run(Aggregate):
         self.last_error: dict[str, str] | None = None
         self.round_start = 0  # attempts before it belong to earlier rounds (manual retries)
         self.blocked_by: str | None = None  # the unfinished run that made it skip its overlap
+        self.blocking_status: str | None = None
+        self.blocking_instance_id: str | None = None
 
     @property
     def attempts_in_round(self) -> int:
@@ -269,15 +291,27 @@ class Run(Aggregate):
             raise RequestIdReused(self)
 
     @property
+    def overlap_policy(self) -> str:
+        """The overlap policy frozen at registration (`allow` for runs from before policies)."""
+        return str(self.frozen.get("overlap_policy", ALLOW))
+
+    @property
     def skips_overlap(self) -> bool:
-        """Overlap policy `skip`, and no attempt made yet: an earlier unfinished cycle blocks it."""
-        return self.frozen.get("overlap_policy") == "skip" and not self.attempts
+        """A skipping overlap policy, and no attempt made yet: an earlier cycle may block it."""
+        return skips(self.overlap_policy) and not self.attempts
+
+    @property
+    def blocker(self) -> Blocker | None:
+        """The earlier run that made it skip its overlap, if one did."""
+        if self.blocked_by is None:
+            return None
+        return Blocker(self.blocked_by, self.blocking_status, self.blocking_instance_id)
 
     @property
     def skip_reason(self) -> dict[str, Any] | None:
         """Why the run was skipped: the run whose overlap blocked it, or how many were missed."""
         if self.status == SKIPPED_OVERLAP:
-            return skip_reason_of(SKIP_OVERLAP, self.blocked_by, 0)
+            return skip_reason_of(SKIP_OVERLAP, self.blocker, 0)
         if self.status == SKIPPED_MISSED:
             return skip_reason_of(SKIP_MISSED, None, self.skipped_count)
         return None
@@ -424,10 +458,16 @@ class Run(Aggregate):
         """A worker that lost its lease reported anyway: recorded, never applied."""
         self._outcome_rejected(number=number, outcome=outcome, worker=worker, at=at, actor=worker)
 
-    def skip_overlap(self, earlier_run_id: str, at: datetime, actor: str) -> None:
-        """Overlap policy `skip`: an earlier cycle of the schedule is not finished."""
+    def skip_overlap(self, blocker: Blocker, at: datetime, actor: str) -> None:
+        """A skipping overlap policy, and an earlier cycle of the schedule it counts as unfinished
+        (still being launched, or for `skip_while_open` its instance waiting for review)."""
         self._skipped_overlap(
-            earlier_run_id=earlier_run_id, status=SKIPPED_OVERLAP, at=at, actor=actor
+            earlier_run_id=blocker.run_id,
+            blocking_status=blocker.status,
+            blocking_instance_id=blocker.instance_id,
+            status=SKIPPED_OVERLAP,
+            at=at,
+            actor=actor,
         )
 
     def check_holds(self, number: int, worker: str) -> None:
@@ -569,20 +609,38 @@ class Run(Aggregate):
         pass
 
     class SkippedOverlap(Aggregate.Event):
-        """Version 2 added `status`, the run's status after it."""
+        """Version 2 added `status`, the run's status after it; version 3 the blocking run's
+        status and the instance waiting for review that blocked it (None before: not said)."""
 
-        class_version = 2
+        class_version = 3
         earlier_run_id: str
+        blocking_status: str | None
+        blocking_instance_id: str | None
         status: str
         at: datetime
         actor: str
 
         upcast_v1_v2 = staticmethod(status_was(SKIPPED_OVERLAP))
 
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            state["blocking_status"] = None
+            state["blocking_instance_id"] = None
+
     @event(SkippedOverlap)
-    def _skipped_overlap(self, earlier_run_id: str, status: str, at: datetime, actor: str) -> None:
+    def _skipped_overlap(
+        self,
+        earlier_run_id: str,
+        blocking_status: str | None,
+        blocking_instance_id: str | None,
+        status: str,
+        at: datetime,
+        actor: str,
+    ) -> None:
         self.status = status
         self.blocked_by = earlier_run_id
+        self.blocking_status = blocking_status
+        self.blocking_instance_id = blocking_instance_id
         self.next_attempt_at = None
         self.finished_at = at
 

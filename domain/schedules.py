@@ -12,6 +12,12 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.directory import FIRST_REVISION
 from domain.errors import InvalidState, ValidationFailed
+from domain.overlap import (
+    DEFAULT_OVERLAP_POLICY,
+    OVERLAP_POLICIES,
+    renamed_changes,
+    renamed_in,
+)
 from domain.planning import Cycle, plan_due_cycles
 from domain.policy import RunPolicy
 from domain.reasons import ReasonedEvent
@@ -27,9 +33,6 @@ from domain.triggers import (
 from domain.values import FormData, form_data_problem
 
 MISFIRE_POLICIES = ("catch_up", "skip", "once")
-OVERLAP_ALLOW = "allow"
-OVERLAP_SKIP = "skip"  # the default (requirement 001: workflow schedules; 002: scheduled jobs)
-OVERLAP_POLICIES = (OVERLAP_ALLOW, OVERLAP_SKIP)
 PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
 PLACEHOLDERS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M"}
 MAX_CYCLES_BEFORE_EDIT = 500  # per transaction; the service saves a longer backlog first
@@ -47,7 +50,7 @@ class ScheduleSettings:
     title_template: str
     form_data: FormData
     misfire_policy: str = "catch_up"
-    overlap_policy: str = OVERLAP_SKIP
+    overlap_policy: str = DEFAULT_OVERLAP_POLICY
     preset_id: str | None = None
 
     def __post_init__(self) -> None:
@@ -165,6 +168,19 @@ def changes_not_recorded(state: dict[str, Any]) -> None:
     state["changes"] = None
 
 
+def overlap_renamed(state: dict[str, Any]) -> None:
+    """Upcast from before release 0.11.0 renamed the overlap policy `skip` `skip_while_open`."""
+    state["settings"] = renamed_in(state["settings"])
+    if "changes" in state:
+        state["changes"] = renamed_changes(state["changes"])
+
+
+def snapshot_overlap_renamed(state: dict[str, Any]) -> None:
+    """`overlap_renamed` for a snapshot, whose settings are decoded already."""
+    settings = state["settings"]
+    state["settings"] = ScheduleSettings(**renamed_in(asdict(settings)))
+
+
 def saved_state(
     settings: dict[str, Any], enabled: bool, definition_revision: int
 ) -> dict[str, Any]:
@@ -186,16 +202,19 @@ class Schedule(Aggregate):
 
     Version 2 records the definition's published revision it was saved against
     (`definition_revision`): its runs launch that revision until the schedule is saved again.
+    Version 3 names the overlap policy `skip` `skip_while_open`.
     """
 
-    class_version = 2
+    class_version = 3
 
     upcast_v1_v2 = staticmethod(saved_against_first_revision)
+    upcast_v2_v3 = staticmethod(snapshot_overlap_renamed)
 
     class Created(Aggregate.Created):
-        """Version 2 added `definition_revision` (1 before)."""
+        """Version 2 added `definition_revision` (1 before); version 3 names the overlap
+        policy `skip` `skip_while_open`."""
 
-        class_version = 2
+        class_version = 3
         tenant_id: UUID
         settings: dict[str, Any]
         enabled: bool
@@ -205,6 +224,7 @@ class Schedule(Aggregate):
         actor: str
 
         upcast_v1_v2 = staticmethod(saved_against_first_revision)
+        upcast_v2_v3 = staticmethod(overlap_renamed)
 
     @event(Created)
     def __init__(
@@ -399,10 +419,11 @@ class Schedule(Aggregate):
 
     class Updated(Aggregate.Event):
         """Version 2 added `definition_revision` (1 before); version 3 `changes`, each field
-        the save changed as `{"field", "old", "new"}` (None before: the timeline derives them).
+        the save changed as `{"field", "old", "new"}` (None before: the timeline derives them);
+        version 4 names the overlap policy `skip` `skip_while_open`, in both.
         """
 
-        class_version = 3
+        class_version = 4
         settings: dict[str, Any]
         enabled: bool
         next_fire_at: datetime | None
@@ -413,6 +434,7 @@ class Schedule(Aggregate):
 
         upcast_v1_v2 = staticmethod(saved_against_first_revision)
         upcast_v2_v3 = staticmethod(changes_not_recorded)
+        upcast_v3_v4 = staticmethod(overlap_renamed)
 
     @event(Updated)
     def _updated(

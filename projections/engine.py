@@ -151,6 +151,9 @@ class Projection:
     name: str = ""
     tables: tuple[str, ...] = ()  # what it owns, in the order a rebuild copies them
     rebuildable = True
+    # Bumped when an upcast changes what the handlers read of events already stored, so that
+    # rows written from the older reading are rebuilt (the tables themselves stay as they are).
+    revision = 1
 
     def ddl(self, sql: Sql) -> list[str]:
         raise NotImplementedError
@@ -162,11 +165,14 @@ class Projection:
         """A fingerprint of the tables' definitions: when it changes, the tables need rebuilding.
 
         On SQLite it covers the form instants are stored in, so rows of an older form are
-        rebuilt (projections that cannot be rebuilt hold no instants).
+        rebuilt (projections that cannot be rebuilt hold no instants); everywhere, the
+        `revision` of what the handlers read.
         """
         text = "\n".join(self.ddl(sql))
         if sql.kind == "sqlite" and self.rebuildable:
             text += f"\ninstants as {SQLITE_INSTANT}"
+        if self.revision > 1:
+            text += f"\nrevision {self.revision}"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def passes(self) -> list[dict[str, Handler]]:

@@ -105,6 +105,7 @@ class OperationsProjection(Projection):
 
     name = "operations"
     tables = ("operations", "operation_subjects")
+    revision = 2  # 0.11.0: settings digests of schedules saved with `skip` read `skip_while_open`
 
     def ddl(self, sql: Sql) -> list[str]:
         ts = sql.timestamp_type

@@ -13,6 +13,7 @@ from eventsourcing.persistence import Notification
 
 from cronledger.persistence.store import Store, as_instant, tenant_scope
 from domain.approvals import WAITING_REVIEW
+from domain.overlap import SKIP_WHILE_OPEN, Blocker
 from domain.runs import (
     ATTEMPT_FAILED,
     ATTEMPT_SUCCEEDED,
@@ -57,7 +58,7 @@ class RunsProjection(Projection):
             "triggered_by TEXT NOT NULL, request_id TEXT, trace_id TEXT NOT NULL, "
             f"started_at {ts}, duration_seconds {seconds}, last_error_message TEXT, "
             "definition_revision INTEGER NOT NULL, timezone TEXT, form_data TEXT NOT NULL, "
-            f"missed_until {ts})",
+            f"missed_until {ts}, blocking_status TEXT, blocking_instance_id TEXT)",
             "CREATE INDEX IF NOT EXISTS runs_by_schedule "
             "ON runs (schedule_id, planned_at DESC, id)",
             "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status)",
@@ -223,6 +224,8 @@ class RunsProjection(Projection):
             finished_at=event.at,
             skip_reason=SKIP_OVERLAP,
             blocking_run_id=event.earlier_run_id,
+            blocking_status=event.blocking_status,
+            blocking_instance_id=event.blocking_instance_id,
         )
 
     @staticmethod
@@ -421,17 +424,20 @@ def running_per_schedule(
 
 
 class Cycle(NamedTuple):
-    """A run as `blocking_runs` asks about it."""
+    """A run as `blocking_runs` asks about it, with its overlap policy."""
 
     id: UUID
     schedule_id: UUID
     planned_at: datetime
     registered_at: datetime
+    overlap_policy: str
 
 
-def blocking_runs(store: Store, runs: Sequence[Cycle]) -> dict[UUID, str]:
+def blocking_runs(store: Store, runs: Sequence[Cycle], now: datetime) -> dict[UUID, Blocker]:
     """For each of these runs that an earlier cycle of its schedule blocks, the first such
-    cycle: one not finished, or whose instance is still in review. One query for them all.
+    cycle: one still being launched (pending, running or waiting to retry), or, for
+    `skip_while_open`, one whose instance is still in review before its deadline (one past its
+    deadline counts as closed before the sweeper records the expiry). One query for them all.
 
     Cycles planned at the same instant (a manual run and a scheduled one) come in the order they
     were registered, then by id, so the first blocks the other and never the other way round.
@@ -439,27 +445,44 @@ def blocking_runs(store: Store, runs: Sequence[Cycle]) -> dict[UUID, str]:
     if not runs:
         return {}
     instant = "CAST(? AS TIMESTAMPTZ)" if store.kind == "postgresql" else "?"
-    wanted = ", ".join([f"(CAST(? AS TEXT), CAST(? AS TEXT), {instant}, {instant})"] * len(runs))
+    wanted = ", ".join(
+        [f"(CAST(? AS TEXT), CAST(? AS TEXT), {instant}, {instant}, CAST(? AS INTEGER))"]
+        * len(runs)
+    )
     marks = ", ".join("?" for _ in UNFINISHED)
     rows = store.query(
-        f"WITH wanted(id, schedule_id, planned_at, registered_at) AS (VALUES {wanted}) "  # noqa: S608
-        "SELECT w.id, (SELECT r.id FROM runs r LEFT JOIN approvals a ON a.id = r.instance_id "
+        f"WITH wanted(id, schedule_id, planned_at, registered_at, while_open) AS (VALUES {wanted}) "  # noqa: S608
+        "SELECT w.id, b.id, b.status, b.instance_id FROM wanted w JOIN runs b ON b.id = "
+        "(SELECT r.id FROM runs r LEFT JOIN approvals a ON a.id = r.instance_id "
         "WHERE r.schedule_id = w.schedule_id AND (r.planned_at < w.planned_at OR "
         "(r.planned_at = w.planned_at AND (r.registered_at < w.registered_at OR "
         "(r.registered_at = w.registered_at AND r.id < w.id)))) "
-        f"AND (r.status IN ({marks}) OR a.state = ?) "
-        "ORDER BY r.planned_at, r.registered_at, r.id LIMIT 1) FROM wanted w",
+        f"AND (r.status IN ({marks}) OR (w.while_open = 1 AND a.state = ? "
+        f"AND a.review_deadline_at > {instant})) "
+        "ORDER BY r.planned_at, r.registered_at, r.id LIMIT 1)",
         (
             *(
                 value
                 for run in runs
-                for value in (str(run.id), str(run.schedule_id), run.planned_at, run.registered_at)
+                for value in (
+                    str(run.id),
+                    str(run.schedule_id),
+                    run.planned_at,
+                    run.registered_at,
+                    int(run.overlap_policy == SKIP_WHILE_OPEN),
+                )
             ),
             *sorted(UNFINISHED),
             WAITING_REVIEW,
+            now,
         ),
     )
-    return {UUID(str(run_id)): str(blocker) for run_id, blocker in rows if blocker is not None}
+    return {
+        UUID(str(run_id)): Blocker(
+            str(blocker), str(status), None if status in UNFINISHED else instance_id
+        )
+        for run_id, blocker, status, instance_id in rows
+    }
 
 
 class LastSkip(NamedTuple):
@@ -469,7 +492,7 @@ class LastSkip(NamedTuple):
     planned_at: datetime | None
     skipped_at: datetime | None
     skip_reason: str
-    blocking_run_id: str | None
+    blocker: Blocker | None
     skipped_count: int
 
 
@@ -481,8 +504,9 @@ def last_skips_of(store: Store, schedule_ids: Sequence[str]) -> dict[str, LastSk
     marks = ", ".join("?" for _ in schedule_ids)
     rows = store.query(
         "SELECT schedule_id, id, planned_at, finished_at, skip_reason, blocking_run_id, "  # noqa: S608
-        "skipped_count FROM (SELECT schedule_id, id, planned_at, finished_at, skip_reason, "
-        "blocking_run_id, skipped_count, ROW_NUMBER() OVER (PARTITION BY schedule_id "
+        "blocking_status, blocking_instance_id, skipped_count FROM (SELECT schedule_id, id, "
+        "planned_at, finished_at, skip_reason, blocking_run_id, blocking_status, "
+        "blocking_instance_id, skipped_count, ROW_NUMBER() OVER (PARTITION BY schedule_id "
         "ORDER BY finished_at DESC, planned_at DESC, id DESC) AS newest FROM runs "
         f"WHERE schedule_id IN ({marks}) AND skip_reason IS NOT NULL) skips WHERE newest = 1",
         list(schedule_ids),
@@ -493,11 +517,26 @@ def last_skips_of(store: Store, schedule_ids: Sequence[str]) -> dict[str, LastSk
             as_instant(planned_at),
             as_instant(skipped_at),
             str(reason),
-            blocking_run_id,
+            blocker_of(blocking_run_id, blocking_status, blocking_instance_id),
             int(count),
         )
-        for schedule_id, run_id, planned_at, skipped_at, reason, blocking_run_id, count in rows
+        for (
+            schedule_id,
+            run_id,
+            planned_at,
+            skipped_at,
+            reason,
+            blocking_run_id,
+            blocking_status,
+            blocking_instance_id,
+            count,
+        ) in rows
     }
+
+
+def blocker_of(run_id: str | None, status: str | None, instance_id: str | None) -> Blocker | None:
+    """What a row keeps of the run that blocked a skipped one, if one did."""
+    return None if run_id is None else Blocker(run_id, status, instance_id)
 
 
 def unfinished_count(store: Store, schedule_id: UUID) -> int:
@@ -577,6 +616,8 @@ class RunRow(NamedTuple):
     skipped_count: int
     missed_until: datetime | None
     blocking_run_id: str | None
+    blocking_status: str | None
+    blocking_instance_id: str | None
     version: int
 
     @classmethod

@@ -50,6 +50,8 @@ class SchedulesProjection(Projection):
             "ON schedules (tenant_id, created_at, id)",
             "CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_fire_at)",
             "CREATE INDEX IF NOT EXISTS schedules_by_last_run ON schedules (last_run_id)",
+            "CREATE INDEX IF NOT EXISTS schedules_by_overlap_policy "
+            "ON schedules (tenant_id, overlap_policy, created_at, id)",
         ]
 
     def handlers(self) -> dict[str, Handler]:
@@ -266,6 +268,7 @@ class ScheduleFilter:
     enabled: bool | None = None
     definition_id: str | None = None
     initiator_id: str | None = None
+    overlap_policy: str | None = None
 
     def where(self, tenant_id: UUID) -> tuple[str, list[Any]]:
         """The SQL condition on the tenant's undeleted schedules, and its parameters."""

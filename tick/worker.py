@@ -181,10 +181,13 @@ class Worker:
         blockers = blocking_runs(
             self.ledger.store,
             [
-                Cycle(run.id, run.schedule_id, run.planned_at, run.registered_at)
+                Cycle(
+                    run.id, run.schedule_id, run.planned_at, run.registered_at, run.overlap_policy
+                )
                 for run in due
                 if run.skips_overlap
             ],
+            now,
         )
         claims: list[Claim] = []
         for run in due:

@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint
 
 from cronledger.application.idempotency import once
-from cronledger.application.schedules import Preview, ScheduleView
+from cronledger.application.schedules import PolicyMove, Preview, ScheduleView
 from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.errors import ValidationFailed
@@ -24,6 +24,8 @@ from web.api import Answered, Either, MergePatch, endpoint, services
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
 from web.schemas import (
+    OverlapMoveIn,
+    OverlapMovesOut,
     PreviewIn,
     PreviewOut,
     ReasonBody,
@@ -95,7 +97,11 @@ def _create(
 )
 def list_schedules(principal: Principal, query: dict[str, Any]) -> Answered:
     wanted = ScheduleFilter(
-        query["name"], query["enabled"], query["definition_id"], query["initiator_id"]
+        query["name"],
+        query["enabled"],
+        query["definition_id"],
+        query["initiator_id"],
+        query["overlap_policy"],
     )
     page = services().schedules.list_page(
         principal.tenant_id, wanted, window(query, SCHEDULE_ORDER)
@@ -115,6 +121,22 @@ def preview_trigger(principal: Principal, body: dict[str, Any]) -> Preview:
     return services().schedules.preview(
         body["trigger"], body["timezone"], body["count"], body["after"]
     )
+
+
+@bp.post("/move-overlap-policy")
+@endpoint(
+    "Save schedules with another overlap policy, each as an ordinary edit: the step that moves "
+    "schedules saved with `skip` (now `skip_while_open`) to the default `skip_while_launching`",
+    tag=TAG,
+    permission=SCHEDULE_EDIT,
+    body=OverlapMoveIn,
+    response=OverlapMovesOut,
+)
+def move_overlap_policy(principal: Principal, body: dict[str, Any]) -> dict[str, list[PolicyMove]]:
+    moves = services().schedules.move_overlap_policy(
+        principal, body["schedule_ids"], body["overlap_policy"]
+    )
+    return {"items": moves}
 
 
 @bp.get("/<schedule_id>")

@@ -26,6 +26,7 @@ from cronledger.application.approvals import EXPIRY_LAG_BOUNDS
 from cronledger.application.approvals import UNREADABLE as SWEEP_UNREADABLE
 from cronledger.application.approvals import VERSION_CONFLICT as SWEEP_VERSION_CONFLICT
 from cronledger.application.backlog import GAUGE, Backlog
+from cronledger.application.schedules import MOVE_OUTCOMES
 from domain.approvals import (
     APPROVE,
     APPROVED,
@@ -43,6 +44,7 @@ from domain.approvals import (
 )
 from domain.callback_sources import MAX_DESCRIPTION, SOURCE_NAME, SOURCE_NAME_RULE
 from domain.directory import MAX_REMINDERS, PUBLIC_ID
+from domain.overlap import DEFAULT_OVERLAP_POLICY, LEGACY_SKIP, OVERLAP_POLICIES, policy_named
 from domain.permissions import ROLES
 from domain.reasons import MAX_REASON
 from domain.runs import (
@@ -53,7 +55,7 @@ from domain.runs import (
     SKIP_MISSED,
     SKIP_OVERLAP,
 )
-from domain.schedules import MISFIRE_POLICIES, OVERLAP_POLICIES, OVERLAP_SKIP
+from domain.schedules import MISFIRE_POLICIES
 from projections.operations import APPROVAL, DEFINITION, KINDS, RUN, SCHEDULE, TENANT
 
 MAX_NAME = 200
@@ -169,6 +171,16 @@ class Choice(fields.String):
         self.choices = choices
 
 
+class OverlapPolicyIn(Choice):
+    """An overlap policy in a request: the deprecated `skip` loads as `skip_while_open`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(OVERLAP_POLICY_IN, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        return policy_named(super()._deserialize(value, attr, data, **kwargs))
+
+
 class Described(fields.Dict):
     """A JSON object that the domain checks (in a request) or builds (in an answer), passed
     through as it is; the document spells it out as the component named `component`
@@ -253,8 +265,24 @@ SKIP_REASON_CODE = Choices(
 OVERLAP_POLICY = Choices(
     "OverlapPolicy",
     OVERLAP_POLICIES,
-    "a cycle due while an earlier run is unfinished: started anyway (`allow`) or skipped",
+    "a cycle due while an earlier cycle of the schedule is unfinished: started anyway "
+    "(`allow`), skipped while that cycle is still being launched (`skip_while_launching`, the "
+    "default), or also while its approval waits for review before its deadline "
+    "(`skip_while_open`) (docs/time.md)",
 )
+OVERLAP_POLICY_IN = Choices(
+    "OverlapPolicyIn",
+    (*OVERLAP_POLICIES, LEGACY_SKIP),
+    "an `OverlapPolicy`; `skip`, the name of `skip_while_open` before release 0.11.0, is "
+    "deprecated: accepted and saved as `skip_while_open`",
+)
+OVERLAP_MOVE_OUTCOME = Choices(
+    "OverlapMoveOutcome",
+    MOVE_OUTCOMES,
+    "what a bulk move of overlap policies did to a schedule: saved with the policy (`MOVED`), on "
+    "it already (`UNCHANGED`), or no live schedule of the tenant has the id (`NOT_FOUND`)",
+)
+MAX_MOVED = 200  # schedules one bulk move of overlap policies takes
 MISFIRE_POLICY = Choices(
     "MisfirePolicy",
     MISFIRE_POLICIES,
@@ -708,10 +736,9 @@ class ScheduleFieldsIn(StrictSchema):
     form_data = form_data_field(load_default=dict)
     enabled = strict_bool(load_default=False)
     misfire_policy = Choice(MISFIRE_POLICY, load_default="catch_up")
-    overlap_policy = Choice(
-        OVERLAP_POLICY,
-        load_default=OVERLAP_SKIP,
-        metadata={"description": "skip (default): a cycle while an earlier one is unfinished"},
+    overlap_policy = OverlapPolicyIn(
+        load_default=DEFAULT_OVERLAP_POLICY,
+        metadata={"description": "skip_while_launching (default) (docs/time.md)"},
     )
 
 
@@ -734,10 +761,55 @@ class VersionQuery(Schema):
     )
 
 
+class OverlapMoveIn(StrictSchema):
+    """Schedules to save with another overlap policy, each as an ordinary edit."""
+
+    schedule_ids = fields.List(
+        fields.String(validate=validate.Length(1, 64)),
+        required=True,
+        validate=validate.Length(1, MAX_MOVED),
+        metadata={"description": f"1 to {MAX_MOVED} schedule ids; a repeated id counts once"},
+    )
+    overlap_policy = OverlapPolicyIn(
+        load_default=DEFAULT_OVERLAP_POLICY,
+        metadata={"description": "the policy to save them with; default `skip_while_launching`"},
+    )
+
+
+class OverlapMoveOut(OutSchema):
+    """What the move did to one schedule."""
+
+    schedule_id = fields.String()
+    outcome = Choice(OVERLAP_MOVE_OUTCOME)
+    version = fields.Integer(
+        allow_none=True, metadata={"description": "the schedule's version after; null if not found"}
+    )
+    overlap_policy = Choice(OVERLAP_POLICY, allow_none=True)
+
+
+class OverlapMovesOut(OutSchema):
+    items = fields.List(
+        fields.Nested(OverlapMoveOut), metadata={"description": "in the order asked"}
+    )
+
+
 class SkipReasonOut(OutSchema):
     code = Choice(SKIP_REASON_CODE)
     blocking_run_id = server_uuid(
         allow_none=True, metadata={"description": "OVERLAP: the unfinished run that blocked it"}
+    )
+    blocking_status = Choice(
+        RUN_STATUS,
+        allow_none=True,
+        metadata={
+            "description": "OVERLAP: that run's status then: `PENDING`, `RUNNING` or "
+            "`RETRY_WAIT` (still being launched), or `SUCCEEDED` (its approval waited for "
+            "review); null for a skip recorded before release 0.11.0"
+        },
+    )
+    blocking_instance_id = server_uuid(
+        allow_none=True,
+        metadata={"description": "OVERLAP, `SUCCEEDED`: the approval that waited for review"},
     )
     count = fields.Integer(
         allow_none=True, metadata={"description": "MISSED: how many missed cycles it stands for"}
@@ -961,6 +1033,10 @@ class ScheduleListQuery(PageQuery):
     )
     definition_id = id_filter("the definition's id")
     initiator_id = id_filter("the initiator's account id")
+    overlap_policy = OverlapPolicyIn(
+        load_default=None,
+        metadata={"description": "schedules on this overlap policy (`skip`: `skip_while_open`)"},
+    )
 
 
 class ObservationOut(OutSchema):

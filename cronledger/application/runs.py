@@ -12,6 +12,7 @@ from cronledger.application.directory import Directory, Page
 from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
 from domain.directory import Principal, check_expected_version
 from domain.errors import NotFound, ValidationFailed
+from domain.overlap import Blocker
 from domain.runs import (
     DEAD_LETTER,
     PENDING,
@@ -32,6 +33,7 @@ from projections.runs import (
     RunFilter,
     RunRow,
     backlog_by_status,
+    blocker_of,
     last_skips_of,
     run_log_page,
     unfinished_count,
@@ -104,7 +106,11 @@ class RunSummary:
             trace_id=row.trace_id,
             skipped_count=row.skipped_count,
             missed_until=row.missed_until,
-            skip_reason=skip_reason_for(row.status, row.blocking_run_id, row.skipped_count),
+            skip_reason=skip_reason_for(
+                row.status,
+                blocker_of(row.blocking_run_id, row.blocking_status, row.blocking_instance_id),
+                row.skipped_count,
+            ),
             version=row.version,
         )
 
@@ -123,10 +129,10 @@ def duration_between(started_at: datetime | None, finished_at: datetime | None) 
     return (finished_at - started_at).total_seconds()
 
 
-def skip_reason_for(status: str, blocking_run_id: str | None, count: int) -> dict[str, Any] | None:
+def skip_reason_for(status: str, blocker: Blocker | None, count: int) -> dict[str, Any] | None:
     """Why a run of this status was skipped, as `Run.skip_reason` tells it; None if it was not."""
     if status == SKIPPED_OVERLAP:
-        return skip_reason_of(SKIP_OVERLAP, blocking_run_id, 0)
+        return skip_reason_of(SKIP_OVERLAP, blocker, 0)
     if status == SKIPPED_MISSED:
         return skip_reason_of(SKIP_MISSED, None, count)
     return None
@@ -288,9 +294,7 @@ class Runs:
                 "run_id": last.run_id,
                 "planned_at": last.planned_at,
                 "skipped_at": last.skipped_at,
-                "skip_reason": skip_reason_of(
-                    last.skip_reason, last.blocking_run_id, last.skipped_count
-                ),
+                "skip_reason": skip_reason_of(last.skip_reason, last.blocker, last.skipped_count),
             }
             for schedule_id, last in last_skips_of(self.ledger.store, schedule_ids).items()
         }

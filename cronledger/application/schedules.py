@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
+from functools import partial
 from itertools import islice
 from typing import Any
 from uuid import UUID
@@ -18,15 +19,16 @@ from cronledger.persistence.ledger import Ledger, TimelineEntry
 from domain.directory import Principal, check_expected_version
 from domain.errors import InFlight, NotFound, ValidationFailed
 from domain.idempotency import KeyedRequest
+from domain.overlap import DEFAULT_OVERLAP_POLICY, OVERLAP_POLICIES
 from domain.policy import RunPolicy
 from domain.schedules import (
     MAX_CYCLES_BEFORE_EDIT,
-    OVERLAP_SKIP,
     Schedule,
     ScheduleSettings,
     changes_between,
     checked_settings,
     checked_trigger,
+    choice_problem,
     saved_state,
     untemplated,
 )
@@ -43,6 +45,19 @@ from projections.schedules import (
 
 NEXT_FIRES_SHOWN = 5  # requirement 001: saving a schedule shows its next five fire times
 NEXT_FIRES_KEPT = 4096  # triggers and zones whose next fire times are remembered
+MOVED, UNCHANGED, NOT_FOUND = "MOVED", "UNCHANGED", "NOT_FOUND"  # a bulk move, per schedule
+MOVE_OUTCOMES = (MOVED, UNCHANGED, NOT_FOUND)
+
+
+@dataclass(frozen=True)
+class PolicyMove:
+    """What a bulk move of overlap policies did to one schedule: saved with the policy
+    (`MOVED`), on it already (`UNCHANGED`), or no live schedule of the tenant (`NOT_FOUND`)."""
+
+    schedule_id: str
+    outcome: str
+    version: int | None = None
+    overlap_policy: str | None = None
 
 
 @dataclass(frozen=True)
@@ -190,7 +205,7 @@ class Schedules:
             title_template=fields.get("title_template", ""),
             form_data=FormData.of(fields.get("form_data")),
             misfire_policy=fields.get("misfire_policy", "catch_up"),
-            overlap_policy=fields.get("overlap_policy", OVERLAP_SKIP),
+            overlap_policy=fields.get("overlap_policy", DEFAULT_OVERLAP_POLICY),
             preset_id=fields.get("preset_id"),
         )
 
@@ -327,6 +342,34 @@ class Schedules:
         runs = schedule.switch(enabled, at, actor.account_id, self.policy, reason)
         self.ledger.save(schedule, *runs)
         return self.view_of(schedule)
+
+    def move_overlap_policy(
+        self, actor: Principal, schedule_ids: Sequence[str], policy: str
+    ) -> list[PolicyMove]:
+        """Each schedule saved with `policy` as its overlap policy, one by one, as an edit that
+        changes that alone (`Schedule.Updated`); its registered runs keep the policy they
+        froze. The documented step that moves schedules saved with `skip` to the new default."""
+        problem = choice_problem(policy, OVERLAP_POLICIES)
+        if problem:
+            raise ValidationFailed.of("overlap_policy", problem)
+        return [
+            self.ledger.retrying(partial(self._move_overlap, actor, schedule_id, policy))
+            for schedule_id in dict.fromkeys(schedule_ids)
+        ]
+
+    def _move_overlap(self, actor: Principal, schedule_id: str, policy: str) -> PolicyMove:
+        try:
+            schedule = self.schedule(actor.tenant_id, schedule_id)
+        except NotFound:
+            return PolicyMove(schedule_id, NOT_FOUND)
+        outcome = UNCHANGED
+        if schedule.settings.overlap_policy != policy:
+            settings = replace(schedule.settings, overlap_policy=policy)
+            at = self.ledger.clock()
+            runs = schedule.edit(settings, schedule.enabled, at, actor.account_id, self.policy)
+            self.ledger.save(schedule, *runs)
+            outcome = MOVED
+        return PolicyMove(str(schedule.id), outcome, schedule.revision, policy)
 
     def delete(
         self, actor: Principal, schedule_id: str, version: int, reason: str | None = None

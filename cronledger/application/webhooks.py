@@ -32,6 +32,7 @@ from domain.approvals import (
 from domain.directory import Principal, check_expected_version
 from domain.errors import NotFound, ValidationFailed
 from domain.idempotency import KeyedRequest
+from domain.overlap import Blocker
 from domain.runs import (
     DEAD_LETTER,
     FAILED,
@@ -275,7 +276,8 @@ def _run(event: Any, run: Any) -> dict[str, Any]:
 def _run_detail(event: Any) -> dict[str, Any]:
     name = type(event).__qualname__
     if name == "Run.SkippedOverlap":
-        return {"skip_reason": skip_reason_of(SKIP_OVERLAP, event.earlier_run_id, 0)}
+        blocker = Blocker(event.earlier_run_id, event.blocking_status, event.blocking_instance_id)
+        return {"skip_reason": skip_reason_of(SKIP_OVERLAP, blocker, 0)}
     if name == "Run.Registered":
         return {"skip_reason": skip_reason_of(SKIP_MISSED, None, event.skipped_count)}
     return {"attempt": event.number, "error": {"code": event.code, "message": event.message}}

@@ -41,7 +41,7 @@ SCHEDULE = {
     "form_data": {"region": "east"},
     "enabled": False,
     "misfire_policy": "catch_up",
-    "overlap_policy": "skip",
+    "overlap_policy": "skip_while_open",
 }
 
 

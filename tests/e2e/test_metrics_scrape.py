@@ -182,7 +182,11 @@ def test_runs_held_by_expired_leases_and_the_oldest_waiting_run(open_with: Opene
 def test_cycles_skipped_as_missed_are_counted(open_with: Opener) -> None:
     clock = FakeClock(T0)
     world = World(
-        open_with(clock), clock, trigger=EVERY_MINUTE, misfire_policy="skip", overlap_policy="skip"
+        open_with(clock),
+        clock,
+        trigger=EVERY_MINUTE,
+        misfire_policy="skip",
+        overlap_policy="skip_while_open",
     )
     services = world.services
     services.schedules.set_enabled(world.root, world.schedule, True, None)

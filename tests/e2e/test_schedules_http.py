@@ -17,7 +17,8 @@ def test_create_read_update_delete(admin: Api, body: dict[str, Any], clock: Fake
     assert created.status_code == 201
     schedule = created.json
     assert (schedule["enabled"], schedule["next_fire_at"], schedule["version"]) == (False, None, 1)
-    assert (schedule["misfire_policy"], schedule["overlap_policy"]) == ("catch_up", "skip")
+    policies = (schedule["misfire_policy"], schedule["overlap_policy"])
+    assert policies == ("catch_up", "skip_while_open")
     assert (schedule["updated_by"], schedule["last_run"], schedule["last_skip"]) == (
         "root",
         None,

@@ -3,7 +3,7 @@ traffic, then an audit of what it left on the log.
 
 Two `tick`s, two `worker`s, a `projections` runner, a `sweeper` and a `web` process run against
 a fresh PostgreSQL schema, each reaching the server through a proxy of its own. Eight schedules
-fire every few seconds (half skip overlapping cycles, half launch them all); clients read lists,
+fire every few seconds (each overlap policy in turn); clients read lists,
 approve, withdraw and ask for runs now, some with repeated request ids. Every few seconds a
 random process is killed with SIGKILL and restarted, or has its database connections ended by
 `pg_terminate_backend`. When the time is up every process runs again, the schedules are
@@ -42,6 +42,7 @@ from croniter import croniter
 
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
+from domain.overlap import OVERLAP_POLICIES
 from tests.e2e.helpers import answers
 from tests.faults.conftest import through
 from tests.faults.proxy import Proxy, proxy_to
@@ -186,7 +187,7 @@ def set_up(admin: Client, tally: Tally) -> tuple[Client, list[str]]:
             "timezone": "UTC",
             "initiator_id": "ann",
             "enabled": True,
-            "overlap_policy": "skip" if number % 2 else "allow",
+            "overlap_policy": OVERLAP_POLICIES[number % len(OVERLAP_POLICIES)],
         }
         schedules.append(checked(admin.call("POST", "/api/workflows/schedules", body), 201)["id"])
     return ann, schedules

@@ -330,7 +330,12 @@ def test_every_process_comes_back_by_itself_after_30_seconds_frozen(
         reviewer = reviewer_token(base, token)
         plain = published_definition(base, token, key="plain", review_window_seconds=3600)
         every_second = schedule(
-            base, token, plain, "* * * * * *", misfire_policy="catch_up", overlap_policy="skip"
+            base,
+            token,
+            plain,
+            "* * * * * *",
+            misfire_policy="catch_up",
+            overlap_policy="skip_while_open",
         )
         every_five = schedule(
             base, token, plain, "*/5 * * * * *", misfire_policy="once", overlap_policy="allow"
@@ -388,7 +393,7 @@ def test_every_process_comes_back_by_itself_after_30_seconds_frozen(
         assert [e["type"] for e in swept_timeline][-1] == "ApprovalInstance.Expired"
         assert_refused_as_expired(timeline(base, token, approved["id"]), deadline)
         processes.assert_running()  # the processes started: none exited, none restarted
-        # overlap `skip`: the first cycle's instance waits, so every later cycle is skipped
+        # overlap `skip_while_open`: the first cycle's instance waits, so every later one skips
         assert statuses(direct, every_second, settled).keys() == {"SUCCEEDED", "SKIPPED_OVERLAP"}
         assert statuses(direct, every_second, settled)["SUCCEEDED"] == 1
         # overlap `allow`: every cycle not summarised as missed is launched

@@ -338,9 +338,10 @@ def build(services: Services, clock: FakeClock) -> DataSet:
 
 
 def skips(services: Services, clock: FakeClock) -> str:
-    """Tenant `initech`: "Reports" (every 10 minutes, misfire `skip`, overlap `skip` by default)
-    enabled at 16:00 on day 3 and first scanned at 16:30:01, so 16:10 and 16:20 are missed and
-    16:30 is on time; a manual run at 16:30:01 is skipped while 16:30 is pending."""
+    """Tenant `initech`: "Reports" (every 10 minutes, misfire `skip`, overlap by default
+    `skip_while_launching`) enabled at 16:00 on day 3 and first scanned at 16:30:01, so 16:10
+    and 16:20 are missed and 16:30 is on time; a manual run at 16:30:01 is skipped while 16:30
+    is pending."""
     directory = services.directory
     boss = directory.authenticate(directory.bootstrap("initech", "ines").token)
     assert boss is not None

@@ -81,7 +81,8 @@ def test_every_event_type_arrives_once_signed(open_with: Opener) -> None:
     dead = by_type["run.dead_lettered"]["data"]
     assert (dead["status"], dead["error"]["code"]) == ("DEAD_LETTER", "INITIATOR_INACTIVE")
     assert by_type["run.failed"]["data"]["error"]["code"] == "DEFINITION_NOT_FOUND"
-    assert by_type["run.skipped"]["data"]["skip_reason"]["code"] == "OVERLAP"
+    skip_reason = by_type["run.skipped"]["data"]["skip_reason"]
+    assert (skip_reason["code"], skip_reason["blocking_status"]) == ("OVERLAP", "PENDING")
     assert by_type["approval.decided"]["data"]["state"] == "APPROVED"
     assert by_type["approval.expired"]["data"]["decided_by"] == "system:sweeper"
     assert by_type["callback.late"]["data"]["outcome"] == "LATE_OR_CONFLICT"
@@ -158,7 +159,7 @@ def _overlap(services: Services, world: World) -> None:
         "trigger": EVERY_MINUTE,
         "timezone": "UTC",
         "initiator_id": "ann",
-        "overlap_policy": "skip",
+        "overlap_policy": "skip_while_launching",
     }
     settings = services.schedules.settings_from(body)
     schedule = services.schedules.create(world.root, settings, True).id

@@ -232,11 +232,11 @@ def test_no_instance_is_created_after_the_initiators_deactivation(
     assert len(created) + int(failed) == RACING_RUNS
 
 
-def test_overlap_skip_records_skipped_overlap_while_an_instance_is_in_review(
+def test_skip_while_open_records_skipped_overlap_while_an_instance_is_in_review(
     open_with: Opener,
 ) -> None:
     clock = FakeClock(T0)
-    world = World(open_with(clock), clock, overlap_policy="skip")
+    world = World(open_with(clock), clock, overlap_policy="skip_while_open")
     first = world.run_now("r1")
     Worker.of(world.services).poll()
     clock.advance(1)
@@ -249,7 +249,7 @@ def test_overlap_skip_records_skipped_overlap_while_an_instance_is_in_review(
 
 def test_one_overlap_check_skips_every_blocked_cycle_of_a_poll(open_with: Opener) -> None:
     clock = FakeClock(T0)
-    world = World(open_with(clock), clock, overlap_policy="skip")
+    world = World(open_with(clock), clock, overlap_policy="skip_while_open")
     first = world.run_now("r1")
     Worker.of(world.services).poll()
     clock.advance(1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from domain.overlap import Blocker
 from tests.support import stored_by_an_older_release
 from tests.unit.helpers import LEASE, T0, new_run
 
@@ -16,7 +17,7 @@ def test_every_older_run_event_reads_with_the_status_it_always_left() -> None:
     cancelled.cancel(T0, "ops")
     cancelled.retry(T0, "ops")
     skipped = new_run()
-    skipped.skip_overlap("earlier", T0, "w1")
+    skipped.skip_overlap(Blocker("earlier"), T0, "w1")
     events = [*run.collect_events(), *cancelled.collect_events(), *skipped.collect_events()]
     statuses = {
         type(e).__name__: stored_by_an_older_release(e, "status").status

@@ -48,6 +48,7 @@ from web.api import flatten, services
 from web.console.access import signed_in
 from web.console.clock import viewer_zone
 from web.console.live import caught_up, live_url
+from web.console.overlap_words import blocked_words, overlap_words
 from web.paging import window
 from web.problems import STATUS_OF_CODE, Problem
 from web.schemas import RunLogQuery, VersionReasonBody
@@ -427,6 +428,8 @@ def _runs_context() -> dict[str, Any]:
         "cancellable": CANCELLABLE,
         "seconds": seconds,
         "instant": instant,
+        "blocked_words": blocked_words,
+        "overlap_words": overlap_words,
     }
 
 

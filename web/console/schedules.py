@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -23,31 +24,46 @@ from marshmallow import Schema, ValidationError
 from werkzeug.wrappers import Response
 
 from cronledger.application.directory import DefinitionView
-from cronledger.application.schedules import NEXT_FIRES_SHOWN, FireTime, ScheduleView
+from cronledger.application.schedules import (
+    MOVED,
+    NEXT_FIRES_SHOWN,
+    NOT_FOUND,
+    UNCHANGED,
+    FireTime,
+    ScheduleView,
+)
 from cronledger.health import REBUILDING
 from domain.directory import Principal
 from domain.errors import DomainError, NotFound, ValidationFailed, VersionConflict
+from domain.overlap import DEFAULT_OVERLAP_POLICY, OVERLAP_POLICIES, SKIP_WHILE_OPEN
 from domain.permissions import (
     SCHEDULE_CREATE,
     SCHEDULE_DELETE,
     SCHEDULE_EDIT,
     SCHEDULE_LIST,
 )
-from domain.schedules import MISFIRE_POLICIES, OVERLAP_POLICIES, untemplated
+from domain.schedules import MISFIRE_POLICIES, untemplated
 from domain.triggers import TriggerError, load_zone
 from projections.keyset import Window
 from projections.schedules import ScheduleFilter
 from web.api import services
 from web.console.access import signed_in
+from web.console.overlap_words import blocked_words, overlap_words
 from web.console.schedule_words import WEEKDAYS, _, as_written, in_words
 from web.problems import STATUS_OF_CODE
-from web.schemas import ReasonBody, ScheduleFieldsIn, ScheduleFromPresetIn, ScheduleListQuery
+from web.schemas import (
+    OverlapMoveIn,
+    ReasonBody,
+    ScheduleFieldsIn,
+    ScheduleFromPresetIn,
+    ScheduleListQuery,
+)
 
 bp = Blueprint("schedules", __name__, url_prefix="/schedules")
 
 PAGE_SIZE = 20
 DEFINITIONS_SHOWN = 200  # the definitions a form offers
-FILTERS = ("name", "enabled", "definition_id", "initiator_id")
+FILTERS = ("name", "enabled", "definition_id", "initiator_id", "overlap_policy")
 TRIGGER_INPUTS = ("kind", "expression", "weekdays", "windows", "interval_minutes")
 FORM_INPUTS = (
     "name",
@@ -88,7 +104,7 @@ class ScheduleForm:
     title_template: str = ""
     form_data: str = "{}"
     misfire_policy: str = "catch_up"
-    overlap_policy: str = "skip"
+    overlap_policy: str = DEFAULT_OVERLAP_POLICY
     enabled: bool = False
     preview_after: str = ""
 
@@ -323,6 +339,7 @@ def _helpers() -> dict[str, Any]:
         "status_words": status_words,
         "MISFIRE_POLICIES": MISFIRE_POLICIES,
         "OVERLAP_POLICIES": OVERLAP_POLICIES,
+        "DEFAULT_OVERLAP_POLICY": DEFAULT_OVERLAP_POLICY,
         "policy_words": policy_words,
         "WEEKDAYS": WEEKDAYS,
         "label_of": label_of,
@@ -399,19 +416,21 @@ def skip_words(reason: Mapping[str, Any] | None) -> str:
     if not reason:
         return "—"
     if reason["code"] == "OVERLAP":
-        return _("An earlier run was still unfinished.")
+        return blocked_words(reason)
     return _("%(count)s missed cycle(s), this run standing for them.", count=reason["count"])
 
 
 def policy_words(policy: str) -> str:
+    """`misfire:<policy>` or `overlap:<policy>` in words."""
+    kind, _colon, name = policy.partition(":")
+    if kind == "overlap":
+        return overlap_words(name)
     words = {
-        "misfire:catch_up": _("Catch up: register every missed cycle"),
-        "misfire:skip": _("Skip missed cycles"),
-        "misfire:once": _("Once for all missed cycles"),
-        "overlap:skip": _("Skip a cycle while an earlier run is unfinished"),
-        "overlap:allow": _("Start a cycle even while an earlier run is unfinished"),
+        "catch_up": _("Catch up: register every missed cycle"),
+        "skip": _("Skip missed cycles"),
+        "once": _("Once for all missed cycles"),
     }
-    return words.get(policy, policy)
+    return words.get(name, name)
 
 
 def problem_lines(refused: DomainError) -> list[str]:
@@ -456,6 +475,13 @@ def _reason() -> str | None:
 @signed_in(SCHEDULE_LIST)
 def index(principal: Principal) -> Shown:
     typed = {name: request.args.get(name, "").strip() for name in (*FILTERS, "page")}
+    return _index_page(principal, typed)
+
+
+def _index_page(
+    principal: Principal, typed: dict[str, str], move_errors: Errors | None = None
+) -> Shown:
+    """The list as `typed` filters it; a bulk move's refusal beside its form (422)."""
     errors: Errors = {}
     query = _loaded(ScheduleListQuery(), {k: v for k, v in typed.items() if v}, errors)
     if services().health.phase == REBUILDING:
@@ -469,12 +495,63 @@ def index(principal: Principal) -> Shown:
         "console/schedules/index.html",
         typed=typed,
         errors=errors,
+        move_errors=move_errors or {},
         page=page,
         pages=math.ceil(page.total / PAGE_SIZE) if page else 0,
         definitions={d.id: d.name for d in _definitions(principal)},
         filters={name: value for name, value in typed.items() if value and name != "page"},
+        still_open=_count_on(principal, SKIP_WHILE_OPEN),
     )
-    return (shown, 422) if errors else shown
+    return (shown, 422) if errors or move_errors else shown
+
+
+def _count_on(principal: Principal, policy: str) -> int:
+    """How many of the tenant's schedules are on an overlap policy."""
+    wanted = ScheduleFilter(overlap_policy=policy)
+    return services().schedules.list_page(principal.tenant_id, wanted, Window(1)).total
+
+
+@bp.post("/overlap-policy")
+@signed_in(SCHEDULE_EDIT)
+def move_overlap_policy(principal: Principal) -> Shown | Response:
+    """The picked schedules saved with another overlap policy, each as an ordinary edit (the
+    API's bulk move); back to the list as it was filtered, saying what became of them."""
+    filters = {name: request.form.get(f"filter_{name}", "").strip() for name in FILTERS}
+    errors: Errors = {}
+    body = {
+        "schedule_ids": list(dict.fromkeys(request.form.getlist("schedule_id"))),
+        "overlap_policy": request.form.get("to_policy", ""),
+    }
+    loaded = _loaded(OverlapMoveIn(), body, errors)
+    if not body["schedule_ids"]:
+        errors = {"schedule_ids": [_("Pick at least one schedule.")]}
+    if errors:
+        return _index_page(principal, filters, on_move_form(errors))
+    moves = services().schedules.move_overlap_policy(
+        principal, loaded["schedule_ids"], loaded["overlap_policy"]
+    )
+    counts = Counter(move.outcome for move in moves)
+    flash(
+        _(
+            "%(moved)s schedule(s) now %(policy)s; %(unchanged)s had it already; %(missing)s "
+            "not found.",
+            moved=counts[MOVED],
+            policy=loaded["overlap_policy"],
+            unchanged=counts[UNCHANGED],
+            missing=counts[NOT_FOUND],
+        ),
+        "good",
+    )
+    kept: dict[str, Any] = {name: value for name, value in filters.items() if value}
+    return redirect(url_for(".index", **kept), 303)
+
+
+def on_move_form(errors: Errors) -> Errors:
+    """A bulk move's refusal by the form's field: the picked boxes, or the policy."""
+    return {
+        ("schedule_id" if name.startswith("schedule_ids") else "to_policy"): said
+        for name, said in errors.items()
+    }
 
 
 # ---------------------------------------------------------------------------------------------

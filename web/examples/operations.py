@@ -190,7 +190,7 @@ SCHEDULE_TIMELINE = [
                 "title_template": "Daily check {{date}}",
                 "form_data": {"region": "east"},
                 "misfire_policy": "catch_up",
-                "overlap_policy": "skip",
+                "overlap_policy": "skip_while_launching",
                 "preset_id": None,
             },
             "enabled": False,

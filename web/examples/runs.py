@@ -69,7 +69,13 @@ SKIPPED = {
     "registered_at": "2026-10-02T01:00:01Z",
     "finished_at": "2026-10-02T01:00:01Z",
     "trace_id": "45d04c60366d55cba049b123fb86fb85",
-    "skip_reason": {"code": "OVERLAP", "blocking_run_id": MANUAL_RUN_ID, "count": None},
+    "skip_reason": {
+        "code": "OVERLAP",
+        "blocking_run_id": MANUAL_RUN_ID,
+        "blocking_status": "SUCCEEDED",
+        "blocking_instance_id": LAUNCHED_INSTANCE_ID,
+        "count": None,
+    },
     "version": 2,
 }
 INACTIVE = {"code": "INITIATOR_INACTIVE", "message": "initiator ann is inactive"}

@@ -9,6 +9,7 @@ from web.examples.world import (
     CRON_SCHEDULE_ID,
     CRON_TRIGGER,
     DEFINITION_ID,
+    LAUNCHED_INSTANCE_ID,
     MANUAL_RUN_ID,
     PRESET_SCHEDULE_ID,
     PRESET_TRIGGER,
@@ -43,13 +44,19 @@ def _fires(*pairs: tuple[str, str]) -> list[dict[str, str]]:
 
 
 SKIPPED_AT = "2026-10-02T01:00:00Z"
-OVERLAP = {"code": "OVERLAP", "blocking_run_id": MANUAL_RUN_ID, "count": None}
+OVERLAP = {
+    "code": "OVERLAP",
+    "blocking_run_id": MANUAL_RUN_ID,
+    "blocking_status": "SUCCEEDED",
+    "blocking_instance_id": LAUNCHED_INSTANCE_ID,
+    "count": None,
+}
 CRON_SCHEDULE = {
     "id": CRON_SCHEDULE_ID,
     **CRON_FIELDS,
     "enabled": True,
     "misfire_policy": "catch_up",
-    "overlap_policy": "skip",
+    "overlap_policy": "skip_while_open",
     "preset_id": None,
     "version": 2,
     "created_at": CREATED_AT,
@@ -77,7 +84,7 @@ WINDOW_SCHEDULE = {
     "id": WINDOW_SCHEDULE_ID,
     **WINDOW_FIELDS,
     "form_data": {},
-    "overlap_policy": "skip",
+    "overlap_policy": "skip_while_launching",
     "preset_id": None,
     "version": 1,
     "created_at": CREATED_AT,
@@ -140,12 +147,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             **CRON_FIELDS,
             "enabled": True,
             "misfire_policy": "catch_up",
-            "overlap_policy": "skip",
+            "overlap_policy": "skip_while_launching",
             "version": 1,
         },
     },
     "SchedulePatch": {
         "enable": {"enabled": True, "version": 1},
+        "every-cycle-while-reviews-wait": {"overlap_policy": "skip_while_launching"},
         "weekdays-only": {"trigger": {"kind": "cron", "expression": "0 9 * * MON-FRI"}},
     },
     "ScheduleOut": {
@@ -160,6 +168,27 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "page_size": 20,
             "total": 3,
             "next_cursor": None,
+        },
+    },
+    "OverlapMoveIn": {
+        "to-the-default": {"schedule_ids": [CRON_SCHEDULE_ID, WINDOW_SCHEDULE_ID]},
+    },
+    "OverlapMovesOut": {
+        "to-the-default": {
+            "items": [
+                {
+                    "schedule_id": CRON_SCHEDULE_ID,
+                    "outcome": "MOVED",
+                    "version": 3,
+                    "overlap_policy": "skip_while_launching",
+                },
+                {
+                    "schedule_id": WINDOW_SCHEDULE_ID,
+                    "outcome": "UNCHANGED",
+                    "version": 1,
+                    "overlap_policy": "skip_while_launching",
+                },
+            ],
         },
     },
     "PreviewIn": {

@@ -45,7 +45,7 @@ def launched(site: Site) -> dict[str, str]:
             "form_data": {"region": "east"},
             "enabled": False,
             "misfire_policy": "catch_up",
-            "overlap_policy": "skip",
+            "overlap_policy": "skip_while_open",
         },
     )
     runs = f"/api/workflows/schedules/{schedule['id']}/runs"

@@ -1,6 +1,7 @@
 """The schedules pages through Flask's test client, on each store: what needs no browser (stale
 edits, the delete confirmation, errors by field, the preview's daylight-saving mark, run now,
-paging, what an auditor sees), and the trigger in words."""
+paging, what an auditor sees, the overlap policies by name and their bulk move, and why a run
+was skipped, in Chinese and English), and the trigger in words."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
+from markupsafe import escape
 from werkzeug.test import TestResponse
 
+from cronledger.application.services import Services
 from tests.e2e.helpers import account
-from tests.support import Api
+from tests.support import Api, FakeClock
+from tick.ticker import Ticker
+from tick.worker import Worker
 from web.console.schedule_words import in_words
 
 SCHEDULES = "/api/workflows/schedules"
@@ -55,7 +60,7 @@ def form_of(body: dict[str, Any], **changed: Any) -> dict[str, Any]:
         "title_template": body["title_template"],
         "form_data": '{"region": "east"}',
         "misfire_policy": "catch_up",
-        "overlap_policy": "skip",
+        "overlap_policy": "skip_while_open",
         **changed,
     }
 
@@ -201,6 +206,88 @@ def test_the_list_pages_and_refuses_a_bad_filter_beside_it(
     refused = console.get("/console/schedules/?page=0")
     assert refused.status_code == 422
     assert 'id="page-error"' in refused.text
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("en", "Skip a cycle only while an earlier one is still being launched"),
+        ("zh", "仅当更早的周期仍在发起中时跳过本周期"),
+    ],
+)
+def test_the_overlap_policies_are_offered_by_name_with_the_default_chosen(
+    client: FlaskClient, admin: Api, language: str, words: str
+) -> None:
+    page = Console(client, admin.token, language).get("/console/schedules/new").text
+    default = f'<option value="skip_while_launching" selected>{words} (skip_while_launching)'
+    assert default in page
+    assert 'value="allow"' in page
+    assert 'value="skip_while_open"' in page
+
+
+def test_schedules_on_skip_while_open_are_found_and_moved_from_the_list_in_chinese(
+    client: FlaskClient, admin: Api, body: dict[str, Any]
+) -> None:
+    old = admin.post(SCHEDULES, {**body, "name": "old", "overlap_policy": "skip"}).json
+    new = admin.post(SCHEDULES, {**body, "name": "new", "overlap_policy": "allow"}).json
+    chinese = Console(client, admin.token, "zh")
+    listed = chinese.get("/console/schedules/").text
+    assert "有 1 个定时发起在更早的审批等待审核时跳过每个周期" in listed
+    assert listed.count("<code title=") == 2  # each row names its policy
+    only_old = chinese.get("/console/schedules/?overlap_policy=skip_while_open").text
+    assert (f'value="{old["id"]}"' in only_old, f'value="{new["id"]}"' in only_old) == (True, False)
+    refused = chinese.post("/console/schedules/overlap-policy", {"to_policy": "allow"})
+    assert refused.status_code == 422
+    assert "请至少选择一个定时发起。" in refused.text
+    moved = chinese.post(
+        "/console/schedules/overlap-policy",
+        {
+            "schedule_id": [old["id"], new["id"]],
+            "to_policy": "skip_while_launching",
+            "filter_overlap_policy": "skip_while_open",
+        },
+    )
+    assert moved.status_code == 303
+    assert moved.location.endswith("/console/schedules/?overlap_policy=skip_while_open")
+    after = chinese.get(moved.location).text
+    assert "2 个定时发起已改为 skip_while_launching；0 个原本就是；0 个未找到。" in after
+    assert "在更早的审批等待审核时跳过每个周期" not in after
+    for schedule in (old, new):
+        saved = admin.get(f"{SCHEDULES}/{schedule['id']}").json
+        assert (saved["overlap_policy"], saved["version"]) == ("skip_while_launching", 2)
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("en", "An earlier run's approval was still waiting for review."),
+        ("zh", "更早的一次执行发起的审批仍在等待审核。"),
+    ],
+)
+def test_a_skipped_run_says_which_waiting_approval_blocked_it(
+    client: FlaskClient,
+    admin: Api,
+    body: dict[str, Any],
+    services: Services,
+    clock: FakeClock,
+    language: str,
+    words: str,
+) -> None:
+    every_second = {"kind": "cron", "expression": "* * * * * *"}
+    fields = {"trigger": every_second, "overlap_policy": "skip_while_open", "enabled": True}
+    schedule = admin.post(SCHEDULES, {**body, **fields}).json
+    for _ in range(2):
+        clock.advance(1)
+        Ticker.of(services).scan()
+        Worker.of(services).drain()
+    services.projector.catch_up()
+    skipped, launched = admin.get(f"{SCHEDULES}/{schedule['id']}/runs").json["items"]
+    reader = Console(client, admin.token, language)
+    page = reader.get(f"/console/runs/{skipped['id']}").text
+    assert str(escape(words)) in page
+    assert f"/console/runs/{launched['id']}" in page
+    assert f"/console/approvals/{launched['instance_id']}" in page
+    assert str(escape(words)) in reader.get(f"/console/schedules/{schedule['id']}").text
 
 
 def test_an_auditor_sees_no_actions_and_the_server_refuses_them(

@@ -1,6 +1,7 @@
 // The console's own script: remembers the browser's time zone, sends the CSRF token with
-// htmx's requests, asks before a form marked data-confirm is sent, and shows the message of
-// an htmx request the server refused (htmx swaps no error answer).
+// htmx's requests, asks before a form marked data-confirm is sent, lets a box in a table's
+// head pick every row's box, and shows the message of an htmx request the server refused
+// (htmx swaps no error answer).
 (function () {
   "use strict";
   var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
@@ -16,6 +17,13 @@
   document.addEventListener("submit", function (event) {
     var question = event.target.getAttribute("data-confirm");
     if (question && !window.confirm(question)) { event.preventDefault(); }
+  });
+  document.addEventListener("change", function (event) {
+    var all = event.target;
+    if (!all.classList || !all.classList.contains("pick-all")) { return; }
+    all.closest("table").querySelectorAll('tbody input[type="checkbox"]').forEach(function (box) {
+      box.checked = all.checked;
+    });
   });
   document.addEventListener("htmx:responseError", function (event) {
     var alert = document.getElementById("console-alert");
