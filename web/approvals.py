@@ -34,7 +34,7 @@ from web.idempotency import replay_headers
 from web.paging import listed, window
 from web.preconditions import InService, etag, if_match_accepts
 from web.problems import Problem
-from web.schemas import (
+from web.schemas.approvals import (
     ApprovalListQuery,
     ApprovalOut,
     ApprovalSubmit,
@@ -43,10 +43,10 @@ from web.schemas import (
     CommandRejection,
     ExtendDeadlineIn,
     SignCallbackIn,
-    TimelineOut,
     WithdrawIn,
-    page_of,
 )
+from web.schemas.audit import TimelineOut
+from web.schemas.base import page_of
 
 bp = Blueprint("approvals", __name__, url_prefix="/api/approvals")
 TAG = "approvals"

@@ -25,13 +25,11 @@ from web.idempotency import keyed_request, replay_headers
 from web.json_depth import check_nesting
 from web.paging import listed, window
 from web.problems import Problem
-from web.schemas import (
+from web.schemas.base import PageQuery, VersionReasonBody, page_of
+from web.schemas.callback_sources import (
     CallbackSourceCreate,
     CallbackSourceOut,
     CallbackSourceSecretOut,
-    PageQuery,
-    VersionReasonBody,
-    page_of,
 )
 
 bp = Blueprint("callback_sources", __name__, url_prefix="/api/callback-sources")

@@ -22,7 +22,16 @@ from projections.directory import ACCOUNT_ORDER, DEFINITION_ORDER
 from web.api import Answered, MergePatch, endpoint, services
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
-from web.schemas import (
+from web.schemas.audit import TimelineOut
+from web.schemas.base import (
+    PageQuery,
+    ReasonBody,
+    VersionBody,
+    VersionReasonBody,
+    defaults_of,
+    page_of,
+)
+from web.schemas.directory import (
     AccountCreate,
     AccountFieldsIn,
     AccountOut,
@@ -33,14 +42,7 @@ from web.schemas import (
     DefinitionOut,
     DefinitionPatch,
     DefinitionUpdate,
-    PageQuery,
-    ReasonBody,
-    TimelineOut,
     TokenOut,
-    VersionBody,
-    VersionReasonBody,
-    defaults_of,
-    page_of,
 )
 
 bp = Blueprint("directory", __name__, url_prefix="/api")

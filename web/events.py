@@ -35,7 +35,8 @@ from domain.directory import Principal
 from domain.permissions import AUDIT_READ, SCHEDULE_LIST
 from web.api import authorize, load, services
 from web.problems import Problem, problem
-from web.schemas import QUERY_INTEGER, QueryInteger, TimelineEntryOut
+from web.schemas.audit import TimelineEntryOut
+from web.schemas.base import QUERY_INTEGER, QueryInteger
 from web.stream_slots import StreamLimits, StreamSlot, StreamSlots, TooManyStreams
 
 bp = Blueprint("events", __name__, url_prefix="/api/events")

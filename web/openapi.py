@@ -25,7 +25,8 @@ from web.freshness import WAIT_SECONDS, WANTED_HEADER, WRITTEN_HEADER
 from web.idempotency import KEY_REUSED, reuse_code
 from web.json_depth import MAX_JSON_DEPTH
 from web.openapi_shapes import register_shapes
-from web.schemas import CommandOut, CommandRejectedOut, PageQuery, ProblemOut
+from web.schemas.approvals import CommandOut, CommandRejectedOut
+from web.schemas.base import PageQuery, ProblemOut
 
 PATH_PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 CODES = re.compile(r"`([A-Z][A-Z_]+)`")  # the problem codes an answer's description names

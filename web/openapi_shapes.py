@@ -27,7 +27,7 @@ from apispec.ext.marshmallow.openapi import OpenAPIConverter
 from marshmallow import fields
 
 from domain.triggers import MAX_EXPRESSION_LENGTH, MAX_WEEKDAYS, MAX_WINDOWS
-from web.schemas import Choice, Choices, Described, Tagged
+from web.schemas.base import Choice, Choices, Described, Tagged
 
 SCHEMAS = "#/components/schemas/"
 HH_MM = "^([01][0-9]|2[0-3]):[0-5][0-9]$"  # domain/triggers.py `_HH_MM`

@@ -10,7 +10,7 @@ from domain.directory import Principal
 from domain.permissions import SCHEDULE_LIST
 from web.api import endpoint, services
 from web.openapi import build_spec
-from web.schemas import BacklogOut
+from web.schemas.ops import BacklogOut
 
 bp = Blueprint("ops", __name__)
 

@@ -25,7 +25,7 @@ from cronledger.health import REBUILDING
 from projections.keyset import Order, SortKey, Window
 from web.api import Answered, dumper, services
 from web.problems import Problem
-from web.schemas import NOT_A_CURSOR
+from web.schemas.base import NOT_A_CURSOR
 
 PAGING = ("page", "cursor")  # what a next page's link sets afresh
 

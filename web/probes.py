@@ -21,7 +21,7 @@ from cronledger.health import Health
 from cronledger.version import installed_version
 from web.api import endpoint
 from web.problems import Problem, register_error_handlers
-from web.schemas import HealthOut, LivenessOut
+from web.schemas.ops import HealthOut, LivenessOut
 
 bp = Blueprint("probes", __name__)
 STORE_TIMEOUT_SECONDS = 1.0  # readiness is refused when the store takes longer to answer

@@ -16,16 +16,9 @@ from projections.runs import RUN_ORDER, RunFilter
 from web.api import Answered, endpoint, services
 from web.idempotency import replay_headers
 from web.paging import listed, window
-from web.schemas import (
-    RunDetailOut,
-    RunListQuery,
-    RunLogQuery,
-    RunNowIn,
-    RunOut,
-    TimelineOut,
-    VersionReasonBody,
-    page_of,
-)
+from web.schemas.audit import TimelineOut
+from web.schemas.base import VersionReasonBody, page_of
+from web.schemas.runs import RunDetailOut, RunListQuery, RunLogQuery, RunNowIn, RunOut
 
 bp = Blueprint("runs", __name__, url_prefix="/api/workflows/schedules/<schedule_id>")
 log_bp = Blueprint("run_log", __name__, url_prefix="/api/workflows/runs")

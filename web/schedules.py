@@ -23,12 +23,13 @@ from projections.schedules import SCHEDULE_ORDER, ScheduleFilter
 from web.api import Answered, Either, MergePatch, endpoint, services
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
-from web.schemas import (
+from web.schemas.audit import TimelineOut
+from web.schemas.base import ReasonBody, VersionQuery, VersionReasonBody, defaults_of, page_of
+from web.schemas.schedules import (
     OverlapMoveIn,
     OverlapMovesOut,
     PreviewIn,
     PreviewOut,
-    ReasonBody,
     SavedPreviewQuery,
     ScheduleFieldsIn,
     ScheduleFromPresetIn,
@@ -36,11 +37,6 @@ from web.schemas import (
     ScheduleOut,
     SchedulePatch,
     ScheduleUpdate,
-    TimelineOut,
-    VersionQuery,
-    VersionReasonBody,
-    defaults_of,
-    page_of,
 )
 
 bp = Blueprint("schedules", __name__, url_prefix="/api/workflows/schedules")

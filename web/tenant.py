@@ -10,7 +10,7 @@ from cronledger.application.pauses import TenantPauseView
 from domain.directory import Principal
 from domain.permissions import SCHEDULE_EDIT, SCHEDULE_LIST
 from web.api import endpoint, services
-from web.schemas import PauseBody, TenantOut
+from web.schemas.directory import PauseBody, TenantOut
 
 bp = Blueprint("tenant", __name__, url_prefix="/api/tenant")
 OPERATIONS = "operations"

@@ -16,8 +16,9 @@ from projections.webhooks import DELIVERY_ORDER, WEBHOOK_ORDER
 from web.api import Answered, endpoint, services
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
-from web.schemas import PageQuery, ReasonBody, TimelineOut, VersionBody, VersionReasonBody
-from web.webhook_schemas import (
+from web.schemas.audit import TimelineOut
+from web.schemas.base import PageQuery, ReasonBody, VersionBody, VersionReasonBody
+from web.schemas.webhooks import (
     DeliveryOut,
     DeliveryPage,
     WebhookCreate,

@@ -20,7 +20,10 @@ from web import MAX_BODY_BYTES
 from web.api import Either, EndpointSpec, MergePatch
 from web.events import StreamQuery
 from web.json_depth import MAX_JSON_DEPTH
-from web.schemas import ApprovalSubmit, DefinitionCreate, PageQuery, PreviewIn
+from web.schemas.approvals import ApprovalSubmit
+from web.schemas.base import PageQuery
+from web.schemas.directory import DefinitionCreate
+from web.schemas.schedules import PreviewIn
 
 MIB = 1024 * 1024
 PREVIEW = "/api/workflows/schedules/preview"

@@ -3,7 +3,9 @@ every code, and the only bodies README.md and docs/api.md show."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +24,7 @@ from openapi_schema_validator import (
 from referencing import Registry
 from referencing.jsonschema import DRAFT4
 
-from web import schemas, webhook_schemas
+import web.schemas
 from web.examples import EXAMPLES
 from web.problems import STATUS_OF_CODE, problem
 
@@ -174,9 +176,12 @@ def test_the_request_examples_load_as_the_server_loads_them(
 
 
 def _schema_named(name: str) -> type[Schema]:
-    """A request body's schema, from the module that declares it."""
-    found: type[Schema] = getattr(schemas, name, None) or getattr(webhook_schemas, name)
-    return found
+    """A request body's schema, from the module of web/schemas/ that declares it."""
+    for module in pkgutil.iter_modules(web.schemas.__path__, "web.schemas."):
+        found = getattr(importlib.import_module(module.name), name, None)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    raise LookupError(name)
 
 
 def _load_errors(schema: Schema, value: Any) -> list[ValidationError]:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from web.schemas import OMITTED_WHEN
+from web.schemas.base import OMITTED_WHEN
 
 SCHEMAS = "#/components/schemas/"
 JSON_TYPES = ("application/json", "application/problem+json", "application/merge-patch+json")

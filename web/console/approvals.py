@@ -54,7 +54,7 @@ from web.console.live import caught_up, live_url, shown_position
 from web.freshness import wanted_position
 from web.paging import window
 from web.problems import STATUS_OF_CODE, Problem
-from web.schemas import ApprovalListQuery, ApproveIn, ExtendDeadlineIn, WithdrawIn
+from web.schemas.approvals import ApprovalListQuery, ApproveIn, ExtendDeadlineIn, WithdrawIn
 
 bp = Blueprint("approvals", __name__, url_prefix="/approvals")
 

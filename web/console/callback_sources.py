@@ -19,7 +19,8 @@ from domain.permissions import DIRECTORY_MANAGE
 from projections.keyset import Window
 from web.api import flatten, services
 from web.console.access import signed_in
-from web.schemas import CallbackSourceCreate, ReasonBody
+from web.schemas.base import ReasonBody
+from web.schemas.callback_sources import CallbackSourceCreate
 
 bp = Blueprint("callback_sources", __name__, url_prefix="/callback-sources")
 PAGE_SIZE = 50

@@ -20,7 +20,8 @@ from domain.permissions import DIRECTORY_MANAGE, ROLES
 from projections.keyset import Window
 from web.api import flatten, services
 from web.console.access import signed_in
-from web.schemas import AccountCreate, DefinitionCreate, ReasonBody
+from web.schemas.base import ReasonBody
+from web.schemas.directory import AccountCreate, DefinitionCreate
 
 bp = Blueprint("directory", __name__, url_prefix="/directory")
 PAGE_SIZE = 50

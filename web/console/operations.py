@@ -19,10 +19,10 @@ from domain.permissions import AUDIT_READ, SCHEDULE_LIST
 from projections.keyset import Window
 from projections.operations import KINDS, OperationFilter
 from web.api import flatten, services
-from web.audit import OperationsQuery
 from web.console.access import signed_in
 from web.console.charts import Chart, bar_chart, number
 from web.console.clock import viewer_zone
+from web.schemas.audit import OperationsQuery
 
 bp = Blueprint("operations", __name__, url_prefix="/operations")
 AUDIT_PAGE_SIZE = 50

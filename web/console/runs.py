@@ -51,7 +51,8 @@ from web.console.live import caught_up, live_url
 from web.console.overlap_words import blocked_words, overlap_words
 from web.paging import window
 from web.problems import STATUS_OF_CODE, Problem
-from web.schemas import RunLogQuery, VersionReasonBody
+from web.schemas.base import VersionReasonBody
+from web.schemas.runs import RunLogQuery
 
 bp = Blueprint("runs", __name__, url_prefix="/runs")
 PAGE_SIZE = 20

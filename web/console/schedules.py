@@ -51,9 +51,9 @@ from web.console.access import signed_in
 from web.console.overlap_words import blocked_words, overlap_words
 from web.console.schedule_words import WEEKDAYS, _, as_written, in_words
 from web.problems import STATUS_OF_CODE
-from web.schemas import (
+from web.schemas.base import ReasonBody
+from web.schemas.schedules import (
     OverlapMoveIn,
-    ReasonBody,
     ScheduleFieldsIn,
     ScheduleFromPresetIn,
     ScheduleListQuery,

@@ -28,7 +28,7 @@ from domain.permissions import AUDIT_READ
 from web.api import services
 from web.console.access import signed_in
 from web.console.clock import viewer_zone
-from web.schemas import EARLIEST, LATEST
+from web.schemas.base import EARLIEST, LATEST
 
 bp = Blueprint("timelines", __name__, url_prefix="/timelines")
 

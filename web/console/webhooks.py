@@ -22,7 +22,7 @@ from domain.webhooks import EVENT_TYPES, SubscriptionFields
 from projections.keyset import Window
 from web.api import flatten, services
 from web.console.access import signed_in
-from web.webhook_schemas import WebhookCreate
+from web.schemas.webhooks import WebhookCreate
 
 bp = Blueprint("webhooks", __name__, url_prefix="/webhooks")
 PAGE_SIZE = 50

@@ -5,7 +5,7 @@ from __future__ import annotations
 from marshmallow import fields, validate
 
 from domain.webhooks import DELIVERY_STATUSES, EVENT_TYPES, MAX_DESCRIPTION, MAX_URL
-from web.schemas import (
+from web.schemas.base import (
     Choice,
     Choices,
     OutSchema,

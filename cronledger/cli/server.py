@@ -1,0 +1,151 @@
+"""Serving the web API with waitress, and shutting a process down: drain, then exit
+(docs/deployment.md)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from cronledger.application.services import (
+    Services,
+)
+from cronledger.health import DRAINING
+from tick.loops import Loop, stop_on_signals
+
+if TYPE_CHECKING:
+    from flask import Flask
+from cronledger.cli.base import log
+
+API_CONNECTIONS = 100  # connections a web process keeps open for API clients (waitress's default)
+
+
+def run_alone(services: Services, loop: Loop, probes: Flask | None) -> None:
+    if probes is not None:
+        from cronledger.application.metrics import registry_for
+        from web.probes import attach_probes
+
+        attach_probes(probes, services, registry_for(services))
+    stop_on_signals(Shutdown(services, [loop]).begin)
+    loop.run()
+
+
+class Shutdown:
+    """SIGTERM or SIGINT: not ready at once, every loop asked to stop at the same time, a web
+    server serving on for CRONLEDGER_DRAIN_SECONDS then closing once its requests are answered;
+    after CRONLEDGER_SHUTDOWN_GRACE_SECONDS the process exits, whatever is left undone."""
+
+    def __init__(self, services: Services, loops: list[Loop], server: Any = None) -> None:
+        self.health, self.settings = services.health, services.settings
+        self.loops, self.server = loops, server
+        self.deadline: float | None = None
+
+    def begin(self) -> None:
+        if self.deadline is not None:
+            return
+        grace = self.settings.shutdown_grace_seconds
+        self.deadline = time.monotonic() + grace
+        self.health.enter(DRAINING, "shutting down")
+        log.info("shutting down", extra={"drain_seconds": self.settings.drain_seconds})
+        for loop in self.loops:
+            loop.stop.set()
+        timer = threading.Timer(grace, _exit_anyway, (grace,))
+        timer.daemon = True  # a process done sooner does not wait for it
+        timer.start()
+        if self.server is not None:
+            threading.Thread(target=self._drain, name="drain", daemon=True).start()
+
+    def remaining(self) -> float:
+        return max(0.0, (self.deadline or time.monotonic()) - time.monotonic())
+
+    def join(self, threads: list[threading.Thread]) -> None:
+        """Wait for the loops together, until the shutdown's deadline at most."""
+        for thread in threads:
+            thread.join(self.remaining())
+
+    def _drain(self) -> None:
+        from waitress import wasyncore
+
+        server = self.server
+        time.sleep(min(self.settings.drain_seconds, self.remaining()))
+        try:
+            server.trigger.pull_trigger(lambda: wasyncore.dispatcher.close(server))  # no new client
+            while _answering(server) and self.remaining() > 0:
+                time.sleep(0.05)
+        except Exception:  # the server is closed below all the same
+            log.exception("draining failed: closing the server now")
+        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))  # ends server.run
+
+
+def _answering(server: Any) -> bool:
+    """Whether a connection of the server still reads, runs or writes a request."""
+    from waitress.channel import HTTPChannel
+
+    return any(
+        channel.requests or channel.request is not None or channel.total_outbufs_len
+        for channel in server._map.copy().values()  # a copy taken at once: the map changes
+        if isinstance(channel, HTTPChannel)
+    )
+
+
+def _exit_anyway(grace: float) -> None:
+    log.error("shutdown took longer than %s s: exiting anyway", grace)
+    logging.shutdown()
+    os._exit(1)
+
+
+def serve_web(
+    services: Services,
+    host: str,
+    port: int,
+    threads: int,
+    loops: list[Loop],
+    probes: Flask | None,
+    sock: socket.socket | None = None,
+) -> None:
+    """Serve the API with `threads` threads, and each event stream the process allows with a
+    thread of its own beside them; on `sock` (a worker's shared socket) if given, else on a
+    socket of its own bound to `host:port`."""
+    import waitress
+
+    from web import MAX_BODY_BYTES, create_app
+    from web.probes import attach_probes
+    from web.server_errors import answer_refusals_as_problems
+
+    app = create_app({"SERVICES": services})
+    if probes is not None:
+        attach_probes(probes, services, app.extensions["metrics"])
+    streams = services.settings.streams_per_process
+    where: dict[str, Any] = {"sockets": [sock]} if sock else {"host": host, "port": port}
+    server = waitress.create_server(
+        app,
+        **where,
+        threads=threads + streams,
+        connection_limit=API_CONNECTIONS + streams,
+        asyncore_use_poll=True,  # select() watches no more than 1,024 sockets
+        ident="cronledger",
+        # a longer body is 413 before it is buffered (waitress refuses from this size on)
+        max_request_body_size=MAX_BODY_BYTES + 1,
+        channel_request_lookahead=1,  # keeps reading, so a stream sees its client leave
+    )
+    answer_refusals_as_problems(server)  # waitress's own 413 and 400 too
+
+    shutdown = Shutdown(services, loops, server)
+    stop_on_signals(shutdown.begin)
+    loop_threads = [loop.start() for loop in loops]
+    if sock is None:
+        click.echo(f"cronledger listening on http://{host}:{port} ({services.store.kind})")
+    else:
+        log.info("web worker serving", extra={"pid": os.getpid(), "store": services.store.kind})
+    try:
+        server.run()
+    except OSError:
+        pass  # the drain closed the server's sockets
+    finally:
+        shutdown.begin()  # no-op after a signal
+        shutdown.join(loop_threads)

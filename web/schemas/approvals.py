@@ -1,0 +1,329 @@
+"""Shapes of approval instances and their commands (docs/approvals.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import (
+    Schema,
+    ValidationError,
+    fields,
+    validate,
+    validates_schema,
+)
+
+from web.schemas.base import (
+    Choice,
+    Described,
+    KeyedBody,
+    LocalDateTime,
+    OffsetDateTime,
+    OutSchema,
+    PageQuery,
+    ProblemOut,
+    Tagged,
+    UtcDateTime,
+    command_id_field,
+    form_data_field,
+    id_filter,
+    instant_text,
+    name_field,
+    server_uuid,
+    strict_int,
+)
+from web.schemas.directory import EscalationOut, ReminderOut, ReminderSentOut
+from web.schemas.enums import (
+    APPROVAL_STATE,
+    DECIDING_COMMAND,
+    DECISION_OUTCOME,
+    RUN_TRIGGER,
+    TRIGGER_KIND,
+)
+
+
+class ApprovalSubmit(KeyedBody):
+    command_id = command_id_field()
+    definition_id = fields.String(required=True, validate=validate.Length(1, 64))
+    title = name_field(required=True)
+    form_data = form_data_field(load_default=dict)
+    material_version = strict_int(0, 2**31, required=True)
+    review_deadline_at = OffsetDateTime(
+        load_default=None,
+        metadata={
+            "description": "default: now + the review window; its offset is kept beside the "
+            "UTC value (`review_deadline_at_local`)"
+        },
+    )
+
+
+class ApproveIn(KeyedBody):
+    command_id = command_id_field()
+    material_version = strict_int(0, 2**31, required=True)
+
+
+class WithdrawIn(KeyedBody):
+    command_id = command_id_field()
+    material_version = strict_int(
+        0,
+        2**31,
+        metadata={"description": "optional: a version other than the current is STALE_MATERIAL"},
+    )
+
+
+class ExtendDeadlineIn(KeyedBody):
+    command_id = command_id_field()
+    new_deadline_at = OffsetDateTime(
+        required=True,
+        metadata={"description": "its offset is kept beside the UTC value"},
+    )
+    reason = fields.String(required=True, validate=validate.Length(1, 500))
+
+
+class SignCallbackIn(KeyedBody):
+    command_id = command_id_field()
+    contract_id = fields.String(required=True, validate=validate.Length(1, 128))
+    material_version = strict_int(0, 2**31, required=True)
+    occurred_at = UtcDateTime(required=True, metadata={"description": "the caller's claim"})
+    source = fields.String(required=True, validate=validate.Length(1, 128))
+
+
+class OriginOut(OutSchema):
+    """The fire that launched an instance (requirement 001: workflow schedules)."""
+
+    source = Choice(RUN_TRIGGER, metadata={"description": "what registered the run"})
+    schedule_id = server_uuid()
+    schedule_name = fields.String()
+    fire_id = server_uuid(metadata={"description": "the run's id"})
+    run_id = server_uuid(metadata={"description": "the same as fire_id (earlier releases)"})
+    scheduled_for = instant_text(metadata={"description": "the run's planned instant"})
+    trigger_kind = Choice(TRIGGER_KIND)
+    trigger = Described("TriggerOut", metadata={"description": "the schedule's trigger, frozen"})
+    definition_revision = fields.Integer(
+        allow_none=True,
+        dump_default=None,
+        metadata={"description": "the definition's revision launched; null before 0.2.0"},
+    )
+    definition_name = fields.String(
+        allow_none=True,
+        dump_default=None,
+        metadata={"description": "that revision's name; null before 0.2.0"},
+    )
+    saved_by = fields.String(
+        allow_none=True,
+        dump_default=None,
+        metadata={
+            "description": "who last saved the schedule; null if the launch did not record it"
+        },
+    )
+
+
+class ApprovalListQuery(PageQuery):
+    state = Choice(APPROVAL_STATE, load_default=None, metadata={"description": "its state"})
+    applicant_id = id_filter("the applicant's account id")
+    definition_id = id_filter("the definition's id")
+    schedule_id = fields.UUID(
+        load_default=None, metadata={"description": "the schedule that launched it"}
+    )
+    deadline_from = UtcDateTime(
+        load_default=None, metadata={"description": "review deadline, inclusive"}
+    )
+    deadline_to = UtcDateTime(
+        load_default=None, metadata={"description": "review deadline, exclusive"}
+    )
+
+    @validates_schema
+    def _check_window(self, data: dict[str, Any], **kwargs: Any) -> None:
+        start, end = data.get("deadline_from"), data.get("deadline_to")
+        if start is not None and end is not None and end < start:
+            raise ValidationError("must not be before deadline_from", "deadline_to")
+
+
+class ObservationOut(OutSchema):
+    """A signing callback as kept, matched against the instance when it was recorded."""
+
+    command_id = fields.String()
+    contract_id = fields.String()
+    material_version = fields.Integer()
+    occurred_at = instant_text(metadata={"description": "the claim"})
+    source = fields.String()
+    outcome = Choice(
+        DECISION_OUTCOME, metadata={"description": "OBSERVED, or what a late callback got"}
+    )
+    recorded_at = instant_text()
+    material_matches = fields.Boolean(
+        metadata={"description": "its material_version was the instance's current one"}
+    )
+    contract_matches = fields.Boolean(
+        metadata={"description": "its contract_id was the instance's (the first one binds it)"}
+    )
+
+
+class ExtensionOut(OutSchema):
+    old_deadline_at = instant_text()
+    new_deadline_at = instant_text()
+    reason = fields.String()
+    actor = fields.String()
+    at = instant_text()
+    rule_version = fields.Integer(metadata={"description": "the deadline rules' version"})
+
+
+class WinningCommandOut(OutSchema):
+    """The command that decided an instance."""
+
+    command_id = fields.String(allow_none=True, metadata={"description": "null for a sweep"})
+    kind = Choice(DECIDING_COMMAND)
+    actor = fields.String()
+
+
+def rule_version_field() -> fields.Integer:
+    return fields.Integer(
+        allow_none=True,
+        dump_default=None,
+        metadata={"description": "the deadline rules' version; null before 0.2.0 (version 1)"},
+    )
+
+
+def deadline_source(source: str) -> fields.String:
+    return fields.String(metadata={"enum": [source]})
+
+
+class ExplicitDeadlineOut(OutSchema):
+    """The deadline the submission asked for."""
+
+    source = deadline_source("explicit")
+    rule_version = rule_version_field()
+
+
+class WindowDeadlineOut(OutSchema):
+    """The deadline the definition's review window set, from the submission's time."""
+
+    source = deadline_source("definition")
+    review_window_seconds = fields.Integer()
+    definition_revision = fields.Integer(
+        allow_none=True,
+        dump_default=None,
+        metadata={
+            "description": "the definition's revision whose window it was; null when a "
+            "schedule launched it (the run's `definition_revision`) or before 0.2.0"
+        },
+    )
+    rule_version = rule_version_field()
+
+
+class ExtendedDeadlineOut(OutSchema):
+    """The deadline the last extend-deadline command set."""
+
+    source = deadline_source("extended")
+    reason = fields.String()
+    rule_version = rule_version_field()
+
+
+class ApprovalOut(OutSchema):
+    id = server_uuid()
+    definition_id = server_uuid()
+    title = fields.String()
+    form_data = form_data_field()
+    applicant_id = fields.String()
+    state = Choice(APPROVAL_STATE)
+    material_version = fields.Integer()
+    review_deadline_at = UtcDateTime()
+    review_deadline_at_local = LocalDateTime(
+        metadata={
+            "description": "`review_deadline_at` at the offset it was given with; UTC "
+            "(+00:00) when none was given, e.g. a deadline from the review window"
+        }
+    )
+    deadline_policy = Tagged(
+        "DeadlinePolicyOut",
+        "source",
+        {
+            "explicit": ExplicitDeadlineOut,
+            "definition": WindowDeadlineOut,
+            "extended": ExtendedDeadlineOut,
+        },
+        metadata={"description": "how the review deadline was set"},
+    )
+    origin = fields.Nested(
+        OriginOut, allow_none=True, metadata={"description": "null unless a schedule launched it"}
+    )
+    allow_self_approval = fields.Boolean()
+    submitted_at = UtcDateTime()
+    decided_at = UtcDateTime(allow_none=True)
+    decided_by = fields.String(
+        allow_none=True,
+        metadata={"description": "who decided it (`system:sweeper`: an expiry); null if waiting"},
+    )
+    winning_command = fields.Nested(
+        WinningCommandOut, allow_none=True, metadata={"description": "null while waiting"}
+    )
+    version = fields.Integer()
+    observations = fields.List(fields.Nested(ObservationOut))
+    contract_id = fields.String(
+        allow_none=True,
+        metadata={"description": "bound by the first signing callback; null before it"},
+    )
+    extensions = fields.List(fields.Nested(ExtensionOut))
+    reminders = fields.List(
+        fields.Nested(ReminderOut), metadata={"description": "from the definition at submission"}
+    )
+    escalation = fields.Nested(
+        EscalationOut,
+        allow_none=True,
+        metadata={"description": "from the definition at submission; null: none"},
+    )
+    reminders_sent = fields.List(
+        fields.Nested(ReminderSentOut),
+        metadata={"description": "the reminders recorded so far, each once, oldest first"},
+    )
+    escalated_account_id = fields.String(
+        allow_none=True, metadata={"description": "who it was escalated to; null until then"}
+    )
+    escalated_at = UtcDateTime(
+        allow_none=True, metadata={"description": "when the escalation was recorded"}
+    )
+    next_notice_at = UtcDateTime(
+        allow_none=True,
+        metadata={
+            "description": "when the next reminder or the escalation is due; null when none "
+            "is left before the deadline, or once decided"
+        },
+    )
+
+
+class CommandOut(OutSchema):
+    outcome = Choice(DECISION_OUTCOME)
+    state = Choice(APPROVAL_STATE)
+    instance = fields.Nested(ApprovalOut)
+    replayed = fields.Boolean()
+    reason = fields.String(metadata={"description": "why the command won or lost"})
+    winning_command = fields.Nested(
+        WinningCommandOut,
+        allow_none=True,
+        metadata={"description": "the command that decided the instance; null while it waits"},
+    )
+
+
+class CommandRejection(Schema):
+    """What a decision command that lost got: the members its problem document adds."""
+
+    outcome = Choice(DECISION_OUTCOME, metadata={"description": "what it got"})
+    state = Choice(APPROVAL_STATE, metadata={"description": "the instance's state now"})
+    replayed = fields.Boolean(metadata={"description": "a repeat of the command, answered again"})
+    reason = fields.String(metadata={"description": "why it lost; the same as `detail`"})
+    winning_command = fields.Nested(
+        WinningCommandOut,
+        allow_none=True,
+        metadata={"description": "the command that decided the instance; null while it waits"},
+    )
+    approval = fields.Nested(
+        ApprovalOut,
+        metadata={"description": "the instance as the command left it"},
+    )
+
+
+class CommandRejectedOut(ProblemOut, CommandRejection):
+    """A decision command that lost (code COMMAND_REJECTED), recorded: a problem document with
+    what the command got. Other 409s of the same operations are plain problem documents."""
+
+    class Meta(OutSchema.Meta):
+        exclude = ("errors",)

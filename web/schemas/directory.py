@@ -1,0 +1,242 @@
+"""Shapes of the tenant, accounts, tokens and process definitions (docs/api.md#directory)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import (
+    ValidationError,
+    fields,
+    validate,
+    validates_schema,
+)
+
+from domain.directory import MAX_REMINDERS, PUBLIC_ID
+from domain.permissions import ROLES
+from domain.reasons import MAX_REASON
+from web.schemas.base import (
+    Choice,
+    Described,
+    OutSchema,
+    StrictSchema,
+    UtcDateTime,
+    form_data_field,
+    instant_text,
+    merge_patch_of,
+    name_field,
+    replacing,
+    server_uuid,
+    strict_bool,
+    strict_int,
+    with_reason,
+)
+from web.schemas.enums import ROLE
+
+PRESET_ID = r"^[a-z][a-z0-9_-]{0,63}$"
+
+DEFINITION_KEY = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
+
+MAX_REVIEW_WINDOW_SECONDS = 366 * 24 * 3600
+
+
+class PauseBody(StrictSchema):
+    """Pausing or resuming the tick for a tenant: always with why."""
+
+    reason = fields.String(
+        required=True,
+        validate=validate.Length(1, MAX_REASON),
+        metadata={"description": "why, recorded on the event (timelines and the audit show it)"},
+    )
+
+
+class PauseOut(OutSchema):
+    at = UtcDateTime(metadata={"description": "when the pause was recorded"})
+    actor = fields.String(metadata={"description": "who paused"})
+    reason = fields.String()
+
+
+class TenantOut(OutSchema):
+    id = server_uuid()
+    name = fields.String()
+    schedules_paused = fields.Nested(
+        PauseOut,
+        allow_none=True,
+        metadata={"description": "null: the tick registers the tenant's cycles"},
+    )
+
+
+class AccountCreate(StrictSchema):
+    id = fields.String(
+        validate=validate.Regexp(PUBLIC_ID, error="use 1-64 letters, digits, . _ @ -")
+    )
+    name = name_field(required=True)
+    roles = fields.List(Choice(ROLE), required=True, validate=validate.Length(max=len(ROLES)))
+
+
+class AccountFieldsIn(StrictSchema):
+    name = name_field(required=True)
+    roles = AccountCreate._declared_fields["roles"]
+
+
+AccountUpdate = with_reason(replacing(AccountFieldsIn, "AccountUpdate"))
+
+AccountPatch = merge_patch_of(AccountUpdate, "AccountPatch")
+
+
+class AccountOut(OutSchema):
+    id = fields.String()
+    name = fields.String()
+    roles = fields.List(Choice(ROLE))
+    active = fields.Boolean()
+    version = fields.Integer()
+    created_at = UtcDateTime()
+
+
+class TokenOut(OutSchema):
+    token = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "shown once; only its hash is kept (null on a replay: the secret "
+            "is shown once)"
+        },
+    )
+    token_id = server_uuid()
+
+
+class PresetIn(StrictSchema):
+    id = fields.String(required=True, validate=validate.Regexp(PRESET_ID))
+    title = name_field(required=True)
+    description = fields.String(validate=validate.Length(max=2000), load_default="")
+    timezone = fields.String(validate=validate.Length(max=64), load_default=None)
+    trigger = Described("TriggerIn", required=True)
+    form_data = form_data_field(load_default=dict)
+
+
+class PresetOut(OutSchema):
+    """A ready-made schedule of a definition (`POST /api/workflows/schedules` with its id)."""
+
+    id = fields.String()
+    title = fields.String()
+    description = fields.String()
+    timezone = fields.String(
+        allow_none=True, metadata={"description": "IANA name; null: the business time zone"}
+    )
+    trigger = Described("TriggerOut")
+    form_data = form_data_field()
+
+
+class ReminderIn(StrictSchema):
+    before_seconds = strict_int(
+        1,
+        MAX_REVIEW_WINDOW_SECONDS,
+        required=True,
+        metadata={"description": "how long before the review deadline; less than the window"},
+    )
+
+
+class EscalationIn(StrictSchema):
+    after_seconds = strict_int(
+        1,
+        MAX_REVIEW_WINDOW_SECONDS,
+        required=True,
+        metadata={"description": "how long an instance waits for review, from its submission"},
+    )
+    account_id = fields.String(
+        required=True,
+        validate=validate.Regexp(PUBLIC_ID),
+        metadata={"description": "the account it is escalated to, one of the tenant's"},
+    )
+
+
+class ReminderOut(OutSchema):
+    before_seconds = fields.Integer(metadata={"description": "how long before the deadline"})
+
+
+class EscalationOut(OutSchema):
+    after_seconds = fields.Integer(metadata={"description": "how long waiting, from submission"})
+    account_id = fields.String(metadata={"description": "the account it is escalated to"})
+
+
+class ReminderSentOut(OutSchema):
+    """A reminder recorded on an instance (its `ApprovalInstance.ReminderDue` event)."""
+
+    before_seconds = fields.Integer(metadata={"description": "which reminder"})
+    due_at = instant_text(metadata={"description": "when it was due"})
+    at = instant_text(
+        metadata={"description": "when the sweeper recorded it (after downtime: later)"}
+    )
+
+
+NOTICES_FIXED = "fixed on each instance when it starts, as its deadline is"
+
+NOTICES_KEPT = ("reminders", "escalation")  # a PUT leaving them out keeps them (0.7.0 added them)
+
+
+class DefinitionFieldsIn(StrictSchema):
+    name = name_field(required=True)
+    external = strict_bool(required=True)
+    review_window_seconds = strict_int(1, MAX_REVIEW_WINDOW_SECONDS, required=True)
+    schedule_presets = fields.List(
+        fields.Nested(PresetIn), load_default=list, validate=validate.Length(max=100)
+    )
+    allow_self_approval = strict_bool(
+        load_default=False,
+        metadata={
+            "description": "whether an instance's applicant, or the account that last saved the "
+            "schedule that launched it, may approve it; fixed on each instance when it starts"
+        },
+    )
+    reminders = fields.List(
+        fields.Nested(ReminderIn),
+        load_default=list,
+        validate=validate.Length(max=MAX_REMINDERS),
+        metadata={
+            "description": f"at most {MAX_REMINDERS}, each at another offset before the review "
+            f"deadline (docs/approvals.md); {NOTICES_FIXED}; a PUT leaving it out keeps it"
+        },
+    )
+    escalation = fields.Nested(
+        EscalationIn,
+        allow_none=True,
+        load_default=None,
+        metadata={"description": f"null: none; {NOTICES_FIXED}; a PUT leaving it out keeps it"},
+    )
+
+    @validates_schema
+    def unique_presets(self, data: dict[str, Any], **kwargs: Any) -> None:
+        ids = [preset["id"] for preset in data.get("schedule_presets", [])]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValidationError(
+                f"duplicate preset id(s): {', '.join(duplicates)}", "schedule_presets"
+            )
+
+
+class DefinitionCreate(DefinitionFieldsIn):
+    key = fields.String(required=True, validate=validate.Regexp(DEFINITION_KEY))
+
+
+DefinitionUpdate = replacing(DefinitionFieldsIn, "DefinitionUpdate", NOTICES_KEPT)
+
+DefinitionPatch = merge_patch_of(DefinitionUpdate, "DefinitionPatch")
+
+
+class DefinitionOut(OutSchema):
+    id = server_uuid()
+    key = fields.String()
+    name = fields.String()
+    external = fields.Boolean()
+    published = fields.Boolean()
+    revision = fields.Integer(
+        metadata={
+            "description": "the published revision: publishing, and each update while "
+            "published, makes the next one; 0 until first published"
+        }
+    )
+    review_window_seconds = fields.Integer()
+    schedule_presets = fields.List(fields.Nested(PresetOut))
+    allow_self_approval = fields.Boolean()
+    reminders = fields.List(fields.Nested(ReminderOut))
+    escalation = fields.Nested(EscalationOut, allow_none=True)
+    version = fields.Integer()
+    created_at = UtcDateTime()

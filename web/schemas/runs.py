@@ -1,0 +1,123 @@
+"""Shapes of runs and their attempts (docs/api.md#runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import (
+    ValidationError,
+    fields,
+    validates_schema,
+)
+
+from web.schemas.base import (
+    Choice,
+    KeyedBody,
+    LocalDateTime,
+    OutSchema,
+    PageQuery,
+    UtcDateTime,
+    body_key,
+    form_data_field,
+    instant_text,
+    server_uuid,
+    strict_int,
+)
+from web.schemas.enums import ATTEMPT_OUTCOME, RUN_STATUS, RUN_TRIGGER
+from web.schemas.schedules import SkipReasonOut
+
+
+class RunNowIn(KeyedBody):
+    key_field = "request_id"
+    reuse_code = "REQUEST_ID_REUSED"
+    request_id = body_key("with the caller's account and the schedule, the repeat key")
+    version = strict_int(
+        1, 2**31, metadata={"description": "the schedule's; optional, a stale one is 409"}
+    )
+
+
+class RunListQuery(PageQuery):
+    status = Choice(RUN_STATUS, load_default=None, metadata={"description": "its status"})
+
+
+class RunLogQuery(RunListQuery):
+    schedule_id = fields.UUID(load_default=None, metadata={"description": "its schedule's id"})
+    trigger = Choice(RUN_TRIGGER, load_default=None, metadata={"description": "what started it"})
+    planned_from = UtcDateTime(load_default=None, metadata={"description": "inclusive"})
+    planned_to = UtcDateTime(load_default=None, metadata={"description": "exclusive"})
+
+    @validates_schema
+    def _check_window(self, data: dict[str, Any], **kwargs: Any) -> None:
+        start, end = data.get("planned_from"), data.get("planned_to")
+        if start is not None and end is not None and end < start:
+            raise ValidationError("must not be before planned_from", "planned_to")
+
+
+class ErrorOut(OutSchema):
+    """Why a launch failed."""
+
+    code = fields.String(metadata={"description": "stable, e.g. DEFINITION_UNPUBLISHED"})
+    message = fields.String()
+
+
+class AttemptOut(OutSchema):
+    number = fields.Integer()
+    started_at = instant_text()
+    finished_at = instant_text(allow_none=True, metadata={"description": "null while running"})
+    outcome = Choice(
+        ATTEMPT_OUTCOME, allow_none=True, metadata={"description": "null while running"}
+    )
+    error = fields.Nested(ErrorOut, allow_none=True)
+    instance_id = server_uuid(allow_none=True, metadata={"description": "the instance it launched"})
+    worker = fields.String()
+
+
+class RunOut(OutSchema):
+    id = server_uuid()
+    schedule_id = server_uuid()
+    schedule_version = fields.Integer(metadata={"description": "the schedule's, at registration"})
+    definition_revision = fields.Integer(
+        metadata={"description": "the definition's revision it launches, frozen at registration"}
+    )
+    planned_at = UtcDateTime()
+    planned_at_local = LocalDateTime(
+        allow_none=True,
+        metadata={"description": "`planned_at` in the schedule's time zone (frozen with the run)"},
+    )
+    trigger = Choice(RUN_TRIGGER)
+    triggered_by = fields.String(
+        allow_none=True,
+        metadata={"description": "the account (manual) or system:tick (schedule)"},
+    )
+    request_id = fields.String(allow_none=True, metadata={"description": "a manual run's"})
+    status = Choice(RUN_STATUS)
+    title = fields.String()
+    form_data = form_data_field()
+    initiator_id = fields.String()
+    attempt_count = fields.Integer()
+    max_attempts = fields.Integer()
+    next_attempt_at = UtcDateTime(allow_none=True)
+    last_error = fields.Nested(
+        ErrorOut, allow_none=True, metadata={"description": "the last failed attempt's error"}
+    )
+    instance_id = server_uuid(allow_none=True, metadata={"description": "the instance it launched"})
+    registered_at = UtcDateTime()
+    started_at = UtcDateTime(allow_none=True, metadata={"description": "the first attempt's"})
+    finished_at = UtcDateTime(allow_none=True)
+    duration_seconds = fields.Float(
+        allow_none=True, metadata={"description": "from started_at to finished_at"}
+    )
+    error_code = fields.String(
+        allow_none=True, metadata={"description": "the last error's code, unless it succeeded"}
+    )
+    trace_id = fields.String(metadata={"description": "on every log line of its launch"})
+    skipped_count = fields.Integer()
+    missed_until = UtcDateTime(allow_none=True)
+    skip_reason = fields.Nested(
+        SkipReasonOut, allow_none=True, metadata={"description": "set on skipped runs only"}
+    )
+    version = fields.Integer()
+
+
+class RunDetailOut(RunOut):
+    attempts = fields.List(fields.Nested(AttemptOut))

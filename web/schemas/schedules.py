@@ -1,0 +1,243 @@
+"""Shapes of schedules, their previews and the bulk move of overlap policies
+(docs/api.md#schedules)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import (
+    Schema,
+    fields,
+    validate,
+)
+
+from domain.overlap import DEFAULT_OVERLAP_POLICY, policy_named
+from web.schemas.base import (
+    MAX_NAME,
+    Choice,
+    Described,
+    LocalDateTime,
+    OutSchema,
+    PageQuery,
+    StrictSchema,
+    UtcDateTime,
+    form_data_field,
+    id_filter,
+    instant_text,
+    merge_patch_of,
+    name_field,
+    replacing,
+    server_uuid,
+    strict_bool,
+    strict_int,
+)
+from web.schemas.directory import PRESET_ID
+from web.schemas.enums import (
+    MISFIRE_POLICY,
+    OVERLAP_MOVE_OUTCOME,
+    OVERLAP_POLICY,
+    OVERLAP_POLICY_IN,
+    RUN_STATUS,
+    SKIP_REASON_CODE,
+)
+
+MAX_PREVIEW = 50  # fire times in one preview
+
+
+class OverlapPolicyIn(Choice):
+    """An overlap policy in a request: the deprecated `skip` loads as `skip_while_open`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(OVERLAP_POLICY_IN, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        return policy_named(super()._deserialize(value, attr, data, **kwargs))
+
+
+MAX_MOVED = 200  # schedules one bulk move of overlap policies takes
+
+
+class ScheduleFieldsIn(StrictSchema):
+    name = name_field(required=True)
+    definition_id = fields.String(required=True, validate=validate.Length(1, 64))
+    trigger = Described(
+        "TriggerIn",
+        required=True,
+        metadata={
+            "description": "cron or window-interval (docs/time.md); a PATCH merges its trigger "
+            "into the current one (RFC 7396), so changing the kind there needs null for the "
+            "other kind's fields"
+        },
+    )
+    timezone = fields.String(
+        validate=validate.Length(1, 64),
+        allow_none=True,
+        load_default=None,
+        metadata={"description": "IANA name; omitted means CRONLEDGER_TIMEZONE"},
+    )
+    initiator_id = fields.String(required=True, validate=validate.Length(1, 64))
+    title_template = fields.String(validate=validate.Length(max=MAX_NAME), load_default="")
+    form_data = form_data_field(load_default=dict)
+    enabled = strict_bool(load_default=False)
+    misfire_policy = Choice(MISFIRE_POLICY, load_default="catch_up")
+    overlap_policy = OverlapPolicyIn(
+        load_default=DEFAULT_OVERLAP_POLICY,
+        metadata={"description": "skip_while_launching (default) (docs/time.md)"},
+    )
+
+
+class ScheduleFromPresetIn(StrictSchema):
+    definition_id = fields.String(required=True, validate=validate.Length(1, 64))
+    preset_id = fields.String(required=True, validate=validate.Regexp(PRESET_ID))
+    initiator_id = fields.String(required=True, validate=validate.Length(1, 64))
+    name = name_field(load_default=None)
+
+
+ScheduleUpdate = replacing(ScheduleFieldsIn, "ScheduleUpdate")
+
+SchedulePatch = merge_patch_of(ScheduleUpdate, "SchedulePatch")
+
+
+class OverlapMoveIn(StrictSchema):
+    """Schedules to save with another overlap policy, each as an ordinary edit."""
+
+    schedule_ids = fields.List(
+        fields.String(validate=validate.Length(1, 64)),
+        required=True,
+        validate=validate.Length(1, MAX_MOVED),
+        metadata={"description": f"1 to {MAX_MOVED} schedule ids; a repeated id counts once"},
+    )
+    overlap_policy = OverlapPolicyIn(
+        load_default=DEFAULT_OVERLAP_POLICY,
+        metadata={"description": "the policy to save them with; default `skip_while_launching`"},
+    )
+
+
+class OverlapMoveOut(OutSchema):
+    """What the move did to one schedule."""
+
+    schedule_id = fields.String()
+    outcome = Choice(OVERLAP_MOVE_OUTCOME)
+    version = fields.Integer(
+        allow_none=True, metadata={"description": "the schedule's version after; null if not found"}
+    )
+    overlap_policy = Choice(OVERLAP_POLICY, allow_none=True)
+
+
+class OverlapMovesOut(OutSchema):
+    items = fields.List(
+        fields.Nested(OverlapMoveOut), metadata={"description": "in the order asked"}
+    )
+
+
+class SkipReasonOut(OutSchema):
+    code = Choice(SKIP_REASON_CODE)
+    blocking_run_id = server_uuid(
+        allow_none=True, metadata={"description": "OVERLAP: the unfinished run that blocked it"}
+    )
+    blocking_status = Choice(
+        RUN_STATUS,
+        allow_none=True,
+        metadata={
+            "description": "OVERLAP: that run's status then: `PENDING`, `RUNNING` or "
+            "`RETRY_WAIT` (still being launched), or `SUCCEEDED` (its approval waited for "
+            "review); null for a skip recorded before release 0.11.0"
+        },
+    )
+    blocking_instance_id = server_uuid(
+        allow_none=True,
+        metadata={"description": "OVERLAP, `SUCCEEDED`: the approval that waited for review"},
+    )
+    count = fields.Integer(
+        allow_none=True, metadata={"description": "MISSED: how many missed cycles it stands for"}
+    )
+
+
+class LastSkipOut(OutSchema):
+    run_id = server_uuid()
+    planned_at = UtcDateTime()
+    skipped_at = UtcDateTime()
+    skip_reason = fields.Nested(SkipReasonOut)
+
+
+class LastRunOut(OutSchema):
+    """The schedule's newest planned run."""
+
+    run_id = server_uuid()
+    planned_at = instant_text()
+    status = Choice(RUN_STATUS)
+
+
+class NextFireOut(OutSchema):
+    at = UtcDateTime()
+    local = LocalDateTime(metadata={"description": "in the schedule's time zone"})
+
+
+class ScheduleOut(OutSchema):
+    id = server_uuid()
+    name = fields.String()
+    definition_id = server_uuid()
+    trigger = Described("TriggerOut")
+    timezone = fields.String(metadata={"description": "IANA name"})
+    initiator_id = fields.String()
+    title_template = fields.String()
+    form_data = form_data_field()
+    enabled = fields.Boolean()
+    misfire_policy = Choice(MISFIRE_POLICY)
+    overlap_policy = Choice(OVERLAP_POLICY)
+    preset_id = fields.String(allow_none=True)
+    version = fields.Integer()
+    created_at = UtcDateTime()
+    updated_at = UtcDateTime()
+    updated_by = fields.String()
+    next_fire_at = UtcDateTime(allow_none=True)
+    next_fire_at_local = LocalDateTime(
+        allow_none=True, metadata={"description": "`next_fire_at` in the schedule's time zone"}
+    )
+    last_run = fields.Nested(
+        LastRunOut, allow_none=True, metadata={"description": "null before its first run"}
+    )
+    last_skip = fields.Nested(
+        LastSkipOut, allow_none=True, metadata={"description": "the run skipped most recently"}
+    )
+    definition_revision = fields.Integer(
+        metadata={"description": "the definition's revision it was last saved against"}
+    )
+    next_fires = fields.List(
+        fields.Nested(NextFireOut),
+        metadata={"description": "the next 5 fire times after now, computed as if enabled"},
+    )
+
+
+class PreviewIn(StrictSchema):
+    trigger = Described("TriggerIn", required=True)
+    timezone = fields.String(validate=validate.Length(1, 64), allow_none=True, load_default=None)
+    count = strict_int(1, MAX_PREVIEW, load_default=5)
+    after = UtcDateTime(load_default=None, metadata={"description": "with an offset; default now"})
+
+
+class SavedPreviewQuery(Schema):
+    count = fields.Integer(
+        validate=validate.Range(1, MAX_PREVIEW),
+        load_default=5,
+        metadata={"description": "how many fire times"},
+    )
+    after = UtcDateTime(load_default=None, metadata={"description": "with an offset; default now"})
+
+
+class PreviewOut(OutSchema):
+    fire_times = fields.List(UtcDateTime())
+    local_times = fields.List(LocalDateTime())
+
+
+class ScheduleListQuery(PageQuery):
+    name = name_field(load_default=None, metadata={"description": "the exact name"})
+    enabled = fields.Boolean(
+        truthy={"true"}, falsy={"false"}, load_default=None, metadata={"description": "true, false"}
+    )
+    definition_id = id_filter("the definition's id")
+    initiator_id = id_filter("the initiator's account id")
+    overlap_policy = OverlapPolicyIn(
+        load_default=None,
+        metadata={"description": "schedules on this overlap policy (`skip`: `skip_while_open`)"},
+    )
