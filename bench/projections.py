@@ -7,13 +7,13 @@ import time
 from datetime import UTC, datetime
 
 from bench._stores import empty_store
+from cronledger.application.cycles import Ticker
 from cronledger.application.services import Services, open_services
 from cronledger.clock import ManualClock
 from cronledger.config import Settings
 from domain.directory import Principal
 from domain.schedules import Schedule, ScheduleSettings
 from projections.catalog import all_projections
-from tick.ticker import Ticker
 
 SCHEDULES = 1000
 MINUTES = int(os.environ.get("BENCH_PROJECTION_MINUTES", "100"))

@@ -11,6 +11,7 @@ from uuid import uuid4
 from eventsourcing.domain import Aggregate, event
 
 from bench._stores import empty_store
+from cronledger.application.cycles import ScanReport, Ticker
 from cronledger.application.services import Services, open_services
 from cronledger.clock import ManualClock
 from cronledger.config import Settings
@@ -20,7 +21,6 @@ from domain.runs import run_uuid
 from domain.schedules import Schedule, ScheduleSettings
 from domain.triggers import following_fire, load_zone, parse_trigger
 from domain.values import FormData
-from tick.ticker import ScanReport, Ticker
 
 CYCLES = 10_000
 T0 = datetime(2026, 10, 1, 8, 0, tzinfo=UTC)

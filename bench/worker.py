@@ -9,15 +9,15 @@ from datetime import UTC, datetime, timedelta
 
 from bench._results import Figure, Result
 from bench._stores import empty_store
+from cronledger.application.cycles import Ticker
 from cronledger.application.directory import DefinitionFields
+from cronledger.application.launches import LAUNCHES_PER_COMMIT, Worker
 from cronledger.application.services import Services, open_services
 from cronledger.clock import ManualClock
 from cronledger.config import Settings
 from domain.directory import Principal
 from domain.schedules import Schedule, ScheduleSettings
 from domain.values import FormData
-from tick.ticker import Ticker
-from tick.worker import LAUNCHES_PER_COMMIT, Worker
 
 RUNS = int(os.environ.get("BENCH_WORKER_RUNS", "10000"))
 GOAL_SECONDS = 5.0  # issue 17, on both stores

@@ -65,7 +65,6 @@ ATTEMPT_SUCCEEDED = "SUCCEEDED"
 ATTEMPT_FAILED = "FAILED"
 INTERRUPTED = "INTERRUPTED"
 LEASE_RAN_OUT = "the worker's lease ran out"
-WORKER_STOPPED = "the worker stopped before launching it"
 TICK_ACTOR = "system:tick"  # who registers scheduled cycles
 
 
@@ -398,13 +397,6 @@ class Run(Aggregate):
             actor=worker,
         )
         return number
-
-    def release(self, number: int, worker: str, at: datetime) -> None:
-        """A worker stopping gives back an attempt it claimed and did not launch: recorded as
-        a lease that ran out would be (INTERRUPTED; due again at once, or dead-lettered if it
-        was the round's last attempt), only without waiting for the lease."""
-        self.check_holds(number, worker)
-        self._interrupt(WORKER_STOPPED, at, worker)
 
     def _interrupt(self, message: str, at: datetime, actor: str) -> None:
         exhausted = self.attempts_in_round >= self.max_attempts

@@ -19,7 +19,7 @@ class Loop:
     logged and counted and the loop goes on.
 
     `health` hears a beat after every iteration, each failure, and the loop's end, however it
-    ends; `on_stop` runs once it has ended (the worker gives back what it holds).
+    ends.
     """
 
     name: str
@@ -28,7 +28,6 @@ class Loop:
     stop: threading.Event = field(default_factory=threading.Event)
     pause: Callable[[float], object] | None = None  # waits up to `interval`; may return early
     health: Health = field(default_factory=Health)
-    on_stop: Callable[[], object] | None = None
     on_failure: Callable[[str, Exception], object] | None = None  # told the loop's name, error
 
     def run(self) -> None:
@@ -40,8 +39,6 @@ class Loop:
                 (self.pause or self.stop.wait)(self.interval)
         finally:
             self.health.stopped(self.name)
-            if self.on_stop is not None:
-                self.on_stop()
             log.info("loop stopped", extra={"loop": self.name})
 
     def _iterate(self) -> None:

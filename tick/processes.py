@@ -1,15 +1,16 @@
-"""The background processes, each a loop over one service: tick, worker, sweeper, projections."""
+"""The background processes, each a loop over one application service: tick, worker, sweeper,
+projections and notifier. Loops only: every command they run lives in cronledger/application/."""
 
 from __future__ import annotations
 
 import logging
 import threading
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
+from cronledger.application.notifier import Notifier
 from cronledger.application.services import Services
-from cronledger.persistence.wakeup import AppendWakeup
 from tick.loops import Loop
-from tick.ticker import Ticker
-from tick.worker import Worker
 
 log = logging.getLogger("cronledger.tick.processes")
 
@@ -26,8 +27,7 @@ def tick_loop(services: Services) -> Loop:
 
 
 def worker_loop(services: Services, interval: float) -> Loop:
-    """Stopping it stops claiming; the attempts already claimed finish, and any it still holds
-    once it has stopped (their launch failed) are released for other workers."""
+    """Stopping it stops claiming; the batch being launched finishes its commit."""
     worker = Worker.of(services)
     return Loop(
         "worker",
@@ -35,7 +35,6 @@ def worker_loop(services: Services, interval: float) -> Loop:
         worker.drain,
         stop=worker.stopping,
         health=services.health,
-        on_stop=worker.release_held,
         on_failure=services.meters.database_error,
     )
 
@@ -55,7 +54,6 @@ def sweeper_loop(services: Services, interval: float) -> Loop:
 def projections_loop(services: Services, interval: float) -> Loop:
     """On PostgreSQL it wakes on each append's NOTIFY, and polls every `interval` as well."""
     stop = threading.Event()
-    wakeup = AppendWakeup(services.ledger, stop)
     if services.evidence.key is None:
         log.warning(
             "no signing key: the log's Merkle tree is kept but no checkpoint is signed "
@@ -71,7 +69,7 @@ def projections_loop(services: Services, interval: float) -> Loop:
         interval,
         project_and_sign,
         stop,
-        wakeup.wait,
+        services.wakeup(stop),
         health=services.health,
         on_failure=services.meters.database_error,
     )
@@ -85,3 +83,17 @@ def every_loop(services: Services) -> list[Loop]:
         worker_loop(services, 1.0),
         sweeper_loop(services, 1.0),
     ]
+
+
+def notifier_loop(services: Services, interval: float) -> Loop:
+    """Schedules and sends webhook messages every `interval`; stopping it lets the messages
+    being sent finish and be recorded."""
+    notifier = Notifier.of(services)
+    return Loop(
+        "notifier",
+        interval,
+        notifier.work,
+        stop=notifier.stopping,
+        health=services.health,
+        on_failure=services.meters.database_error,
+    )

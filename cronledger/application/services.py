@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -28,6 +30,7 @@ from cronledger.persistence.connections import Limits
 from cronledger.persistence.ledger import Ledger
 from cronledger.persistence.signing_key import load_signing_key, signing_key_path
 from cronledger.persistence.store import Store, redacted_url
+from cronledger.persistence.wakeup import AppendWakeup
 from projections.catalog import all_projections
 from projections.engine import Projector
 
@@ -82,6 +85,11 @@ class Services:
             **figures,
             projection_lag_events=self.projector.lag(),
         )
+
+    def wakeup(self, stop: threading.Event) -> Callable[[float], object]:
+        """How the projections loop waits between passes: up to its interval, ended early by
+        each append's NOTIFY on PostgreSQL, or by `stop`."""
+        return AppendWakeup(self.ledger, stop).wait
 
     def close(self) -> None:
         self.ledger.close()

@@ -15,9 +15,9 @@ from cronledger.application.services import (
 )
 from cronledger.health import Health
 from cronledger.logs import configure_logging
-from tick.notifier import notifier_loop
 from tick.processes import (
     every_loop,
+    notifier_loop,
     projections_loop,
     sweeper_loop,
     tick_loop,

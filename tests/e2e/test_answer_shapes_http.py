@@ -15,13 +15,13 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 from werkzeug.test import TestResponse
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from tests.e2e.helpers import lists_show_what_reads_show
 from tests.release_stores import WORKING, facts, store_written_by
 from tests.support import Api, FakeClock
-from tick.ticker import Ticker
-from tick.worker import Worker
 from web import create_app
 
 DOCUMENT_URI = "urn:cronledger:openapi:closed"

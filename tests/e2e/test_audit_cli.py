@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.services import open_services
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger
@@ -18,7 +19,6 @@ from projections.maintenance import replay
 from tests.e2e.helpers import request
 from tests.processes import killed_mid_work, run_cli
 from tests.support import FakeClock, wait_until
-from tick.ticker import Ticker
 
 EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}
 

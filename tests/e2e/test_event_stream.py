@@ -21,6 +21,7 @@ import pytest
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from cronledger.application.stream import (
     Checkpoint,
@@ -36,7 +37,6 @@ from domain.permissions import SCHEDULE_LIST
 from tests.e2e.helpers import account, answers, assert_problem, other_tenant, request, submit
 from tests.processes import free_port, started
 from tests.support import Api, FakeClock, FakeTime, principal_of, wait_until
-from tick.worker import Worker
 from web import create_app
 
 SECONDS = 5

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from domain.directory import tenant_uuid
 from tests.e2e.helpers import account, assert_problem
 from tests.support import Api, FakeClock
-from tick.worker import Worker
 
 LOGGED_FIELDS = ("trace_id", "run_id", "schedule_id", "tenant_id", "error_code")
 

@@ -7,11 +7,11 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from tests.conftest import Opener
 from tests.support import Api, FakeClock
-from tick.ticker import Ticker
-from tick.worker import Worker
 from web import create_app
 
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}

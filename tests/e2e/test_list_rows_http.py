@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from tests.e2e.helpers import account, assert_problem, lists_show_what_reads_show, submit
 from tests.support import Api, FakeClock
-from tick.ticker import Ticker
-from tick.worker import Worker
 
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}
 

@@ -6,10 +6,10 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from tests.e2e.helpers import account, assert_problem
 from tests.support import Api
-from tick.worker import Worker
 
 LOOKALIKES = {
     "x": {"_type_": "no_such_type", "_data_": 1},

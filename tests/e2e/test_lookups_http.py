@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from tests.e2e.helpers import account, assert_problem, other_tenant, submit
 from tests.support import Api, FakeClock
-from tick.worker import Worker
 
 RUNS = "/api/workflows/runs"
 SCHEDULES = "/api/workflows/schedules"

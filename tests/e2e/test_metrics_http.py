@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from cronledger.application.launches import Worker
 from tests.e2e.helpers import samples
 from tests.support import T0, FakeClock, Opener, World
-from tick.worker import Worker
 from web import create_app
 
 

@@ -14,14 +14,14 @@ import pytest
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.services import Services
 from cronledger.version import installed_version
 from tests.e2e.helpers import samples
 from tests.support import T0, WAIT_SECONDS, Api, FakeClock, Opener, World
+from tests.two_commits import TwoCommitWorker
 from tests.unit.test_alert_rules import alert_rules
 from tick.loops import Loop
-from tick.ticker import Ticker
-from tick.worker import Worker
 from web import create_app
 
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}
@@ -169,7 +169,8 @@ def test_runs_held_by_expired_leases_and_the_oldest_waiting_run(open_with: Opene
     waiting = scrape(client)
     assert waiting[("cronledger_pending_runs", ())] == 1
     assert waiting[("cronledger_oldest_pending_run_age_seconds", ())] == 10
-    assert len(Worker.of(services, "w1").claim()) == 1  # claimed, never launched: w1 is gone
+    gone = TwoCommitWorker.of(services, "w1")
+    assert len(gone.claim()) == 1  # claimed, never launched: w1 is gone
 
     clock.advance(30 + 5)  # the lease ran out 5 s ago
     held = scrape(client)

@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from projections.keyset import Window
 from projections.operations import OperationFilter
 from tests.processes import run_cli
 from tests.support import FakeClock, World
-from tick.ticker import Ticker
 
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.services import Services
 from tests.support import Api, FakeClock
-from tick.ticker import Ticker
 
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}
 INCIDENT = "INC-7: the approval backend is down"

@@ -57,14 +57,13 @@ def test_liveness_is_503_naming_a_loop_that_died(client: FlaskClient, services: 
     def explode() -> None:
         raise Fatal("the loop's thread ends")
 
-    ended = threading.Event()
     healthy = Loop("sweeper", 0.05, lambda: None, health=services.health)
-    doomed = Loop("worker", 0.05, explode, health=services.health, on_stop=ended.set)
+    doomed = Loop("worker", 0.05, explode, health=services.health)
     healthy_thread = healthy.start()
     threading.excepthook, hook = (lambda args: None), threading.excepthook  # no trace printed
     try:
-        doomed.start()
-        wait_until(ended.is_set, "the worker loop ended")
+        doomed_thread = doomed.start()
+        wait_until(lambda: not doomed_thread.is_alive(), "the worker loop ended")
         body = assert_problem(client.get("/livez"), 503, "UNAVAILABLE")
         assert "worker" in body["detail"]
         assert "sweeper" not in body["detail"]
@@ -81,11 +80,17 @@ def test_a_failing_iteration_is_counted_and_the_loop_lives_on(services: Services
     loop = Loop("tick", 0.01, fail, health=services.health)
     thread = loop.start()
     try:
-        wait_until(lambda: services.health.loops["tick"].failures >= 2, "two failures counted")
+        wait_until(lambda: failures(services, "tick") >= 2, "two failures counted")
         assert services.health.dead_loops() == []
     finally:
         loop.stop.set()
         thread.join()
+
+
+def failures(services: Services, name: str) -> int:
+    """The loop's failures so far; 0 before its thread has registered it."""
+    state = services.health.loops.get(name)
+    return 0 if state is None else state.failures
 
 
 def test_a_loop_that_misses_its_heartbeat_is_dead() -> None:

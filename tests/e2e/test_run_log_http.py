@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from tests.e2e.helpers import account, assert_problem
 from tests.support import Api, FakeClock
-from tick.ticker import Ticker
-from tick.worker import Worker
 
 LOG = "/api/workflows/runs"
 EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.services import Services
 from tests.e2e.helpers import account, assert_problem
 from tests.support import Api, FakeClock
-from tick.ticker import Ticker
 
 EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from tests.e2e.helpers import account, assert_problem, log_end, submit
 from tests.support import Api, FakeClock
-from tick.worker import Worker
 
 SUBMIT = "workflow:approval:submit"
 

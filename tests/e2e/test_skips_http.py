@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker, WorkReport
 from cronledger.application.services import Services
 from tests.e2e.helpers import DEFINITION, account, assert_problem, other_tenant
 from tests.support import Api, FakeClock
-from tick.ticker import Ticker
-from tick.worker import Worker, WorkReport
 
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}
 EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}

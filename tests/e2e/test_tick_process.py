@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.directory import DefinitionFields
 from cronledger.application.services import open_services
 from cronledger.config import Settings
@@ -12,7 +13,6 @@ from cronledger.persistence.store import as_instant
 from domain.triggers import fire_times, load_zone, parse_trigger
 from tests.processes import killed_mid_work
 from tests.support import FakeClock
-from tick.ticker import Ticker
 
 HOURLY = {"kind": "cron", "expression": "0 * * * *"}
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from cronledger.application.notifier import Notifier
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from tests.e2e.helpers import account, assert_problem, other_tenant
 from tests.support import Api, FakeClock, Opener
 from tests.webhook_receiver import receiving
-from tick.notifier import Notifier
 from web import create_app
 
 SECRET_KEY = "a test key that is at least thirty-two characters long"

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from tests.e2e.helpers import account, assert_problem
 from tests.support import Api, FakeClock
-from tick.worker import Worker
 
 
 @pytest.fixture

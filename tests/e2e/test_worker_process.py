@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.directory import DefinitionFields
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from tests.processes import killed_mid_work
 from tests.support import FakeClock, wait_until
-from tick.ticker import Ticker
-from tick.worker import Worker
 
 HOURLY = {"kind": "cron", "expression": "0 * * * *"}
 SCHEDULES = 20

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.directory import DefinitionFields
 from cronledger.application.services import Services
 from cronledger.persistence.store import as_instant
@@ -24,7 +25,6 @@ from domain.directory import Principal
 from domain.permissions import ROLES
 from domain.triggers import CronTrigger, fire_times, load_zone
 from tests.support import FakeClock, Opener
-from tick.ticker import Ticker
 
 T0 = datetime(2026, 6, 1, 0, 0, 30, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

@@ -27,14 +27,15 @@ import pytest
 from eventsourcing.persistence import OperationalError
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from cronledger.application.stream import LogTail
 from domain.runs import Run
 from projections.engine import Projector
 from tests.faults.cut_support import Background, Paused, cut, own_services
 from tests.support import FakeClock, World, wait_until
-from tick.ticker import Ticker
-from tick.worker import Worker
+from tests.two_commits import TwoCommitWorker
 
 pytestmark = pytest.mark.usefixtures("postgres_ready")
 IN_TRANSACTION = (PostgresApplicationRecorder, "_fetch_ids_after_insert_events")
@@ -130,7 +131,7 @@ def test_a_worker_cut_before_its_commit(
     world_.clock.advance(CYCLES * 60)
     assert Ticker.of(world_.services).scan().registered == CYCLES
     world_.services.projector.catch_up()  # the tick leaves it to the projections runner
-    worker = Worker.of(world_.services, "cut")
+    worker = TwoCommitWorker.of(world_.services, "cut")
     work: dict[str, Callable[[], Any]] = {"poll": worker.poll, "claim": worker.claim}
     held = Paused(monkeypatch, *IN_TRANSACTION)
     background = Background(work[step])
@@ -217,7 +218,7 @@ def test_a_commit_whose_answer_was_lost_is_read_again_not_repeated(
     world_, _ = world
     services = world_.services
     world_.clock.advance(CYCLES * 60)
-    ticker, worker = Ticker.of(services), Worker.of(services, "lost")
+    ticker, worker = Ticker.of(services), TwoCommitWorker.of(services, "lost")
     if step != "tick":
         assert ticker.scan().registered == CYCLES
         services.projector.catch_up()

@@ -1,5 +1,5 @@
 """Properties of the run rules (domain/runs.py; docs/runs.md): random sequences of claims,
-failures, successes, releases, lease expiries (clock steps past the lease, then another
+failures, successes, lease expiries (clock steps past the lease, then another
 worker's claim), manual retries and cancels, checked against a small model of the rules:
 attempt numbers and counts, statuses, the 30 s doubling backoff and the dead letter after
 the round's last attempt."""
@@ -26,8 +26,8 @@ from domain.policy import RunPolicy
 from domain.runs import LeaseLost, Run
 from domain.schedules import Schedule
 from tests.support import FakeClock, World, fresh_postgres_url
+from tests.two_commits import TwoCommitWorker
 from tests.unit.helpers import LEASE, POLICY, SETTINGS, T0
-from tick.worker import Worker
 
 PROFILE = settings(
     derandomize=True,
@@ -81,7 +81,7 @@ operations = st.lists(
             ["step"] * 4
             + ["claim"] * 4
             + ["fail"] * 4
-            + ["fail_permanent", "succeed", "release", "release", "retry", "retry", "cancel"]
+            + ["fail_permanent", "succeed", "retry", "retry", "cancel"]
         ),
         st.sampled_from(WORKERS),
         st.integers(0, 600),  # seconds the clock moves on a step
@@ -110,7 +110,7 @@ def test_random_attempt_sequences_follow_the_run_rules(
             now += timedelta(seconds=seconds)
         elif kind == "claim":
             claim(run, model, worker, now)
-        elif kind in ("fail", "fail_permanent", "succeed", "release"):
+        elif kind in ("fail", "fail_permanent", "succeed"):
             report(run, model, kind, worker, current, now)
         elif kind == "retry":
             if model.status in ("FAILED", "DEAD_LETTER", "CANCELLED"):
@@ -156,7 +156,6 @@ def report(run: Run, model: Model, kind: str, worker: str, current: bool, now: d
         "fail": lambda: run.fail(number, worker, TRANSIENT, model.policy, now),
         "fail_permanent": lambda: run.fail(number, worker, PERMANENT, model.policy, now),
         "succeed": lambda: run.succeed(number, worker, "instance-1", now),
-        "release": lambda: run.release(number, worker, now),
     }[kind]
     if not holds:  # not its attempt, or another worker took the lease over: nothing changes
         with pytest.raises(LeaseLost):
@@ -167,8 +166,6 @@ def report(run: Run, model: Model, kind: str, worker: str, current: bool, now: d
         model.stop_attempt("SUCCEEDED", None)
     elif kind == "fail_permanent":
         model.stop_attempt("FAILED", None)
-    elif kind == "release":
-        model.interrupt(now)
     elif model.in_round >= model.policy.max_attempts:
         model.stop_attempt("DEAD_LETTER", None)
     else:  # 30 s, doubling with each failed attempt of the round
@@ -245,7 +242,7 @@ def test_random_worker_sequences_keep_the_run_rules(
 ) -> None:
     with fresh_world(store_kind) as world:
         run_id = world.run_now()
-        workers = {name: Worker.of(world.services, name) for name in ("w1", "w2")}
+        workers = {name: TwoCommitWorker.of(world.services, name) for name in ("w1", "w2")}
         active = True
         for kind, value in steps:
             if kind == "step":

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from domain.approvals import Command
 from domain.webhooks import SubscriptionFields
 from tests.release_stores import WORKING, facts, store_written_by
 from tests.support import T0, FakeClock, Opener, World
-from tick.ticker import Ticker
-from tick.worker import Worker
 
 
 @pytest.fixture

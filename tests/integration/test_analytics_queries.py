@@ -47,7 +47,9 @@ from uuid import UUID
 
 import pytest
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.directory import DefinitionFields
+from cronledger.application.launches import Worker, WorkReport
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from cronledger.persistence.store import as_instant
@@ -57,8 +59,7 @@ from domain.permissions import ROLES
 from domain.runs import run_uuid
 from projections.catalog import all_projections
 from tests.support import FakeClock, fresh_postgres_url
-from tick.ticker import Ticker
-from tick.worker import Worker, WorkReport
+from tests.two_commits import TwoCommitWorker
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "analytics.md"
 QUERY = re.compile(
@@ -187,7 +188,11 @@ def data(store_url: str) -> Iterator[DataSet]:
 
 
 def build(services: Services, clock: FakeClock) -> DataSet:
-    directory, approvals, worker = services.directory, services.approvals, Worker.of(services)
+    directory, approvals, worker = (
+        services.directory,
+        services.approvals,
+        TwoCommitWorker.of(services),
+    )
     root = directory.authenticate(directory.bootstrap("acme", "root").token)
     assert root is not None
     tenant = root.tenant_id

@@ -8,13 +8,13 @@ from uuid import UUID
 
 import pytest
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from domain.directory import account_uuid
 from projections.hourly import LagHour, OutcomeHour
 from projections.keyset import Window
 from projections.operations import OperationFilter
 from tests.support import T0, FakeClock, Opener, World
-from tick.ticker import Ticker
-from tick.worker import Worker
 
 HOURLY = {"kind": "cron", "expression": "0 * * * *"}
 

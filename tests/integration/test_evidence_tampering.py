@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from cronledger.persistence.signing_key import create_signing_key
 from cronledger.persistence.store import Store
@@ -18,7 +19,6 @@ from domain.directory import account_uuid, tenant_uuid
 from domain.evidence import Checkpoint, EvidenceError, consistency_problem, verify_bundle
 from projections.chain import Break
 from tests.support import T0, FakeClock, Opener, World
-from tick.worker import Worker
 
 ANN = account_uuid(tenant_uuid("acme"), "ann")
 CHAIN_TABLES = ("event_hashes", "chain_head", "chain_checkpoints")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from eventsourcing.domain import Snapshot
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.services import Services
 from domain.directory import Principal, Tenant, tenant_uuid
 from tests.support import FakeClock, stored_by_an_older_release
-from tick.ticker import Ticker
 
 
 def test_an_upgraded_stores_tenant_pauses_alone(upgraded: Services) -> None:

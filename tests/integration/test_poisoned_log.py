@@ -15,13 +15,13 @@ import pytest
 from eventsourcing.persistence import StoredEvent
 from flask.testing import FlaskClient
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services, open_services
 from cronledger.application.stream import EventStream, StreamedEvent
 from cronledger.config import Settings
 from tests.release_stores import facts, store_written_by
 from tests.support import Api, FakeClock, FakeTime, principal_of
-from tick.ticker import Ticker
-from tick.worker import Worker
 from web import create_app
 
 FACTS = facts("release-0.1.0")

@@ -8,13 +8,13 @@ from uuid import UUID
 
 import pytest
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from projections import chain
 from projections.catalog import all_projections, projection_named
 from projections.maintenance import rebuild, replay
 from tests.support import T0, FakeClock, Opener, World
-from tick.ticker import Ticker
-from tick.worker import Worker
 
 
 def differences(services: Services) -> list[Any]:

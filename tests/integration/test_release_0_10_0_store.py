@@ -16,14 +16,14 @@ from uuid import UUID
 
 import pytest
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker, WorkReport
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from domain.runs import Run
 from domain.schedules import Schedule
 from tests.release_stores import facts, store_written_by
 from tests.support import Api, FakeClock
-from tick.ticker import Ticker
-from tick.worker import Worker, WorkReport
 from web import create_app
 
 NAME = "release-0.10.0"

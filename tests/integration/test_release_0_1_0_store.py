@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from tests.release_stores import facts
 from tests.support import Api, FakeClock
-from tick.ticker import Ticker
-from tick.worker import Worker
 from web import create_app
 
 FACTS = facts("release-0.1.0-working")

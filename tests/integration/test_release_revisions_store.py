@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from domain.approvals import ApprovalInstance
 from domain.directory import Definition
@@ -12,8 +14,6 @@ from domain.runs import Run
 from domain.schedules import Schedule
 from tests.release_stores import facts
 from tests.support import FakeClock
-from tick.ticker import Ticker
-from tick.worker import Worker
 
 FACTS = facts("release-0.1.0-working")
 

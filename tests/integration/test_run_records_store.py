@@ -10,6 +10,8 @@ from uuid import UUID
 
 import pytest
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from cronledger.persistence.store import as_instant
 from domain.directory import Principal
@@ -18,8 +20,6 @@ from domain.runs import TICK_ACTOR, RequestIdReused, Run, legacy_manual_run_uuid
 from domain.schedules import Schedule
 from tests.release_stores import facts
 from tests.support import T0, FakeClock, Opener, World
-from tick.ticker import Ticker
-from tick.worker import Worker
 
 REGISTERED_FIELDS = (
     "tenant_id",

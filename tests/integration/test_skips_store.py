@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker, WorkReport
 from cronledger.application.runs import RunView
 from cronledger.application.services import Services
 from domain.runs import run_uuid
 from tests.release_stores import WORKING, facts
 from tests.support import T0, FakeClock, Opener, World
-from tick.ticker import Ticker
-from tick.worker import Worker, WorkReport
 
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}
 EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}

@@ -7,9 +7,9 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from cronledger.application.cycles import Ticker
 from cronledger.persistence.ledger import Ledger
 from tests.support import T0, FakeClock, Opener, World
-from tick.ticker import Ticker
 
 
 def every_aggregate_id(ledger: Ledger) -> list[UUID]:

@@ -15,12 +15,12 @@ from typing import Any
 import psycopg
 import pytest
 
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from cronledger.health import MIGRATING, READY, REBUILDING, Health
 from cronledger.persistence.store import Store
 from tests.support import POSTGRES_URL, FakeClock, Opener, World, fresh_postgres_url, wait_until
-from tick.worker import Worker
 
 DDL = re.compile(r"\s*(CREATE|ALTER|DROP|LOCK)\b", re.IGNORECASE)
 

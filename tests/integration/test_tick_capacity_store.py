@@ -9,12 +9,12 @@ from uuid import UUID
 
 import pytest
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.services import Services
 from domain.directory import Principal
 from domain.schedules import Schedule, ScheduleSettings
 from domain.values import FormData
 from tests.support import FakeClock, Opener
-from tick.ticker import Ticker
 
 DUE = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
 DAILY = {"kind": "cron", "expression": "0 9 * * *"}

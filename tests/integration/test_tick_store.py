@@ -10,6 +10,7 @@ from uuid import UUID
 
 import pytest
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.directory import DefinitionFields
 from cronledger.application.services import Services
 from cronledger.persistence.store import as_instant
@@ -19,7 +20,6 @@ from domain.triggers import fire_times, load_zone, parse_trigger
 from projections.keyset import Window
 from projections.runs import RunFilter
 from tests.support import FakeClock, Opener
-from tick.ticker import Ticker
 
 T0 = datetime(2026, 10, 1, 0, 0, 30, tzinfo=UTC)
 

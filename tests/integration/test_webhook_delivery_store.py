@@ -12,7 +12,10 @@ from uuid import UUID
 
 import pytest
 
+from cronledger.application.cycles import Ticker
 from cronledger.application.directory import DefinitionFields
+from cronledger.application.launches import Worker
+from cronledger.application.notifier import Notifier
 from cronledger.application.services import Services
 from cronledger.application.webhooks import WebhookWithSecret
 from domain.approvals import Command, Submission
@@ -23,9 +26,6 @@ from domain.webhooks import EVENT_TYPES, SubscriptionFields
 from projections.keyset import Window
 from tests.support import FakeClock, Opener, World
 from tests.webhook_receiver import receiving
-from tick.notifier import Notifier
-from tick.ticker import Ticker
-from tick.worker import Worker
 
 SECRET_KEY = "a test key that is at least thirty-two characters long"
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}

@@ -10,12 +10,12 @@ from uuid import UUID
 
 import pytest
 
-import tick.worker
+import cronledger.application.launches
+from cronledger.application.launches import Claim, Worker, WorkReport
 from cronledger.persistence.recorders import AggregatesMoved
 from domain.directory import account_uuid
 from tests.support import T0, FakeClock, Opener, World, wait_until
-from tick.processes import worker_loop
-from tick.worker import Claim, Worker, WorkReport
+from tests.two_commits import TwoCommitWorker
 
 RACING_RUNS = 80
 
@@ -100,7 +100,7 @@ def test_a_worker_that_lost_its_lease_cannot_record_an_outcome(
     open_with: Opener, world: World
 ) -> None:
     run_id = world.run_now()
-    paused = Worker.of(open_with(world.clock, lease_seconds=60))
+    paused = TwoCommitWorker.of(open_with(world.clock, lease_seconds=60))
     (claim,) = paused.claim()  # then it stops (SIGSTOP)
     world.clock.advance(61)
     assert Worker.of(world.services).poll().succeeded == 1
@@ -117,34 +117,13 @@ def test_a_crash_after_claiming_is_recovered_after_the_lease(
     open_with: Opener, world: World
 ) -> None:
     run_id = world.run_now()
-    crashed = Worker.of(open_with(world.clock))
+    crashed = TwoCommitWorker.of(open_with(world.clock))
     crashed.claim()  # kill -9 before launching
     assert Worker.of(world.services).poll() == WorkReport()  # the lease still holds
     world.clock.advance(60)
     assert Worker.of(world.services).poll().succeeded == 1
     assert world.run(run_id).status == "SUCCEEDED"
     assert len(world.instances()) == 1
-
-
-def test_a_worker_stopping_cleanly_releases_what_it_claimed_and_did_not_launch(
-    open_with: Opener, world: World
-) -> None:
-    run_ids = [world.run_now(f"r{n}") for n in range(4)]  # the schedule's every slot
-    stopping = worker_loop(open_with(world.clock), 0.05)
-    worker = stopping.work.__self__  # type: ignore[attr-defined]
-    assert len(worker.claim()) == 4  # claimed in a commit of their own, not launched
-    thread = stopping.start()
-    stopping.stop.set()  # SIGTERM
-    thread.join()
-
-    assert Worker.of(world.services).poll().succeeded == 4  # at once: no lease to wait out
-    run = world.run(run_ids[0])
-    assert [a["outcome"] for a in run.attempts] == ["INTERRUPTED", "SUCCEEDED"]
-    assert run.attempts[0]["error"] == {
-        "code": "INTERRUPTED",
-        "message": "the worker stopped before launching it",
-    }
-    assert len(world.instances()) == 4
 
 
 def test_a_launch_that_fails_to_commit_leaves_nothing_claimed(
@@ -170,7 +149,7 @@ def test_a_crash_holding_a_schedules_every_slot_is_recovered(
 ) -> None:
     for n in range(4):
         world.run_now(f"r{n}")
-    crashed = Worker.of(open_with(world.clock))
+    crashed = TwoCommitWorker.of(open_with(world.clock))
     assert len(crashed.claim()) == 4  # then kill -9
     world.clock.advance(60)
     assert Worker.of(world.services).poll().succeeded == 4
@@ -267,7 +246,7 @@ def test_a_poll_launches_more_than_worker_concurrency_in_one_go(
     world = World(open_with(clock, worker_concurrency=1, schedule_concurrency=100), clock)
     for n in range(12):
         world.run_now(f"r{n}")
-    monkeypatch.setattr(tick.worker, "LAUNCHES_PER_COMMIT", 5)
+    monkeypatch.setattr(cronledger.application.launches, "LAUNCHES_PER_COMMIT", 5)
     worker = Worker.of(world.services)
     assert [worker.poll().succeeded for _ in range(4)] == [5, 5, 2, 0]
     assert len(world.instances()) == 12
@@ -287,7 +266,7 @@ def test_at_most_four_attempts_of_one_schedule_at_once(open_with: Opener) -> Non
     world = World(open_with(clock), clock)
     for n in range(6):
         world.run_now(f"r{n}")
-    worker = Worker.of(world.services)
+    worker = TwoCommitWorker.of(world.services)
     claims = worker.claim()
     assert len(claims) == 4
     assert all(isinstance(c, Claim) for c in claims)

@@ -98,27 +98,6 @@ def test_interrupted_last_attempt_dead_letters() -> None:
     assert [a["outcome"] for a in run.attempts] == ["INTERRUPTED"] * 5
 
 
-def test_a_released_attempt_is_due_again_at_once_as_if_its_lease_ran_out() -> None:
-    run = new_run()
-    number = run.claim("w1", T0, LEASE)
-    with pytest.raises(LeaseLost):
-        run.release(number, "w2", T0)  # only its holder gives an attempt back
-    run.release(number, "w1", T0 + timedelta(seconds=1))
-    assert (run.status, run.is_due(T0 + timedelta(seconds=1))) == ("RETRY_WAIT", True)
-    assert run.error_code == "INTERRUPTED"
-    assert run.claim("w2", T0 + timedelta(seconds=1), LEASE) == 2
-
-
-def test_releasing_the_rounds_last_attempt_dead_letters_as_a_lost_lease_would() -> None:
-    run = new_run()
-    at = T0
-    for _ in range(5):
-        number = run.claim("w", at, LEASE)
-        at += LEASE
-    run.release(number, "w", at)
-    assert (run.status, run.is_due(at + LEASE)) == ("DEAD_LETTER", False)
-
-
 def test_the_instance_carries_the_frozen_values_and_its_origin() -> None:
     run = new_run()
     definition = Definition(

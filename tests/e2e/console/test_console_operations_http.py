@@ -7,11 +7,11 @@ from typing import Any
 
 from flask import Flask
 
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from tests.e2e.console.conftest import Console
 from tests.e2e.helpers import account
 from tests.support import Api, FakeClock
-from tick.worker import Worker
 
 DASHBOARD = "/console/operations/"
 AUDIT = "/console/operations/audit"

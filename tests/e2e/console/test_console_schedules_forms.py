@@ -13,11 +13,11 @@ from flask.testing import FlaskClient
 from markupsafe import escape
 from werkzeug.test import TestResponse
 
+from cronledger.application.cycles import Ticker
+from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from tests.e2e.helpers import account
 from tests.support import Api, FakeClock
-from tick.ticker import Ticker
-from tick.worker import Worker
 from web.console.schedule_words import in_words
 
 SCHEDULES = "/api/workflows/schedules"

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
+from cronledger.application.notifier import Notifier
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from tests.e2e.console.conftest import (
@@ -26,7 +27,6 @@ from tests.e2e.helpers import account, answers
 from tests.processes import free_port, run_cli, started
 from tests.support import Api, FakeClock
 from tests.webhook_receiver import Receiver, receiving
-from tick.notifier import Notifier
 
 WEBHOOKS = "/console/webhooks/"
 ENGLISH = {"Accept-Language": "en"}

@@ -1,4 +1,5 @@
-"""The notifier (inside `cronledger serve`, or alone as `cronledger notifier`): outbound webhooks.
+"""Outbound webhooks (the notifier's commands, run by its loop inside `cronledger serve`, or
+alone as `cronledger notifier`).
 
 It reads the log from a position of its own and schedules a `WebhookDelivery` for every enabled
 subscription that names the type of an event it reads (docs/webhooks.md). A delivery's id is
@@ -50,7 +51,6 @@ from domain.webhooks import (
 )
 from projections.engine import Projector, Sql
 from projections.webhooks import SubscriptionRow, due_deliveries, enabled_subscriptions
-from tick.loops import Loop
 
 log = logging.getLogger("tick.notifier")
 POSITION = "webhook-notifier"  # the notifier's row in `projection_positions`
@@ -351,17 +351,3 @@ def _due(delivery: WebhookDelivery, now: datetime) -> bool:
 
 def _since(started: float) -> float:
     return time.perf_counter() - started
-
-
-def notifier_loop(services: Services, interval: float) -> Loop:
-    """Schedules and sends webhook messages every `interval`; stopping it lets the messages
-    being sent finish and be recorded."""
-    notifier = Notifier.of(services)
-    return Loop(
-        "notifier",
-        interval,
-        notifier.work,
-        stop=notifier.stopping,
-        health=services.health,
-        on_failure=services.meters.database_error,
-    )

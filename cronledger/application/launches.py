@@ -1,15 +1,12 @@
-"""The worker: claims due runs and launches each as an approval instance, with retries.
+"""Launching runs (the worker's command): due runs claimed and launched as approval
+instances, with retries.
 
 An instance lives on the same log as its run, so a poll starts and launches attempts in one
 commit: each claim, its new instance and the attempt's success (同事务回执) or failure, for up
 to LAUNCHES_PER_COMMIT runs at once. It commits only while each initiator's account is as the
 checks read it, so no instance is ever created after the initiator's deactivation committed,
-and no attempt is left in flight between commits.
-
-`claim` and `launch` split an attempt into two commits, the claim with its lease and then the
-launch: what a launch that could not commit with its claim would do. An attempt left claimed
-that way (its worker stopped or died in between, or it was a worker of an earlier release) is
-released by its worker, or taken over once its lease ran out. A retry or a recovery finds the
+and no attempt is left in flight between commits. An attempt an earlier release left claimed
+between two commits is taken over once its lease ran out; a retry or a recovery finds the
 instance by its id.
 """
 
@@ -36,7 +33,7 @@ from cronledger.persistence.ledger import Ledger
 from domain.directory import Account, Definition, account_uuid
 from domain.launch import LaunchFailed, checked_launch
 from domain.policy import RunPolicy
-from domain.runs import ATTEMPT_FAILED, ATTEMPT_SUCCEEDED, DEAD_LETTER, Run
+from domain.runs import DEAD_LETTER, Run
 from projections.engine import Projector
 from projections.runs import Cycle, blocking_runs, due_runs, running_per_schedule
 
@@ -47,8 +44,6 @@ DUE_READ_FACTOR = 4  # due runs read per run taken, so that busy schedules can b
 # Attempts a poll starts and launches in one commit (about three events each): none is in
 # flight once it commits, so `worker_concurrency` does not bound it.
 LAUNCHES_PER_COMMIT = 300
-# A launch's outcome as recorded on an attempt, as the worker counts it.
-LAUNCH_OUTCOMES = {ATTEMPT_SUCCEEDED: "succeeded", ATTEMPT_FAILED: "failed"}
 ACCOUNT_IDS_KEPT = 4096
 
 
@@ -88,11 +83,9 @@ class Worker:
         self.projector = projector
         self.policy = RunPolicy.from_settings(settings)
         self.lease = timedelta(seconds=settings.lease_seconds)
-        self.slots = settings.worker_concurrency
         self.per_schedule = settings.schedule_concurrency
         self.name = name or f"worker:{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:6]}"
         self.stopping = threading.Event()  # set on shutdown: what is claimed finishes, no more
-        self.held: dict[UUID, Claim] = {}  # claimed, no outcome recorded yet
 
     def poll(self) -> WorkReport:
         """Start and launch up to LAUNCHES_PER_COMMIT due attempts, all in one commit."""
@@ -198,109 +191,6 @@ class Worker:
                 claims.append(Claim(run, number))
         report.claimed += len(claims)
         return claims
-
-    def claim(self, report: WorkReport | None = None) -> list[Claim]:
-        """Start up to `worker_concurrency` due attempts, each committed with its lease and not
-        launched: the first of an attempt's two commits (`launch` is the second).
-
-        One transaction for the batch; if another worker won any run, one at a time.
-        """
-        report = report if report is not None else WorkReport()
-        due = self._due(self.slots)
-        try:
-            claims = self._claimed(due, report)
-        except IntegrityError:
-            claims = [
-                claim
-                for run_id in due
-                for claim in self.ledger.retrying(partial(self._claimed, [run_id], report))
-            ]
-        for claim in claims:
-            self.held[claim.run.id] = claim
-            log.info("attempt started", extra=self._traced(claim))
-        return claims
-
-    def _claimed(self, run_ids: Sequence[UUID], report: WorkReport) -> list[Claim]:
-        """Start the due runs' attempts and commit them; counted in `report` once committed.
-
-        An attempt this worker started without hearing so (the commit went through, its answer
-        was lost) is read back as a claim, not left to its lease."""
-        runs = self._runs(run_ids)
-        now = self.ledger.clock()
-        unheard = [
-            Claim(run, len(run.attempts))
-            for run in runs
-            if run.id not in self.held
-            and not run.is_due(now)
-            and run.holds(len(run.attempts), self.name)
-        ]
-        counted = WorkReport(claimed=len(unheard))
-        claims = self._started(runs, now, counted)
-        self.ledger.save(*(run for run in runs if run.pending_events))
-        report.add(counted)
-        return [*unheard, *claims]
-
-    def release_held(self) -> None:
-        """Give back the attempts this worker claimed and could not launch (see `Run.release`),
-        so that another worker launches them now rather than after their lease."""
-        try:
-            for claim in list(self.held.values()):
-                self._release(claim)
-        except Exception:
-            log.exception("could not release held attempts: their leases will")
-        self.held.clear()
-
-    def _release(self, claim: Claim) -> None:
-        run = self.ledger.find(Run, claim.run.id, "run", claim.run.id)
-        if run.holds(claim.number, self.name):
-            run.release(claim.number, self.name, self.ledger.clock())
-            self.ledger.save(run)
-            log.info("attempt released", extra=self._traced(claim))
-
-    # -- launching -----------------------------------------------------------
-
-    def launch(self, claims: Sequence[Claim], report: WorkReport | None = None) -> WorkReport:
-        """Launch claimed attempts, counting their outcomes: the second of an attempt's two
-        commits.
-
-        One transaction for the batch; if anything moved meanwhile, one at a time.
-        """
-        report = report if report is not None else WorkReport()
-        outcomes = self.ledger.save_batch_or_each(
-            partial(self._launched, claims), claims, self._relaunch
-        )
-        for claim, outcome in zip(claims, outcomes, strict=True):
-            self.held.pop(claim.run.id, None)
-            report.count(outcome)
-        return report
-
-    def _relaunch(self, claim: Claim) -> str:
-        """Launch one attempt from a fresh read; a lost lease is recorded, never acted on."""
-        run = self.ledger.find(Run, claim.run.id, "run", claim.run.id)
-        if recorded := self._recorded_outcome(run, claim.number):
-            return recorded  # an earlier commit went through, though its answer was lost
-        if not run.holds(claim.number, self.name):
-            run.reject_outcome(claim.number, self.name, "launch", self.ledger.clock())
-            self.ledger.save(run)
-            log.warning("launch not recorded: the lease was lost", extra=self._traced(claim))
-            return "rejected"
-        fresh = Claim(run, claim.number)
-        return self._launched([fresh], self._instances_made([fresh]))[0]
-
-    def _recorded_outcome(self, run: Run, number: int) -> str | None:
-        """The outcome this worker's launch of attempt `number` recorded already, if it did."""
-        for attempt in run.attempts:
-            if attempt["number"] == number and attempt["worker"] == self.name:
-                return LAUNCH_OUTCOMES.get(attempt["outcome"] or "")
-        return None
-
-    def _launched(self, claims: Sequence[Claim], made: Collection[UUID] = ()) -> list[str]:
-        """Check, create and record every claimed attempt, all in one commit; the outcomes."""
-        launched, unchanged, outcomes = self._launched_in_memory(claims, made, self.ledger.clock())
-        self.ledger.save(*launched, unchanged=unchanged)
-        for claim, outcome in zip(claims, outcomes, strict=True):
-            self._log_outcome(claim, outcome)
-        return outcomes
 
     def _launched_in_memory(
         self, claims: Sequence[Claim], made: Collection[UUID], now: datetime
