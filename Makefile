@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser translations run test soak lint audit-deps bench clean
+.PHONY: install tools translations run check test soak lint audit-deps bench clean
 
 # A new venv's own pip and setuptools have known vulnerabilities (make audit-deps): upgraded.
 $(STAMP): pyproject.toml
@@ -27,24 +27,35 @@ run: install
 	@echo "serving on http://localhost:8000"
 	$(BIN)/cronledger serve --port 8000
 
-# Browser tests drive Debian's chromium (Playwright's own browser download is out of reach),
-# with a Chinese font for the console's pages and screenshots. Two `make test` at once on a new
-# machine: the second waits for the first's apt-get instead of failing on its lock.
-browser:
-	@command -v chromium >/dev/null || { test "$$(id -u)" = 0 \
-	  && apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium >/dev/null; } \
-	  || echo "chromium is missing: browser tests skip (and fail under CI=true)"
-	@fc-list :lang=zh 2>/dev/null | grep -q . || { test "$$(id -u)" = 0 \
-	  && apt-get -o DPkg::Lock::Timeout=600 install -y -q fonts-wqy-microhei >/dev/null; } \
-	  || echo "no Chinese font: the console's Chinese text shows as boxes in screenshots"
+# What the tests need besides Python, from Debian's packages when run as root: chromium for the
+# browser tests (Playwright's own browser download is out of reach), a Chinese font for the
+# console's pages and screenshots, promtool (package prometheus) for the alert rules, openssl
+# and systemd-analyze for the deploy files. Two `make test` at once on a new machine: the
+# second waits for the first's apt-get instead of failing on its lock. What is still missing
+# skips its tests, and fails them on CI.
+TOOLS_COMMANDS := chromium:chromium promtool:prometheus openssl:openssl systemd-analyze:systemd
+tools:
+	@for pair in $(TOOLS_COMMANDS); do command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
+	  fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-wqy-microhei"; \
+	  test -z "$$missing" || { test "$$(id -u)" = 0 \
+	    && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q \
+	       $$missing >/dev/null; } \
+	  || echo "could not install$$missing: their tests skip (and fail on CI)"
 
 # The console's catalogues: each area's .po compiled to its .mo (commit both; a test compares).
 translations: install
 	for catalogue in web/console/translations/*/; do \
 	  $(BIN)/pybabel compile --statistics -d "$$catalogue" || exit 1; done
 
-test: install browser
-	$(BIN)/python -m pytest
+# The one-minute loop: lint, types, and the unit and integration tests on SQLite without the
+# slow ones, on every core.
+check: lint
+	$(BIN)/python -m pytest -q -n auto -m "not slow and not postgresql" tests/unit tests/integration
+
+# Everything, on both stores, on every core (a worker takes a module's tests together, so a
+# module's server starts once); the ten slowest tests are named, so a creeping suite is seen.
+test: install tools
+	$(BIN)/python -m pytest -n auto --dist loadscope --durations=10
 
 # An hour of the whole deployment under random kills and traffic, then an audit (PostgreSQL).
 SOAK_MINUTES ?= 60

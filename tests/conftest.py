@@ -1,8 +1,9 @@
-"""Fixtures: every store-touching test runs on SQLite and on PostgreSQL."""
+"""Fixtures: every store-touching test runs on SQLite and on PostgreSQL. And the suite's own
+rules: the `postgresql` and `slow` markers, set here so that `make check` can leave them out,
+and on CI no skip but those `SKIPS_ALLOWED_ON_CI` names."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,18 @@ from flask.testing import FlaskClient
 
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from tests.support import POSTGRES_URL, Api, FakeClock, Opener, fresh_postgres_url
+from tests.support import POSTGRES_URL, Api, FakeClock, Opener, fresh_postgres_url, needed, on_ci
 from web import create_app
 
 pytest_plugins = ["tests.log_scan"]  # no secret in any log line of the suite (issue 20, item 8)
+
+# Tests that start processes, servers or browsers, the fault suite and the capacity checks:
+# minutes, not seconds. `make check` leaves them out; `make test` runs them.
+SLOW_FIXTURES = frozenset({"site", "browser", "chromium_ready", "server", "served", "cluster"})
+SLOW_FOLDERS = ("faults",)
+# A skip on CI hides a missing tool or a test that proves nothing: none is allowed but these,
+# each with the reason it may skip there (a part of the reason the skip gives).
+SKIPS_ALLOWED_ON_CI: dict[str, str] = {}
 
 
 def _postgres_problem() -> str | None:
@@ -31,12 +40,7 @@ def _postgres_problem() -> str | None:
 
 @pytest.fixture(scope="session")
 def postgres_ready() -> None:
-    problem = _postgres_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(problem + " (CI=true: a missing PostgreSQL fails the run)")
-    pytest.skip(problem)
+    needed(_postgres_problem())
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -90,3 +94,48 @@ def client(app: Flask) -> FlaskClient:
 def admin(services: Services, client: FlaskClient) -> Api:
     """The first admin of tenant `acme`."""
     return Api(client, services.directory.bootstrap("acme", "root").token)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test that runs on PostgreSQL `postgresql`, and each slow one `slow`."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "postgresql" in params.values() or "postgres_ready" in fixtures:
+            item.add_marker(pytest.mark.postgresql)
+        folder = item.path.parent.name
+        if fixtures & SLOW_FIXTURES or folder in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
+
+
+class CiSkips:
+    """On CI, every skip that `SKIPS_ALLOWED_ON_CI` does not name fails the session."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not report.skipped or hasattr(report, "wasxfail"):
+            return
+        reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
+        if not any(allowed in reason for allowed in SKIPS_ALLOWED_ON_CI):
+            self.found.append(f"{report.nodeid}: {reason}")
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.found:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.found:
+            terminalreporter.write_line(
+                f"{len(self.found)} test(s) skipped on CI (tests/conftest.py SKIPS_ALLOWED_ON_CI "
+                "names the only skips allowed there):",
+                red=True,
+            )
+            for line in self.found:
+                terminalreporter.write_line(f"  {line}", red=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if on_ci() and not hasattr(config, "workerinput"):  # judged where every report arrives
+        config.pluginmanager.register(CiSkips(), "ci-skips")

@@ -26,7 +26,9 @@ leak even if the token was made where no wrapper saw it.
 A leak fails the session (exit status 1) and is reported by kind of secret, where it was logged
 (logger or command) and during which test, with a short SHA-256 prefix, never the secret. The
 summary tells how many secrets and lines were scanned. `-p no:tests.log_scan` turns it off.
-pytest-xdist is not used here; under it each worker would scan, and report, its own tests.
+Under pytest-xdist each worker scans its own tests (its own secrets and lines: a worker is a
+process of its own) and hands its figures and leaks to the controller, which judges the session
+and prints one summary.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ PREFIXES = ("clt_", "cls_", "whsec_")
 SHAPED = re.compile(r"\b(?:clt|cls)_[A-Za-z0-9_-]{43}|\bwhsec_[A-Za-z0-9+/]{43}=")
 RUN = re.compile(rf"\S{{{MIN_LENGTH},}}")  # where a secret without white space can be
 SHOWN_LEAKS = 20
+WORKER_OUTPUT = "log_scan"  # the key of a pytest-xdist worker's figures in its output
 
 
 def fingerprint(secret: str) -> str:
@@ -138,15 +141,42 @@ class Scan:
                 leak = Leak(self.secrets.kind_of(secret), source, test, secret)
                 self.leaks.setdefault((leak.kind, source, secret), leak)
 
+    def figures(self) -> Figures:
+        return Figures(
+            self.lines, Counter(self.secrets.issued), [str(leak) for leak in self.leaks.values()]
+        )
+
+
+@dataclass
+class Figures:
+    """What a scan found, in a form a pytest-xdist worker hands its controller."""
+
+    lines: int = 0
+    issued: Counter[str] = field(default_factory=Counter)
+    leaks: list[str] = field(default_factory=list)
+
+    def add(self, other: Figures) -> None:
+        self.lines += other.lines
+        self.issued.update(other.issued)
+        self.leaks.extend(other.leaks)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"lines": self.lines, "issued": dict(self.issued), "leaks": self.leaks}
+
+    @classmethod
+    def of_json(cls, data: dict[str, Any]) -> Figures:
+        return cls(data["lines"], Counter(data["issued"]), list(data["leaks"]))
+
     def summary(self) -> list[str]:
-        issued = ", ".join(f"{n} {kind}" for kind, n in sorted(self.secrets.issued.items()))
+        issued = ", ".join(f"{n} {kind}" for kind, n in sorted(self.issued.items()))
         head = f"log scan: {self.lines} log lines searched for {issued or 'no secret'}"
         if not self.leaks:
             return [head + ": no secret in any"]
-        leaks = list(self.leaks.values())
-        shown = [f"  {leak}" for leak in leaks[:SHOWN_LEAKS]]
-        more = [f"  and {len(leaks) - SHOWN_LEAKS} more"] if len(leaks) > SHOWN_LEAKS else []
-        return [f"{head}: {len(leaks)} SECRETS LOGGED", *shown, *more]
+        shown = [f"  {leak}" for leak in self.leaks[:SHOWN_LEAKS]]
+        more = (
+            [f"  and {len(self.leaks) - SHOWN_LEAKS} more"] if len(self.leaks) > SHOWN_LEAKS else []
+        )
+        return [f"{head}: {len(self.leaks)} SECRETS LOGGED", *shown, *more]
 
 
 SCAN: Scan | None = None  # the running session's, while this plugin is on
@@ -261,6 +291,7 @@ class LogScanPlugin:
         self.wrappers = Wrappers()
         self.collector = Collector(self.scan)
         self.level = logging.getLogger().level
+        self.found = Figures()  # this process's, and under pytest-xdist its workers'
 
     def start(self) -> None:
         wrap_secret_makers(self.wrappers)
@@ -296,12 +327,22 @@ class LogScanPlugin:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.scan.scan("the session's teardown")
-        if self.scan.leaks:
+        self.found.add(self.scan.figures())
+        if hasattr(session.config, "workeroutput"):  # a pytest-xdist worker: the controller judges
+            session.config.workeroutput[WORKER_OUTPUT] = self.found.as_json()
+        elif self.found.leaks:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """A pytest-xdist worker finished: its figures join the session's."""
+        output = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT)
+        if output is not None:
+            self.found.add(Figures.of_json(output))
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        for line in self.scan.summary():
-            terminalreporter.write_line(line, red=bool(self.scan.leaks))
+        for line in self.found.summary():
+            terminalreporter.write_line(line, red=bool(self.found.leaks))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -33,6 +33,22 @@ POSTGRES_URL = os.environ.get(
     "CRONLEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 Opener = Callable[..., Services]  # services on the test's store, from a clock and settings
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+
+
+def on_ci() -> bool:
+    """Whether this run is CI's (`CI` set to a true value, as CI services set it): then what a
+    test needs and cannot find fails the test instead of skipping it."""
+    return os.environ.get("CI", "").strip().lower() in TRUE_WORDS
+
+
+def needed(problem: str | None) -> None:
+    """Skip the test for `problem` (something it needs is missing), or fail it on CI."""
+    if problem is None:
+        return
+    if on_ci():
+        pytest.fail(f"{problem} (on CI what a test needs must be there: make test installs it)")
+    pytest.skip(problem)
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import psycopg
@@ -12,6 +13,7 @@ from psycopg import sql
 from cronledger.persistence.ledger import Ledger
 
 log = logging.getLogger("cronledger.persistence.wakeup")
+STOP_SEEN_WITHIN = 0.5  # seconds a stop may wait for a waiter listening for notifications
 
 
 class AppendWakeup:
@@ -28,16 +30,25 @@ class AppendWakeup:
         self._connection: psycopg.Connection[Any] | None = None
 
     def wait(self, timeout: float) -> None:
+        """Up to `timeout` seconds; less if events are appended, or once `stop` is set."""
         if self.store.kind != "postgresql" or self.channel is None:
             self.stop.wait(timeout)
             return
+        deadline = time.monotonic() + timeout
         try:
-            for _ in self._listening(self.channel).notifies(timeout=timeout, stop_after=1):
-                pass
+            while not self.stop.is_set() and (left := deadline - time.monotonic()) > 0:
+                listening = self._listening(self.channel)
+                for _ in listening.notifies(timeout=min(left, STOP_SEEN_WITHIN), stop_after=1):
+                    return  # an append
         except psycopg.Error:
             log.warning("lost the notification connection; polling until it is back")
             self.close()
-            self.stop.wait(timeout)
+            self.stop.wait(max(0.0, deadline - time.monotonic()))
+
+    @property
+    def listening(self) -> bool:
+        """Whether its connection listens for notifications now."""
+        return self._connection is not None and not self._connection.closed
 
     def _listening(self, channel: str) -> psycopg.Connection[Any]:
         if self._connection is None or self._connection.closed:

@@ -29,7 +29,7 @@ from cronledger.health import Health
 from cronledger.persistence.signing_key import load_signing_key
 from domain.evidence import Checkpoint, public_key_from_pem
 from tests.processes import CLI, RUN_SECONDS, environment, free_port
-from tests.support import wait_until
+from tests.support import needed, wait_until
 from web import create_app
 from web.probes import probe_app
 
@@ -316,8 +316,8 @@ def test_the_documented_signing_key_is_the_one_migrate_keeps_and_checkpoints_use
     """A key made as config.yaml says (`openssl genpkey`) is loaded, not replaced, by
     `cronledger migrate`, printed by `audit public-key` and signs the checkpoints."""
     openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("openssl is not installed here")
+    needed(None if openssl else "openssl is not installed here")
+    assert openssl is not None
     made, _ = signing_secret_commands()
     subprocess.run(made, shell=True, cwd=tmp_path, check=True, timeout=RUN_SECONDS)
     key_file = tmp_path / signing_secret_key()
@@ -346,8 +346,8 @@ def test_the_documented_signing_key_is_the_one_migrate_keeps_and_checkpoints_use
 
 def test_the_systemd_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
     analyze = shutil.which("systemd-analyze")
-    if analyze is None:
-        pytest.skip("systemd-analyze is not installed here")
+    needed(None if analyze else "systemd-analyze is not installed here (Debian's `systemd`)")
+    assert analyze is not None
     environment_file = tmp_path / "cronledger.env"
     environment_file.write_text((DEPLOY / "systemd" / "cronledger.env.example").read_text())
     for unit in UNITS:  # the installed program and settings file, as they are here

@@ -11,15 +11,15 @@ import psycopg
 import pytest
 
 from tests.processes import started
-from tests.support import POSTGRES_URL, fresh_postgres_url
+from tests.support import POSTGRES_URL, fresh_postgres_url, needed
 
 MOST_PER_PROCESS = 2 * (2 + 4) + 2  # 2 × (pool size + overflow) + 2, the defaults
 
 
 @pytest.fixture
 def postgres_url(postgres_ready: None) -> Iterator[str]:
-    if not Path("/proc/net/tcp").exists():
-        pytest.skip("needs /proc to tell a process's connections apart")
+    exists = Path("/proc/net/tcp").exists()
+    needed(None if exists else "needs /proc to tell a process's connections apart")
     yield from fresh_postgres_url()
 
 

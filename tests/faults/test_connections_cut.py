@@ -117,7 +117,7 @@ def test_a_tick_batch_cut_before_its_commit(
     held.wait()
     assert cut(application_name) > 0
     held.release()
-    scan.join()  # failed, or its retry on a new connection committed
+    scan.ended_as_a_cut_allows()  # failed as a cut fails, or its retry committed
     recovered(ticker.scan, "the tick scanning again")
     settled(world_)
     assert len(check_exactly_once(world_.services)) == CYCLES
@@ -138,7 +138,7 @@ def test_a_worker_cut_before_its_commit(
     held.wait()
     assert cut(application_name) > 0
     held.release()
-    background.join()
+    background.ended_as_a_cut_allows()
     if step == "claim" and background.error is None:
         recovered(lambda: worker.launch(background.result), "the claimed attempts launched")
     recovered(worker.drain, "the worker working again")
@@ -159,7 +159,7 @@ def test_a_projection_batch_cut_while_it_applies(
     held.wait()
     assert cut(application_name) > 0
     held.release()
-    catching_up.join()
+    catching_up.ended_as_a_cut_allows()
     recovered(services.projector.catch_up, "the projections catching up again")
     end = services.ledger.recorder.max_notification_id()
     assert set(services.projector.positions().values()) == {end}

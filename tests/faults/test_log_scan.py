@@ -51,11 +51,15 @@ LEAKS = {
 }
 
 
-def run_inner(pytester: pytest.Pytester, leak: str) -> tuple[pytest.RunResult, list[str]]:
+def run_inner(
+    pytester: pytest.Pytester, leak: str, *options: str
+) -> tuple[pytest.RunResult, list[str]]:
     """The inner session's result, and the secrets its test wrote down."""
     pytester.makepyfile(test_a_session=INNER.replace("{leak}", leak))
     pytester.chdir()
-    result = pytester.runpytest_subprocess("-p", "tests.log_scan", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "-p", "tests.log_scan", "-p", "no:cacheprovider", *options
+    )
     leaked = (pytester.path / "leaked.txt").read_text().split()
     return result, leaked
 
@@ -66,12 +70,14 @@ def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
     return pytester
 
 
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one process", "pytest-xdist"])
 @pytest.mark.parametrize("case", LEAKS)
 def test_a_session_that_logged_a_secret_fails_naming_it_but_not_showing_it(
-    inner: pytest.Pytester, case: str
+    inner: pytest.Pytester, case: str, workers: tuple[str, ...]
 ) -> None:
+    """Under pytest-xdist a worker scans the test and its controller judges the session."""
     leak, kind, where = LEAKS[case]
-    result, leaked = run_inner(inner, leak)
+    result, leaked = run_inner(inner, leak, *workers)
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     output = result.stdout.str()

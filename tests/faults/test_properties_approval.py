@@ -258,6 +258,10 @@ def test_random_interleavings_through_the_service_keep_the_rule_and_the_timeline
                 outcome = result.outcome
             except (Forbidden, ValidationFailed) as refused:
                 outcome = "FORBIDDEN" if isinstance(refused, Forbidden) else "RULE_BROKEN"
+            # Only the reviewer's withdrawal is forbidden (only the applicant withdraws), and
+            # only an extension to an earlier deadline breaks its rule: no other refusal.
+            assert (outcome == "FORBIDDEN") == (step[0] == WITHDRAW and actor == "rev"), step
+            assert outcome != "RULE_BROKEN" or (step[0] == EXTEND and step[1] < 0), step
             sent.append((command, actor, outcome))
         view = services.approvals.view(tenant, instance_id)
         if terminal is not None:  # a terminal state never changes

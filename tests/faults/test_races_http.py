@@ -218,9 +218,10 @@ def test_approve_withdraw_extend_and_the_sweeper_at_once(
     admin: Http, definition_id: str, store_url: str
 ) -> None:
     """Approvals from a reviewer, withdrawals from the applicant and extensions, each with its
-    own command id, fired together as the deadline comes and two sweepers (the server's and a
-    fast one) run: one decision, every command answered and recorded, nothing after the
-    decision changes it."""
+    own command id, fired in waves from before the deadline until after it while two sweepers
+    (the server's and a fast one) run: commands are recorded on both sides of the deadline, one
+    decision is made, every command is answered and recorded, nothing after the decision
+    changes it, and a decision by a command is answered so to that command alone."""
     applicant = account(admin, "applicant", ["requester"])
     deadline = datetime.now(UTC).replace(microsecond=0) + DEADLINE_AHEAD
     submitted = applicant.post(
@@ -245,12 +246,15 @@ def test_approve_withdraw_extend_and_the_sweeper_at_once(
                     {"command_id": f"e-{i}", "new_deadline_at": later, "reason": "race"},
                 )
 
+    answers_: list[Answer] = []
     with started(store_url, "sweeper", "--interval", "0.05") as sweeper:
         wait_until(
             lambda: datetime.now(UTC) >= deadline - STRADDLE,
-            "the burst to straddle the deadline",
+            "the first wave to start before the deadline",
         )
-        answers_ = at_once(COPIES, command)
+        while len(answers_) < COPIES or datetime.now(UTC) < deadline + STRADDLE:
+            sent = len(answers_)
+            answers_ += at_once(WORKERS, lambda i, sent=sent: command(sent + i))
         assert sweeper.process.poll() is None, sweeper.stderr
     statuses = no_server_error(answers_)
     assert set(statuses) <= {200, 409, 422}, statuses
@@ -261,17 +265,21 @@ def test_approve_withdraw_extend_and_the_sweeper_at_once(
         lambda: (read := admin.get(instance).body)["state"] in DECIDED and read,
         "the instance decided (the sweeper expires it at the latest)",
     )
-    decisions = [a for a in answers_ if a.status == 200 and a.body.get("outcome") in DECIDED]
-    assert len(decisions) <= 1, [a.body for a in decisions]
-    if decisions:
-        assert decisions[0].body["outcome"] == final["state"]
     timeline = admin.timeline(instance)
+    commands = [i for i in timeline if i.get("command_id") not in (None, "s-1")]
+    accepted_at = [datetime.fromisoformat(i["at"].replace("Z", "+00:00")) for i in commands]
+    assert min(accepted_at) < deadline <= max(accepted_at), "the waves did not straddle it"
     recorded = Counter(i.get("command_id") for i in timeline)
-    for i in range(COPIES):
-        sent = ("a", "w", "e")[i % 3] + f"-{i}"
-        assert recorded[sent] >= 1, (sent, statuses)
+    for i in range(len(answers_)):
+        sent_id = ("a", "w", "e")[i % 3] + f"-{i}"
+        assert recorded[sent_id] >= 1, (sent_id, statuses)
     decided = [i for i in timeline if i["type"].split(".")[-1] in DECIDED_EVENTS]
     assert len(decided) == 1, [i["type"] for i in decided]
+    decisions = [a for a in answers_ if a.status == 200 and a.body.get("outcome") in DECIDED]
+    if final["state"] == "EXPIRED":  # by the sweeper, or a command at or after the deadline
+        assert decisions == [], [a.body for a in decisions]
+    else:  # one command won before the deadline (or an extended one), and its answer says so
+        assert [a.body["outcome"] for a in decisions] == [final["state"]]
 
 
 DECIDED_EVENTS = {"Approved", "Withdrawn", "Expired"}

@@ -825,10 +825,9 @@ def test_instants_come_back_as_the_guide_says(data: DataSet) -> None:
         assert row[0] == at(3, 10, 0, 11)
 
 
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # PostgreSQL has TIMESTAMPTZ
 def test_sqlite_instants_compare_with_literals_and_date_functions(data: DataSet) -> None:
     """On SQLite, a literal bounds a window to the second and `datetime('now')` reads them."""
-    if data.services.store.kind != "sqlite":
-        pytest.skip("PostgreSQL compares TIMESTAMPTZ")
     ((total,),) = sqlite_rows(data, "SELECT COUNT(*) FROM runs")
     assert sqlite_rows(
         data, "SELECT COUNT(*) FROM runs WHERE registered_at <= datetime('now')"

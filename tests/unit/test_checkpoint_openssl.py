@@ -7,11 +7,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from domain.evidence import Checkpoint, key_id_of
+from tests.support import needed
 
 OPENSSL = shutil.which("openssl")
 RECIPE = ("-in", "message", "-sigfile", "signature.bin")
@@ -43,8 +43,8 @@ def openssl_verifies(checkpoint: dict[str, object], folder: Path, public_pem: by
     return done.returncode == 0
 
 
-@pytest.mark.skipif(OPENSSL is None, reason="openssl is not installed")
 def test_openssl_checks_an_exported_checkpoint_and_refuses_an_altered_one(tmp_path: Path) -> None:
+    needed(None if OPENSSL else "openssl is not installed")
     key = Ed25519PrivateKey.generate()
     pem = key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
