@@ -105,7 +105,13 @@ class CallbackSource(Aggregate):
             description=description, generation=self.generation + 1, at=at, actor=actor
         )
 
-    @event("Reregistered")
+    class Reregistered(Aggregate.Event):
+        description: str
+        generation: int
+        at: datetime
+        actor: str
+
+    @event(Reregistered)
     def _reregistered(self, description: str, generation: int, at: datetime, actor: str) -> None:
         self._registered(description, generation, at)
 

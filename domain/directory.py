@@ -125,11 +125,21 @@ class TenantRegistry(Aggregate):
     def create_id() -> UUID:
         return uuid5(NAMESPACE, "tenants")
 
-    @event("Started")
+    class Started(Aggregate.Created):
+        at: datetime
+        actor: str
+
+    @event(Started)
     def __init__(self, at: datetime, actor: str) -> None:
         self.tenants: dict[str, UUID] = {}
 
-    @event("TenantAdded")
+    class TenantAdded(Aggregate.Event):
+        name: str
+        tenant_id: UUID
+        at: datetime
+        actor: str
+
+    @event(TenantAdded)
     def add(self, name: str, tenant_id: UUID, at: datetime, actor: str) -> None:
         self.tenants[name] = tenant_id
 
@@ -154,7 +164,12 @@ class Tenant(Aggregate):
     def create_id(name: str) -> UUID:
         return tenant_uuid(name)
 
-    @event("Registered")
+    class Registered(Aggregate.Created):
+        name: str
+        at: datetime
+        actor: str
+
+    @event(Registered)
     def __init__(self, name: str, at: datetime, actor: str) -> None:
         self.name = name
         self.account_ids: list[str] = []
@@ -173,19 +188,35 @@ class Tenant(Aggregate):
         if self.schedules_pause is not None:
             self._schedules_resumed(at=at, actor=actor, reason=reason)
 
-    @event("SchedulesPaused")
+    class SchedulesPaused(Aggregate.Event):
+        at: datetime
+        actor: str
+        reason: str
+
+    @event(SchedulesPaused)
     def _schedules_paused(self, at: datetime, actor: str, reason: str) -> None:
         self.schedules_pause = {"at": at, "actor": actor, "reason": reason}
 
-    @event("SchedulesResumed")
+    class SchedulesResumed(Aggregate.Event):
+        at: datetime
+        actor: str
+        reason: str
+
+    @event(SchedulesResumed)
     def _schedules_resumed(self, at: datetime, actor: str, reason: str) -> None:
         self.schedules_pause = None
 
-    @event("AccountAdded")
+    class AccountAdded(Aggregate.Event):
+        account_id: str
+
+    @event(AccountAdded)
     def add_account(self, account_id: str) -> None:
         self.account_ids.append(account_id)
 
-    @event("DefinitionAdded")
+    class DefinitionAdded(Aggregate.Event):
+        definition_id: str
+
+    @event(DefinitionAdded)
     def add_definition(self, definition_id: str) -> None:
         self.definition_ids.append(definition_id)
 
@@ -201,7 +232,12 @@ class Tenant(Aggregate):
         check_admin_remains(account_id, active_admins)
         self._admin_removed(account_id=account_id, at=at, actor=actor)
 
-    @event("AdminRemoved")
+    class AdminRemoved(Aggregate.Event):
+        account_id: str
+        at: datetime
+        actor: str
+
+    @event(AdminRemoved)
     def _admin_removed(self, account_id: str, at: datetime, actor: str) -> None:
         """Changes nothing here: the account's own events say how it lost the role."""
 
@@ -213,7 +249,15 @@ class Account(Aggregate):
     def create_id(tenant_id: UUID, account_id: str) -> UUID:
         return account_uuid(tenant_id, account_id)
 
-    @event("Registered")
+    class Registered(Aggregate.Created):
+        tenant_id: UUID
+        account_id: str
+        name: str
+        roles: list[str]
+        at: datetime
+        actor: str
+
+    @event(Registered)
     def __init__(
         self,
         tenant_id: UUID,
@@ -272,7 +316,12 @@ class Account(Aggregate):
     def holds_live_token(self, token_id: str) -> bool:
         return self.active and self.tokens.get(token_id) is False
 
-    @event("Renamed")
+    class Renamed(Aggregate.Event):
+        name: str
+        at: datetime
+        actor: str
+
+    @event(Renamed)
     def _renamed(self, name: str, at: datetime, actor: str) -> None:
         self.name = name
 
@@ -308,7 +357,12 @@ class Account(Aggregate):
     def _activated(self, at: datetime, actor: str, reason: str | None) -> None:
         self.active = True
 
-    @event("TokenIssued")
+    class TokenIssued(Aggregate.Event):
+        token_id: str
+        at: datetime
+        actor: str
+
+    @event(TokenIssued)
     def _token_issued(self, token_id: str, at: datetime, actor: str) -> None:
         self.tokens[token_id] = False
 
@@ -335,7 +389,14 @@ class ApiToken(Aggregate):
     def create_id(secret_hash: UUID) -> UUID:
         return secret_hash
 
-    @event("Issued")
+    class Issued(Aggregate.Created):
+        secret_hash: UUID
+        tenant_id: UUID
+        account_id: str
+        at: datetime
+        actor: str
+
+    @event(Issued)
     def __init__(
         self, secret_hash: UUID, tenant_id: UUID, account_id: str, at: datetime, actor: str
     ) -> None:
@@ -560,7 +621,11 @@ class Definition(Aggregate):
         self.published = True
         self._reach(revision)
 
-    @event("Unpublished")
+    class Unpublished(Aggregate.Event):
+        at: datetime
+        actor: str
+
+    @event(Unpublished)
     def _unpublished(self, at: datetime, actor: str) -> None:
         self.published = False
 

@@ -88,7 +88,17 @@ class IdempotencyKey(Aggregate):
     def create_id(tenant_id: UUID, actor: str, operation: str, key: str) -> UUID:
         return idempotency_key_uuid(tenant_id, actor, operation, key)
 
-    @event("Recorded")
+    class Recorded(Aggregate.Created):
+        tenant_id: UUID
+        actor: str
+        operation: str
+        key: str
+        fingerprint: str
+        resource_kind: str
+        resource_id: str
+        at: datetime
+
+    @event(Recorded)
     def __init__(
         self,
         tenant_id: UUID,

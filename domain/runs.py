@@ -542,7 +542,16 @@ class Run(Aggregate):
         self.last_error = None
         self.finished_at = at
 
-    @event("AttemptFailed")
+    class AttemptFailed(Aggregate.Event):
+        number: int
+        code: str
+        message: str
+        status: str
+        next_attempt_at: datetime | None
+        at: datetime
+        actor: str
+
+    @event(AttemptFailed)
     def _attempt_failed(
         self,
         number: int,
@@ -594,7 +603,14 @@ class Run(Aggregate):
         self.next_attempt_at = next_attempt_at
         self.finished_at = at if status == DEAD_LETTER else None
 
-    @event("OutcomeRejected")
+    class OutcomeRejected(Aggregate.Event):
+        number: int
+        outcome: str
+        worker: str
+        at: datetime
+        actor: str
+
+    @event(OutcomeRejected)
     def _outcome_rejected(
         self, number: int, outcome: str, worker: str, at: datetime, actor: str
     ) -> None:

@@ -453,7 +453,13 @@ class Schedule(Aggregate):
         self.definition_revision = definition_revision
         self._saved(at, actor)
 
-    @event("Enabled")
+    class Enabled(Aggregate.Event):
+        next_fire_at: datetime | None
+        at: datetime
+        actor: str
+        reason: str | None
+
+    @event(Enabled)
     def _enabled(
         self, next_fire_at: datetime | None, at: datetime, actor: str, reason: str | None
     ) -> None:
@@ -461,7 +467,12 @@ class Schedule(Aggregate):
         self.next_fire_at = next_fire_at
         self._saved(at, actor)
 
-    @event("Disabled")
+    class Disabled(Aggregate.Event):
+        at: datetime
+        actor: str
+        reason: str | None
+
+    @event(Disabled)
     def _disabled(self, at: datetime, actor: str, reason: str | None) -> None:
         self.enabled = False
         self.next_fire_at = None
@@ -472,11 +483,23 @@ class Schedule(Aggregate):
         self.updated_at = at
         self.updated_by = actor
 
-    @event("RunRequested")
+    class RunRequested(Aggregate.Event):
+        run_id: str
+        request_id: str
+        at: datetime
+        actor: str
+
+    @event(RunRequested)
     def _run_requested(self, run_id: str, request_id: str, at: datetime, actor: str) -> None:
         """A manual run, registered with this event: the schedule's own state stays."""
 
-    @event("PlanAdvanced")
+    class PlanAdvanced(Aggregate.Event):
+        next_fire_at: datetime | None
+        cycles: int
+        at: datetime
+        actor: str
+
+    @event(PlanAdvanced)
     def _plan_advanced(
         self, next_fire_at: datetime | None, cycles: int, at: datetime, actor: str
     ) -> None:

@@ -18,7 +18,11 @@ class Service(Aggregate):
     def create_id() -> UUID:
         return uuid5(NAMESPACE, "service")
 
-    @event("Started")
+    class Started(Aggregate.Created):
+        at: datetime
+        actor: str
+
+    @event(Started)
     def __init__(self, at: datetime, actor: str) -> None:
         self.tick_pause: dict[str, Any] | None = None
 
@@ -32,10 +36,20 @@ class Service(Aggregate):
         if self.tick_pause is not None:
             self._tick_resumed(at=at, actor=actor, reason=reason)
 
-    @event("TickPaused")
+    class TickPaused(Aggregate.Event):
+        at: datetime
+        actor: str
+        reason: str
+
+    @event(TickPaused)
     def _tick_paused(self, at: datetime, actor: str, reason: str) -> None:
         self.tick_pause = {"at": at, "actor": actor, "reason": reason}
 
-    @event("TickResumed")
+    class TickResumed(Aggregate.Event):
+        at: datetime
+        actor: str
+        reason: str
+
+    @event(TickResumed)
     def _tick_resumed(self, at: datetime, actor: str, reason: str) -> None:
         self.tick_pause = None

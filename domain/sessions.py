@@ -30,7 +30,16 @@ class ConsoleSession(Aggregate):
     def create_id(secret_hash: UUID) -> UUID:
         return secret_hash
 
-    @event("Started")
+    class Started(Aggregate.Created):
+        secret_hash: UUID
+        tenant_id: UUID
+        account_id: str
+        token_id: UUID
+        expires_at: datetime
+        at: datetime
+        actor: str
+
+    @event(Started)
     def __init__(
         self,
         secret_hash: UUID,
@@ -55,6 +64,11 @@ class ConsoleSession(Aggregate):
         if self.ended_at is None:
             self._ended(at=at, actor=actor, reason=reason)
 
-    @event("Ended")
+    class Ended(Aggregate.Event):
+        at: datetime
+        actor: str
+        reason: str
+
+    @event(Ended)
     def _ended(self, at: datetime, actor: str, reason: str) -> None:
         self.ended_at = at

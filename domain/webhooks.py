@@ -123,7 +123,17 @@ class SubscriptionFields:
 class WebhookSubscription(Aggregate):
     """A tenant's URL that hears the event types it names, signed with a rotatable secret."""
 
-    @event("Created")
+    class Created(Aggregate.Created):
+        tenant_id: UUID
+        url: str
+        event_types: list[str]
+        description: str
+        enabled: bool
+        generation: int
+        at: datetime
+        actor: str
+
+    @event(Created)
     def __init__(
         self,
         tenant_id: UUID,
@@ -180,7 +190,15 @@ class WebhookSubscription(Aggregate):
         if not self.enabled:
             raise InvalidState("the webhook subscription is disabled: enable it first")
 
-    @event("Changed")
+    class Changed(Aggregate.Event):
+        url: str
+        event_types: list[str]
+        description: str
+        enabled: bool
+        at: datetime
+        actor: str
+
+    @event(Changed)
     def _changed(
         self,
         url: str,
@@ -196,12 +214,22 @@ class WebhookSubscription(Aggregate):
         self.enabled = enabled
         self.updated_at = at
 
-    @event("SecretRotated")
+    class SecretRotated(Aggregate.Event):
+        generation: int
+        at: datetime
+        actor: str
+
+    @event(SecretRotated)
     def _secret_rotated(self, generation: int, at: datetime, actor: str) -> None:
         self.generation = generation
         self.updated_at = at
 
-    @event("Deleted")
+    class Deleted(Aggregate.Event):
+        at: datetime
+        actor: str
+        reason: str | None
+
+    @event(Deleted)
     def _deleted(self, at: datetime, actor: str, reason: str | None) -> None:
         self.deleted = True
         self.updated_at = at
@@ -240,7 +268,17 @@ class WebhookDelivery(Aggregate):
     def create_id(subscription_id: UUID, source: str) -> UUID:
         return delivery_uuid(subscription_id, source)
 
-    @event("Scheduled")
+    class Scheduled(Aggregate.Created):
+        tenant_id: UUID
+        subscription_id: UUID
+        source: str
+        event_type: str
+        payload: dict[str, Any]
+        max_attempts: int
+        at: datetime
+        actor: str
+
+    @event(Scheduled)
     def __init__(
         self,
         tenant_id: UUID,
@@ -344,7 +382,14 @@ class WebhookDelivery(Aggregate):
             raise InvalidState(f"delivery {self.id} was cancelled with its subscription")
         self._redelivered(status=PENDING, at=at, actor=actor, reason=reason)
 
-    @event("AttemptStarted")
+    class AttemptStarted(Aggregate.Event):
+        number: int
+        worker: str
+        lease_expires_at: datetime
+        at: datetime
+        actor: str
+
+    @event(AttemptStarted)
     def _attempt_started(
         self, number: int, worker: str, lease_expires_at: datetime, at: datetime, actor: str
     ) -> None:
@@ -352,7 +397,15 @@ class WebhookDelivery(Aggregate):
         self.lease_expires_at = lease_expires_at
         self.attempts.append({"number": number, "worker": worker, "started_at": at})
 
-    @event("AttemptSucceeded")
+    class AttemptSucceeded(Aggregate.Event):
+        number: int
+        response_status: int | None
+        latency_seconds: float
+        status: str
+        at: datetime
+        actor: str
+
+    @event(AttemptSucceeded)
     def _attempt_succeeded(
         self,
         number: int,
@@ -367,7 +420,17 @@ class WebhookDelivery(Aggregate):
         self.next_attempt_at = None
         self.finished_at = at
 
-    @event("AttemptFailed")
+    class AttemptFailed(Aggregate.Event):
+        number: int
+        response_status: int | None
+        latency_seconds: float
+        error: str | None
+        status: str
+        next_attempt_at: datetime | None
+        at: datetime
+        actor: str
+
+    @event(AttemptFailed)
     def _attempt_failed(
         self,
         number: int,
@@ -384,7 +447,15 @@ class WebhookDelivery(Aggregate):
         self.next_attempt_at = next_attempt_at
         self.finished_at = at if status == FAILED else None
 
-    @event("AttemptInterrupted")
+    class AttemptInterrupted(Aggregate.Event):
+        number: int
+        error: str
+        status: str
+        next_attempt_at: datetime | None
+        at: datetime
+        actor: str
+
+    @event(AttemptInterrupted)
     def _attempt_interrupted(
         self,
         number: int,
@@ -411,7 +482,13 @@ class WebhookDelivery(Aggregate):
             "error": error,
         }
 
-    @event("Redelivered")
+    class Redelivered(Aggregate.Event):
+        status: str
+        at: datetime
+        actor: str
+        reason: str | None
+
+    @event(Redelivered)
     def _redelivered(self, status: str, at: datetime, actor: str, reason: str | None) -> None:
         self.status = status
         self.round_start = len(self.attempts)

@@ -15,8 +15,11 @@ from collections.abc import Callable
 from datetime import UTC
 from typing import Any
 
-from domain.approvals import DEADLINE_ACTOR, SUBMIT
-from projections.engine import Handler, Projection, Sql
+from domain.approvals import DEADLINE_ACTOR, SUBMIT, ApprovalInstance
+from domain.directory import Account, Definition
+from domain.runs import Run
+from domain.schedules import Schedule
+from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.operations import Subject, remember_subject, subjects_ddl
 
 APPROVAL, SCHEDULE, RUN, ACCOUNT, DEFINITION = (
@@ -31,52 +34,52 @@ ACCEPTED = "ACCEPTED"  # the outcome of every command but an approval instance's
 SERVICE = "system:"  # actors the service runs on its own (the tick, the worker, ...)
 MANUAL_TRIGGER = "manual"
 APPROVAL_COMMANDS = (
-    "Approved",
-    "Withdrawn",
-    "Expired",
-    "DeadlineExtended",
-    "CallbackObserved",
-    "CommandRejected",
+    ApprovalInstance.Approved,
+    ApprovalInstance.Withdrawn,
+    ApprovalInstance.Expired,
+    ApprovalInstance.DeadlineExtended,
+    ApprovalInstance.CallbackObserved,
+    ApprovalInstance.CommandRejected,
 )
 # Later events of each aggregate (its tenant from `activity_subjects`) and the command's type.
-LATER = {
-    "Schedule.Updated": (SCHEDULE, "update"),
-    "Schedule.Enabled": (SCHEDULE, "enable"),
-    "Schedule.Disabled": (SCHEDULE, "disable"),
-    "Schedule.Deleted": (SCHEDULE, "delete"),
-    "Schedule.RunRequested": (SCHEDULE, "run-now"),
-    "Run.Retried": (RUN, "retry"),
-    "Run.Cancelled": (RUN, "cancel"),
-    "Account.Renamed": (ACCOUNT, "rename"),
-    "Account.RolesChanged": (ACCOUNT, "change-roles"),
-    "Account.Deactivated": (ACCOUNT, "deactivate"),
-    "Account.Activated": (ACCOUNT, "activate"),
-    "Account.TokenIssued": (ACCOUNT, "issue-token"),
-    "Account.TokenRevoked": (ACCOUNT, "revoke-token"),
-    "Definition.Updated": (DEFINITION, "update"),
-    "Definition.Published": (DEFINITION, "publish"),
-    "Definition.Unpublished": (DEFINITION, "unpublish"),
+LATER: dict[EventClass, tuple[str, str]] = {
+    Schedule.Updated: (SCHEDULE, "update"),
+    Schedule.Enabled: (SCHEDULE, "enable"),
+    Schedule.Disabled: (SCHEDULE, "disable"),
+    Schedule.Deleted: (SCHEDULE, "delete"),
+    Schedule.RunRequested: (SCHEDULE, "run-now"),
+    Run.Retried: (RUN, "retry"),
+    Run.Cancelled: (RUN, "cancel"),
+    Account.Renamed: (ACCOUNT, "rename"),
+    Account.RolesChanged: (ACCOUNT, "change-roles"),
+    Account.Deactivated: (ACCOUNT, "deactivate"),
+    Account.Activated: (ACCOUNT, "activate"),
+    Account.TokenIssued: (ACCOUNT, "issue-token"),
+    Account.TokenRevoked: (ACCOUNT, "revoke-token"),
+    Definition.Updated: (DEFINITION, "update"),
+    Definition.Published: (DEFINITION, "publish"),
+    Definition.Unpublished: (DEFINITION, "unpublish"),
 }
 NameOf = Callable[[Any], tuple[str, str | None]]  # an aggregate's name and schedule id
 # The events that create an aggregate: its type, the command's type, its name and schedule.
-CREATED: dict[str, tuple[str, str, NameOf]] = {
-    "ApprovalInstance.Submitted": (
+CREATED: dict[EventClass, tuple[str, str, NameOf]] = {
+    ApprovalInstance.Submitted: (
         APPROVAL,
         SUBMIT,
         lambda e: (e.title, (e.origin or {}).get("schedule_id")),
     ),
-    "Schedule.Created": (
+    Schedule.Created: (
         SCHEDULE,
         "create",
         lambda e: (e.settings["name"], str(e.originator_id)),
     ),
-    "Run.Registered": (
+    Run.Registered: (
         RUN,
         "register",
         lambda e: (e.frozen["schedule_name"], str(e.schedule_id)),
     ),
-    "Account.Registered": (ACCOUNT, "register", lambda e: (e.account_id, None)),
-    "Definition.Registered": (DEFINITION, "register", lambda e: (e.key, None)),
+    Account.Registered: (ACCOUNT, "register", lambda e: (e.account_id, None)),
+    Definition.Registered: (DEFINITION, "register", lambda e: (e.key, None)),
 }
 COLUMNS = (
     "position, tenant_id, aggregate_type, aggregate_id, version, actor, type, outcome, "
@@ -103,25 +106,33 @@ class ActivityProjection(Projection):
             subjects_ddl(SUBJECTS),
         ]
 
-    def handlers(self) -> dict[str, Handler]:
-        approvals = {f"ApprovalInstance.{name}": _approval_command for name in APPROVAL_COMMANDS}
-        later = {topic: _later(kind, type_) for topic, (kind, type_) in LATER.items()}
-        created = {topic: _created(kind, type_) for topic, (kind, type_, _) in CREATED.items()}
-        return {**created, **approvals, **later}
+    def handlers(self) -> dict[EventClass, Handler]:
+        later = {cls: _later(kind, type_) for cls, (kind, type_) in LATER.items()}
+        created = {cls: _created(kind, type_) for cls, (kind, type_, _) in CREATED.items()}
+        return {**created, **dict.fromkeys(APPROVAL_COMMANDS, _approval_command), **later}
 
-    def passes(self) -> list[dict[str, Handler]]:
+    def passes(self) -> list[dict[EventClass, Handler]]:
         """The subjects of the aggregates the batch created first (later commands read their
         tenant there), then the rows: a batch of submissions writes each table with one
         statement."""
-        subjects = {topic: _remembered(name_of) for topic, (_, _, name_of) in CREATED.items()}
+        subjects = {cls: _remembered(name_of) for cls, (_, _, name_of) in CREATED.items()}
         return [subjects, self.handlers()]
+
+
+Creation = (
+    ApprovalInstance.Submitted
+    | Schedule.Created
+    | Run.Registered
+    | Account.Registered
+    | Definition.Registered
+)
 
 
 def _remembered(name_of: NameOf) -> Handler:
     """An event that created an aggregate: its subject is remembered (every run's too: a
     tick's may be retried or cancelled)."""
 
-    def handler(sql: Sql, event: Any, position: int) -> None:
+    def handler(sql: Sql, event: Creation, position: int) -> None:
         name, schedule_id = name_of(event)
         subject = Subject(str(event.tenant_id), name, schedule_id, None, None)
         remember_subject(sql, event, subject, SUBJECTS)
@@ -133,8 +144,8 @@ def _created(aggregate_type: str, type_: str) -> Handler:
     """An event that created an aggregate, as a command: only a manual run is one, and a
     submission's outcome is `SUBMITTED`."""
 
-    def handler(sql: Sql, event: Any, position: int) -> None:
-        if aggregate_type == RUN and event.trigger != MANUAL_TRIGGER:
+    def handler(sql: Sql, event: Creation, position: int) -> None:
+        if isinstance(event, Run.Registered) and event.trigger != MANUAL_TRIGGER:
             return
         if _unbidden(event.actor):
             return
@@ -162,14 +173,14 @@ def _created(aggregate_type: str, type_: str) -> Handler:
 def _later(aggregate_type: str, type_: str) -> Handler:
     """A later accepted command: its tenant is its aggregate's, remembered at its creation."""
 
-    def handler(sql: Sql, event: Any, position: int) -> None:
+    def handler(sql: Sql, event: Stamped, position: int) -> None:
         if not _unbidden(event.actor):
             _insert_later(sql, event, position, aggregate_type, type_, ACCEPTED, True)
 
     return handler
 
 
-def _approval_command(sql: Sql, event: Any, position: int) -> None:
+def _approval_command(sql: Sql, event: ApprovalInstance.CommandHandled, position: int) -> None:
     """A command an instance handled, with the outcome and acceptance it recorded."""
     if not _unbidden(event.actor):
         _insert_later(sql, event, position, APPROVAL, event.command, event.outcome, event.accepted)
@@ -177,7 +188,7 @@ def _approval_command(sql: Sql, event: Any, position: int) -> None:
 
 def _insert_later(
     sql: Sql,
-    event: Any,
+    event: Stamped,
     position: int,
     aggregate_type: str,
     type_: str,

@@ -13,25 +13,25 @@ from uuid import UUID
 from cronledger.persistence.store import Store, as_instant, tenant_scope
 from domain.approvals import (
     EXPIRED,
-    EXTENDED,
     FORBIDDEN,
     SIGN,
     TERMINAL,
     WAITING_REVIEW,
+    ApprovalInstance,
     owed_notices,
 )
-from projections.engine import Handler, Projection, Sql
+from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text
 from projections.keyset import Order, Row, Slice, Window, read_slice
 from projections.runs import LagHistogram
 
 COMMANDS = (
-    "Approved",
-    "Withdrawn",
-    "Expired",
-    "DeadlineExtended",
-    "CallbackObserved",
-    "CommandRejected",
+    ApprovalInstance.Approved,
+    ApprovalInstance.Withdrawn,
+    ApprovalInstance.Expired,
+    ApprovalInstance.DeadlineExtended,
+    ApprovalInstance.CallbackObserved,
+    ApprovalInstance.CommandRejected,
 )
 
 
@@ -75,23 +75,22 @@ class ApprovalsProjection(Projection):
             "ON approval_commands (tenant_id, at)",
         ]
 
-    def handlers(self) -> dict[str, Handler]:
-        handled = {f"ApprovalInstance.{name}": self.handled for name in COMMANDS}
+    def handlers(self) -> dict[EventClass, Handler]:
         return {
-            "ApprovalInstance.Submitted": self.submitted,
-            **handled,
-            "ApprovalInstance.ReminderDue": _reminder_due,
-            "ApprovalInstance.Escalated": _escalated,
+            ApprovalInstance.Submitted: self.submitted,
+            **dict.fromkeys(COMMANDS, self.handled),
+            ApprovalInstance.ReminderDue: _reminder_due,
+            ApprovalInstance.Escalated: _escalated,
         }
 
-    def passes(self) -> list[dict[str, Handler]]:
+    def passes(self) -> list[dict[EventClass, Handler]]:
         """The instances' rows, then their commands' rows (which copy the instance's tenant),
         so that a batch of submissions writes each table with one statement."""
-        commands = ["ApprovalInstance.Submitted", *(f"ApprovalInstance.{n}" for n in COMMANDS)]
+        commands = (ApprovalInstance.Submitted, *COMMANDS)
         return [self.handlers(), dict.fromkeys(commands, _command_of)]
 
     @staticmethod
-    def submitted(sql: Sql, event: Any, position: int) -> None:
+    def submitted(sql: Sql, event: ApprovalInstance.Submitted, position: int) -> None:
         origin = event.origin or {}
         sql.write(
             "INSERT INTO approvals (id, tenant_id, definition_id, applicant_id, title, state, "
@@ -128,11 +127,11 @@ class ApprovalsProjection(Projection):
         )
 
     @staticmethod
-    def handled(sql: Sql, event: Any, position: int) -> None:
+    def handled(sql: Sql, event: ApprovalInstance.CommandHandled, position: int) -> None:
         key = (event.originator_version, position, str(event.originator_id))
         if event.command == SIGN and event.outcome != FORBIDDEN:
             _observed(sql, event)
-        if event.outcome == EXTENDED:
+        if isinstance(event, ApprovalInstance.DeadlineExtended):
             _extended(sql, event, key)
         elif event.outcome in TERMINAL:
             deadline, submitted = sql.execute(
@@ -159,7 +158,7 @@ class ApprovalsProjection(Projection):
             sql.write("UPDATE approvals SET version = ?, position = ? WHERE id = ?", key)
 
 
-def _observed(sql: Sql, event: Any) -> None:
+def _observed(sql: Sql, event: ApprovalInstance.CommandHandled) -> None:
     """A signing callback kept as an observation, matched against the instance; the first
     binds the instance's contract (as `ApprovalInstance.observe` does)."""
     material_version, contract_id, observations = sql.execute(
@@ -182,7 +181,9 @@ def _observed(sql: Sql, event: Any) -> None:
     )
 
 
-def _extended(sql: Sql, event: Any, key: tuple[int, int, str]) -> None:
+def _extended(
+    sql: Sql, event: ApprovalInstance.DeadlineExtended, key: tuple[int, int, str]
+) -> None:
     """The deadline moved, the old one kept with who, when, why and under which rules (as
     `ApprovalInstance.extend` does); the reminders still owed move with it."""
     notices = _notices(sql, key[2])
@@ -264,7 +265,7 @@ def _next_notice_at(
     return owed[0].due_at if owed else None
 
 
-def _reminder_due(sql: Sql, event: Any, position: int) -> None:
+def _reminder_due(sql: Sql, event: ApprovalInstance.ReminderDue, position: int) -> None:
     """A reminder recorded: kept in `reminders_sent`; the next one owed becomes due."""
     instance_id = str(event.originator_id)
     notices = _notices(sql, instance_id)
@@ -285,7 +286,7 @@ def _reminder_due(sql: Sql, event: Any, position: int) -> None:
     )
 
 
-def _escalated(sql: Sql, event: Any, position: int) -> None:
+def _escalated(sql: Sql, event: ApprovalInstance.Escalated, position: int) -> None:
     """The escalation recorded: to whom and when; the next reminder owed becomes due."""
     instance_id = str(event.originator_id)
     notices = _notices(sql, instance_id)
@@ -313,9 +314,13 @@ def _instant(value: Any) -> datetime:
     return instant
 
 
-def _command_of(sql: Sql, event: Any, position: int) -> None:
+def _command_of(
+    sql: Sql,
+    event: ApprovalInstance.Submitted | ApprovalInstance.CommandHandled,
+    position: int,
+) -> None:
     """The `approval_commands` row of a submission, or of a later command."""
-    if type(event).__qualname__ == "ApprovalInstance.Submitted":
+    if isinstance(event, ApprovalInstance.Submitted):
         _command(sql, event, position, "submit", event.command_id, "SUBMITTED", True, "submitted")
     else:
         _command(
@@ -332,7 +337,7 @@ def _command_of(sql: Sql, event: Any, position: int) -> None:
 
 def _command(
     sql: Sql,
-    event: Any,
+    event: Stamped,
     position: int,
     command: str,
     command_id: str | None,

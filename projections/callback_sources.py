@@ -8,7 +8,8 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant
-from projections.engine import Handler, Projection, Sql
+from domain.callback_sources import CallbackSource
+from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.keyset import Order, Row, Slice, Window, read_slice
 
 
@@ -32,10 +33,10 @@ class CallbackSourcesProjection(Projection):
             "ON callback_sources (tenant_id, position)",
         ]
 
-    def handlers(self) -> dict[str, Handler]:
+    def handlers(self) -> dict[EventClass, Handler]:
         return {
-            "CallbackSource.Registered": _registered,
-            "CallbackSource.Reregistered": _setting(
+            CallbackSource.Registered: _registered,
+            CallbackSource.Reregistered: _setting(
                 lambda e, position: {
                     "description": e.description,
                     "generation": e.generation,
@@ -45,14 +46,14 @@ class CallbackSourcesProjection(Projection):
                     "position": position,
                 }
             ),
-            "CallbackSource.SecretRotated": _setting(
+            CallbackSource.SecretRotated: _setting(
                 lambda e, position: {"generation": e.generation, "secret_created_at": e.at}
             ),
-            "CallbackSource.Deleted": _setting(lambda e, position: {"deleted_at": e.at}),
+            CallbackSource.Deleted: _setting(lambda e, position: {"deleted_at": e.at}),
         }
 
 
-def _registered(sql: Sql, event: Any, position: int) -> None:
+def _registered(sql: Sql, event: CallbackSource.Registered, position: int) -> None:
     sql.write(
         "INSERT INTO callback_sources (id, tenant_id, name, description, generation, "
         "created_at, secret_created_at, deleted_at, version, position) "
@@ -75,7 +76,7 @@ def _registered(sql: Sql, event: Any, position: int) -> None:
 def _setting(columns_of: Callable[[Any, int], dict[str, Any]]) -> Handler:
     """A handler setting the event's columns and the row's `version`."""
 
-    def handler(sql: Sql, event: Any, position: int) -> None:
+    def handler(sql: Sql, event: Stamped, position: int) -> None:
         columns = {**columns_of(event, position), "version": event.originator_version}
         assignments = ", ".join(f"{name} = ?" for name in columns)
         sql.write(

@@ -15,7 +15,7 @@ from typing import Any
 
 from eventsourcing.persistence import Notification
 
-from projections.engine import Handler, Projection, Sql
+from projections.engine import EventClass, Handler, Projection, Sql
 
 GENESIS = "0" * 64
 CHECKPOINT_EVERY = 10_000
@@ -59,7 +59,7 @@ class HashChainProjection(Projection):
             "position BIGINT PRIMARY KEY, hash TEXT NOT NULL, events BIGINT NOT NULL)",
         ]
 
-    def handlers(self) -> dict[str, Handler]:
+    def handlers(self) -> dict[EventClass, Handler]:
         return {}
 
     def apply(self, sql: Sql, batch: Sequence[tuple[Notification, Any]]) -> None:

@@ -9,8 +9,8 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant
-from domain.directory import UNPUBLISHED_REVISION
-from projections.engine import Handler, Projection, Sql
+from domain.directory import UNPUBLISHED_REVISION, Account, Definition, Tenant
+from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text
 from projections.keyset import Order, Row, Slice, Window, read_slice
 
@@ -46,18 +46,18 @@ class DirectoryProjection(Projection):
             "CREATE INDEX IF NOT EXISTS definitions_in_order ON definitions (tenant_id, position)",
         ]
 
-    def handlers(self) -> dict[str, Handler]:
+    def handlers(self) -> dict[EventClass, Handler]:
         return {
-            "Tenant.Registered": self.tenant_registered,
-            "Account.Registered": self.account_registered,
-            "Account.Renamed": _setting("accounts", lambda e: {"name": e.name}),
-            "Account.RolesChanged": _setting("accounts", lambda e: {"roles": ",".join(e.new)}),
-            "Account.Deactivated": _setting("accounts", lambda e: {"active": False}),
-            "Account.Activated": _setting("accounts", lambda e: {"active": True}),
-            "Account.TokenIssued": _setting("accounts", lambda e: {}),
-            "Account.TokenRevoked": _setting("accounts", lambda e: {}),
-            "Definition.Registered": self.definition_registered,
-            "Definition.Updated": _setting(
+            Tenant.Registered: self.tenant_registered,
+            Account.Registered: self.account_registered,
+            Account.Renamed: _setting("accounts", lambda e: {"name": e.name}),
+            Account.RolesChanged: _setting("accounts", lambda e: {"roles": ",".join(e.new)}),
+            Account.Deactivated: _setting("accounts", lambda e: {"active": False}),
+            Account.Activated: _setting("accounts", lambda e: {"active": True}),
+            Account.TokenIssued: _setting("accounts", lambda e: {}),
+            Account.TokenRevoked: _setting("accounts", lambda e: {}),
+            Definition.Registered: self.definition_registered,
+            Definition.Updated: _setting(
                 "definitions",
                 lambda e: {
                     "name": e.name,
@@ -70,21 +70,21 @@ class DirectoryProjection(Projection):
                     "escalation": _json_or_null(e.escalation),
                 },
             ),
-            "Definition.Published": _setting(
+            Definition.Published: _setting(
                 "definitions", lambda e: {"published": True, "revision": e.revision}
             ),
-            "Definition.Unpublished": _setting("definitions", lambda e: {"published": False}),
+            Definition.Unpublished: _setting("definitions", lambda e: {"published": False}),
         }
 
     @staticmethod
-    def tenant_registered(sql: Sql, event: Any, position: int) -> None:
+    def tenant_registered(sql: Sql, event: Tenant.Registered, position: int) -> None:
         sql.write(
             "INSERT INTO tenants (id, name) VALUES (?, ?)",
             (str(event.originator_id), event.name),
         )
 
     @staticmethod
-    def account_registered(sql: Sql, event: Any, position: int) -> None:
+    def account_registered(sql: Sql, event: Account.Registered, position: int) -> None:
         sql.write(
             "INSERT INTO accounts (aggregate_id, tenant_id, id, name, roles, active, created_at, "
             "updated_at, version, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -103,7 +103,7 @@ class DirectoryProjection(Projection):
         )
 
     @staticmethod
-    def definition_registered(sql: Sql, event: Any, position: int) -> None:
+    def definition_registered(sql: Sql, event: Definition.Registered, position: int) -> None:
         sql.write(
             "INSERT INTO definitions (id, tenant_id, key, name, external, published, "
             "review_window_seconds, created_at, updated_at, version, position, revision, "
@@ -139,7 +139,7 @@ def _setting(table: str, columns_of: Callable[[Any], dict[str, Any]]) -> Handler
     account's row by its `aggregate_id`: its `id` is the API's, unique in its tenant)."""
     key = "aggregate_id" if table == "accounts" else "id"
 
-    def handler(sql: Sql, event: Any, position: int) -> None:
+    def handler(sql: Sql, event: Stamped, position: int) -> None:
         columns = {**columns_of(event), "updated_at": event.at, "version": event.originator_version}
         assignments = ", ".join(f"{name} = ?" for name in columns)
         sql.write(

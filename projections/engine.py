@@ -15,9 +15,10 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
+from uuid import UUID
 
 import psycopg
 from eventsourcing.persistence import Notification
@@ -25,7 +26,8 @@ from eventsourcing.persistence import Notification
 from cronledger.persistence.ledger import Ledger, Undecodable
 from cronledger.persistence.store import SQLITE_INSTANT, Store, db_value
 
-Handler = Callable[["Sql", Any, int], None]
+Handler = Callable[["Sql", Any, int], None]  # each takes the event its class is keyed by
+EventClass = type[object]  # a domain event's class, or a projection's own (`runs.Launch`)
 
 MULTI_ROW_INSERT = re.compile(r"INSERT INTO \w+ \([\w, ]+\) VALUES \([\w?, ]+\)")
 ROWS_PER_INSERT = 500  # well under both stores' limits on parameters per statement
@@ -42,6 +44,23 @@ UNDECODABLE_DDL = (
     "position BIGINT PRIMARY KEY, originator_id TEXT NOT NULL, originator_version BIGINT NOT NULL, "
     "topic TEXT NOT NULL, error TEXT NOT NULL)"
 )
+
+
+class Stamped(Protocol):
+    """What a handler of many event classes reads of each: its aggregate, the aggregate's
+    version, when and by whom."""
+
+    @property
+    def originator_id(self) -> UUID: ...
+
+    @property
+    def originator_version(self) -> int: ...
+
+    @property
+    def at(self) -> datetime: ...
+
+    @property
+    def actor(self) -> str: ...
 
 
 class Sql:
@@ -146,7 +165,7 @@ class Sql:
 
 
 class Projection:
-    """A read model: its tables and one handler per event type it cares about."""
+    """A read model: its tables and one handler per event class it cares about."""
 
     name: str = ""
     tables: tuple[str, ...] = ()  # what it owns, in the order a rebuild copies them
@@ -158,7 +177,7 @@ class Projection:
     def ddl(self, sql: Sql) -> list[str]:
         raise NotImplementedError
 
-    def handlers(self) -> dict[str, Handler]:
+    def handlers(self) -> dict[EventClass, Handler]:
         raise NotImplementedError
 
     def layout(self, sql: Sql) -> str:
@@ -175,7 +194,7 @@ class Projection:
             text += f"\nrevision {self.revision}"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def passes(self) -> list[dict[str, Handler]]:
+    def passes(self) -> list[dict[EventClass, Handler]]:
         """The handlers in passes over each batch: groups that touch disjoint rows or columns.
 
         Within a pass events apply in log order; a later pass sees the batch again. Separate
@@ -187,7 +206,7 @@ class Projection:
         """Apply a batch of (stored notification, decoded event), oldest first."""
         for handlers in self.passes():
             for notification, event in batch:
-                handler = handlers.get(type(event).__qualname__)
+                handler = handlers.get(type(event))
                 if handler is not None:
                     handler(sql, event, notification.id)
 
@@ -393,7 +412,7 @@ def schema_current(store: Store, projections: Sequence[Projection]) -> bool:
 def _record_undecodable(sql: Sql, batch: Sequence[tuple[Notification, Any]]) -> None:
     """Events no projection can read, kept for operators (metric `cronledger_undecodable_events`).
 
-    Projections skip them (no handler is named `Undecodable`) and go on; the hash chain
+    Projections skip them (no handler is keyed by `Undecodable`) and go on; the hash chain
     still covers their bytes.
     """
     for notification, event in batch:

@@ -17,7 +17,7 @@ from eventsourcing.persistence import Notification
 
 from domain.evidence import Checkpoint, event_leaf
 from domain.merkle import Nodes, appended, leaf_hash, root_of_frontier
-from projections.engine import Handler, Projection, Sql
+from projections.engine import EventClass, Handler, Projection, Sql
 
 T = TypeVar("T")
 KEYS_PER_QUERY = 500
@@ -75,7 +75,7 @@ class MerkleTreeProjection(Projection):
             "signed_at TEXT NOT NULL, key_id TEXT NOT NULL, signature TEXT NOT NULL)",
         ]
 
-    def handlers(self) -> dict[str, Handler]:
+    def handlers(self) -> dict[EventClass, Handler]:
         return {}
 
     def apply(self, sql: Sql, batch: Sequence[tuple[Notification, Any]]) -> None:

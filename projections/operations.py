@@ -17,7 +17,11 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant
-from projections.engine import Handler, Projection, Sql
+from domain.approvals import ApprovalInstance
+from domain.directory import Account, Definition, Tenant
+from domain.runs import Run
+from domain.schedules import Schedule
+from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.keyset import Order, Slice, Window, read_slice
 
 # Aggregate types with a view of their own.
@@ -119,35 +123,35 @@ class OperationsProjection(Projection):
             subjects_ddl(SUBJECTS),
         ]
 
-    def handlers(self) -> dict[str, Handler]:
+    def handlers(self) -> dict[EventClass, Handler]:
         return {
-            "Account.Registered": self.account_registered,
-            "Account.Renamed": _later(_renamed),
-            "Account.RolesChanged": _later(_roles_changed),
-            "Account.Deactivated": _later(_plain("account.deactivated")),
-            "Account.Activated": _later(_plain("account.activated")),
-            "Account.TokenIssued": _later(_token("issued")),
-            "Account.TokenRevoked": _later(_token("revoked")),
-            "Definition.Registered": self.definition_registered,
-            "Definition.Updated": _later(_definition_updated),
-            "Definition.Published": _later(_plain("definition.published")),
-            "Definition.Unpublished": _later(_plain("definition.unpublished")),
-            "Schedule.Created": self.schedule_created,
-            "Schedule.Updated": self.schedule_updated,
-            "Schedule.Enabled": self.schedule_switched,
-            "Schedule.Disabled": self.schedule_switched,
-            "Schedule.Deleted": _later(_plain("schedule.deleted")),
-            "Run.Registered": self.run_registered,
-            "Run.Retried": _later(_plain("run.retried")),
-            "Run.Cancelled": _later(_plain("run.cancelled")),
-            "ApprovalInstance.Submitted": self.approval_submitted,
-            "ApprovalInstance.DeadlineExtended": _later(_deadline_extended),
-            "Tenant.SchedulesPaused": _tenant_pause("paused"),
-            "Tenant.SchedulesResumed": _tenant_pause("resumed"),
+            Account.Registered: self.account_registered,
+            Account.Renamed: _later(_renamed),
+            Account.RolesChanged: _later(_roles_changed),
+            Account.Deactivated: _later(_plain("account.deactivated")),
+            Account.Activated: _later(_plain("account.activated")),
+            Account.TokenIssued: _later(_token("issued")),
+            Account.TokenRevoked: _later(_token("revoked")),
+            Definition.Registered: self.definition_registered,
+            Definition.Updated: _later(_definition_updated),
+            Definition.Published: _later(_plain("definition.published")),
+            Definition.Unpublished: _later(_plain("definition.unpublished")),
+            Schedule.Created: self.schedule_created,
+            Schedule.Updated: self.schedule_updated,
+            Schedule.Enabled: self.schedule_switched,
+            Schedule.Disabled: self.schedule_switched,
+            Schedule.Deleted: _later(_plain("schedule.deleted")),
+            Run.Registered: self.run_registered,
+            Run.Retried: _later(_plain("run.retried")),
+            Run.Cancelled: _later(_plain("run.cancelled")),
+            ApprovalInstance.Submitted: self.approval_submitted,
+            ApprovalInstance.DeadlineExtended: _later(_deadline_extended),
+            Tenant.SchedulesPaused: _tenant_pause("paused"),
+            Tenant.SchedulesResumed: _tenant_pause("resumed"),
         }
 
     @staticmethod
-    def account_registered(sql: Sql, event: Any, position: int) -> None:
+    def account_registered(sql: Sql, event: Account.Registered, position: int) -> None:
         subject = Subject(str(event.tenant_id), event.account_id, None, None, None)
         remember_subject(sql, event, subject)
         roles = ", ".join(sorted(set(event.roles))) or "none"
@@ -155,14 +159,14 @@ class OperationsProjection(Projection):
         _insert(sql, event, position, subject, Row("account.registered", summary))
 
     @staticmethod
-    def definition_registered(sql: Sql, event: Any, position: int) -> None:
+    def definition_registered(sql: Sql, event: Definition.Registered, position: int) -> None:
         subject = Subject(str(event.tenant_id), event.key, None, None, None)
         remember_subject(sql, event, subject)
         summary = f"definition {event.key} registered as {event.name!r}, unpublished"
         _insert(sql, event, position, subject, Row("definition.registered", summary))
 
     @staticmethod
-    def schedule_created(sql: Sql, event: Any, position: int) -> None:
+    def schedule_created(sql: Sql, event: Schedule.Created, position: int) -> None:
         name = event.settings["name"]
         subject = Subject(
             str(event.tenant_id),
@@ -177,7 +181,7 @@ class OperationsProjection(Projection):
         _insert(sql, event, position, subject, Row("schedule.created", summary))
 
     @staticmethod
-    def schedule_updated(sql: Sql, event: Any, position: int) -> None:
+    def schedule_updated(sql: Sql, event: Schedule.Updated, position: int) -> None:
         """`schedule.enabled` or `.disabled` when the switch moved, else `schedule.updated`."""
         before = subject_of(sql, event)
         if before is None:
@@ -194,12 +198,14 @@ class OperationsProjection(Projection):
         _insert(sql, event, position, after, _schedule_change(after, before.enabled, changed))
 
     @staticmethod
-    def schedule_switched(sql: Sql, event: Any, position: int) -> None:
+    def schedule_switched(
+        sql: Sql, event: Schedule.Enabled | Schedule.Disabled, position: int
+    ) -> None:
         """`schedule.enabled` or `.disabled`, as the event names it."""
         before = subject_of(sql, event)
         if before is None:
             return
-        after = before._replace(enabled=type(event).__qualname__ == "Schedule.Enabled")
+        after = before._replace(enabled=isinstance(event, Schedule.Enabled))
         sql.write(
             "UPDATE operation_subjects SET enabled = ? WHERE id = ?",
             (after.enabled, str(event.originator_id)),
@@ -207,7 +213,7 @@ class OperationsProjection(Projection):
         _insert(sql, event, position, after, _schedule_change(after, before.enabled, False))
 
     @staticmethod
-    def run_registered(sql: Sql, event: Any, position: int) -> None:
+    def run_registered(sql: Sql, event: Run.Registered, position: int) -> None:
         """Every run is remembered (a tick's may be retried); only a manual one is an operation."""
         schedule_name = event.frozen["schedule_name"]
         subject = Subject(str(event.tenant_id), schedule_name, str(event.schedule_id), None, None)
@@ -218,7 +224,7 @@ class OperationsProjection(Projection):
         _insert(sql, event, position, subject, Row("run.manual", summary))
 
     @staticmethod
-    def approval_submitted(sql: Sql, event: Any, position: int) -> None:
+    def approval_submitted(sql: Sql, event: ApprovalInstance.Submitted, position: int) -> None:
         origin = event.origin or {}
         subject = Subject(str(event.tenant_id), event.title, origin.get("schedule_id"), None, None)
         remember_subject(sql, event, subject)
@@ -230,7 +236,9 @@ Describe = Callable[[Subject, Any], Row]
 def _tenant_pause(verb: str) -> Handler:
     """A tenant's event: the tenant is its own aggregate, named by its id."""
 
-    def handler(sql: Sql, event: Any, position: int) -> None:
+    def handler(
+        sql: Sql, event: Tenant.SchedulesPaused | Tenant.SchedulesResumed, position: int
+    ) -> None:
         tenant_id = str(event.originator_id)
         summary = f"every schedule of the tenant {verb}: {event.reason}"
         row = Row(f"tenant.schedules_{verb}", summary)
@@ -242,7 +250,7 @@ def _tenant_pause(verb: str) -> Handler:
 def _later(describe: Describe) -> Handler:
     """A handler for an event that does not name its tenant: the subject remembered does."""
 
-    def handler(sql: Sql, event: Any, position: int) -> None:
+    def handler(sql: Sql, event: Stamped, position: int) -> None:
         subject = subject_of(sql, event)
         if subject is not None:
             _insert(sql, event, position, subject, describe(subject, event))
@@ -254,7 +262,7 @@ def _plain(kind: str) -> Describe:
     """An operation whose summary is its aggregate, named, and what happened to it."""
     aggregate_type, _, verb = kind.partition(".")
 
-    def describe(subject: Subject, event: Any) -> Row:
+    def describe(subject: Subject, event: object) -> Row:
         return Row(kind, f"{_named(aggregate_type, subject)} {verb}")
 
     return describe
@@ -268,11 +276,11 @@ def _named(aggregate_type: str, subject: Subject) -> str:
     return f"{aggregate_type} {subject.name}"
 
 
-def _renamed(subject: Subject, event: Any) -> Row:
+def _renamed(subject: Subject, event: Account.Renamed) -> Row:
     return Row("account.renamed", f"account {subject.name} renamed to {event.name!r}")
 
 
-def _roles_changed(subject: Subject, event: Any) -> Row:
+def _roles_changed(subject: Subject, event: Account.RolesChanged) -> Row:
     old, new = (", ".join(roles) or "none" for roles in (event.old, event.new))
     return Row("account.roles_changed", f"account {subject.name} roles {old} -> {new}")
 
@@ -280,13 +288,13 @@ def _roles_changed(subject: Subject, event: Any) -> Row:
 def _token(verb: str) -> Describe:
     """Token ids are shown once, to whoever issues a token: the summary leaves them out."""
 
-    def describe(subject: Subject, event: Any) -> Row:
+    def describe(subject: Subject, event: object) -> Row:
         return Row(f"account.token_{verb}", f"an API token of account {subject.name} {verb}")
 
     return describe
 
 
-def _definition_updated(subject: Subject, event: Any) -> Row:
+def _definition_updated(subject: Subject, event: Definition.Updated) -> Row:
     summary = (
         f"definition {subject.name} updated: name {event.name!r}, "
         f"review window {event.review_window_seconds} s"
@@ -294,7 +302,7 @@ def _definition_updated(subject: Subject, event: Any) -> Row:
     return Row("definition.updated", summary)
 
 
-def _deadline_extended(subject: Subject, event: Any) -> Row:
+def _deadline_extended(subject: Subject, event: ApprovalInstance.DeadlineExtended) -> Row:
     new_deadline = _instant(event.payload["new_deadline_at"])
     summary = f"review deadline of {subject.name!r} extended to {new_deadline}: {event.reason}"
     return Row("approval.deadline_extended", summary)
@@ -319,7 +327,7 @@ def subjects_ddl(table: str) -> str:
     )
 
 
-def remember_subject(sql: Sql, event: Any, subject: Subject, table: str = SUBJECTS) -> None:
+def remember_subject(sql: Sql, event: Stamped, subject: Subject, table: str = SUBJECTS) -> None:
     """Keep the subject of the aggregate an event created."""
     sql.write(
         f"INSERT INTO {table} (id, tenant_id, name, schedule_id, enabled, "  # noqa: S608
@@ -328,7 +336,7 @@ def remember_subject(sql: Sql, event: Any, subject: Subject, table: str = SUBJEC
     )
 
 
-def subject_of(sql: Sql, event: Any, table: str = SUBJECTS) -> Subject | None:
+def subject_of(sql: Sql, event: Stamped, table: str = SUBJECTS) -> Subject | None:
     """The aggregate's subject; None for one of no tenant's (an event a handler never expects)."""
     row = sql.execute(
         f"SELECT tenant_id, name, schedule_id, enabled, settings_digest FROM {table} "  # noqa: S608
@@ -341,7 +349,7 @@ def subject_of(sql: Sql, event: Any, table: str = SUBJECTS) -> Subject | None:
     return Subject(tenant_id, name, schedule_id, None if enabled is None else bool(enabled), digest)
 
 
-def _insert(sql: Sql, event: Any, position: int, subject: Subject, row: Row) -> None:
+def _insert(sql: Sql, event: Stamped, position: int, subject: Subject, row: Row) -> None:
     sql.write(
         "INSERT INTO operations (position, tenant_id, at, actor, kind, aggregate_type, "
         "aggregate_id, schedule_id, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from cronledger.persistence.store import Store, as_instant
-from projections.engine import Handler, Projection, Sql
+from domain.directory import Tenant
+from domain.service import Service
+from projections.engine import EventClass, Handler, Projection, Sql
 
 TICK_SCOPE = "tick"  # the service-wide pause; any other scope is a tenant's id
 NOT_PAUSED_TENANT = "tenant_id NOT IN (SELECT scope FROM pauses)"  # for `schedules` queries
@@ -36,17 +37,21 @@ class PausesProjection(Projection):
             "actor TEXT NOT NULL, reason TEXT NOT NULL)"
         ]
 
-    def handlers(self) -> dict[str, Handler]:
+    def handlers(self) -> dict[EventClass, Handler]:
         return {
-            "Tenant.SchedulesPaused": _paused(lambda event: str(event.originator_id)),
-            "Tenant.SchedulesResumed": _resumed(lambda event: str(event.originator_id)),
-            "Service.TickPaused": _paused(lambda _: TICK_SCOPE),
-            "Service.TickResumed": _resumed(lambda _: TICK_SCOPE),
+            Tenant.SchedulesPaused: _paused(lambda event: str(event.originator_id)),
+            Tenant.SchedulesResumed: _resumed(lambda event: str(event.originator_id)),
+            Service.TickPaused: _paused(lambda _: TICK_SCOPE),
+            Service.TickResumed: _resumed(lambda _: TICK_SCOPE),
         }
 
 
-def _paused(scope_of: Callable[[Any], str]) -> Handler:
-    def handler(sql: Sql, event: Any, position: int) -> None:
+Paused = Tenant.SchedulesPaused | Service.TickPaused
+Resumed = Tenant.SchedulesResumed | Service.TickResumed
+
+
+def _paused(scope_of: Callable[[Paused], str]) -> Handler:
+    def handler(sql: Sql, event: Paused, position: int) -> None:
         sql.write(
             "INSERT INTO pauses (scope, paused_at, actor, reason) VALUES (?, ?, ?, ?)",
             (scope_of(event), event.at, event.actor, event.reason),
@@ -55,8 +60,8 @@ def _paused(scope_of: Callable[[Any], str]) -> Handler:
     return handler
 
 
-def _resumed(scope_of: Callable[[Any], str]) -> Handler:
-    def handler(sql: Sql, event: Any, position: int) -> None:
+def _resumed(scope_of: Callable[[Resumed], str]) -> Handler:
+    def handler(sql: Sql, event: Resumed, position: int) -> None:
         sql.write("DELETE FROM pauses WHERE scope = ?", (scope_of(event),))
 
     return handler

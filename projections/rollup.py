@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC
-from typing import Any
 
 from cronledger.persistence.store import as_instant
-from domain.runs import DEAD_LETTER
-from projections.engine import Handler, Projection, Sql
+from domain.approvals import ApprovalInstance
+from domain.runs import DEAD_LETTER, Run
+from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 
-DECISIONS = ("Approved", "Withdrawn", "Expired")
+DECISIONS = (ApprovalInstance.Approved, ApprovalInstance.Withdrawn, ApprovalInstance.Expired)
 
 
 class ScheduleDailyProjection(Projection):
@@ -40,34 +40,34 @@ class ScheduleDailyProjection(Projection):
             f"started_at {sql.timestamp_type}, dead INTEGER NOT NULL DEFAULT 0)",
         ]
 
-    def passes(self) -> list[dict[str, Handler]]:
+    def passes(self) -> list[dict[EventClass, Handler]]:
         """Each new run's and launched instance's key first, for the whole batch (a run's
         before its instance's); then every event counted in order."""
         return [
-            {"Run.Registered": self.keyed, "ApprovalInstance.Submitted": self.submitted},
+            {Run.Registered: self.keyed, ApprovalInstance.Submitted: self.submitted},
             self.handlers(),
         ]
 
-    def handlers(self) -> dict[str, Handler]:
+    def handlers(self) -> dict[EventClass, Handler]:
         """What each event counts (`passes` keys the runs and instances first)."""
         return {
-            "Run.Registered": self.registered,
-            "Run.AttemptSucceeded": self.counted("successes"),
-            "Run.AttemptFailed": self.dead_lettered,
-            "Run.Retried": self.retried,
-            "Run.AttemptInterrupted": self.dead_lettered,
-            **{f"ApprovalInstance.{name}": self.decided for name in DECISIONS},
+            Run.Registered: self.registered,
+            Run.AttemptSucceeded: self.counted("successes"),
+            Run.AttemptFailed: self.dead_lettered,
+            Run.Retried: self.retried,
+            Run.AttemptInterrupted: self.dead_lettered,
+            **dict.fromkeys(DECISIONS, self.decided),
         }
 
     @staticmethod
-    def keyed(sql: Sql, event: Any, position: int) -> None:
+    def keyed(sql: Sql, event: Run.Registered, position: int) -> None:
         sql.write(
             "INSERT INTO schedule_daily_keys (key, schedule_id, day) VALUES (?, ?, ?)",
             (str(event.originator_id), str(event.schedule_id), _day(event)),
         )
 
     @staticmethod
-    def registered(sql: Sql, event: Any, position: int) -> None:
+    def registered(sql: Sql, event: Run.Registered, position: int) -> None:
         day = _day(event)
         schedule_id = str(event.schedule_id)
         lag = sql.seconds(event.at - event.planned_at)
@@ -85,24 +85,26 @@ class ScheduleDailyProjection(Projection):
 
     @staticmethod
     def counted(column: str) -> Handler:
-        def handler(sql: Sql, event: Any, position: int) -> None:
+        def handler(sql: Sql, event: Stamped, position: int) -> None:
             _add_one(sql, column, str(event.originator_id))
 
         return handler
 
     @staticmethod
-    def dead_lettered(sql: Sql, event: Any, position: int) -> None:
+    def dead_lettered(
+        sql: Sql, event: Run.AttemptFailed | Run.AttemptInterrupted, position: int
+    ) -> None:
         """A run counts once while it lies in the dead letter."""
         if event.status == DEAD_LETTER:
             _mark_dead(sql, str(event.originator_id), dead=True)
 
     @staticmethod
-    def retried(sql: Sql, event: Any, position: int) -> None:
+    def retried(sql: Sql, event: Run.Retried, position: int) -> None:
         """A manual retry takes a dead-lettered run out of the count (if it was in it)."""
         _mark_dead(sql, str(event.originator_id), dead=False)
 
     @staticmethod
-    def submitted(sql: Sql, event: Any, position: int) -> None:
+    def submitted(sql: Sql, event: ApprovalInstance.Submitted, position: int) -> None:
         """An instance a run launched counts its decision in that run's row."""
         run_id = (event.origin or {}).get("run_id")
         if run_id:
@@ -113,7 +115,7 @@ class ScheduleDailyProjection(Projection):
             )
 
     @staticmethod
-    def decided(sql: Sql, event: Any, position: int) -> None:
+    def decided(sql: Sql, event: ApprovalInstance.CommandHandled, position: int) -> None:
         row = sql.execute(
             "SELECT schedule_id, day, started_at FROM schedule_daily_keys WHERE key = ?",
             (str(event.originator_id),),
@@ -132,7 +134,7 @@ class ScheduleDailyProjection(Projection):
         )
 
 
-def _day(registered: Any) -> str:
+def _day(registered: Run.Registered) -> str:
     """The UTC day a run counts on: its planned instant's."""
     return str(registered.planned_at.astimezone(UTC).date().isoformat())
 

@@ -26,8 +26,9 @@ from domain.runs import (
     SKIP_OVERLAP,
     SKIPPED_MISSED,
     UNFINISHED,
+    Run,
 )
-from projections.engine import Handler, Projection, Sql
+from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text
 from projections.keyset import Order, Row, Slice, Window, read_slice
 
@@ -75,32 +76,32 @@ class RunsProjection(Projection):
             "CREATE INDEX IF NOT EXISTS attempts_by_tenant ON attempts (tenant_id, started_at)",
         ]
 
-    def handlers(self) -> dict[str, Handler]:
+    def handlers(self) -> dict[EventClass, Handler]:
         """What each event does to its `runs` row (`passes` adds the `attempts` rows)."""
         return {
-            "Run.Registered": self.registered,
-            "Run.AttemptStarted": self.attempt_started,
-            LAUNCH: self.launched,
-            "Run.AttemptSucceeded": self.attempt_succeeded,
-            "Run.AttemptFailed": self.attempt_ended(ATTEMPT_FAILED),
-            "Run.AttemptInterrupted": self.attempt_ended(INTERRUPTED),
-            "Run.SkippedOverlap": self.skipped_overlap,
-            "Run.Cancelled": self.stopped,
-            "Run.Retried": self.retried,
-            "Run.OutcomeRejected": self.outcome_rejected,
+            Run.Registered: self.registered,
+            Run.AttemptStarted: self.attempt_started,
+            Launch: self.launched,
+            Run.AttemptSucceeded: self.attempt_succeeded,
+            Run.AttemptFailed: self.attempt_ended(ATTEMPT_FAILED),
+            Run.AttemptInterrupted: self.attempt_ended(INTERRUPTED),
+            Run.SkippedOverlap: self.skipped_overlap,
+            Run.Cancelled: self.stopped,
+            Run.Retried: self.retried,
+            Run.OutcomeRejected: self.outcome_rejected,
         }
 
-    def passes(self) -> list[dict[str, Handler]]:
+    def passes(self) -> list[dict[EventClass, Handler]]:
         """The `runs` rows, then the `attempts` rows (which copy their run's tenant and
         schedule), so that a batch of launches writes each table with one statement."""
         return [
             self.handlers(),
             {
-                "Run.AttemptStarted": _attempt_started,
-                LAUNCH: _attempt_launched,
-                "Run.AttemptSucceeded": _attempt_ended(ATTEMPT_SUCCEEDED),
-                "Run.AttemptFailed": _attempt_ended(ATTEMPT_FAILED),
-                "Run.AttemptInterrupted": _attempt_ended(INTERRUPTED),
+                Run.AttemptStarted: _attempt_started,
+                Launch: _attempt_launched,
+                Run.AttemptSucceeded: _attempt_ended(ATTEMPT_SUCCEEDED),
+                Run.AttemptFailed: _attempt_ended(ATTEMPT_FAILED),
+                Run.AttemptInterrupted: _attempt_ended(INTERRUPTED),
             },
         ]
 
@@ -110,7 +111,7 @@ class RunsProjection(Projection):
         super().apply(sql, _launches_paired(batch))
 
     @staticmethod
-    def registered(sql: Sql, event: Any, position: int) -> None:
+    def registered(sql: Sql, event: Run.Registered, position: int) -> None:
         frozen = event.frozen
         due = event.at if event.status == PENDING else None
         sql.write(
@@ -152,7 +153,7 @@ class RunsProjection(Projection):
         )
 
     @staticmethod
-    def attempt_started(sql: Sql, event: Any, position: int) -> None:
+    def attempt_started(sql: Sql, event: Run.AttemptStarted, position: int) -> None:
         _update(
             sql,
             event,
@@ -165,11 +166,11 @@ class RunsProjection(Projection):
         )
 
     @staticmethod
-    def attempt_succeeded(sql: Sql, event: Any, position: int) -> None:
+    def attempt_succeeded(sql: Sql, event: Run.AttemptSucceeded, position: int) -> None:
         _update(sql, event, **_succeeded(sql, event, STARTED_AT))
 
     @staticmethod
-    def launched(sql: Sql, launch: Any, position: int) -> None:
+    def launched(sql: Sql, launch: Launch, position: int) -> None:
         """An attempt that started and succeeded: both events' changes at once."""
         started, succeeded = launch.started, launch.succeeded
         first_start = _first_start(started.at)
@@ -186,7 +187,9 @@ class RunsProjection(Projection):
     def attempt_ended(outcome: str) -> Handler:
         """A failed or interrupted attempt: the run waits to retry, or is finished."""
 
-        def handler(sql: Sql, event: Any, position: int) -> None:
+        def handler(
+            sql: Sql, event: Run.AttemptFailed | Run.AttemptInterrupted, position: int
+        ) -> None:
             finished = {"finished_at": None} if event.next_attempt_at else _finished(sql, event)
             _update(
                 sql,
@@ -203,7 +206,7 @@ class RunsProjection(Projection):
         return handler
 
     @staticmethod
-    def stopped(sql: Sql, event: Any, position: int) -> None:
+    def stopped(sql: Sql, event: Run.Cancelled, position: int) -> None:
         _update(
             sql,
             event,
@@ -214,7 +217,7 @@ class RunsProjection(Projection):
         )
 
     @staticmethod
-    def skipped_overlap(sql: Sql, event: Any, position: int) -> None:
+    def skipped_overlap(sql: Sql, event: Run.SkippedOverlap, position: int) -> None:
         _update(
             sql,
             event,
@@ -229,12 +232,12 @@ class RunsProjection(Projection):
         )
 
     @staticmethod
-    def outcome_rejected(sql: Sql, event: Any, position: int) -> None:
+    def outcome_rejected(sql: Sql, event: Run.OutcomeRejected, position: int) -> None:
         """A lost worker's report: recorded on the run's history, its state unchanged."""
         _update(sql, event)
 
     @staticmethod
-    def retried(sql: Sql, event: Any, position: int) -> None:
+    def retried(sql: Sql, event: Run.Retried, position: int) -> None:
         _update(
             sql,
             event,
@@ -257,7 +260,7 @@ class Computed:
 STARTED_AT = Computed("started_at")
 
 
-def _update(sql: Sql, event: Any, **columns: Any) -> None:
+def _update(sql: Sql, event: Stamped, **columns: Any) -> None:
     """Set these columns of the event's run (a value, or `Computed`), and its version."""
     assignments: list[str] = []
     params: list[Any] = []
@@ -285,7 +288,7 @@ def _seconds_since(sql: Sql, start: Computed, at: datetime) -> Computed:
     return Computed(text, (at, *start.params))
 
 
-def _succeeded(sql: Sql, event: Any, first_start: Computed) -> dict[str, Any]:
+def _succeeded(sql: Sql, event: Run.AttemptSucceeded, first_start: Computed) -> dict[str, Any]:
     """What an attempt's success sets on its run; its duration runs from `first_start`."""
     return {
         "status": event.status,
@@ -302,11 +305,8 @@ def _succeeded(sql: Sql, event: Any, first_start: Computed) -> dict[str, Any]:
 class Launch:
     """An attempt's `AttemptStarted` and its `AttemptSucceeded`, next to each other on the log."""
 
-    started: Any
-    succeeded: Any
-
-
-LAUNCH = Launch.__qualname__
+    started: Run.AttemptStarted
+    succeeded: Run.AttemptSucceeded
 
 
 def _launches_paired(
@@ -322,16 +322,16 @@ def _launches_paired(
     return paired
 
 
-def _launch_of(before: Any, event: Any) -> bool:
+def _launch_of(before: object, event: object) -> bool:
     return (
-        type(before).__qualname__ == "Run.AttemptStarted"
-        and type(event).__qualname__ == "Run.AttemptSucceeded"
+        isinstance(before, Run.AttemptStarted)
+        and isinstance(event, Run.AttemptSucceeded)
         and before.originator_id == event.originator_id
         and before.number == event.number
     )
 
 
-def _attempt_started(sql: Sql, event: Any, position: int) -> None:
+def _attempt_started(sql: Sql, event: Run.AttemptStarted, position: int) -> None:
     sql.write(
         "INSERT INTO attempts (run_id, number, tenant_id, schedule_id, worker, started_at, "
         "lease_expires_at) SELECT id, ?, tenant_id, schedule_id, ?, ?, ? FROM runs WHERE id = ?",
@@ -339,7 +339,7 @@ def _attempt_started(sql: Sql, event: Any, position: int) -> None:
     )
 
 
-def _attempt_launched(sql: Sql, launch: Any, position: int) -> None:
+def _attempt_launched(sql: Sql, launch: Launch, position: int) -> None:
     started, succeeded = launch.started, launch.succeeded
     sql.write(
         "INSERT INTO attempts (run_id, number, tenant_id, schedule_id, worker, started_at, "
@@ -358,11 +358,14 @@ def _attempt_launched(sql: Sql, launch: Any, position: int) -> None:
     )
 
 
+AttemptEnd = Run.AttemptSucceeded | Run.AttemptFailed | Run.AttemptInterrupted
+
+
 def _attempt_ended(outcome: str) -> Handler:
     """An attempt's end on its `attempts` row: how it ended, and its error or instance."""
 
-    def handler(sql: Sql, event: Any, position: int) -> None:
-        if outcome == ATTEMPT_SUCCEEDED:
+    def handler(sql: Sql, event: AttemptEnd, position: int) -> None:
+        if isinstance(event, Run.AttemptSucceeded):
             _end_attempt(sql, event, outcome, None, None, event.instance_id)
         else:
             _end_attempt(sql, event, outcome, event.code, event.message, None)
@@ -370,14 +373,14 @@ def _attempt_ended(outcome: str) -> Handler:
     return handler
 
 
-def _finished(sql: Sql, event: Any, first_start: Computed = STARTED_AT) -> dict[str, Any]:
+def _finished(sql: Sql, event: Stamped, first_start: Computed = STARTED_AT) -> dict[str, Any]:
     """The run finished by this event: when, and its duration from its first attempt's start."""
     return {"finished_at": event.at, "duration_seconds": _seconds_since(sql, first_start, event.at)}
 
 
 def _end_attempt(
     sql: Sql,
-    event: Any,
+    event: AttemptEnd,
     outcome: str,
     code: str | None,
     message: str | None,

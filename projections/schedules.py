@@ -6,23 +6,26 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant, tenant_scope
-from projections.engine import Handler, Projection, Sql
+from domain.runs import Run
+from domain.schedules import Schedule
+from projections.engine import EventClass, Handler, Projection, Sql
 from projections.keyset import Order, Row, Slice, Window, read_slice
 from projections.pauses import NOT_PAUSED_TENANT
 
-RUN_STATUS_EVENTS = (
-    "AttemptStarted",
-    "AttemptSucceeded",
-    "AttemptFailed",
-    "AttemptInterrupted",
-    "SkippedOverlap",
-    "Cancelled",
-    "Retried",
+RunStatusEvent = (
+    Run.AttemptStarted
+    | Run.AttemptSucceeded
+    | Run.AttemptFailed
+    | Run.AttemptInterrupted
+    | Run.SkippedOverlap
+    | Run.Cancelled
+    | Run.Retried
 )
+RUN_STATUS_EVENTS = get_args(RunStatusEvent)
 
 
 class SchedulesProjection(Projection):
@@ -54,29 +57,29 @@ class SchedulesProjection(Projection):
             "ON schedules (tenant_id, overlap_policy, created_at, id)",
         ]
 
-    def handlers(self) -> dict[str, Handler]:
-        return {name: handler for handlers in self.passes() for name, handler in handlers.items()}
+    def handlers(self) -> dict[EventClass, Handler]:
+        return {cls: handler for handlers in self.passes() for cls, handler in handlers.items()}
 
-    def passes(self) -> list[dict[str, Handler]]:
+    def passes(self) -> list[dict[EventClass, Handler]]:
         """The schedule's own events, then its runs' (which only touch the `last_run_` columns)."""
         return [
             {
-                "Schedule.Created": self.created,
-                "Schedule.Updated": self.updated,
-                "Schedule.Enabled": self.switched,
-                "Schedule.Disabled": self.switched,
-                "Schedule.PlanAdvanced": self.advanced,
-                "Schedule.RunRequested": self.run_requested,
-                "Schedule.Deleted": self.deleted,
+                Schedule.Created: self.created,
+                Schedule.Updated: self.updated,
+                Schedule.Enabled: self.switched,
+                Schedule.Disabled: self.switched,
+                Schedule.PlanAdvanced: self.advanced,
+                Schedule.RunRequested: self.run_requested,
+                Schedule.Deleted: self.deleted,
             },
             {
-                "Run.Registered": self.run_registered,
-                **{f"Run.{name}": self.run_changed for name in RUN_STATUS_EVENTS},
+                Run.Registered: self.run_registered,
+                **dict.fromkeys(RUN_STATUS_EVENTS, self.run_changed),
             },
         ]
 
     @staticmethod
-    def created(sql: Sql, event: Any, position: int) -> None:
+    def created(sql: Sql, event: Schedule.Created, position: int) -> None:
         sql.write(
             "INSERT INTO schedules (id, tenant_id, name, definition_id, initiator_id, "
             "trigger_kind, trigger, timezone, misfire_policy, overlap_policy, enabled, "
@@ -98,7 +101,7 @@ class SchedulesProjection(Projection):
         )
 
     @staticmethod
-    def updated(sql: Sql, event: Any, position: int) -> None:
+    def updated(sql: Sql, event: Schedule.Updated, position: int) -> None:
         sql.write(
             "UPDATE schedules SET name = ?, definition_id = ?, initiator_id = ?, "
             "trigger_kind = ?, trigger = ?, timezone = ?, misfire_policy = ?, "
@@ -119,14 +122,14 @@ class SchedulesProjection(Projection):
         )
 
     @staticmethod
-    def switched(sql: Sql, event: Any, position: int) -> None:
+    def switched(sql: Sql, event: Schedule.Enabled | Schedule.Disabled, position: int) -> None:
         """`Schedule.Enabled` or `.Disabled`: the switch and the plan move, the settings stay."""
         sql.write(
             "UPDATE schedules SET enabled = ?, next_fire_at = ?, updated_at = ?, updated_by = ?, "
             "version = version + 1, log_version = ? WHERE id = ?",
             (
-                type(event).__qualname__ == "Schedule.Enabled",
-                getattr(event, "next_fire_at", None),
+                isinstance(event, Schedule.Enabled),
+                event.next_fire_at if isinstance(event, Schedule.Enabled) else None,
                 event.at,
                 event.actor,
                 event.originator_version,
@@ -135,7 +138,7 @@ class SchedulesProjection(Projection):
         )
 
     @staticmethod
-    def run_requested(sql: Sql, event: Any, position: int) -> None:
+    def run_requested(sql: Sql, event: Schedule.RunRequested, position: int) -> None:
         """A manual run on the schedule's history: only the aggregate's version moves."""
         sql.write(
             "UPDATE schedules SET log_version = ? WHERE id = ?",
@@ -143,14 +146,14 @@ class SchedulesProjection(Projection):
         )
 
     @staticmethod
-    def advanced(sql: Sql, event: Any, position: int) -> None:
+    def advanced(sql: Sql, event: Schedule.PlanAdvanced, position: int) -> None:
         sql.write(
             "UPDATE schedules SET next_fire_at = ?, log_version = ? WHERE id = ?",
             (event.next_fire_at, event.originator_version, str(event.originator_id)),
         )
 
     @staticmethod
-    def deleted(sql: Sql, event: Any, position: int) -> None:
+    def deleted(sql: Sql, event: Schedule.Deleted, position: int) -> None:
         sql.write(
             "UPDATE schedules SET enabled = ?, next_fire_at = NULL, deleted_at = ?, "
             "updated_at = ?, updated_by = ?, version = version + 1, log_version = ? "
@@ -166,7 +169,7 @@ class SchedulesProjection(Projection):
         )
 
     @staticmethod
-    def run_registered(sql: Sql, event: Any, position: int) -> None:
+    def run_registered(sql: Sql, event: Run.Registered, position: int) -> None:
         """The newest planned run is the schedule's last run."""
         sql.write(
             "UPDATE schedules SET last_run_id = ?, last_run_planned_at = ?, last_run_status = ? "
@@ -184,7 +187,7 @@ class SchedulesProjection(Projection):
         )
 
     @staticmethod
-    def run_changed(sql: Sql, event: Any, position: int) -> None:
+    def run_changed(sql: Sql, event: RunStatusEvent, position: int) -> None:
         sql.write(
             "UPDATE schedules SET last_run_status = ? WHERE last_run_id = ?",
             (event.status, str(event.originator_id)),

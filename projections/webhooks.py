@@ -14,8 +14,15 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant
-from domain.webhooks import CANCELLED, PENDING, SENDING, message_id_of
-from projections.engine import Handler, Projection, Sql
+from domain.webhooks import (
+    CANCELLED,
+    PENDING,
+    SENDING,
+    WebhookDelivery,
+    WebhookSubscription,
+    message_id_of,
+)
+from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.keyset import Order, Row, Slice, Window, read_slice
 
 # Oldest first, as they were created; a subscription's messages newest first.
@@ -52,10 +59,10 @@ class WebhooksProjection(Projection):
             "ON webhook_deliveries (due_at) WHERE due_at IS NOT NULL",
         ]
 
-    def handlers(self) -> dict[str, Handler]:
+    def handlers(self) -> dict[EventClass, Handler]:
         return {
-            "WebhookSubscription.Created": self.created,
-            "WebhookSubscription.Changed": _subscription(
+            WebhookSubscription.Created: self.created,
+            WebhookSubscription.Changed: _subscription(
                 lambda e: {
                     "url": e.url,
                     "event_types": ",".join(e.event_types),
@@ -63,12 +70,12 @@ class WebhooksProjection(Projection):
                     "enabled": e.enabled,
                 }
             ),
-            "WebhookSubscription.SecretRotated": _subscription(
+            WebhookSubscription.SecretRotated: _subscription(
                 lambda e: {"generation": e.generation}
             ),
-            "WebhookSubscription.Deleted": self.deleted,
-            "WebhookDelivery.Scheduled": self.scheduled,
-            "WebhookDelivery.AttemptStarted": _delivery(
+            WebhookSubscription.Deleted: self.deleted,
+            WebhookDelivery.Scheduled: self.scheduled,
+            WebhookDelivery.AttemptStarted: _delivery(
                 lambda e: {
                     "status": SENDING,
                     "attempts": e.number,
@@ -76,7 +83,7 @@ class WebhooksProjection(Projection):
                     "due_at": e.lease_expires_at,
                 }
             ),
-            "WebhookDelivery.AttemptSucceeded": _delivery(
+            WebhookDelivery.AttemptSucceeded: _delivery(
                 lambda e: {
                     "status": e.status,
                     "response_status": e.response_status,
@@ -87,17 +94,17 @@ class WebhooksProjection(Projection):
                     "finished_at": e.at,
                 }
             ),
-            "WebhookDelivery.AttemptFailed": _delivery(
+            WebhookDelivery.AttemptFailed: _delivery(
                 lambda e: {
                     **_ended(e),
                     "response_status": e.response_status,
                     "latency_seconds": e.latency_seconds,
                 }
             ),
-            "WebhookDelivery.AttemptInterrupted": _delivery(
+            WebhookDelivery.AttemptInterrupted: _delivery(
                 lambda e: {**_ended(e), "response_status": None, "latency_seconds": None}
             ),
-            "WebhookDelivery.Redelivered": _delivery(
+            WebhookDelivery.Redelivered: _delivery(
                 lambda e: {
                     "status": e.status,
                     "next_attempt_at": e.at,
@@ -108,7 +115,7 @@ class WebhooksProjection(Projection):
         }
 
     @staticmethod
-    def created(sql: Sql, event: Any, position: int) -> None:
+    def created(sql: Sql, event: WebhookSubscription.Created, position: int) -> None:
         sql.write(
             "INSERT INTO webhooks (id, tenant_id, url, event_types, description, enabled, "
             "generation, created_at, updated_at, version, position) "
@@ -129,7 +136,7 @@ class WebhooksProjection(Projection):
         )
 
     @staticmethod
-    def deleted(sql: Sql, event: Any, position: int) -> None:
+    def deleted(sql: Sql, event: WebhookSubscription.Deleted, position: int) -> None:
         """The row goes; its messages still waiting will never be sent."""
         subscription_id = str(event.originator_id)
         sql.write("DELETE FROM webhooks WHERE id = ?", (subscription_id,))
@@ -141,7 +148,7 @@ class WebhooksProjection(Projection):
         )
 
     @staticmethod
-    def scheduled(sql: Sql, event: Any, position: int) -> None:
+    def scheduled(sql: Sql, event: WebhookDelivery.Scheduled, position: int) -> None:
         """A new message; one scheduled for a subscription deleted meanwhile is cancelled."""
         delivery_id = str(event.originator_id)
         sql.write(
@@ -172,7 +179,9 @@ class WebhooksProjection(Projection):
         )
 
 
-def _ended(event: Any) -> dict[str, Any]:
+def _ended(
+    event: WebhookDelivery.AttemptFailed | WebhookDelivery.AttemptInterrupted,
+) -> dict[str, Any]:
     """A failed or interrupted attempt: waiting to retry, or given up."""
     return {
         "status": event.status,
@@ -184,7 +193,7 @@ def _ended(event: Any) -> dict[str, Any]:
 
 
 def _subscription(columns_of: Callable[[Any], dict[str, Any]]) -> Handler:
-    def handler(sql: Sql, event: Any, position: int) -> None:
+    def handler(sql: Sql, event: Stamped, position: int) -> None:
         columns = {**columns_of(event), "updated_at": event.at, "version": event.originator_version}
         assignments = ", ".join(f"{name} = ?" for name in columns)
         sql.write(
@@ -198,7 +207,7 @@ def _subscription(columns_of: Callable[[Any], dict[str, Any]]) -> Handler:
 def _delivery(columns_of: Callable[[Any], dict[str, Any]]) -> Handler:
     """A handler setting a message's columns, unless it was cancelled with its subscription."""
 
-    def handler(sql: Sql, event: Any, position: int) -> None:
+    def handler(sql: Sql, event: Stamped, position: int) -> None:
         columns = {**columns_of(event), "updated_at": event.at, "version": event.originator_version}
         if columns.get("latency_seconds") is not None:
             columns["latency_seconds"] = round(float(columns["latency_seconds"]), 6)

@@ -11,6 +11,7 @@ import pytest
 from cronledger.application.cycles import Ticker
 from cronledger.application.launches import Worker
 from cronledger.application.services import Services
+from domain.runs import Run
 from projections import chain
 from projections.catalog import all_projections, projection_named
 from projections.maintenance import rebuild, replay
@@ -83,11 +84,11 @@ def test_a_crash_mid_batch_then_a_restart_equals_a_rebuild(
         calls["n"] += 1
         if calls["n"] == 20:
             raise KeyboardInterrupt("killed mid-batch")
-        handlers["Run.Registered"](sql, event, position)
+        handlers[Run.Registered](sql, event, position)
 
     projector = services.projector
     target = next(p for p in projector.projections if p.name == "runs")
-    monkeypatch.setattr(target, "handlers", lambda: {**handlers, "Run.Registered": crashing})
+    monkeypatch.setattr(target, "handlers", lambda: {**handlers, Run.Registered: crashing})
     with pytest.raises(KeyboardInterrupt):
         projector.catch_up()
     monkeypatch.undo()
