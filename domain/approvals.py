@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 from uuid import UUID, uuid5
@@ -27,6 +27,25 @@ from domain.permissions import (
     APPROVAL_CALLBACK,
     APPROVAL_DECIDE,
     APPROVAL_SUBMIT,
+)
+from domain.reason_codes import (
+    ALREADY_DECIDED,
+    APPROVED_IN_TIME,
+    CALLBACK_OBSERVED,
+    CONTRACT_MISMATCH,
+    DEADLINE_EXTENDED,
+    DEADLINE_NOT_DUE,
+    DEADLINE_PASSED,
+    EXTENSION_NOT_LATER,
+    EXTENSION_TOO_FAR,
+    MATERIAL_STALE,
+    NOT_THE_APPLICANT,
+    PERMISSION_MISSING,
+    SELF_APPROVAL_APPLICANT,
+    SELF_APPROVAL_SAVER_UNKNOWN,
+    SELF_APPROVAL_SCHEDULE_SAVER,
+    WITHDRAWN_IN_TIME,
+    Reason,
 )
 from domain.values import FormData, checked_form_data
 
@@ -181,16 +200,16 @@ class Parties:
     schedule_saver_id: str | None
     allow_self_approval: bool
 
-    def interest_of(self, actor: str) -> str | None:
-        """Why `actor` may not approve the instance, or None when they may."""
+    def interest_of(self, actor: str) -> Reason | None:
+        """Why `actor` may not approve the instance (the self-approval rule), or None."""
         if self.allow_self_approval:
             return None
         if actor == self.applicant_id:
-            return f"{actor} is the instance's applicant"
+            return Reason(SELF_APPROVAL_APPLICANT, {"actor": actor})
         if actor == self.schedule_saver_id:
-            return f"{actor} last saved the schedule that launched the instance"
+            return Reason(SELF_APPROVAL_SCHEDULE_SAVER, {"actor": actor})
         if self.launched and self.schedule_saver_id is None:
-            return "the launch did not record who saved the schedule, so nobody may approve"
+            return Reason(SELF_APPROVAL_SAVER_UNKNOWN)
         return None
 
 
@@ -261,18 +280,38 @@ class Decision:
     outcome: str
     state: str
     accepted: bool
-    reason: str
+    why: Reason
+
+    @property
+    def reason(self) -> str:
+        return self.why.text
 
 
 @dataclass(frozen=True)
 class Answer:
-    """What a command got; a repeat of the command gets it again."""
+    """What a command got; a repeat of the command gets it again. `reason_code` is None for
+    an answer recorded before release 0.11.0, which kept the words alone."""
 
     outcome: str
     state: str
     accepted: bool
     reason: str
     fingerprint: str
+    reason_code: str | None = None
+    reason_params: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, decision: Decision, fingerprint: str) -> Answer:
+        why = decision.why
+        return cls(
+            decision.outcome,
+            decision.state,
+            decision.accepted,
+            why.text,
+            fingerprint,
+            why.code,
+            dict(why.params),
+        )
 
 
 def decide(
@@ -305,13 +344,13 @@ def decide(
 
 def refusal_of(
     command: Command, actor: str, parties: Parties, granted: frozenset[str]
-) -> str | None:
+) -> Reason | None:
     """Why `actor` may not send `command` at all, or None: checked before anything else."""
     needed = PERMISSION_OF_COMMAND.get(command.kind)
     if needed is not None and needed not in granted:
-        return f"{actor} lacks the permission {needed}"
+        return Reason(PERMISSION_MISSING, {"actor": actor, "permission": needed})
     if command.kind == WITHDRAW and actor != parties.applicant_id:
-        return "only the applicant may withdraw an instance"
+        return Reason(NOT_THE_APPLICANT)
     return None
 
 
@@ -325,77 +364,84 @@ def _decide_in_time(
     parties: Parties,
 ) -> Decision:
     if state == WAITING_REVIEW and now >= deadline:
-        reason = f"the review deadline {deadline.isoformat()} had passed at {now.isoformat()}"
-        return Decision(EXPIRED, EXPIRED, command.kind == SWEEP, reason)
+        passed = Reason(DEADLINE_PASSED, {"deadline": deadline.isoformat(), "at": now.isoformat()})
+        return Decision(EXPIRED, EXPIRED, command.kind == SWEEP, passed)
+    decided = Reason(ALREADY_DECIDED, {"state": state})
     if state in TERMINAL and command.kind == SWEEP:
-        return Decision(NOT_DUE, state, True, f"the instance is already {state}")
+        return Decision(NOT_DUE, state, True, decided)
     if state in TERMINAL:
         outcome = LATE_OR_CONFLICT if command.kind == SIGN else CONFLICT
-        return Decision(outcome, state, False, f"the instance is already {state}")
+        return Decision(outcome, state, False, decided)
     if command.kind == EXTEND:
         return _decide_extension(deadline, command, now)
     return _decide_waiting(material_version, command, parties.interest_of(actor))
 
 
-def _decide_waiting(material_version: int, command: Command, interest: str | None) -> Decision:
+def _decide_waiting(material_version: int, command: Command, interest: Reason | None) -> Decision:
     if command.kind == APPROVE and interest is not None:
-        return Decision(SELF_APPROVAL, WAITING_REVIEW, False, f"no self-approval: {interest}")
+        return Decision(SELF_APPROVAL, WAITING_REVIEW, False, interest)
     stale = stale_material(command, material_version)
     if stale is not None:
         return Decision(STALE_MATERIAL, WAITING_REVIEW, False, stale)
     if command.kind == APPROVE:
-        return Decision(APPROVED, APPROVED, True, "approved before the deadline")
+        return Decision(APPROVED, APPROVED, True, Reason(APPROVED_IN_TIME))
     if command.kind == WITHDRAW:
-        return Decision(WITHDRAWN, WITHDRAWN, True, "withdrawn before the deadline")
+        return Decision(WITHDRAWN, WITHDRAWN, True, Reason(WITHDRAWN_IN_TIME))
     if command.kind == SIGN:
-        return Decision(OBSERVED, WAITING_REVIEW, True, "callback recorded as an observation")
-    return Decision(NOT_DUE, WAITING_REVIEW, True, "the deadline has not come")
+        return Decision(OBSERVED, WAITING_REVIEW, True, Reason(CALLBACK_OBSERVED))
+    return Decision(NOT_DUE, WAITING_REVIEW, True, Reason(DEADLINE_NOT_DUE))
 
 
-def stale_material(command: Command, material_version: int) -> str | None:
+def stale_material(command: Command, material_version: int) -> Reason | None:
     """Why an approve, or a withdraw that names a material version, offers stale material."""
     if command.kind not in (APPROVE, WITHDRAW):
         return None
     offered = command.payload.get("material_version")
     if offered is None or offered == material_version:
         return None
-    return f"material version {offered} is not the current {material_version}"
+    return Reason(MATERIAL_STALE, {"offered": offered, "current": material_version})
 
 
 def _decide_extension(deadline: datetime, command: Command, now: datetime) -> Decision:
     broken = broken_extension_rule(deadline, command.payload["new_deadline_at"], now)
     if broken is not None:
         return Decision(RULE_BROKEN, WAITING_REVIEW, False, broken)
-    return Decision(EXTENDED, WAITING_REVIEW, True, command.payload["reason"])
+    asked = Reason(DEADLINE_EXTENDED, {"reason": command.payload["reason"]})
+    return Decision(EXTENDED, WAITING_REVIEW, True, asked)
 
 
-def broken_extension_rule(current: datetime, new: datetime, now: datetime) -> str | None:
+def broken_extension_rule(current: datetime, new: datetime, now: datetime) -> Reason | None:
     """Which rule a new deadline breaks, or None: later than the current one, within 30 days."""
     if new <= current:
-        return f"new_deadline_at must be later than the current deadline {current.isoformat()}"
+        return Reason(EXTENSION_NOT_LATER, {"deadline": current.isoformat()})
     if new > now + MAX_EXTENSION:
-        return "new_deadline_at must be within 30 days of now"
+        return Reason(EXTENSION_TOO_FAR)
     return None
 
 
 def callback_mismatches(
     payload: Mapping[str, Any], material_version: int, contract_id: str | None
-) -> list[str]:
+) -> list[Reason]:
     """How a signing callback differs from its instance; an unbound contract always matches."""
     found = []
     if payload["material_version"] != material_version:
-        found.append(
-            f"material version {payload['material_version']} is not the current {material_version}"
-        )
+        offered = {"offered": payload["material_version"], "current": material_version}
+        found.append(Reason(MATERIAL_STALE, offered))
     if contract_id is not None and payload["contract_id"] != contract_id:
-        found.append(f"contract {payload['contract_id']} is not the instance's {contract_id}")
+        found.append(
+            Reason(CONTRACT_MISMATCH, {"offered": payload["contract_id"], "bound": contract_id})
+        )
     return found
 
 
-def _matched(decision: Decision, mismatches: list[str]) -> Decision:
-    if not mismatches:
-        return decision
-    return replace(decision, reason=f"{decision.reason}; mismatch: {'; '.join(mismatches)}")
+def _matched(decision: Decision, mismatches: list[Reason]) -> Decision:
+    return replace(decision, why=decision.why.with_mismatches(mismatches))
+
+
+def without_reason_code(state: dict[str, Any]) -> None:
+    """Upcast from before events kept a reason's code: the words were all they kept."""
+    state["reason_code"] = None
+    state["reason_params"] = None
 
 
 def refusal_error(answer: Answer, command: Command) -> DomainError | None:
@@ -648,12 +694,14 @@ class ApprovalInstance(Aggregate):
                 payload=command.payload,
                 outcome=decision.outcome,
                 reason=decision.reason,
+                reason_code=decision.why.code,
+                reason_params=dict(decision.why.params),
                 accepted=decision.accepted,
                 fingerprint=command.fingerprint,
                 at=at,
                 actor=actor,
             )
-        return Answer(**asdict(decision), fingerprint=command.fingerprint)
+        return Answer.of(decision, command.fingerprint)
 
     def owed_notices(self) -> list[Notice]:
         """The reminders and escalation still owed, earliest first (see `owed_notices`)."""
@@ -792,17 +840,24 @@ class ApprovalInstance(Aggregate):
         }
 
     class CommandHandled(Aggregate.Event):
-        """A command and what it got; subclasses name the outcome's kind."""
+        """A command and what it got; subclasses name the outcome's kind. Version 2 added the
+        reason's code and parameters (`reason_code`, `reason_params`; None before: the words
+        in `reason` were all it kept)."""
 
+        class_version = 2
         command: str
         command_id: str | None
         payload: dict[str, Any]
         outcome: str
         reason: str
+        reason_code: str | None
+        reason_params: dict[str, Any] | None
         accepted: bool
         fingerprint: str
         at: datetime
         actor: str
+
+        upcast_v1_v2 = staticmethod(without_reason_code)
 
         def apply(self, aggregate: Aggregate) -> None:
             assert isinstance(aggregate, ApprovalInstance)
@@ -819,9 +874,10 @@ class ApprovalInstance(Aggregate):
 
     class DeadlineExtended(CommandHandled):
         """Version 2 added `rule_version`, the deadline rules' version that allowed it;
-        version 3 `deadline_offset_minutes`, the offset the new deadline was given with."""
+        version 3 `deadline_offset_minutes`, the offset the new deadline was given with;
+        version 4 the reason's code and parameters (see `CommandHandled`)."""
 
-        class_version = 3
+        class_version = 4
         rule_version: int
         deadline_offset_minutes: int | None
 
@@ -832,6 +888,8 @@ class ApprovalInstance(Aggregate):
         @staticmethod
         def upcast_v2_v3(state: dict[str, Any]) -> None:
             state["deadline_offset_minutes"] = None  # no offset was kept: UTC
+
+        upcast_v3_v4 = staticmethod(without_reason_code)
 
     class CallbackObserved(CommandHandled):
         pass
@@ -849,6 +907,8 @@ class ApprovalInstance(Aggregate):
                 "accepted": handled.accepted,
                 "reason": handled.reason,
                 "fingerprint": handled.fingerprint,
+                "reason_code": handled.reason_code,
+                "reason_params": handled.reason_params,
             }
         if handled.command == SIGN and handled.outcome != FORBIDDEN:
             self.observe(handled)  # a refused caller's callback is no observation

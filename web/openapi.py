@@ -260,8 +260,8 @@ def build_spec(app: Flask) -> dict[str, Any]:
             "`webhook-id` and `webhook-timestamp` beside it (docs/webhooks.md).",
         },
     )
-    spec.components.schema("Problem", schema=ProblemOut)
     register_shapes(spec, plugin)
+    spec.components.schema("Problem", schema=ProblemOut)
     _register_shared(spec)
     for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
         view = app.view_functions[rule.endpoint]

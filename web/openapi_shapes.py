@@ -1,6 +1,10 @@
 """What the document says about body shapes beyond marshmallow's own mapping.
 
-- A `Choice` field refers to its named enum component (`RunStatus`, ...), defined once.
+- A `Choice` field refers to its named enum component (`RunStatus`, ...), defined once. In a
+  request the enum is closed (the server refuses another value); in an answer it is open:
+  `anyOf: [{$ref}, {type: string}]`, since a later release may add values (a `REJECTED`
+  state, a `CALENDAR` skip). openapi-python-client reads a value it does not know as a `str`
+  and openapi-typescript types it `Enum | string` (tests/e2e/test_generated_client.py).
 - A `Described` field refers to a component written here: the trigger's shapes, which the
   domain checks (`domain/triggers.py`), closed in requests (unknown keys are refused) and open
   in answers.
@@ -27,7 +31,7 @@ from apispec.ext.marshmallow.openapi import OpenAPIConverter
 from marshmallow import fields
 
 from domain.triggers import MAX_EXPRESSION_LENGTH, MAX_WEEKDAYS, MAX_WINDOWS
-from web.schemas.base import Choice, Choices, Described, Tagged
+from web.schemas.base import Choice, Choices, Described, OutSchema, Tagged
 
 SCHEMAS = "#/components/schemas/"
 HH_MM = "^([01][0-9]|2[0-3]):[0-5][0-9]$"  # domain/triggers.py `_HH_MM`
@@ -35,6 +39,8 @@ MAX_INTERVAL_MINUTES = 1440  # domain/triggers.py `WindowIntervalTrigger`
 # What a wrapped reference keeps of the field's own description.
 KEPT = ("description", "default", "readOnly", "writeOnly", "deprecated", "example", "examples")
 REQUEST, ANSWER = "In", "Out"
+# The open branch of an enum in an answer.
+LATER_VALUE = {"type": "string", "description": "a value a later release may add"}
 
 
 def register_shapes(spec: APISpec, plugin: MarshmallowPlugin) -> None:
@@ -91,11 +97,14 @@ class Shapes:
         ret.clear()
         if field.allow_none:
             return {"oneOf": [target, only_null(isinstance(field, Choice))], **kept}
+        if "$ref" not in target:
+            return {**target, **kept}
         return {"allOf": [target], **kept} if kept else target
 
-    def target_of(self, field: fields.Field[Any], ret: Mapping[str, Any]) -> dict[str, str] | None:
+    def target_of(self, field: fields.Field[Any], ret: Mapping[str, Any]) -> dict[str, Any] | None:
         if isinstance(field, Choice):
-            return self.enum(field.choices)
+            closed = self.enum(field.choices)
+            return {"anyOf": [closed, LATER_VALUE]} if answered(field) else closed
         if isinstance(field, Described):
             return self.described(field.component)
         if isinstance(field, Tagged):
@@ -140,6 +149,14 @@ class Shapes:
     def define(self, name: str, component: dict[str, Any]) -> None:
         if name not in self.spec.components.schemas:
             self.spec.components.schema(name, component)
+
+
+def answered(field: fields.Field[Any]) -> bool:
+    """Whether the field is part of an answer (an `OutSchema`'s), not of a request."""
+    root = field
+    while isinstance(getattr(root, "parent", None), fields.Field):
+        root = root.parent  # type: ignore[assignment]
+    return isinstance(getattr(root, "parent", None), OutSchema)
 
 
 def query_schema(schema: dict[str, Any]) -> dict[str, Any]:

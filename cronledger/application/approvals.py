@@ -189,6 +189,8 @@ class CommandResult:
     replayed: bool
     reason: str
     winning_command: dict[str, str | None] | None
+    reason_code: str | None
+    reason_params: dict[str, Any] | None
 
     @classmethod
     def of(cls, answer: Answer, instance: ApprovalInstance, replayed: bool) -> CommandResult:
@@ -201,6 +203,8 @@ class CommandResult:
             replayed,
             answer.reason,
             view.winning_command,
+            answer.reason_code,
+            answer.reason_params,
         )
 
 

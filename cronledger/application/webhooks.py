@@ -33,6 +33,7 @@ from domain.directory import Principal, check_expected_version
 from domain.errors import NotFound, ValidationFailed
 from domain.idempotency import KeyedRequest
 from domain.overlap import Blocker
+from domain.reason_codes import MISMATCHES
 from domain.runs import (
     DEAD_LETTER,
     FAILED,
@@ -66,7 +67,7 @@ from projections.keyset import Window
 from projections.webhooks import DeliveryRow, WebhookRow, delivery_page, webhook_page
 
 SECRET_KIND = "webhook"  # noqa: S105 (what `derived_secret` derives a subscription's secret for)
-MISMATCH = "; mismatch:"  # how a signing callback's reason says it does not match its instance
+MISMATCH = "; mismatch:"  # how the words of a callback's reason before 0.11.0 said it differed
 Resolver = Callable[..., Sequence[tuple[Any, ...]]]  # socket.getaddrinfo's shape
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Act = Callable[[WebhookSubscription, datetime], object]  # a change to a subscription, at a time
@@ -210,7 +211,7 @@ def types_of(event: Any) -> list[str]:
         return [NOTICES[name]]
     if name in CALLBACKS and event.command == SIGN and event.outcome != FORBIDDEN:
         late = [CALLBACK_LATE] if event.outcome in (EXPIRED, LATE_OR_CONFLICT) else []
-        return late + ([CALLBACK_MISMATCHED] if MISMATCH in event.reason else [])
+        return late + ([CALLBACK_MISMATCHED] if mismatched(event) else [])
     return []
 
 
@@ -281,6 +282,14 @@ def _run_detail(event: Any) -> dict[str, Any]:
     if name == "Run.Registered":
         return {"skip_reason": skip_reason_of(SKIP_MISSED, None, event.skipped_count)}
     return {"attempt": event.number, "error": {"code": event.code, "message": event.message}}
+
+
+def mismatched(handled: Any) -> bool:
+    """Whether a signing callback differed from its instance: as its reason's parameters say,
+    or, recorded before reasons kept them, its words."""
+    if handled.reason_code is not None:
+        return bool((handled.reason_params or {}).get(MISMATCHES))
+    return MISMATCH in handled.reason
 
 
 def delivery_source(event: Any, kind: str) -> str:

@@ -37,7 +37,7 @@ T = TypeVar("T")
 Item = TypeVar("Item")
 
 ENVELOPE = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic"})
-NAMED = ("at", "actor", "command_id", "outcome", "reason")
+NAMED = ("at", "actor", "command_id", "outcome", "reason", "reason_code", "reason_params")
 GET_MANY_CHUNK = 500
 UNDECODABLE = "Undecodable"
 log = logging.getLogger("cronledger.persistence.ledger")
@@ -59,6 +59,8 @@ class TimelineEntry:
     outcome: str | None
     reason: str | None
     data: dict[str, Any]
+    reason_code: str | None = None  # the reason's code and parameters, where the event keeps
+    reason_params: dict[str, Any] | None = None  # them (domain/reason_codes.py)
 
 
 @dataclass(frozen=True)
@@ -406,6 +408,8 @@ def timeline_entry(position: int, event: Any, zone: tzinfo = UTC) -> TimelineEnt
         outcome=named["outcome"],
         reason=named["reason"],
         data=jsonable(state, zone),
+        reason_code=named["reason_code"],
+        reason_params=jsonable(named["reason_params"], zone),
     )
 
 

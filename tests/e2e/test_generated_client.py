@@ -2,7 +2,9 @@
 
 openapi-python-client generates the package `cronledger_client` into a temporary folder from
 the document the app serves; mypy --strict type-checks a flow written against it alone
-(generated_client_flow.py), and the flow runs against `cronledger serve` on each store.
+(generated_client_flow.py), and the flow runs against `cronledger serve` on each store. It also
+reads answers holding values a later release adds (a run status, a skip reason, a problem code,
+a reason code) without failing; so do the TypeScript types openapi-typescript makes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.helpers import request
+from tests.node_tools import TOOLS, node
+from web.examples import EXAMPLES
 
 pytestmark = pytest.mark.slow
 
@@ -69,6 +73,89 @@ def test_the_flow_runs_against_a_served_store(
     assert served == (200, openapi_document), "not the document the client came from"
     result = _run(generated, sys.executable, str(FLOW), server, token)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+LATER_VALUES = """
+import json, sys
+from cronledger_client.models.problem import Problem
+from cronledger_client.models.run_out import RunOut
+
+run = RunOut.from_dict(json.loads(sys.argv[1]))
+problem = Problem.from_dict(json.loads(sys.argv[2]))
+print(json.dumps([run.status, run.skip_reason.code, problem.code, run.to_dict()["status"]]))
+"""
+
+
+def test_the_generated_client_reads_values_a_later_release_adds(generated: Path) -> None:
+    """Enums in answers are open (web/openapi_shapes.py): a value the client never saw is read
+    as a string, and a new reason code is only a new string."""
+    skipped = {**EXAMPLES["RunPage"]["newest-first"]["items"][0], "status": "PAUSED_FOR_HOLIDAY"}
+    skipped["skip_reason"] = {**skipped["skip_reason"], "code": "CALENDAR"}
+    problem = {**EXAMPLES["Problem"]["NOT_FOUND"], "code": "SOMETHING_NEW"}
+    result = _run(
+        generated, sys.executable, "-c", LATER_VALUES, json.dumps(skipped), json.dumps(problem)
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout) == [
+        "PAUSED_FOR_HOLIDAY",
+        "CALENDAR",
+        "SOMETHING_NEW",
+        "PAUSED_FOR_HOLIDAY",
+    ]
+
+
+TYPESCRIPT_USE = """
+import type { components } from "./cronledger";
+type Run = components["schemas"]["RunOut"];
+const later: Run["status"] = "PAUSED_FOR_HOLIDAY";
+const known: Run["status"] = "SUCCEEDED";
+const code: components["schemas"]["Problem"]["code"] = "SOMETHING_NEW";
+export const seen = [later, known, code];
+"""
+
+
+def test_the_typescript_types_accept_values_a_later_release_adds(
+    openapi_document: dict[str, Any], tmp_path: Path
+) -> None:
+    node_path = node()
+    (tmp_path / "openapi.json").write_text(json.dumps(openapi_document), encoding="utf-8")
+    made = subprocess.run(
+        [
+            node_path,
+            str(TOOLS / "node_modules/openapi-typescript/bin/cli.js"),
+            "openapi.json",
+            "--output",
+            "cronledger.ts",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=STEP_SECONDS,
+        check=False,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    types = (tmp_path / "cronledger.ts").read_text()
+    assert 'status: components["schemas"]["RunStatus"] | string;' in types
+    (tmp_path / "use.ts").write_text(TYPESCRIPT_USE, encoding="utf-8")
+    checked = subprocess.run(
+        [
+            node_path,
+            str(TOOLS / "node_modules/typescript/bin/tsc"),
+            "--noEmit",
+            "--strict",
+            "--module",
+            "esnext",
+            "--moduleResolution",
+            "bundler",
+            "use.ts",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=STEP_SECONDS,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def _run(folder: Path, *command: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,11 @@ SCHEMAS = "#/components/schemas/"
 JSON_TYPES = ("application/json", "application/problem+json", "application/merge-patch+json")
 # The objects an answer may carry whose keys are not the document's: the caller's form data
 # and an event's own fields.
-OPEN_OBJECTS = {("form_data", "the caller's own JSON object"), ("data", "an open object")}
+OPEN_OBJECTS = {
+    ("form_data", "the caller's own JSON object"),
+    ("data", "an open object"),
+    ("reason_params", "an open object"),
+}
 NAMED_ENUMS = {
     "RunStatus",
     "RunTrigger",
@@ -182,15 +186,46 @@ def test_each_enum_is_one_named_component_referred_to_from_every_use(
     unused = [name for name in named if f'"{SCHEMAS}{name}"' not in text]
     assert unused == []
     run_status = {"$ref": SCHEMAS + "RunStatus"}
-    assert schemas["RunOut"]["properties"]["status"] == run_status
-    assert schemas["LastRunOut"]["properties"]["status"] == run_status
+    assert schemas["RunOut"]["properties"]["status"] == {"anyOf": [run_status, LATER_VALUE]}
+    assert schemas["LastRunOut"]["properties"]["status"] == {"anyOf": [run_status, LATER_VALUE]}
     for path in ("/api/workflows/runs", "/api/workflows/schedules/{schedule_id}/runs"):
         parameters = openapi_document["paths"][path]["get"]["parameters"]
         status = next(p for p in parameters if p.get("name") == "status")
         assert status["schema"] == run_status, path  # a filter: a bare reference, never null
 
 
+def test_enums_are_closed_in_requests_and_open_in_answers(
+    openapi_document: dict[str, Any],
+) -> None:
+    """A request may send only the values listed; an answer may hold a value a later release
+    adds, which a client generated today reads as a string (test_generated_client.py)."""
+    schemas = openapi_document["components"]["schemas"]
+    enums = {name for name, schema in schemas.items() if "enum" in schema}
+
+    def enum_uses(names: set[str]) -> Iterator[str]:
+        for name in names:
+            for where, schema in subschemas(schemas[name], name):
+                if schema.get("$ref", "").removeprefix(SCHEMAS) in enums:
+                    yield where
+
+    answers = reachable(openapi_document, "response")
+    requests = reachable(openapi_document, "request")
+    assert [w for w in enum_uses(answers - requests) if not w.endswith("[anyOf.0]")] == []
+    assert [w for w in enum_uses(requests - answers) if w.endswith("[anyOf.0]")] == []
+    assert schemas["Problem"]["properties"]["code"] == {
+        "anyOf": [{"$ref": SCHEMAS + "ProblemCode"}, LATER_VALUE]
+    }
+    assert set(schemas["ProblemCode"]["enum"]) >= {"VALIDATION_FAILED", "COMMAND_REJECTED"}
+
+
 ONLY_NULL = {"nullable": True, "enum": [None]}
+LATER_VALUE = {"type": "string", "description": "a value a later release may add"}
+
+
+def open_enum(schema: dict[str, Any]) -> bool:
+    """An enum of an answer: its component, or a value a later release adds."""
+    branches = schema.get("anyOf", [])
+    return len(branches) == 2 and "$ref" in branches[0] and branches[1] == LATER_VALUE
 
 
 def only_null(schema: dict[str, Any]) -> bool:
@@ -209,9 +244,12 @@ def test_a_reference_is_nullable_the_way_openapi_3_0_3_reads_it(
         where
         for where, schema in every_schema(openapi_document)
         if ("$ref" in schema and len(schema) > 1)
-        or any("$ref" not in branch for branch in schema.get("anyOf", []))
+        or any("$ref" not in branch and branch != LATER_VALUE for branch in schema.get("anyOf", []))
         or (schema.get("nullable") and "type" not in schema)
-        or any("$ref" not in branch and not only_null(branch) for branch in schema.get("oneOf", []))
+        or any(
+            "$ref" not in branch and not only_null(branch) and not open_enum(branch)
+            for branch in schema.get("oneOf", [])
+        )
     ]
     assert found == []
     last_error = openapi_document["components"]["schemas"]["RunOut"]["properties"]["last_error"]

@@ -51,6 +51,7 @@ from web.api import services
 from web.console.access import signed_in
 from web.console.clock import viewer_zone
 from web.console.live import caught_up, live_url, shown_position
+from web.console.reason_words import reason_words
 from web.freshness import wanted_position
 from web.paging import window
 from web.problems import STATUS_OF_CODE, Problem
@@ -363,8 +364,9 @@ def may(principal: Principal, view: ApprovalView, kind: str) -> bool:
 
 
 def approval_interest(principal: Principal, view: ApprovalView) -> str | None:
-    """Why the caller may not approve this instance (the self-approval rule), or None."""
-    return parties(view).interest_of(principal.account_id)
+    """Why the caller may not approve this instance (the self-approval rule), in words, or None."""
+    interest = parties(view).interest_of(principal.account_id)
+    return None if interest is None else reason_words(interest.code, interest.params, None)
 
 
 def lost_to_another(result: CommandResult, sent: Command | None) -> bool:

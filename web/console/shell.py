@@ -37,6 +37,7 @@ from domain.permissions import APPROVAL_LIST, AUDIT_READ, DIRECTORY_MANAGE, SCHE
 from web.console import AREAS
 from web.console.access import SignInNeeded, can, viewer, viewer_or_none
 from web.console.clock import register_time_filters
+from web.console.reason_words import reason_words
 from web.problems import STATUS_OF_CODE, UNAVAILABLE_RETRY_AFTER_SECONDS
 
 HERE = Path(__file__).parent
@@ -173,6 +174,7 @@ def _shared_context() -> dict[str, object]:
         "can": can,
         "language": chosen_language(),
         "languages": LANGUAGES,
+        "reason_words": reason_words,
     }
 
 

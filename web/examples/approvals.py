@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from domain import reason_codes as codes
+from domain.reason_codes import Reason
 from web.examples.operations import PROBLEMS, problem_document
 from web.examples.world import (
     CRON_SCHEDULE_ID,
@@ -196,34 +198,42 @@ REMINDED = {
 }
 
 
-def _answer(outcome: str, instance: dict[str, Any], reason: str) -> dict[str, Any]:
+def reasoned(why: Reason) -> dict[str, Any]:
+    """A reason as an answer gives it: in words, and as its code and parameters."""
+    return {"reason": why.text, "reason_code": why.code, "reason_params": dict(why.params)}
+
+
+def _answer(outcome: str, instance: dict[str, Any], why: Reason) -> dict[str, Any]:
     """A command's answer: what it got, the instance after it, and who decided the instance."""
     return {
         "outcome": outcome,
         "state": instance["state"],
         "instance": instance,
         "replayed": False,
-        "reason": reason,
+        **reasoned(why),
         "winning_command": instance["winning_command"],
     }
 
 
-def _lost(command: str, outcome: str, instance: dict[str, Any], reason: str) -> dict[str, Any]:
+def _lost(command: str, outcome: str, instance: dict[str, Any], why: Reason) -> dict[str, Any]:
     """A command that lost, answered 409 as a problem document with what it got."""
     path = f"/api/approvals/{instance['id']}/{command}"
     return {
-        **problem_document("COMMAND_REJECTED", 409, "The command lost", reason, path),
+        **problem_document("COMMAND_REJECTED", 409, "The command lost", why.text, path),
         "outcome": outcome,
         "state": instance["state"],
         "replayed": False,
-        "reason": reason,
+        **reasoned(why),
         "winning_command": instance["winning_command"],
         "approval": instance,
     }
 
 
-APPROVED_ANSWER = _answer("APPROVED", APPROVED, "approved before the deadline")
-LATE = "the review deadline 2026-10-01T09:00:00+00:00 had passed at 2026-10-01T09:30:00+00:00"
+APPROVED_ANSWER = _answer("APPROVED", APPROVED, Reason(codes.APPROVED_IN_TIME))
+LATE = Reason(
+    codes.DEADLINE_PASSED,
+    {"deadline": "2026-10-01T09:00:00+00:00", "at": "2026-10-01T09:30:00+00:00"},
+)
 
 EXAMPLES: dict[str, dict[str, Any]] = {
     "ApprovalSubmit": {
@@ -253,19 +263,24 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "CommandOut": {
         "approved": APPROVED_ANSWER,
         "replayed": {**APPROVED_ANSWER, "replayed": True},
-        "deadline-extended": _answer("EXTENDED", EXTENDED, "customer asked"),
-        "callback-observed": _answer("OBSERVED", OBSERVED, "callback recorded as an observation"),
+        "deadline-extended": _answer(
+            "EXTENDED", EXTENDED, Reason(codes.DEADLINE_EXTENDED, {"reason": "customer asked"})
+        ),
+        "callback-observed": _answer("OBSERVED", OBSERVED, Reason(codes.CALLBACK_OBSERVED)),
     },
     "CommandRejectedOut": {
         "lost-already-decided": _lost(
-            "withdraw", "CONFLICT", {**APPROVED, "version": 5}, "the instance is already APPROVED"
+            "withdraw",
+            "CONFLICT",
+            {**APPROVED, "version": 5},
+            Reason(codes.ALREADY_DECIDED, {"state": "APPROVED"}),
         ),
         "lost-after-deadline": _lost("approve", "EXPIRED", EXPIRED, LATE),
         "lost-stale-material": _lost(
             "approve",
             "STALE_MATERIAL",
             {**EXTENDED, "version": 3},
-            "material version 1 is not the current 2",
+            Reason(codes.MATERIAL_STALE, {"offered": 1, "current": 2}),
         ),
         "command-id-reused": PROBLEMS["COMMAND_ID_REUSED"],
     },

@@ -179,6 +179,8 @@ SCHEDULE_TIMELINE = [
         "command_id": None,
         "outcome": None,
         "reason": None,
+        "reason_code": None,
+        "reason_params": None,
         "data": {
             "tenant_id": TENANT_ID,
             "settings": {
@@ -207,6 +209,8 @@ SCHEDULE_TIMELINE = [
         "command_id": None,
         "outcome": None,
         "reason": "go live",
+        "reason_code": None,
+        "reason_params": None,
         "data": {"next_fire_at": "2026-10-02T01:00:00Z"},
     },
 ]
@@ -220,6 +224,8 @@ APPROVAL_TIMELINE = [
         "command_id": "a-1",
         "outcome": "APPROVED",
         "reason": "approved before the deadline",
+        "reason_code": "APPROVED_IN_TIME",
+        "reason_params": {},
         "data": {
             "command": "approve",
             "payload": {"material_version": 2},
@@ -236,6 +242,8 @@ APPROVAL_TIMELINE = [
         "command_id": "w-1",
         "outcome": "CONFLICT",
         "reason": "the instance is already APPROVED",
+        "reason_code": "ALREADY_DECIDED",
+        "reason_params": {"state": "APPROVED"},
         "data": {
             "command": "withdraw",
             "payload": {},

@@ -28,6 +28,8 @@ from web.schemas.base import (
     id_filter,
     instant_text,
     name_field,
+    reason_code_field,
+    reason_params_field,
     server_uuid,
     strict_int,
 )
@@ -295,7 +297,9 @@ class CommandOut(OutSchema):
     state = Choice(APPROVAL_STATE)
     instance = fields.Nested(ApprovalOut)
     replayed = fields.Boolean()
-    reason = fields.String(metadata={"description": "why the command won or lost"})
+    reason = fields.String(metadata={"description": "why the command won or lost, in words"})
+    reason_code = reason_code_field()
+    reason_params = reason_params_field()
     winning_command = fields.Nested(
         WinningCommandOut,
         allow_none=True,
@@ -310,6 +314,8 @@ class CommandRejection(Schema):
     state = Choice(APPROVAL_STATE, metadata={"description": "the instance's state now"})
     replayed = fields.Boolean(metadata={"description": "a repeat of the command, answered again"})
     reason = fields.String(metadata={"description": "why it lost; the same as `detail`"})
+    reason_code = reason_code_field()
+    reason_params = reason_params_field()
     winning_command = fields.Nested(
         WinningCommandOut,
         allow_none=True,

@@ -23,6 +23,8 @@ from web.schemas.base import (
     QueryInteger,
     UtcDateTime,
     instant_text,
+    reason_code_field,
+    reason_params_field,
     server_uuid,
 )
 from web.schemas.enums import AGGREGATE_TYPE, OPERATION_KIND
@@ -42,6 +44,8 @@ class TimelineEntryOut(OutSchema):
     command_id = fields.String(allow_none=True)
     outcome = fields.String(allow_none=True)
     reason = fields.String(allow_none=True)
+    reason_code = reason_code_field()
+    reason_params = reason_params_field()
     data = fields.Dict(
         keys=fields.String(),
         metadata={

@@ -22,6 +22,7 @@ from marshmallow import (
 )
 
 from domain.reasons import MAX_REASON
+from web.problems import STATUS_OF_CODE
 
 MAX_NAME = 200
 
@@ -299,12 +300,39 @@ def form_data_field(**kwargs: Any) -> fields.Dict:
     return fields.Dict(keys=fields.String(), metadata={"description": FORM_DATA}, **kwargs)
 
 
+def reason_code_field() -> fields.String:
+    """A reason's stable code (domain/reason_codes.py): what a program acts on."""
+    return fields.String(
+        allow_none=True,
+        metadata={
+            "description": "why, as a stable code a later release may add to (docs/api.md"
+            "#reason-codes); null where it was recorded before release 0.11.0, with words alone"
+        },
+    )
+
+
+def reason_params_field() -> fields.Dict:
+    """The values a reason's code names, from which its words are made."""
+    return fields.Dict(
+        keys=fields.String(),
+        allow_none=True,
+        metadata={"description": "the values the reason's code names: an open object"},
+    )
+
+
+PROBLEM_CODE = Choices(
+    "ProblemCode",
+    tuple(STATUS_OF_CODE),
+    "what went wrong, for a program to act on (docs/api.md#errors); `detail` says it in words",
+)
+
+
 class ProblemOut(OutSchema):
     type = fields.String()
     title = fields.String()
     status = fields.Integer()
     detail = fields.String()
-    code = fields.String()
+    code = Choice(PROBLEM_CODE)
     instance = fields.String(
         metadata={"format": "uri-reference", "description": "the request's path"}
     )

@@ -1,0 +1,65 @@
+"""A reason's words in the viewer's language, made from its code and parameters
+(domain/reason_codes.py); a reason recorded before release 0.11.0 has no code, and is shown in
+the words it was recorded with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flask_babel import gettext
+
+from domain import reason_codes as codes
+
+WORDS: dict[str, Callable[..., str]] = {
+    codes.APPROVED_IN_TIME: lambda: gettext("approved before the deadline"),
+    codes.WITHDRAWN_IN_TIME: lambda: gettext("withdrawn before the deadline"),
+    codes.CALLBACK_OBSERVED: lambda: gettext("callback recorded as an observation"),
+    codes.DEADLINE_NOT_DUE: lambda: gettext("the deadline has not come"),
+    codes.DEADLINE_PASSED: lambda deadline, at: gettext(
+        "the review deadline %(deadline)s had passed at %(at)s", deadline=deadline, at=at
+    ),
+    codes.DEADLINE_EXTENDED: lambda reason: reason,  # the reviewer's own words
+    codes.ALREADY_DECIDED: lambda state: gettext("the instance is already %(state)s", state=state),
+    codes.PERMISSION_MISSING: lambda actor, permission: gettext(
+        "%(actor)s lacks the permission %(permission)s", actor=actor, permission=permission
+    ),
+    codes.NOT_THE_APPLICANT: lambda: gettext("only the applicant may withdraw an instance"),
+    codes.SELF_APPROVAL_APPLICANT: lambda actor: gettext(
+        "no self-approval: %(actor)s is the instance's applicant", actor=actor
+    ),
+    codes.SELF_APPROVAL_SCHEDULE_SAVER: lambda actor: gettext(
+        "no self-approval: %(actor)s last saved the schedule that launched the instance",
+        actor=actor,
+    ),
+    codes.SELF_APPROVAL_SAVER_UNKNOWN: lambda: gettext(
+        "no self-approval: the launch did not record who saved the schedule, so nobody may approve"
+    ),
+    codes.MATERIAL_STALE: lambda offered, current: gettext(
+        "material version %(offered)s is not the current %(current)s",
+        offered=offered,
+        current=current,
+    ),
+    codes.CONTRACT_MISMATCH: lambda offered, bound: gettext(
+        "contract %(offered)s is not the instance's %(bound)s", offered=offered, bound=bound
+    ),
+    codes.EXTENSION_NOT_LATER: lambda deadline: gettext(
+        "the new deadline must be later than the current one, %(deadline)s", deadline=deadline
+    ),
+    codes.EXTENSION_TOO_FAR: lambda: gettext("the new deadline must be within 30 days of now"),
+}
+
+
+def reason_words(code: str | None, params: Mapping[str, Any] | None, recorded: str | None) -> str:
+    """The reason in the viewer's language; the recorded words for one without a code (or a
+    code this release does not know)."""
+    said = WORDS.get(code or "")
+    if said is None:
+        return recorded or ""
+    given = dict(params or {})
+    mismatches = given.pop(codes.MISMATCHES, None) or []
+    text = str(said(**given))
+    if mismatches:
+        listed = "; ".join(reason_words(m["code"], m["params"], None) for m in mismatches)
+        text = str(gettext("%(reason)s; mismatch: %(mismatches)s", reason=text, mismatches=listed))
+    return text
