@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from uuid import uuid4
 
 import pytest
 
@@ -39,6 +40,8 @@ def test_a_stop_ends_the_wait(services: Services) -> None:
     """On each store, and on PostgreSQL while the waiter listens for notifications."""
     stop = threading.Event()
     wakeup = AppendWakeup(services.ledger, stop)
+    if services.store.kind == "postgresql":  # a channel nobody notifies: only the stop ends it
+        wakeup.channel = f"nobody_{uuid4().hex}"
     thread = waiting(wakeup)
     if services.store.kind == "postgresql":
         wait_until(lambda: wakeup.listening, "the waiter listening")
