@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 from uuid import UUID
 
+from cronledger.persistence.ledger import jsonable
 from cronledger.persistence.store import Store, as_instant, tenant_scope
 from domain.approvals import (
     EXPIRED,
@@ -18,6 +19,7 @@ from domain.approvals import (
     TERMINAL,
     WAITING_REVIEW,
     ApprovalInstance,
+    at_offset,
     owed_notices,
 )
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
@@ -459,8 +461,8 @@ APPROVAL_ORDER = Order("approvals", "submitted_at", descending=True, tie="id")
 
 
 class ApprovalRow(NamedTuple):
-    """An instance as its `approvals` row keeps it: everything the API lists of it (nested
-    values as the API answers them, instants in them as text)."""
+    """An instance as its `approvals` row keeps it: what the API answers of it (nested values
+    as the API answers them, instants in them as text)."""
 
     id: str
     definition_id: str
@@ -513,6 +515,60 @@ class ApprovalRow(NamedTuple):
             values[name] = None if values[name] is None else json.loads(values[name])
         values["allow_self_approval"] = bool(values["allow_self_approval"])
         return cls(**values)
+
+    @classmethod
+    def of_aggregate(cls, instance: ApprovalInstance) -> ApprovalRow:
+        """The instance as a command left it: what its row holds once the read model has
+        applied the command's events."""
+        escalated = instance.escalated
+        return cls(
+            id=str(instance.id),
+            definition_id=instance.definition_id,
+            title=instance.title,
+            form_data=jsonable(instance.form_data),
+            applicant_id=instance.applicant_id,
+            state=instance.state,
+            material_version=instance.material_version,
+            review_deadline_at=instance.review_deadline_at,
+            review_deadline_offset_minutes=instance.review_deadline_offset_minutes,
+            deadline_policy=jsonable(instance.deadline_policy),
+            origin=jsonable(instance.origin),
+            allow_self_approval=instance.allow_self_approval,
+            submitted_at=instance.submitted_at,
+            decided_at=instance.decided_at,
+            winning_command=instance.winning_command,
+            version=instance.version,
+            observations=jsonable(instance.observations),
+            contract_id=instance.contract_id,
+            extensions=jsonable(instance.extensions),
+            reminders=jsonable(instance.reminders),
+            escalation=jsonable(instance.escalation),
+            reminders_sent=jsonable(instance.reminders_sent),
+            escalated_account_id=escalated["account_id"] if escalated else None,
+            escalated_at=escalated["at"] if escalated else None,
+            next_notice_at=instance.next_notice_at,
+        )
+
+    @property
+    def review_deadline_at_local(self) -> datetime:
+        """The review deadline at the offset it was given with; in UTC when none was."""
+        return at_offset(self.review_deadline_at, self.review_deadline_offset_minutes)
+
+    @property
+    def decided_by(self) -> str | None:
+        """Who decided the instance (the deadline rule's actor for an expiry); None while it
+        waits."""
+        return self.winning_command["actor"] if self.winning_command else None
+
+
+def approval_row(store: Store, tenant_id: UUID, instance_id: UUID) -> ApprovalRow | None:
+    """The tenant's instance as its row keeps it; None if there is none (or another tenant's)."""
+    rows = store.query(
+        f"SELECT {', '.join(ApprovalRow._fields)} FROM approvals "  # noqa: S608
+        "WHERE id = ? AND tenant_id = ?",
+        (str(instance_id), str(tenant_id)),
+    )
+    return ApprovalRow.of(rows[0]) if rows else None
 
 
 def approval_page(

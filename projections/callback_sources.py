@@ -92,7 +92,8 @@ CALLBACK_SOURCE_ORDER = Order("callback_sources", "position")
 
 
 class CallbackSourceRow(NamedTuple):
-    """A live source as its row keeps it: everything the API lists of it."""
+    """A live source as its row keeps it: everything the API answers of it (never its
+    secret)."""
 
     id: str
     name: str
@@ -118,6 +119,19 @@ class CallbackSourceRow(NamedTuple):
             int(version),
         )
 
+    @classmethod
+    def of_aggregate(cls, source: CallbackSource) -> CallbackSourceRow:
+        """The source as a command saved it: what its row becomes."""
+        return cls(
+            id=str(source.id),
+            name=source.name,
+            description=source.description,
+            generation=source.generation,
+            created_at=source.created_at,
+            secret_created_at=source.secret_created_at,
+            version=source.version,
+        )
+
 
 def callback_source_page(store: Store, tenant_id: UUID, window: Window) -> Slice[CallbackSourceRow]:
     """One page of the tenant's live sources, oldest first, and how many."""
@@ -125,3 +139,14 @@ def callback_source_page(store: Store, tenant_id: UUID, window: Window) -> Slice
     columns = ", ".join(CallbackSourceRow._fields)
     found = read_slice(store, "callback_sources", where, CALLBACK_SOURCE_ORDER, window, columns)
     return Slice([CallbackSourceRow.of(row) for row in found.rows], found.total, found.next_key)
+
+
+def callback_source_row(store: Store, tenant_id: UUID, source_id: UUID) -> CallbackSourceRow | None:
+    """The tenant's live source of this id, if it has one."""
+    columns = ", ".join(CallbackSourceRow._fields)
+    rows = store.query(
+        f"SELECT {columns} FROM callback_sources "  # noqa: S608
+        "WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL",
+        (str(tenant_id), str(source_id)),
+    )
+    return CallbackSourceRow.of(rows[0]) if rows else None

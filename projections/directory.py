@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 from uuid import UUID
 
+from cronledger.persistence.ledger import jsonable
 from cronledger.persistence.store import Store, as_instant
 from domain.directory import UNPUBLISHED_REVISION, Account, Definition, Tenant
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
@@ -156,7 +157,7 @@ DEFINITION_ORDER = Order("definitions", "position")
 
 
 class AccountRow(NamedTuple):
-    """An account as its `accounts` row keeps it: everything the API lists of it."""
+    """An account as its `accounts` row keeps it: everything the API answers of it."""
 
     id: str
     name: str
@@ -173,9 +174,21 @@ class AccountRow(NamedTuple):
         listed = roles.split(",") if roles else []
         return cls(str(account_id), str(name), listed, bool(active), int(version), created)
 
+    @classmethod
+    def of_aggregate(cls, account: Account) -> AccountRow:
+        """The account as a command saved it: what its row becomes."""
+        return cls(
+            id=account.account_id,
+            name=account.name,
+            roles=list(account.roles),
+            active=account.active,
+            version=account.version,
+            created_at=account.created_at,
+        )
+
 
 class DefinitionRow(NamedTuple):
-    """A definition as its `definitions` row keeps it: everything the API lists of it."""
+    """A definition as its `definitions` row keeps it: everything the API answers of it."""
 
     id: str
     key: str
@@ -203,6 +216,26 @@ class DefinitionRow(NamedTuple):
         values["created_at"] = as_instant(values["created_at"])
         return cls(**values)
 
+    @classmethod
+    def of_aggregate(cls, definition: Definition) -> DefinitionRow:
+        """The definition as a command saved it: what its row becomes (nested values as the
+        row's JSON columns give them back)."""
+        return cls(
+            id=str(definition.id),
+            key=definition.key,
+            name=definition.name,
+            external=definition.external,
+            published=definition.published,
+            revision=definition.revision,
+            review_window_seconds=definition.review_window_seconds,
+            schedule_presets=jsonable(definition.schedule_presets),
+            allow_self_approval=definition.allow_self_approval,
+            reminders=jsonable(definition.reminders),
+            escalation=jsonable(definition.escalation),
+            version=definition.version,
+            created_at=definition.created_at,
+        )
+
 
 def account_page(store: Store, tenant_id: UUID, window: Window) -> Slice[AccountRow]:
     """One page of the tenant's accounts, oldest first, and how many."""
@@ -218,3 +251,37 @@ def definition_page(store: Store, tenant_id: UUID, window: Window) -> Slice[Defi
     columns = ", ".join(DefinitionRow._fields)
     found = read_slice(store, "definitions", where, DEFINITION_ORDER, window, columns)
     return Slice([DefinitionRow.of(row) for row in found.rows], found.total, found.next_key)
+
+
+def account_row(store: Store, tenant_id: UUID, account_id: str) -> AccountRow | None:
+    """The tenant's account of this id, if it has one."""
+    if "\x00" in account_id:  # no account's id holds it, and PostgreSQL refuses it in text
+        return None
+    columns = ", ".join(AccountRow._fields)
+    rows = store.query(
+        f"SELECT {columns} FROM accounts WHERE tenant_id = ? AND id = ?",  # noqa: S608
+        (str(tenant_id), account_id),
+    )
+    return AccountRow.of(rows[0]) if rows else None
+
+
+def definition_row(store: Store, tenant_id: UUID, definition_id: UUID) -> DefinitionRow | None:
+    """The tenant's definition of this id, if it has one."""
+    return _definition_where(
+        store, "tenant_id = ? AND id = ?", (str(tenant_id), str(definition_id))
+    )
+
+
+def definition_row_of_key(store: Store, tenant_id: UUID, key: str) -> DefinitionRow | None:
+    """The tenant's definition of this key (keys are unique in a tenant), if it has one."""
+    if "\x00" in key:  # no definition's key holds it, and PostgreSQL refuses it in text
+        return None
+    return _definition_where(store, "tenant_id = ? AND key = ?", (str(tenant_id), key))
+
+
+def _definition_where(
+    store: Store, condition: str, params: tuple[str, ...]
+) -> DefinitionRow | None:
+    columns = ", ".join(DefinitionRow._fields)
+    rows = store.query(f"SELECT {columns} FROM definitions WHERE {condition}", params)  # noqa: S608
+    return DefinitionRow.of(rows[0]) if rows else None

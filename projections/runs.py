@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -11,6 +11,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import Notification
 
+from cronledger.persistence.ledger import jsonable
 from cronledger.persistence.store import Store, as_instant, tenant_scope
 from domain.approvals import WAITING_REVIEW
 from domain.overlap import SKIP_WHILE_OPEN, Blocker
@@ -25,9 +26,12 @@ from domain.runs import (
     SKIP_MISSED,
     SKIP_OVERLAP,
     SKIPPED_MISSED,
+    SKIPPED_OVERLAP,
     UNFINISHED,
     Run,
+    skip_reason_of,
 )
+from domain.triggers import local_or_none
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text
 from projections.keyset import Order, Row, Slice, Window, read_slice
@@ -591,7 +595,9 @@ RUN_ORDER = Order("runs", "planned_at", descending=True, tie="id")
 
 
 class RunRow(NamedTuple):
-    """A run as its `runs` row keeps it: everything the API lists of it."""
+    """A run as its `runs` row keeps it, and as the API lists it: its answer's other fields
+    (`planned_at_local`, `last_error`, `duration_seconds`, `error_code`, `skip_reason`) are
+    read from its columns."""
 
     id: str
     schedule_id: str
@@ -600,7 +606,7 @@ class RunRow(NamedTuple):
     planned_at: datetime
     timezone: str | None
     trigger: str
-    triggered_by: str
+    triggered_by: str | None
     request_id: str | None
     status: str
     title: str
@@ -632,6 +638,77 @@ class RunRow(NamedTuple):
         values["form_data"] = json.loads(values["form_data"])
         return cls(**values)
 
+    @classmethod
+    def of_aggregate(cls, run: Run) -> RunRow:
+        """The row of the run as saved."""
+        error = run.last_error or {}
+        blocker = run.blocker
+        return cls(
+            id=str(run.id),
+            schedule_id=str(run.schedule_id),
+            schedule_version=run.schedule_version,
+            definition_revision=run.definition_revision,
+            planned_at=run.planned_at,
+            timezone=run.frozen.get("timezone"),
+            trigger=run.trigger,
+            triggered_by=run.triggered_by,
+            request_id=run.request_id,
+            status=run.status,
+            title=run.frozen["title"],
+            form_data=dict(run.frozen["form_data"]),
+            initiator_id=run.initiator_id,
+            attempt_count=len(run.attempts),
+            max_attempts=run.max_attempts,
+            next_attempt_at=run.next_attempt_at,
+            last_error_code=error.get("code"),
+            last_error_message=error.get("message"),
+            instance_id=run.instance_id,
+            registered_at=run.registered_at,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            trace_id=run.trace_id,
+            skipped_count=run.skipped_count,
+            missed_until=run.missed_until,
+            blocking_run_id=blocker.run_id if blocker else None,
+            blocking_status=blocker.status if blocker else None,
+            blocking_instance_id=blocker.instance_id if blocker else None,
+            version=run.version,
+        )
+
+    @property
+    def planned_at_local(self) -> datetime | None:
+        """`planned_at` in the zone frozen with the run (None for runs frozen without one)."""
+        return local_or_none(self.planned_at, self.timezone)
+
+    @property
+    def last_error(self) -> dict[str, str] | None:
+        """The last failed or interrupted attempt's error, unless the run succeeded since."""
+        code, message = self.last_error_code, self.last_error_message
+        return None if code is None or message is None else {"code": code, "message": message}
+
+    @property
+    def error_code(self) -> str | None:
+        return self.last_error_code
+
+    @property
+    def duration_seconds(self) -> float | None:
+        """From the first attempt's start to the finish, as `Run.duration_seconds` counts."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+    @property
+    def skip_reason(self) -> dict[str, Any] | None:
+        """Why the run was skipped, as `Run.skip_reason` tells it; None if it was not."""
+        if self.status == SKIPPED_OVERLAP:
+            blocker = blocker_of(
+                self.blocking_run_id, self.blocking_status, self.blocking_instance_id
+            )
+            return skip_reason_of(SKIP_OVERLAP, blocker, 0)
+        if self.status == SKIPPED_MISSED:
+            return skip_reason_of(SKIP_MISSED, None, self.skipped_count)
+        return None
+
 
 INSTANT_COLUMNS = (
     "planned_at",
@@ -643,6 +720,67 @@ INSTANT_COLUMNS = (
 )
 
 
+class AttemptRow(NamedTuple):
+    """An attempt as its `attempts` row keeps it, and as a run's answer shows it (with its
+    `error`); its instants as ISO 8601 text in UTC, as the run's history writes them."""
+
+    number: int
+    started_at: str
+    finished_at: str | None
+    outcome: str | None
+    error_code: str | None
+    error_message: str | None
+    instance_id: str | None
+    worker: str
+
+    @classmethod
+    def of(cls, row: Row) -> AttemptRow:
+        values = dict(zip(cls._fields, row, strict=True))
+        for name in ("started_at", "finished_at"):
+            values[name] = jsonable(as_instant(values[name]))
+        return cls(**values)
+
+    @classmethod
+    def of_attempt(cls, attempt: Mapping[str, Any]) -> AttemptRow:
+        """The row of one of `Run.attempts`."""
+        error = attempt["error"] or {}
+        return cls(
+            number=attempt["number"],
+            started_at=jsonable(attempt["started_at"]),
+            finished_at=jsonable(attempt["finished_at"]),
+            outcome=attempt["outcome"],
+            error_code=error.get("code"),
+            error_message=error.get("message"),
+            instance_id=attempt["instance_id"],
+            worker=attempt["worker"],
+        )
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """Why a failed or interrupted attempt ended."""
+        code, message = self.error_code, self.error_message
+        return None if code is None or message is None else {"code": code, "message": message}
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """A run as reading it alone answers: its row (whose fields and properties are read
+    through), and its attempts, oldest first."""
+
+    row: RunRow
+    attempts: list[AttemptRow]
+
+    @classmethod
+    def of_aggregate(cls, run: Run) -> RunDetail:
+        """The run as saved, with its attempts."""
+        return cls(RunRow.of_aggregate(run), [AttemptRow.of_attempt(a) for a in run.attempts])
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy and pickle ask before the fields are set
+            raise AttributeError(name)
+        return getattr(self.row, name)
+
+
 def run_log_page(
     store: Store, tenant_id: UUID, run_filter: RunFilter, window: Window
 ) -> Slice[RunRow]:
@@ -652,6 +790,25 @@ def run_log_page(
         store, "runs", run_filter.where(tenant_id), RUN_ORDER, window, ", ".join(RunRow._fields)
     )
     return Slice([RunRow.of(row) for row in found.rows], found.total, found.next_key)
+
+
+def run_row(store: Store, tenant_id: UUID, run_id: UUID) -> RunRow | None:
+    """The tenant's run of that id, if there is one."""
+    rows = store.query(
+        f"SELECT {', '.join(RunRow._fields)} FROM runs WHERE id = ? AND tenant_id = ?",  # noqa: S608
+        (str(run_id), str(tenant_id)),
+    )
+    return RunRow.of(rows[0]) if rows else None
+
+
+def run_attempts(store: Store, run_id: str) -> list[AttemptRow]:
+    """The run's attempts, oldest first."""
+    rows = store.query(
+        f"SELECT {', '.join(AttemptRow._fields)} FROM attempts WHERE run_id = ? "  # noqa: S608
+        "ORDER BY number",
+        (run_id,),
+    )
+    return [AttemptRow.of(row) for row in rows]
 
 
 def backlog_by_status(store: Store, tenant_id: UUID | None) -> dict[str, int]:

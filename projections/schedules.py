@@ -9,9 +9,12 @@ from datetime import datetime
 from typing import Any, NamedTuple, get_args
 from uuid import UUID
 
+from cronledger.persistence.ledger import jsonable
 from cronledger.persistence.store import Store, as_instant, tenant_scope
 from domain.runs import Run
-from domain.schedules import Schedule
+from domain.schedules import Schedule, ScheduleSettings
+from domain.triggers import local_or_none
+from domain.values import FormData
 from projections.engine import EventClass, Handler, Projection, Sql
 from projections.keyset import Order, Row, Slice, Window, read_slice
 from projections.pauses import NOT_PAUSED_TENANT
@@ -285,11 +288,12 @@ SCHEDULE_ORDER = Order("schedules", "created_at", tie="id")
 
 
 class ScheduleRow(NamedTuple):
-    """A schedule as its `schedules` row keeps it: everything the API lists of it but what is
-    computed when asked (its next fire times, its last skip)."""
+    """A schedule as its `schedules` row keeps it, and as the API answers it, less what is
+    computed when asked (its next fire times, its last skip): its settings' fields,
+    `next_fire_at_local` and `last_run` are read from its columns."""
 
     id: str
-    settings: dict[str, Any]
+    settings: ScheduleSettings
     enabled: bool
     version: int
     created_at: datetime
@@ -307,15 +311,83 @@ class ScheduleRow(NamedTuple):
         values = dict(zip(cls._fields, row, strict=True))
         for name in ("created_at", "updated_at", "next_fire_at", "last_run_planned_at"):
             values[name] = as_instant(values[name])
-        values["settings"] = json.loads(values["settings"])
+        values["settings"] = ScheduleSettings(**json.loads(values["settings"]))
         values["enabled"] = bool(values["enabled"])
         return cls(**values)
 
+    @classmethod
+    def of_aggregate(cls, schedule: Schedule, last_run: LastRun | None) -> ScheduleRow:
+        """The row of a live schedule as saved, with its newest planned run (which its own
+        history does not hold)."""
+        return cls(
+            id=str(schedule.id),
+            settings=schedule.settings,
+            enabled=schedule.enabled,
+            version=schedule.revision,
+            created_at=schedule.created_at,
+            updated_at=schedule.updated_at,
+            updated_by=schedule.updated_by,
+            next_fire_at=schedule.next_fire_at,
+            definition_revision=schedule.definition_revision,
+            last_run_id=last_run.run_id if last_run else None,
+            last_run_planned_at=last_run.planned_at if last_run else None,
+            last_run_status=last_run.status if last_run else None,
+        )
+
     @property
-    def last_run(self) -> LastRun | None:
+    def name(self) -> str:
+        return self.settings.name
+
+    @property
+    def definition_id(self) -> str:
+        return self.settings.definition_id
+
+    @property
+    def trigger(self) -> dict[str, Any]:
+        return self.settings.trigger
+
+    @property
+    def timezone(self) -> str:
+        return self.settings.timezone
+
+    @property
+    def initiator_id(self) -> str:
+        return self.settings.initiator_id
+
+    @property
+    def title_template(self) -> str:
+        return self.settings.title_template
+
+    @property
+    def form_data(self) -> FormData:
+        return self.settings.form_data
+
+    @property
+    def misfire_policy(self) -> str:
+        return self.settings.misfire_policy
+
+    @property
+    def overlap_policy(self) -> str:
+        return self.settings.overlap_policy
+
+    @property
+    def preset_id(self) -> str | None:
+        return self.settings.preset_id
+
+    @property
+    def next_fire_at_local(self) -> datetime | None:
+        return local_or_none(self.next_fire_at, self.settings.timezone)
+
+    @property
+    def last_run(self) -> dict[str, Any] | None:
+        """The newest planned run, its instant as ISO 8601 text; None before the first."""
         if self.last_run_id is None:
             return None
-        return LastRun(self.last_run_id, self.last_run_planned_at, self.last_run_status)
+        return {
+            "run_id": self.last_run_id,
+            "planned_at": jsonable(self.last_run_planned_at),
+            "status": self.last_run_status,
+        }
 
 
 def live_schedule_page(
@@ -326,3 +398,13 @@ def live_schedule_page(
     columns = ", ".join(ScheduleRow._fields)
     found = read_slice(store, "schedules", wanted.where(tenant_id), SCHEDULE_ORDER, window, columns)
     return Slice([ScheduleRow.of(row) for row in found.rows], found.total, found.next_key)
+
+
+def schedule_row(store: Store, tenant_id: UUID, schedule_id: UUID) -> ScheduleRow | None:
+    """The tenant's undeleted schedule of that id, if there is one."""
+    rows = store.query(
+        f"SELECT {', '.join(ScheduleRow._fields)} FROM schedules "  # noqa: S608
+        "WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL",
+        (str(schedule_id), str(tenant_id)),
+    )
+    return ScheduleRow.of(rows[0]) if rows else None

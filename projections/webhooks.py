@@ -17,6 +17,7 @@ from cronledger.persistence.store import Store, as_instant
 from domain.webhooks import (
     CANCELLED,
     PENDING,
+    RETRY_WAIT,
     SENDING,
     WebhookDelivery,
     WebhookSubscription,
@@ -210,7 +211,7 @@ def _delivery(columns_of: Callable[[Any], dict[str, Any]]) -> Handler:
     def handler(sql: Sql, event: Stamped, position: int) -> None:
         columns = {**columns_of(event), "updated_at": event.at, "version": event.originator_version}
         if columns.get("latency_seconds") is not None:
-            columns["latency_seconds"] = round(float(columns["latency_seconds"]), 6)
+            columns["latency_seconds"] = _rounded_latency(columns["latency_seconds"])
         assignments = ", ".join(f"{name} = ?" for name in columns)
         sql.write(
             f"UPDATE webhook_deliveries SET {assignments} WHERE id = ? AND {NOT_CANCELLED}",  # noqa: S608
@@ -220,8 +221,13 @@ def _delivery(columns_of: Callable[[Any], dict[str, Any]]) -> Handler:
     return handler
 
 
+def _rounded_latency(seconds: Any) -> float:
+    """A latency as `webhook_deliveries` keeps it: to the microsecond."""
+    return round(float(seconds), 6)
+
+
 class WebhookRow(NamedTuple):
-    """A subscription as its `webhooks` row keeps it: everything the API lists of it."""
+    """A subscription as its `webhooks` row keeps it: what the API answers of it."""
 
     id: str
     url: str
@@ -241,6 +247,22 @@ class WebhookRow(NamedTuple):
         values["created_at"] = as_instant(values["created_at"])
         values["updated_at"] = as_instant(values["updated_at"])
         return cls(**values)
+
+    @classmethod
+    def of_aggregate(cls, subscription: WebhookSubscription) -> WebhookRow:
+        """The subscription as a command left it: what its row holds once the read model has
+        applied the command's events."""
+        return cls(
+            id=str(subscription.id),
+            url=subscription.url,
+            event_types=list(subscription.event_types),
+            description=subscription.description,
+            enabled=subscription.enabled,
+            generation=subscription.generation,
+            version=subscription.version,
+            created_at=subscription.created_at,
+            updated_at=subscription.updated_at,
+        )
 
 
 class DeliveryRow(NamedTuple):
@@ -270,6 +292,30 @@ class DeliveryRow(NamedTuple):
         values["latency_seconds"] = None if latency is None else float(latency)
         return cls(**values)
 
+    @classmethod
+    def of_aggregate(cls, delivery: WebhookDelivery) -> DeliveryRow:
+        """The message as a command left it: what its row holds once the read model has
+        applied the command's events (its last attempt's latency rounded as the row keeps it)."""
+        last = delivery.attempts[-1] if delivery.attempts else {}
+        latency = last.get("latency_seconds")
+        waiting = delivery.status in (PENDING, RETRY_WAIT)
+        return cls(
+            id=str(delivery.id),
+            subscription_id=str(delivery.subscription_id),
+            message_id=delivery.message_id,
+            event_type=delivery.event_type,
+            status=delivery.status,
+            attempts=len(delivery.attempts),
+            max_attempts=delivery.max_attempts,
+            response_status=last.get("response_status"),
+            latency_seconds=None if latency is None else _rounded_latency(latency),
+            last_error=last.get("error"),
+            next_attempt_at=delivery.next_attempt_at if waiting else None,
+            created_at=delivery.created_at,
+            finished_at=delivery.finished_at,
+            version=delivery.version,
+        )
+
 
 class SubscriptionRow(NamedTuple):
     """What the notifier needs of an enabled subscription to schedule messages for it."""
@@ -286,6 +332,17 @@ def webhook_page(store: Store, tenant_id: UUID, window: Window) -> Slice[Webhook
     columns = ", ".join(WebhookRow._fields)
     found = read_slice(store, "webhooks", where, WEBHOOK_ORDER, window, columns)
     return Slice([WebhookRow.of(row) for row in found.rows], found.total, found.next_key)
+
+
+def webhook_row(store: Store, tenant_id: UUID, webhook_id: UUID) -> WebhookRow | None:
+    """The tenant's live subscription as its row keeps it; None if there is none (deleted, or
+    another tenant's)."""
+    rows = store.query(
+        f"SELECT {', '.join(WebhookRow._fields)} FROM webhooks "  # noqa: S608
+        "WHERE id = ? AND tenant_id = ?",
+        (str(webhook_id), str(tenant_id)),
+    )
+    return WebhookRow.of(rows[0]) if rows else None
 
 
 def delivery_page(store: Store, subscription_id: UUID, window: Window) -> Slice[DeliveryRow]:

@@ -17,7 +17,12 @@ from marshmallow import RAISE, Schema, ValidationError
 
 from cronledger.application.services import Services
 from domain.directory import Principal
-from web.freshness import wait_until_projected, wanted_position, written_headers
+from web.freshness import (
+    read_models_ready,
+    wait_until_projected,
+    wanted_position,
+    written_headers,
+)
 from web.idempotency import idempotency_key, with_key_field
 from web.json_depth import check_nesting
 from web.merge_patch import merge_patch
@@ -168,6 +173,8 @@ def endpoint(
                 inputs["query"] = arguments
             check_agrees(expected, inputs.get("body"), arguments)
             reading = request.method == "GET"
+            if reading and versioned:  # a single resource, read from its row
+                read_models_ready(services())
             if reading and permission is not None and (wanted := wanted_position()) is not None:
                 wait_until_projected(services(), wanted)
             if not reading:

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Blueprint
 
-from cronledger.application.approvals import ApprovalView, CommandResult
+from cronledger.application.approvals import CommandResult
 from cronledger.persistence.ledger import TimelineEntry
 from domain.approvals import (
     APPROVE,
@@ -27,7 +27,7 @@ from domain.permissions import (
     APPROVAL_SUBMIT,
     AUDIT_READ,
 )
-from projections.approvals import APPROVAL_ORDER, ApprovalFilter
+from projections.approvals import APPROVAL_ORDER, ApprovalFilter, ApprovalRow
 from web.api import Answered, endpoint, services
 from web.callback_sources import signed_callback, signed_delivery
 from web.idempotency import replay_headers
@@ -52,7 +52,7 @@ bp = Blueprint("approvals", __name__, url_prefix="/api/approvals")
 TAG = "approvals"
 
 
-def _instance(principal: Principal, instance_id: str) -> ApprovalView:
+def _instance(principal: Principal, instance_id: str) -> ApprovalRow:
     return services().approvals.view(principal.tenant_id, instance_id)
 
 
@@ -107,7 +107,7 @@ def list_approvals(principal: Principal, query: dict[str, Any]) -> Answered:
     versioned=True,
     response=ApprovalOut,
 )
-def get_approval(principal: Principal, instance_id: str) -> ApprovalView:
+def get_approval(principal: Principal, instance_id: str) -> ApprovalRow:
     return _instance(principal, instance_id)
 
 

@@ -3,23 +3,17 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from flask import Blueprint, g, request
 
-from cronledger.application.callback_sources import (
-    HEADERS,
-    UNSIGNED,
-    CallbackSourceView,
-    SourceWithSecret,
-)
+from cronledger.application.callback_sources import HEADERS, UNSIGNED, SourceWithSecret
 from cronledger.application.idempotency import Outcome, once
 from domain.callback_sources import CREATE_CALLBACK_SOURCE, SIGN_CALLBACK
 from domain.directory import Principal
 from domain.idempotency import KeyedRequest, request_fingerprint
 from domain.permissions import DIRECTORY_MANAGE
-from projections.callback_sources import CALLBACK_SOURCE_ORDER
+from projections.callback_sources import CALLBACK_SOURCE_ORDER, CallbackSourceRow
 from web.api import Answered, Verified, endpoint, services
 from web.idempotency import keyed_request, replay_headers
 from web.json_depth import check_nesting
@@ -41,13 +35,14 @@ UNVERIFIED = (
 )
 
 
-def _source(principal: Principal, source_id: str) -> CallbackSourceView:
-    return services().callback_sources.source(principal.tenant_id, source_id)
+def _source(principal: Principal, source_id: str) -> CallbackSourceRow:
+    """The source as a write reads it: from its log, never behind it."""
+    return services().callback_sources.current(principal.tenant_id, source_id)
 
 
 def _shown(made: SourceWithSecret) -> dict[str, Any]:
     """The source with its secret, as CallbackSourceSecretOut dumps it."""
-    return {**asdict(made.source), "secret": made.secret}
+    return {**made.source._asdict(), "secret": made.secret}
 
 
 @bp.post("")
@@ -95,8 +90,8 @@ def list_callback_sources(principal: Principal, query: dict[str, Any]) -> Answer
     versioned=True,
     response=CallbackSourceOut,
 )
-def get_callback_source(principal: Principal, source_id: str) -> CallbackSourceView:
-    return _source(principal, source_id)
+def get_callback_source(principal: Principal, source_id: str) -> CallbackSourceRow:
+    return services().callback_sources.source(principal.tenant_id, source_id)
 
 
 @bp.post("/<source_id>/rotate-secret")

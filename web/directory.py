@@ -6,19 +6,13 @@ from typing import Any
 
 from flask import Blueprint
 
-from cronledger.application.directory import (
-    AccountView,
-    DefinitionFields,
-    DefinitionView,
-    IssuedToken,
-    ReplayedToken,
-)
+from cronledger.application.directory import DefinitionFields, IssuedToken, ReplayedToken
 from cronledger.application.idempotency import Outcome, once
 from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.idempotency import CREATE_ACCOUNT, CREATE_DEFINITION, ISSUE_TOKEN
 from domain.permissions import AUDIT_READ, DIRECTORY_MANAGE
-from projections.directory import ACCOUNT_ORDER, DEFINITION_ORDER
+from projections.directory import ACCOUNT_ORDER, DEFINITION_ORDER, AccountRow, DefinitionRow
 from web.api import Answered, MergePatch, endpoint, services
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
@@ -50,12 +44,14 @@ ACCOUNTS = "accounts"
 DEFINITIONS = "definitions"
 
 
-def _account(principal: Principal, account_id: str) -> AccountView:
-    return services().directory.account(principal.tenant_id, account_id)
+def _account(principal: Principal, account_id: str) -> AccountRow:
+    """The account as a write reads it: from its log, never behind it."""
+    return services().directory.current_account(principal.tenant_id, account_id)
 
 
-def _definition(principal: Principal, definition_id: str) -> DefinitionView:
-    return services().directory.definition(principal.tenant_id, definition_id)
+def _definition(principal: Principal, definition_id: str) -> DefinitionRow:
+    """The definition as a write reads it: from its log, never behind it."""
+    return services().directory.current_definition(principal.tenant_id, definition_id)
 
 
 @bp.post("/accounts")
@@ -101,7 +97,7 @@ def list_accounts(principal: Principal, query: dict[str, Any]) -> Answered:
     versioned=True,
     response=AccountOut,
 )
-def get_account(principal: Principal, account_id: str) -> AccountView:
+def get_account(principal: Principal, account_id: str) -> AccountRow:
     return services().directory.account(principal.tenant_id, account_id)
 
 
@@ -120,11 +116,11 @@ def account_timeline(principal: Principal, account_id: str) -> dict[str, list[Ti
     versioned=_account,
     response=AccountOut,
 )
-def update_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
+def update_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountRow:
     return _replace_account(principal, account_id, body)
 
 
-def _replace_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
+def _replace_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountRow:
     return services().directory.update_account(
         principal, account_id, body["name"], body["roles"], body["version"], body.get("reason")
     )
@@ -141,7 +137,7 @@ def _replace_account(principal: Principal, account_id: str, body: dict[str, Any]
     versioned=_account,
     response=AccountOut,
 )
-def patch_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
+def patch_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountRow:
     return _replace_account(principal, account_id, body)
 
 
@@ -154,7 +150,7 @@ def patch_account(principal: Principal, account_id: str, body: dict[str, Any]) -
     versioned=_account,
     response=AccountOut,
 )
-def deactivate_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
+def deactivate_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountRow:
     return services().directory.set_active(
         principal, account_id, False, body.get("version"), body["reason"]
     )
@@ -169,7 +165,7 @@ def deactivate_account(principal: Principal, account_id: str, body: dict[str, An
     versioned=_account,
     response=AccountOut,
 )
-def activate_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountView:
+def activate_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountRow:
     return services().directory.set_active(
         principal, account_id, True, body.get("version"), body["reason"]
     )
@@ -250,7 +246,7 @@ def list_definitions(principal: Principal, query: dict[str, Any]) -> Answered:
     versioned=True,
     response=DefinitionOut,
 )
-def get_definition(principal: Principal, definition_id: str) -> DefinitionView:
+def get_definition(principal: Principal, definition_id: str) -> DefinitionRow:
     return services().directory.definition(principal.tenant_id, definition_id)
 
 
@@ -262,7 +258,7 @@ def get_definition(principal: Principal, definition_id: str) -> DefinitionView:
     versioned=True,
     response=DefinitionOut,
 )
-def get_definition_by_key(principal: Principal, key: str) -> DefinitionView:
+def get_definition_by_key(principal: Principal, key: str) -> DefinitionRow:
     return services().directory.definition_by_key(principal.tenant_id, key)
 
 
@@ -288,13 +284,13 @@ def definition_timeline(principal: Principal, definition_id: str) -> dict[str, l
 )
 def update_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
-) -> DefinitionView:
+) -> DefinitionRow:
     return _replace_definition(principal, definition_id, body)
 
 
 def _replace_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
-) -> DefinitionView:
+) -> DefinitionRow:
     """The fields given; reminders and escalation, when left out, as they are (the version
     checked with the write makes sure they are what was read)."""
     if not {"reminders", "escalation"} <= body.keys():
@@ -322,7 +318,7 @@ def _replace_definition(
 )
 def patch_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
-) -> DefinitionView:
+) -> DefinitionRow:
     return _replace_definition(principal, definition_id, body)
 
 
@@ -337,7 +333,7 @@ def patch_definition(
 )
 def publish_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
-) -> DefinitionView:
+) -> DefinitionRow:
     return services().directory.set_published(principal, definition_id, True, body.get("version"))
 
 
@@ -352,7 +348,7 @@ def publish_definition(
 )
 def unpublish_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
-) -> DefinitionView:
+) -> DefinitionRow:
     return services().directory.set_published(principal, definition_id, False, body.get("version"))
 
 

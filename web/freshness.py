@@ -16,6 +16,7 @@ import time
 from flask import current_app, request
 
 from cronledger.application.services import Services
+from cronledger.health import REBUILDING
 from projections.engine import Projector
 from web.problems import Problem
 
@@ -67,6 +68,14 @@ class CatchUp:
                 self._running = False
                 return None
             return self._wanted
+
+
+def read_models_ready(services: Services) -> None:
+    """Lists and single resources are read from the read models: while they are rebuilt after
+    an upgrade (the live tables lacking the rebuilt ones' new columns until they are swapped
+    in), 503 `UNAVAILABLE` (`/readyz` says so too, so a balancer sends nothing here)."""
+    if services.health.phase == REBUILDING:
+        raise Problem("UNAVAILABLE", "the read models are being rebuilt after an upgrade")
 
 
 def wanted_position() -> int | None:

@@ -18,12 +18,12 @@ from urllib.parse import quote, urlencode
 from flask import request
 from marshmallow import Schema
 
-from cronledger.application.approvals import ApprovalView
 from cronledger.application.directory import Page
-from cronledger.application.runs import RunSummary
-from cronledger.health import REBUILDING
+from projections.approvals import ApprovalRow
 from projections.keyset import Order, SortKey, Window
+from projections.runs import RunRow
 from web.api import Answered, dumper, services
+from web.freshness import read_models_ready
 from web.problems import Problem
 from web.schemas.base import NOT_A_CURSOR
 
@@ -36,8 +36,7 @@ def window(query: Mapping[str, Any], order: Order) -> Window:
     Lists are read from the read models: while they are rebuilt after an upgrade, whose new
     columns their live tables lack until the rebuilt ones are swapped in, 503 `UNAVAILABLE`.
     """
-    if services().health.phase == REBUILDING:
-        raise Problem("UNAVAILABLE", "the read models are being rebuilt after an upgrade")
+    read_models_ready(services())
     if query["cursor"] is None:
         return Window(query["page_size"], query["page"] or 1)
     return Window.following(sort_key(query["cursor"], order), query["page_size"])
@@ -83,7 +82,7 @@ class ItemDumps:
         return kept
 
 
-VERSIONED_ITEMS = (RunSummary, ApprovalView)  # ids unique across tenants; an account's is not
+VERSIONED_ITEMS = (RunRow, ApprovalRow)  # ids unique across tenants; an account's is not
 ITEM_DUMPS_KEPT = 2048
 ITEM_DUMPS = ItemDumps()
 

@@ -7,12 +7,12 @@ from typing import Any
 
 from flask import Blueprint
 
-from cronledger.application.runs import RunView
-from cronledger.application.schedules import ScheduleView
+from cronledger.application.schedules import ScheduleAnswer
 from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.permissions import AUDIT_READ, SCHEDULE_EDIT, SCHEDULE_LIST
-from projections.runs import RUN_ORDER, RunFilter
+from domain.runs import Run
+from projections.runs import RUN_ORDER, RunDetail, RunFilter
 from web.api import Answered, endpoint, services
 from web.idempotency import replay_headers
 from web.paging import listed, window
@@ -26,14 +26,15 @@ TAG = "runs"
 RUN_PAGE = page_of(RunOut)
 
 
-def _schedule(principal: Principal, schedule_id: str) -> ScheduleView:
+def _schedule(principal: Principal, schedule_id: str) -> ScheduleAnswer:
     """The schedule run-now acts on: its `version` is the one run-now's If-Match names."""
-    return services().schedules.view(principal.tenant_id, schedule_id)
+    return services().schedules.from_log(principal.tenant_id, schedule_id)
 
 
-def _run(principal: Principal, schedule_id: str, run_id: str) -> RunView:
+def _run(principal: Principal, schedule_id: str, run_id: str) -> Run:
+    """The run retry and cancel act on: its `version` is the one their If-Match names."""
     schedule = services().schedules.find(principal.tenant_id, schedule_id)
-    return services().runs.view(principal.tenant_id, schedule.id, run_id)
+    return services().runs.run(principal.tenant_id, schedule.id, run_id)
 
 
 @bp.post("/run")
@@ -98,7 +99,7 @@ def list_run_log(principal: Principal, query: dict[str, Any]) -> Answered:
     versioned=True,
     response=RunDetailOut,
 )
-def get_run_by_id(principal: Principal, run_id: str) -> RunView:
+def get_run_by_id(principal: Principal, run_id: str) -> RunDetail:
     return services().runs.view_by_id(principal.tenant_id, run_id)
 
 
@@ -116,8 +117,8 @@ def run_timeline(principal: Principal, run_id: str) -> dict[str, list[TimelineEn
     versioned=True,
     response=RunDetailOut,
 )
-def get_run(principal: Principal, schedule_id: str, run_id: str) -> RunView:
-    return _run(principal, schedule_id, run_id)
+def get_run(principal: Principal, schedule_id: str, run_id: str) -> RunDetail:
+    return services().schedules.run(principal.tenant_id, schedule_id, run_id)
 
 
 @bp.post("/runs/<run_id>/retry")
@@ -130,7 +131,9 @@ def get_run(principal: Principal, schedule_id: str, run_id: str) -> RunView:
     response=RunDetailOut,
     status=202,
 )
-def retry_run(principal: Principal, schedule_id: str, run_id: str, body: dict[str, Any]) -> RunView:
+def retry_run(
+    principal: Principal, schedule_id: str, run_id: str, body: dict[str, Any]
+) -> RunDetail:
     schedule = services().schedules.find(principal.tenant_id, schedule_id)
     return services().runs.retry(
         principal, schedule.id, run_id, body.get("version"), body["reason"]
@@ -149,7 +152,7 @@ def retry_run(principal: Principal, schedule_id: str, run_id: str, body: dict[st
 )
 def cancel_run(
     principal: Principal, schedule_id: str, run_id: str, body: dict[str, Any]
-) -> RunView:
+) -> RunDetail:
     schedule = services().schedules.find(principal.tenant_id, schedule_id)
     return services().runs.cancel(
         principal, schedule.id, run_id, body.get("version"), body["reason"]

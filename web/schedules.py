@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint
 
 from cronledger.application.idempotency import once
-from cronledger.application.schedules import PolicyMove, Preview, ScheduleView
+from cronledger.application.schedules import PolicyMove, Preview, ScheduleAnswer
 from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.errors import ValidationFailed
@@ -43,8 +43,10 @@ bp = Blueprint("schedules", __name__, url_prefix="/api/workflows/schedules")
 TAG = "schedules"
 
 
-def _schedule(principal: Principal, schedule_id: str) -> ScheduleView:
-    return services().schedules.view(principal.tenant_id, schedule_id)
+def _schedule(principal: Principal, schedule_id: str) -> ScheduleAnswer:
+    """The schedule as a write finds it: what its If-Match and merge patch compare, and what a
+    repeated create answers (from the log, as the write's answer is)."""
+    return services().schedules.from_log(principal.tenant_id, schedule_id)
 
 
 @bp.post("")
@@ -69,7 +71,7 @@ def create_schedule(principal: Principal, body: dict[str, Any]) -> Answered:
 
 def _create(
     principal: Principal, body: dict[str, Any], request: KeyedRequest | None
-) -> ScheduleView:
+) -> ScheduleAnswer:
     schedules = services().schedules
     if "preset_id" in body:
         return schedules.create_from_preset(
@@ -139,7 +141,7 @@ def move_overlap_policy(principal: Principal, body: dict[str, Any]) -> dict[str,
 @endpoint(
     "Read a schedule", tag=TAG, permission=SCHEDULE_LIST, versioned=True, response=ScheduleOut
 )
-def get_schedule(principal: Principal, schedule_id: str) -> ScheduleView:
+def get_schedule(principal: Principal, schedule_id: str) -> ScheduleAnswer:
     return services().schedules.view(principal.tenant_id, schedule_id)
 
 
@@ -166,11 +168,11 @@ def preview_schedule(principal: Principal, schedule_id: str, query: dict[str, An
     versioned=_schedule,
     response=ScheduleOut,
 )
-def update_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
+def update_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleAnswer:
     return _replace(principal, schedule_id, body)
 
 
-def _replace(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
+def _replace(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleAnswer:
     schedules = services().schedules
     return schedules.update(
         principal, schedule_id, schedules.settings_from(body), body["enabled"], body["version"]
@@ -188,7 +190,7 @@ def _replace(principal: Principal, schedule_id: str, body: dict[str, Any]) -> Sc
     versioned=_schedule,
     response=ScheduleOut,
 )
-def patch_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
+def patch_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleAnswer:
     return _replace(principal, schedule_id, body)
 
 
@@ -201,7 +203,7 @@ def patch_schedule(principal: Principal, schedule_id: str, body: dict[str, Any])
     versioned=_schedule,
     response=ScheduleOut,
 )
-def enable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
+def enable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleAnswer:
     return services().schedules.set_enabled(
         principal, schedule_id, True, body.get("version"), body["reason"]
     )
@@ -216,7 +218,9 @@ def enable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]
     versioned=_schedule,
     response=ScheduleOut,
 )
-def disable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleView:
+def disable_schedule(
+    principal: Principal, schedule_id: str, body: dict[str, Any]
+) -> ScheduleAnswer:
     return services().schedules.set_enabled(
         principal, schedule_id, False, body.get("version"), body["reason"]
     )

@@ -7,12 +7,12 @@ from typing import Any
 from flask import Blueprint
 
 from cronledger.application.idempotency import once
-from cronledger.application.webhooks import DeliveryView, WebhookView, WebhookWithSecret
+from cronledger.application.webhooks import WebhookWithSecret
 from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.permissions import AUDIT_READ, DIRECTORY_MANAGE
 from domain.webhooks import CREATE_WEBHOOK, SubscriptionFields
-from projections.webhooks import DELIVERY_ORDER, WEBHOOK_ORDER
+from projections.webhooks import DELIVERY_ORDER, WEBHOOK_ORDER, DeliveryRow, WebhookRow
 from web.api import Answered, endpoint, services
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
@@ -32,8 +32,14 @@ bp = Blueprint("webhooks", __name__, url_prefix="/api/webhooks")
 TAG = "webhooks"
 
 
-def _webhook(principal: Principal, webhook_id: str) -> WebhookView:
-    return services().webhooks.webhook(principal.tenant_id, webhook_id)
+def _webhook(principal: Principal, webhook_id: str) -> WebhookRow:
+    """The subscription as a write reads it: from its log, never behind it."""
+    return services().webhooks.current(principal.tenant_id, webhook_id)
+
+
+def _shown(made: WebhookWithSecret) -> dict[str, Any]:
+    """The subscription with its secret, as WebhookSecretOut dumps it."""
+    return {**made.webhook._asdict(), "secret": made.secret}
 
 
 def _fields(body: dict[str, Any]) -> SubscriptionFields:
@@ -57,9 +63,9 @@ def create_webhook(principal: Principal, body: dict[str, Any]) -> Answered:
     request = keyed_request(principal, CREATE_WEBHOOK)
     created = once(
         lambda: services().webhooks.create(principal, _fields(body), request),
-        lambda webhook_id: WebhookWithSecret(**_webhook(principal, webhook_id).__dict__),
+        lambda webhook_id: WebhookWithSecret(_webhook(principal, webhook_id), None),
     )
-    return Answered(created.value, 201, replay_headers(created.replayed))
+    return Answered(_shown(created.value), 201, replay_headers(created.replayed))
 
 
 @bp.get("")
@@ -83,8 +89,8 @@ def list_webhooks(principal: Principal, query: dict[str, Any]) -> Answered:
     versioned=True,
     response=WebhookOut,
 )
-def get_webhook(principal: Principal, webhook_id: str) -> WebhookView:
-    return _webhook(principal, webhook_id)
+def get_webhook(principal: Principal, webhook_id: str) -> WebhookRow:
+    return services().webhooks.webhook(principal.tenant_id, webhook_id)
 
 
 @bp.put("/<webhook_id>")
@@ -96,7 +102,7 @@ def get_webhook(principal: Principal, webhook_id: str) -> WebhookView:
     versioned=_webhook,
     response=WebhookOut,
 )
-def update_webhook(principal: Principal, webhook_id: str, body: dict[str, Any]) -> WebhookView:
+def update_webhook(principal: Principal, webhook_id: str, body: dict[str, Any]) -> WebhookRow:
     return services().webhooks.update(principal, webhook_id, _fields(body), body["version"])
 
 
@@ -124,8 +130,8 @@ def delete_webhook(principal: Principal, webhook_id: str, body: dict[str, Any]) 
 )
 def rotate_webhook_secret(
     principal: Principal, webhook_id: str, body: dict[str, Any]
-) -> WebhookWithSecret:
-    return services().webhooks.rotate_secret(principal, webhook_id, body.get("version"))
+) -> dict[str, Any]:
+    return _shown(services().webhooks.rotate_secret(principal, webhook_id, body.get("version")))
 
 
 @bp.post("/<webhook_id>/ping")
@@ -136,7 +142,7 @@ def rotate_webhook_secret(
     response=DeliveryOut,
     status=202,
 )
-def ping_webhook(principal: Principal, webhook_id: str) -> DeliveryView:
+def ping_webhook(principal: Principal, webhook_id: str) -> DeliveryRow:
     return services().webhooks.ping(principal, webhook_id)
 
 
@@ -167,7 +173,7 @@ def list_webhook_deliveries(
 )
 def redeliver_webhook(
     principal: Principal, webhook_id: str, delivery_id: str, body: dict[str, Any]
-) -> DeliveryView:
+) -> DeliveryRow:
     return services().webhooks.redeliver(principal, webhook_id, delivery_id, body["reason"])
 
 

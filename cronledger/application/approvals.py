@@ -16,7 +16,7 @@ from eventsourcing.persistence import IntegrityError
 
 from cronledger.application.directory import Directory, Page
 from cronledger.application.idempotency import AlreadyCreated, check_key, key_record
-from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
+from cronledger.persistence.ledger import Ledger, TimelineEntry
 from domain.approvals import (
     DEADLINE_ACTOR,
     FORBIDDEN,
@@ -27,17 +27,17 @@ from domain.approvals import (
     CommandIdReused,
     Submission,
     approval_uuid,
-    at_offset,
     refusal_error,
 )
 from domain.directory import Definition, Principal
-from domain.errors import PreconditionFailed, ValidationFailed
+from domain.errors import NotFound, PreconditionFailed, ValidationFailed
 from domain.idempotency import KeyedRequest
 from domain.launch import definition_problem
 from projections.approvals import (
     ApprovalFilter,
     ApprovalRow,
     approval_page,
+    approval_row,
     expiry_lags,
     instances_owing_notices,
     overdue_backlog,
@@ -84,108 +84,11 @@ class SweepFailures:
 
 
 @dataclass(frozen=True)
-class ApprovalView:
-    id: str
-    definition_id: str
-    title: str
-    form_data: dict[str, Any]
-    applicant_id: str
-    state: str
-    material_version: int
-    review_deadline_at: datetime
-    review_deadline_at_local: datetime
-    deadline_policy: dict[str, Any]
-    origin: dict[str, Any] | None
-    allow_self_approval: bool
-    submitted_at: datetime
-    decided_at: datetime | None
-    decided_by: str | None
-    winning_command: dict[str, str | None] | None
-    version: int
-    observations: list[dict[str, Any]]
-    contract_id: str | None
-    extensions: list[dict[str, Any]]
-    reminders: list[dict[str, int]]
-    escalation: dict[str, Any] | None
-    reminders_sent: list[dict[str, Any]]
-    escalated_account_id: str | None
-    escalated_at: datetime | None
-    next_notice_at: datetime | None
-
-    @classmethod
-    def of(cls, instance: ApprovalInstance) -> ApprovalView:
-        escalated = instance.escalated
-        return cls(
-            id=str(instance.id),
-            definition_id=instance.definition_id,
-            title=instance.title,
-            form_data=dict(instance.form_data),
-            applicant_id=instance.applicant_id,
-            state=instance.state,
-            material_version=instance.material_version,
-            review_deadline_at=instance.review_deadline_at,
-            review_deadline_at_local=instance.review_deadline_at_local,
-            deadline_policy=jsonable(instance.deadline_policy),
-            origin=jsonable(instance.origin),
-            allow_self_approval=instance.allow_self_approval,
-            submitted_at=instance.submitted_at,
-            decided_at=instance.decided_at,
-            decided_by=instance.decided_by,
-            winning_command=instance.winning_command,
-            version=instance.version,
-            observations=jsonable(instance.observations),
-            contract_id=instance.contract_id,
-            extensions=jsonable(instance.extensions),
-            reminders=jsonable(instance.reminders),
-            escalation=jsonable(instance.escalation),
-            reminders_sent=jsonable(instance.reminders_sent),
-            escalated_account_id=escalated["account_id"] if escalated else None,
-            escalated_at=escalated["at"] if escalated else None,
-            next_notice_at=instance.next_notice_at,
-        )
-
-    @classmethod
-    def of_row(cls, row: ApprovalRow) -> ApprovalView:
-        """From the instance's `approvals` row, without reading its history."""
-        winner = row.winning_command
-        return cls(
-            id=row.id,
-            definition_id=row.definition_id,
-            title=row.title,
-            form_data=row.form_data,
-            applicant_id=row.applicant_id,
-            state=row.state,
-            material_version=row.material_version,
-            review_deadline_at=row.review_deadline_at,
-            review_deadline_at_local=at_offset(
-                row.review_deadline_at, row.review_deadline_offset_minutes
-            ),
-            deadline_policy=row.deadline_policy,
-            origin=row.origin,
-            allow_self_approval=row.allow_self_approval,
-            submitted_at=row.submitted_at,
-            decided_at=row.decided_at,
-            decided_by=winner["actor"] if winner else None,
-            winning_command=winner,
-            version=row.version,
-            observations=row.observations,
-            contract_id=row.contract_id,
-            extensions=row.extensions,
-            reminders=row.reminders,
-            escalation=row.escalation,
-            reminders_sent=row.reminders_sent,
-            escalated_account_id=row.escalated_account_id,
-            escalated_at=row.escalated_at,
-            next_notice_at=row.next_notice_at,
-        )
-
-
-@dataclass(frozen=True)
 class CommandResult:
     outcome: str
     state: str
     accepted: bool
-    instance: ApprovalView
+    instance: ApprovalRow
     replayed: bool
     reason: str
     winning_command: dict[str, str | None] | None
@@ -194,15 +97,15 @@ class CommandResult:
 
     @classmethod
     def of(cls, answer: Answer, instance: ApprovalInstance, replayed: bool) -> CommandResult:
-        view = ApprovalView.of(instance)
+        row = ApprovalRow.of_aggregate(instance)
         return cls(
             answer.outcome,
             answer.state,
             answer.accepted,
-            view,
+            row,
             replayed,
             answer.reason,
-            view.winning_command,
+            row.winning_command,
             answer.reason_code,
             answer.reason_params,
         )
@@ -215,17 +118,17 @@ class Approvals:
         self.projector = projector
         self.sweep_failures = SweepFailures()
 
-    def submit(self, actor: Principal, submission: Submission) -> tuple[ApprovalView, bool]:
+    def submit(self, actor: Principal, submission: Submission) -> tuple[ApprovalRow, bool]:
         """The new instance, or the one this command id already made (then True)."""
         return self.ledger.retrying(lambda: self._submit(actor, submission))
 
-    def _submit(self, actor: Principal, submission: Submission) -> tuple[ApprovalView, bool]:
+    def _submit(self, actor: Principal, submission: Submission) -> tuple[ApprovalRow, bool]:
         instance_id = approval_uuid(actor.tenant_id, actor.account_id, submission.command_id)
         if self.ledger.exists(instance_id):
             first = self.ledger.find(ApprovalInstance, instance_id, "approval", instance_id)
             if first.submission_fingerprint != submission.fingerprint:
                 raise CommandIdReused(submission.command_id)
-            return ApprovalView.of(first), True
+            return ApprovalRow.of_aggregate(first), True
         now = self.ledger.clock()
         definition = self._definition(actor.tenant_id, submission.definition_id)
         submission.check(now)
@@ -233,7 +136,7 @@ class Approvals:
             actor.tenant_id, actor.account_id, submission, definition, origin=None, at=now
         )
         self.ledger.save(instance)
-        return ApprovalView.of(instance), False
+        return ApprovalRow.of_aggregate(instance), False
 
     def _definition(self, tenant_id: UUID, definition_id: str) -> Definition:
         """A definition that instances may be submitted from."""
@@ -335,16 +238,24 @@ class Approvals:
         self.ledger.save(instance)
         return 1
 
-    def view(self, tenant_id: UUID, instance_id: str) -> ApprovalView:
-        return ApprovalView.of(self.instance(tenant_id, instance_id))
+    def view(self, tenant_id: UUID, instance_id: str) -> ApprovalRow:
+        """An instance of this tenant, from its `approvals` row; another tenant's is not found."""
+        try:
+            wanted = UUID(instance_id)
+        except ValueError:
+            raise NotFound("approval", instance_id) from None
+        row = approval_row(self.ledger.store, tenant_id, wanted)
+        if row is None:
+            raise NotFound("approval", instance_id)
+        return row
 
     def list_page(
         self, tenant_id: UUID, wanted: ApprovalFilter, window: Window
-    ) -> Page[ApprovalView]:
+    ) -> Page[ApprovalRow]:
         """The tenant's instances that match, newest submitted first, from their `approvals`
         rows."""
         listed = approval_page(self.ledger.store, tenant_id, wanted, window)
-        return Page.of([ApprovalView.of_row(row) for row in listed.rows], window, listed)
+        return Page.of(listed.rows, window, listed)
 
     def timeline(self, tenant_id: UUID, instance_id: str) -> list[TimelineEntry]:
         return self.ledger.timeline(self.instance(tenant_id, instance_id).id)

@@ -36,7 +36,11 @@ from domain.directory import Principal, check_expected_version
 from domain.errors import DomainError, NotFound, ValidationFailed
 from domain.idempotency import KEY, KEY_RULE, KeyedRequest
 from domain.permissions import APPROVAL_CALLBACK
-from projections.callback_sources import CallbackSourceRow, callback_source_page
+from projections.callback_sources import (
+    CallbackSourceRow,
+    callback_source_page,
+    callback_source_row,
+)
 from projections.keyset import Window
 
 SECRET_KIND = "callback-source"  # noqa: S105 (what sources' secrets are derived for)
@@ -61,37 +65,10 @@ class CallbackRefused(DomainError):
 
 
 @dataclass(frozen=True)
-class CallbackSourceView:
-    id: str
-    name: str
-    description: str
-    generation: int
-    created_at: datetime
-    secret_created_at: datetime
-    version: int
-
-    @classmethod
-    def of(cls, source: CallbackSource) -> CallbackSourceView:
-        return cls(
-            id=str(source.id),
-            name=source.name,
-            description=source.description,
-            generation=source.generation,
-            created_at=source.created_at,
-            secret_created_at=source.secret_created_at,
-            version=source.version,
-        )
-
-    @classmethod
-    def of_row(cls, row: CallbackSourceRow) -> CallbackSourceView:
-        return cls(**row._asdict())
-
-
-@dataclass(frozen=True)
 class SourceWithSecret:
     """A source and its current secret: answered once, when the secret is made."""
 
-    source: CallbackSourceView
+    source: CallbackSourceRow
     secret: str | None  # None: a replay, which never shows it again
 
 
@@ -144,7 +121,7 @@ class CallbackSources:
             )
         secret = self._secret(source)  # before saving: without a key, nothing is registered
         self.ledger.save(source, key_record(request, KIND, str(source.id), at))
-        return SourceWithSecret(CallbackSourceView.of(source), secret)
+        return SourceWithSecret(CallbackSourceRow.of_aggregate(source), secret)
 
     def rotate_secret(
         self, actor: Principal, source_id: str, version: int | None, reason: str | None
@@ -155,7 +132,7 @@ class CallbackSources:
         source.rotate_secret(self.ledger.clock(), actor.account_id, reason)
         secret = self._secret(source)
         self.ledger.save(source)
-        return SourceWithSecret(CallbackSourceView.of(source), secret)
+        return SourceWithSecret(CallbackSourceRow.of_aggregate(source), secret)
 
     def delete(
         self, actor: Principal, source_id: str, version: int | None, reason: str | None
@@ -166,13 +143,27 @@ class CallbackSources:
         source.delete(self.ledger.clock(), actor.account_id, reason)
         self.ledger.save(source)
 
-    def source(self, tenant_id: UUID, source_id: str) -> CallbackSourceView:
-        return CallbackSourceView.of(self.aggregate(tenant_id, source_id))
+    def source(self, tenant_id: UUID, source_id: str) -> CallbackSourceRow:
+        """A live source of this tenant, from its row; another tenant's, a deleted one, or an
+        id that is none, is not found."""
+        try:
+            wanted = UUID(source_id)
+        except ValueError:
+            raise NotFound(KIND, source_id) from None
+        row = callback_source_row(self.ledger.store, tenant_id, wanted)
+        if row is None:
+            raise NotFound(KIND, source_id)
+        return row
 
-    def sources(self, tenant_id: UUID, window: Window) -> Page[CallbackSourceView]:
+    def current(self, tenant_id: UUID, source_id: str) -> CallbackSourceRow:
+        """A live source of this tenant as its log holds it now, never behind it as its row
+        may be: what a write checks If-Match against and a repeated create answers."""
+        return CallbackSourceRow.of_aggregate(self.aggregate(tenant_id, source_id))
+
+    def sources(self, tenant_id: UUID, window: Window) -> Page[CallbackSourceRow]:
         """The tenant's live sources, oldest first, from their `callback_sources` rows."""
         found = callback_source_page(self.ledger.store, tenant_id, window)
-        return Page.of([CallbackSourceView.of_row(row) for row in found.rows], window, found)
+        return Page.of(found.rows, window, found)
 
     def aggregate(self, tenant_id: UUID, source_id: str) -> CallbackSource:
         """A live source of this tenant; another tenant's, or a deleted one, is not found."""

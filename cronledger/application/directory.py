@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 from uuid import UUID, uuid4
 
 from cronledger.application.idempotency import check_key, key_record
-from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
+from cronledger.persistence.ledger import Ledger, TimelineEntry
 from domain.directory import (
     ADMIN_ROLE,
     SYSTEM_ACTOR,
@@ -37,7 +37,15 @@ from domain.errors import InvalidState, NotFound, ValidationFailed
 from domain.idempotency import KeyedRequest
 from domain.launch import definition_problem, initiator_problem
 from domain.schedules import ScheduleSettings, checked_presets
-from projections.directory import account_page, definition_page
+from projections.directory import (
+    AccountRow,
+    DefinitionRow,
+    account_page,
+    account_row,
+    definition_page,
+    definition_row,
+    definition_row_of_key,
+)
 from projections.keyset import Slice, SortKey, Window
 
 T = TypeVar("T")
@@ -62,62 +70,6 @@ class Page(Generic[T]):
     def of(cls, items: list[T], window: Window, found: Slice[Any]) -> Page[T]:
         """The page `window` asked for, of the items read for `found`."""
         return cls(items, window.page, window.size, found.total, found.next_key)
-
-
-@dataclass(frozen=True)
-class AccountView:
-    id: str
-    name: str
-    roles: list[str]
-    active: bool
-    version: int
-    created_at: datetime
-
-    @classmethod
-    def of(cls, account: Account) -> AccountView:
-        return cls(
-            id=account.account_id,
-            name=account.name,
-            roles=list(account.roles),
-            active=account.active,
-            version=account.version,
-            created_at=account.created_at,
-        )
-
-
-@dataclass(frozen=True)
-class DefinitionView:
-    id: str
-    key: str
-    name: str
-    external: bool
-    published: bool
-    revision: int
-    review_window_seconds: int
-    schedule_presets: list[dict[str, Any]]
-    allow_self_approval: bool
-    reminders: list[dict[str, int]]
-    escalation: dict[str, Any] | None
-    version: int
-    created_at: datetime
-
-    @classmethod
-    def of(cls, definition: Definition) -> DefinitionView:
-        return cls(
-            id=str(definition.id),
-            key=definition.key,
-            name=definition.name,
-            external=definition.external,
-            published=definition.published,
-            revision=definition.revision,
-            review_window_seconds=definition.review_window_seconds,
-            schedule_presets=jsonable(definition.schedule_presets),
-            allow_self_approval=definition.allow_self_approval,
-            reminders=jsonable(definition.reminders),
-            escalation=jsonable(definition.escalation),
-            version=definition.version,
-            created_at=definition.created_at,
-        )
 
 
 @dataclass(frozen=True)
@@ -238,7 +190,7 @@ class Directory:
         name: str,
         roles: list[str],
         request: KeyedRequest | None = None,
-    ) -> AccountView:
+    ) -> AccountRow:
         """A new account; a repeat of a keyed `request` stops with `AlreadyCreated`."""
         check_roles(roles)
         chosen_id = account_id or str(uuid4())
@@ -254,7 +206,7 @@ class Directory:
         name: str,
         roles: list[str],
         request: KeyedRequest | None,
-    ) -> AccountView:
+    ) -> AccountRow:
         check_key(self.ledger, request)
         if self.ledger.exists(account_uuid(actor.tenant_id, account_id)):
             check_key(self.ledger, request)  # made by a request racing with the same key?
@@ -271,19 +223,29 @@ class Directory:
         )
         tenant.add_account(account_id)
         self.ledger.save(account, tenant, key_record(request, "account", account_id, at))
-        return AccountView.of(account)
+        return AccountRow.of_aggregate(account)
 
-    def account(self, tenant_id: UUID, account_id: str) -> AccountView:
-        return AccountView.of(self._account(tenant_id, account_id))
+    def account(self, tenant_id: UUID, account_id: str) -> AccountRow:
+        """One of the tenant's accounts, from its row."""
+        row = account_row(self.ledger.store, tenant_id, account_id)
+        if row is None:
+            raise NotFound("account", account_id)
+        return row
+
+    def current_account(self, tenant_id: UUID, account_id: str) -> AccountRow:
+        """One of the tenant's accounts as its log holds it now, never behind it as its row
+        may be: what a write checks If-Match against and merges a patch into, and what a
+        repeated create answers."""
+        return AccountRow.of_aggregate(self._account(tenant_id, account_id))
 
     def account_timeline(self, tenant_id: UUID, account_id: str) -> list[TimelineEntry]:
         """Every event of one of the tenant's accounts, named by its public id."""
         return self.ledger.timeline(self._account(tenant_id, account_id).id)
 
-    def accounts(self, tenant_id: UUID, window: Window) -> Page[AccountView]:
+    def accounts(self, tenant_id: UUID, window: Window) -> Page[AccountRow]:
         """The tenant's accounts, oldest first, from their `accounts` rows."""
         found = account_page(self.ledger.store, tenant_id, window)
-        return Page.of([AccountView(**row._asdict()) for row in found.rows], window, found)
+        return Page.of(found.rows, window, found)
 
     def update_account(
         self,
@@ -293,7 +255,7 @@ class Directory:
         roles: list[str],
         version: int,
         reason: str | None = None,
-    ) -> AccountView:
+    ) -> AccountRow:
         check_roles(roles)
         return self.ledger.retrying(
             lambda: self._update_account(actor, account_id, name, roles, version, reason)
@@ -307,7 +269,7 @@ class Directory:
         roles: list[str],
         version: int,
         reason: str | None,
-    ) -> AccountView:
+    ) -> AccountRow:
         account = self._account(actor.tenant_id, account_id)
         check_expected_version("account", account.version, version)
         at = self.ledger.clock()
@@ -316,7 +278,7 @@ class Directory:
         account.update(name=name, roles=roles, at=at, actor=actor.account_id, reason=reason)
         self.ledger.save(account, tenant)
         self.recent.forget()
-        return AccountView.of(account)
+        return AccountRow.of_aggregate(account)
 
     def set_active(
         self,
@@ -325,7 +287,7 @@ class Directory:
         active: bool,
         version: int | None,
         reason: str | None = None,
-    ) -> AccountView:
+    ) -> AccountRow:
         return self.ledger.retrying(
             lambda: self._set_active(actor, account_id, active, version, reason)
         )
@@ -337,7 +299,7 @@ class Directory:
         active: bool,
         version: int | None,
         reason: str | None,
-    ) -> AccountView:
+    ) -> AccountRow:
         account = self._account(actor.tenant_id, account_id)
         check_expected_version("account", account.version, version)
         at = self.ledger.clock()
@@ -349,7 +311,7 @@ class Directory:
             account.deactivate(at=at, actor=actor.account_id, reason=reason)
         self.ledger.save(account, tenant)
         self.recent.forget()
-        return AccountView.of(account)
+        return AccountRow.of_aggregate(account)
 
     def _removing_admin(self, account: Account, at: datetime, actor: Principal) -> Tenant:
         """The account's tenant, recording that it loses an active admin (never its last)."""
@@ -454,7 +416,7 @@ class Directory:
         key: str,
         fields: DefinitionFields,
         request: KeyedRequest | None = None,
-    ) -> DefinitionView:
+    ) -> DefinitionRow:
         """A new definition; a repeat of a keyed `request` stops with `AlreadyCreated`."""
         return self.ledger.retrying(lambda: self._create_definition(actor, key, fields, request))
 
@@ -464,7 +426,7 @@ class Directory:
         key: str,
         fields: DefinitionFields,
         request: KeyedRequest | None,
-    ) -> DefinitionView:
+    ) -> DefinitionRow:
         check_key(self.ledger, request)
         presets = checked_presets(
             fields.schedule_presets, self.default_timezone, self.ledger.clock()
@@ -493,11 +455,11 @@ class Directory:
         self.ledger.save(
             definition, tenant, key_record(request, "definition", str(definition.id), at)
         )
-        return DefinitionView.of(definition)
+        return DefinitionRow.of_aggregate(definition)
 
     def update_definition(
         self, actor: Principal, definition_id: str, fields: DefinitionFields, version: int
-    ) -> DefinitionView:
+    ) -> DefinitionRow:
         definition = self.definition_aggregate(actor.tenant_id, definition_id)
         check_expected_version("definition", definition.version, version)
         presets = checked_presets(
@@ -516,7 +478,7 @@ class Directory:
             escalation=fields.escalation,
         )
         self.ledger.save(definition)
-        return DefinitionView.of(definition)
+        return DefinitionRow.of_aggregate(definition)
 
     def _check_notices(self, tenant_id: UUID, fields: DefinitionFields) -> None:
         """The reminders fit the review window; the escalation names one of the tenant's
@@ -534,7 +496,7 @@ class Directory:
 
     def set_published(
         self, actor: Principal, definition_id: str, published: bool, version: int | None
-    ) -> DefinitionView:
+    ) -> DefinitionRow:
         definition = self.definition_aggregate(actor.tenant_id, definition_id)
         check_expected_version("definition", definition.version, version)
         at = self.ledger.clock()
@@ -543,24 +505,41 @@ class Directory:
         else:
             definition.unpublish(at=at, actor=actor.account_id)
         self.ledger.save(definition)
-        return DefinitionView.of(definition)
+        return DefinitionRow.of_aggregate(definition)
 
-    def definition(self, tenant_id: UUID, definition_id: str) -> DefinitionView:
-        return DefinitionView.of(self.definition_aggregate(tenant_id, definition_id))
+    def definition(self, tenant_id: UUID, definition_id: str) -> DefinitionRow:
+        """One of the tenant's definitions, from its row; another tenant's, or an id that is
+        none, is not found."""
+        try:
+            wanted = UUID(definition_id)
+        except ValueError:
+            raise NotFound("definition", definition_id) from None
+        row = definition_row(self.ledger.store, tenant_id, wanted)
+        if row is None:
+            raise NotFound("definition", definition_id)
+        return row
 
-    def definition_by_key(self, tenant_id: UUID, key: str) -> DefinitionView:
-        """The tenant's definition of this key (keys are unique in a tenant)."""
-        definition_id = definition_uuid(tenant_id, key)
-        return DefinitionView.of(self.ledger.find(Definition, definition_id, "definition", key))
+    def current_definition(self, tenant_id: UUID, definition_id: str) -> DefinitionRow:
+        """One of the tenant's definitions as its log holds it now, never behind it as its
+        row may be: what a write checks If-Match against and merges a patch into, and what a
+        repeated create answers."""
+        return DefinitionRow.of_aggregate(self.definition_aggregate(tenant_id, definition_id))
+
+    def definition_by_key(self, tenant_id: UUID, key: str) -> DefinitionRow:
+        """The tenant's definition of this key (keys are unique in a tenant), from its row."""
+        row = definition_row_of_key(self.ledger.store, tenant_id, key)
+        if row is None:
+            raise NotFound("definition", key)
+        return row
 
     def definition_timeline(self, tenant_id: UUID, definition_id: str) -> list[TimelineEntry]:
         """Every event of one of the tenant's definitions."""
         return self.ledger.timeline(self.definition_aggregate(tenant_id, definition_id).id)
 
-    def definitions(self, tenant_id: UUID, window: Window) -> Page[DefinitionView]:
+    def definitions(self, tenant_id: UUID, window: Window) -> Page[DefinitionRow]:
         """The tenant's definitions, oldest first, from their `definitions` rows."""
         found = definition_page(self.ledger.store, tenant_id, window)
-        return Page.of([DefinitionView(**row._asdict()) for row in found.rows], window, found)
+        return Page.of(found.rows, window, found)
 
     def launch_problems(self, tenant_id: UUID, settings: ScheduleSettings) -> dict[str, list[str]]:
         """What stops the definition or the initiator from being used by a schedule."""

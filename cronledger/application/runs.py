@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -12,171 +11,28 @@ from cronledger.application.directory import Directory, Page
 from cronledger.persistence.ledger import Ledger, TimelineEntry, jsonable
 from domain.directory import Principal, check_expected_version
 from domain.errors import NotFound, ValidationFailed
-from domain.overlap import Blocker
 from domain.runs import (
     DEAD_LETTER,
     PENDING,
     RETRY_WAIT,
-    SKIP_MISSED,
-    SKIP_OVERLAP,
-    SKIPPED_MISSED,
-    SKIPPED_OVERLAP,
     Run,
     legacy_manual_run_uuid,
     manual_run_uuid,
     skip_reason_of,
 )
-from domain.triggers import local_or_none
 from projections.engine import Projector
 from projections.keyset import Window
 from projections.runs import (
+    RunDetail,
     RunFilter,
     RunRow,
     backlog_by_status,
-    blocker_of,
     last_skips_of,
+    run_attempts,
     run_log_page,
+    run_row,
     unfinished_count,
 )
-from projections.schedules import LastRun, last_run_of
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """A run as lists show it: everything but its attempts."""
-
-    id: str
-    schedule_id: str
-    schedule_version: int
-    definition_revision: int
-    planned_at: datetime
-    planned_at_local: datetime | None
-    trigger: str
-    triggered_by: str | None
-    request_id: str | None
-    status: str
-    title: str
-    form_data: dict[str, Any]
-    initiator_id: str
-    attempt_count: int
-    max_attempts: int
-    next_attempt_at: datetime | None
-    last_error: dict[str, str] | None
-    instance_id: str | None
-    registered_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    duration_seconds: float | None
-    error_code: str | None
-    trace_id: str
-    skipped_count: int
-    missed_until: datetime | None
-    skip_reason: dict[str, Any] | None
-    version: int
-
-    @classmethod
-    def of_row(cls, row: RunRow) -> RunSummary:
-        """From the run's `runs` row, without reading its history."""
-        code, message = row.last_error_code, row.last_error_message
-        last_error = None if code is None or message is None else {"code": code, "message": message}
-        return cls(
-            id=row.id,
-            schedule_id=row.schedule_id,
-            schedule_version=row.schedule_version,
-            definition_revision=row.definition_revision,
-            planned_at=row.planned_at,
-            planned_at_local=local_or_none(row.planned_at, row.timezone),
-            trigger=row.trigger,
-            triggered_by=row.triggered_by,
-            request_id=row.request_id,
-            status=row.status,
-            title=row.title,
-            form_data=row.form_data,
-            initiator_id=row.initiator_id,
-            attempt_count=row.attempt_count,
-            max_attempts=row.max_attempts,
-            next_attempt_at=row.next_attempt_at,
-            last_error=last_error,
-            instance_id=row.instance_id,
-            registered_at=row.registered_at,
-            started_at=row.started_at,
-            finished_at=row.finished_at,
-            duration_seconds=duration_between(row.started_at, row.finished_at),
-            error_code=row.last_error_code,
-            trace_id=row.trace_id,
-            skipped_count=row.skipped_count,
-            missed_until=row.missed_until,
-            skip_reason=skip_reason_for(
-                row.status,
-                blocker_of(row.blocking_run_id, row.blocking_status, row.blocking_instance_id),
-                row.skipped_count,
-            ),
-            version=row.version,
-        )
-
-
-def last_run_shown(last: LastRun | None) -> dict[str, Any] | None:
-    """A schedule's newest planned run, as its view shows it."""
-    if last is None:
-        return None
-    return {"run_id": last.run_id, "planned_at": jsonable(last.planned_at), "status": last.status}
-
-
-def duration_between(started_at: datetime | None, finished_at: datetime | None) -> float | None:
-    """Seconds from the first start to the finish, as `Run.duration_seconds` counts them."""
-    if started_at is None or finished_at is None:
-        return None
-    return (finished_at - started_at).total_seconds()
-
-
-def skip_reason_for(status: str, blocker: Blocker | None, count: int) -> dict[str, Any] | None:
-    """Why a run of this status was skipped, as `Run.skip_reason` tells it; None if it was not."""
-    if status == SKIPPED_OVERLAP:
-        return skip_reason_of(SKIP_OVERLAP, blocker, 0)
-    if status == SKIPPED_MISSED:
-        return skip_reason_of(SKIP_MISSED, None, count)
-    return None
-
-
-@dataclass(frozen=True)
-class RunView(RunSummary):
-    """A run with its attempts."""
-
-    attempts: list[dict[str, Any]]
-
-    @classmethod
-    def of(cls, run: Run) -> RunView:
-        return cls(
-            id=str(run.id),
-            schedule_id=str(run.schedule_id),
-            schedule_version=run.schedule_version,
-            definition_revision=run.definition_revision,
-            planned_at=run.planned_at,
-            planned_at_local=local_or_none(run.planned_at, run.frozen.get("timezone")),
-            trigger=run.trigger,
-            triggered_by=run.triggered_by,
-            request_id=run.request_id,
-            status=run.status,
-            title=run.frozen["title"],
-            form_data=dict(run.frozen["form_data"]),
-            initiator_id=run.frozen["initiator_id"],
-            attempt_count=len(run.attempts),
-            max_attempts=run.max_attempts,
-            next_attempt_at=run.next_attempt_at,
-            last_error=run.last_error,
-            instance_id=run.instance_id,
-            registered_at=run.registered_at,
-            started_at=run.started_at,
-            finished_at=run.finished_at,
-            duration_seconds=run.duration_seconds,
-            error_code=run.error_code,
-            trace_id=run.trace_id,
-            skipped_count=run.skipped_count,
-            missed_until=run.missed_until,
-            skip_reason=run.skip_reason,
-            attempts=jsonable(run.attempts),
-            version=run.version,
-        )
 
 
 class Runs:
@@ -212,7 +68,7 @@ class Runs:
         run_id: str,
         version: int | None,
         reason: str | None = None,
-    ) -> RunView:
+    ) -> RunDetail:
         """A new round of attempts for a failed, dead-lettered or cancelled run."""
         return self._act(actor, schedule_id, run_id, version, reason, self._retried)
 
@@ -233,7 +89,7 @@ class Runs:
         run_id: str,
         version: int | None,
         reason: str | None = None,
-    ) -> RunView:
+    ) -> RunDetail:
         """No further attempts for a run that is pending or waiting to retry."""
         return self._act(actor, schedule_id, run_id, version, reason, Run.cancel)
 
@@ -245,42 +101,50 @@ class Runs:
         version: int | None,
         reason: str | None,
         command: Callable[[Run, datetime, str, str | None], None],
-    ) -> RunView:
-        def attempt() -> RunView:
+    ) -> RunDetail:
+        def attempt() -> RunDetail:
             run = self.run(actor.tenant_id, schedule_id, run_id)
             check_expected_version("run", run.version, version)
             command(run, self.ledger.clock(), actor.account_id, reason)
             self.ledger.save(run)
-            return RunView.of(run)
+            return RunDetail.of_aggregate(run)
 
         return self.ledger.retrying(attempt)
 
-    def view(self, tenant_id: UUID, schedule_id: UUID, run_id: str) -> RunView:
-        return RunView.of(self.run(tenant_id, schedule_id, run_id))
+    def view(self, tenant_id: UUID, schedule_id: UUID, run_id: str) -> RunDetail:
+        """A run of this schedule in this tenant, from its rows; anything else is not found."""
+        found = self.view_by_id(tenant_id, run_id)
+        if found.schedule_id != str(schedule_id):
+            raise NotFound("run", run_id)
+        return found
 
-    def view_by_id(self, tenant_id: UUID, run_id: str) -> RunView:
-        """A run of this tenant by its id alone; another tenant's is not found."""
-        return RunView.of(self.ledger.find_in_tenant(Run, run_id, "run", tenant_id))
+    def view_by_id(self, tenant_id: UUID, run_id: str) -> RunDetail:
+        """A run of this tenant by its id alone, from its rows; another tenant's is not found."""
+        try:
+            wanted = UUID(run_id)
+        except ValueError:
+            raise NotFound("run", run_id) from None
+        row = run_row(self.ledger.store, tenant_id, wanted)
+        if row is None:
+            raise NotFound("run", run_id)
+        return RunDetail(row, run_attempts(self.ledger.store, row.id))
 
-    def frozen_by_id(self, tenant_id: UUID, run_id: str) -> tuple[RunView, dict[str, Any]]:
-        """`view_by_id`, and every value the run was frozen with when registered (what it
-        launches with: its view leaves the schedule's name, trigger and zone out)."""
+    def frozen_by_id(self, tenant_id: UUID, run_id: str) -> tuple[RunDetail, dict[str, Any]]:
+        """A run of this tenant by its id alone, from its history, and every value it was
+        frozen with when registered (what it launches with: its answer leaves the schedule's
+        name, trigger and zone out)."""
         run = self.ledger.find_in_tenant(Run, run_id, "run", tenant_id)
-        return RunView.of(run), jsonable(run.frozen)
+        return RunDetail.of_aggregate(run), jsonable(run.frozen)
 
     def timeline(self, tenant_id: UUID, run_id: str) -> list[TimelineEntry]:
         """Every event of one of the tenant's runs."""
         return self.ledger.timeline(self.ledger.find_in_tenant(Run, run_id, "run", tenant_id).id)
 
-    def list_page(self, tenant_id: UUID, run_filter: RunFilter, window: Window) -> Page[RunSummary]:
+    def list_page(self, tenant_id: UUID, run_filter: RunFilter, window: Window) -> Page[RunRow]:
         """The tenant's runs that match, newest planned first (deleted schedules' included),
         from their `runs` rows."""
         listed = run_log_page(self.ledger.store, tenant_id, run_filter, window)
-        return Page.of([RunSummary.of_row(row) for row in listed.rows], window, listed)
-
-    def last_run(self, schedule_id: UUID) -> dict[str, Any] | None:
-        """The schedule's newest planned run (kept on its `schedules` row)."""
-        return last_run_shown(last_run_of(self.ledger.store, schedule_id))
+        return Page.of(listed.rows, window, listed)
 
     def last_skip(self, schedule_id: UUID) -> dict[str, Any] | None:
         """The schedule's most recently skipped run and why (requirement 001: workflow

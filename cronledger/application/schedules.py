@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from itertools import islice
@@ -13,7 +13,7 @@ from uuid import UUID
 
 from cronledger.application.directory import Directory, Page
 from cronledger.application.idempotency import Outcome, check_key, key_record
-from cronledger.application.runs import Runs, RunSummary, RunView, last_run_shown
+from cronledger.application.runs import Runs
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger, TimelineEntry
 from domain.directory import Principal, check_expected_version
@@ -32,15 +32,17 @@ from domain.schedules import (
     saved_state,
     untemplated,
 )
-from domain.triggers import fire_times, load_zone, local_or_none, local_time, parse_trigger
+from domain.triggers import fire_times, load_zone, local_time, parse_trigger
 from domain.values import FormData
 from projections.keyset import Window
-from projections.runs import RunFilter
+from projections.runs import RunDetail, RunFilter, RunRow
 from projections.schedules import (
     ScheduleFilter,
     ScheduleRow,
     due_schedule_backlog,
+    last_run_of,
     live_schedule_page,
+    schedule_row,
 )
 
 NEXT_FIRES_SHOWN = 5  # requirement 001: saving a schedule shows its next five fire times
@@ -61,86 +63,27 @@ class PolicyMove:
 
 
 @dataclass(frozen=True)
-class ScheduleView:
-    id: str
-    name: str
-    definition_id: str
-    trigger: dict[str, Any]
-    timezone: str
-    initiator_id: str
-    title_template: str
-    form_data: dict[str, Any]
-    enabled: bool
-    misfire_policy: str
-    overlap_policy: str
-    preset_id: str | None
-    version: int
-    created_at: datetime
-    updated_at: datetime
-    updated_by: str
-    next_fire_at: datetime | None
-    next_fire_at_local: datetime | None
-    last_run: dict[str, Any] | None
-    last_skip: dict[str, Any] | None
-    definition_revision: int
-    next_fires: list[FireTime]
-
-    @classmethod
-    def of(
-        cls,
-        schedule: Schedule,
-        last_run: dict[str, Any] | None = None,
-        last_skip: dict[str, Any] | None = None,
-        next_fires: Sequence[FireTime] = (),
-    ) -> ScheduleView:
-        return cls(
-            id=str(schedule.id),
-            **asdict(schedule.settings),
-            enabled=schedule.enabled,
-            version=schedule.revision,
-            created_at=schedule.created_at,
-            updated_at=schedule.updated_at,
-            updated_by=schedule.updated_by,
-            next_fire_at=schedule.next_fire_at,
-            next_fire_at_local=local_or_none(schedule.next_fire_at, schedule.settings.timezone),
-            last_run=last_run,
-            last_skip=last_skip,
-            definition_revision=schedule.definition_revision,
-            next_fires=list(next_fires),
-        )
-
-    @classmethod
-    def of_row(
-        cls,
-        row: ScheduleRow,
-        settings: ScheduleSettings,
-        last_skip: dict[str, Any] | None,
-        next_fires: Sequence[FireTime],
-    ) -> ScheduleView:
-        """From the schedule's `schedules` row (its `settings` parsed), without its history."""
-        return cls(
-            id=row.id,
-            **vars(settings),
-            enabled=row.enabled,
-            version=row.version,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            updated_by=row.updated_by,
-            next_fire_at=row.next_fire_at,
-            next_fire_at_local=local_or_none(row.next_fire_at, settings.timezone),
-            last_run=last_run_shown(row.last_run),
-            last_skip=last_skip,
-            definition_revision=row.definition_revision,
-            next_fires=list(next_fires),
-        )
-
-
-@dataclass(frozen=True)
 class FireTime:
     """A fire time in UTC (`at`) and in the schedule's zone (`local`)."""
 
     at: datetime
     local: datetime
+
+
+@dataclass(frozen=True)
+class ScheduleAnswer:
+    """A schedule as the API answers it: its row (whose fields and properties are read
+    through), and what is computed when it is asked for: its last skip (read with its runs)
+    and its next fire times."""
+
+    row: ScheduleRow
+    last_skip: dict[str, Any] | None
+    next_fires: list[FireTime]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy and pickle ask before the fields are set
+            raise AttributeError(name)
+        return getattr(self.row, name)
 
 
 @dataclass(frozen=True)
@@ -215,7 +158,7 @@ class Schedules:
         settings: ScheduleSettings,
         enabled: bool,
         request: KeyedRequest | None = None,
-    ) -> ScheduleView:
+    ) -> ScheduleAnswer:
         """A new schedule; a repeat of a keyed `request` stops with `AlreadyCreated`."""
         return self.ledger.retrying(lambda: self._create(actor, settings, enabled, request))
 
@@ -225,7 +168,7 @@ class Schedules:
         settings: ScheduleSettings,
         enabled: bool,
         request: KeyedRequest | None,
-    ) -> ScheduleView:
+    ) -> ScheduleAnswer:
         check_key(self.ledger, request)
         at = self.ledger.clock()
         settings = self._checked(actor.tenant_id, settings, at)
@@ -234,7 +177,7 @@ class Schedules:
             actor.tenant_id, settings, enabled, at, actor.account_id, revision
         )
         self.ledger.save(schedule, key_record(request, "schedule", str(schedule.id), at))
-        return self.view_of(schedule)
+        return self.answer_of(schedule)
 
     def create_from_preset(
         self,
@@ -244,7 +187,7 @@ class Schedules:
         initiator_id: str,
         name: str | None,
         request: KeyedRequest | None = None,
-    ) -> ScheduleView:
+    ) -> ScheduleAnswer:
         """A disabled schedule with a preset's trigger, timezone, title and form data."""
         check_key(self.ledger, request)
         definition = self.directory.definition_aggregate(actor.tenant_id, definition_id)
@@ -270,7 +213,7 @@ class Schedules:
         settings: ScheduleSettings,
         enabled: bool,
         version: int,
-    ) -> ScheduleView:
+    ) -> ScheduleAnswer:
         """Replace the settings; cycles due under the old plan are registered first."""
         self.schedule(actor.tenant_id, schedule_id)
         settings = self._checked(actor.tenant_id, settings, self.ledger.clock())
@@ -287,7 +230,7 @@ class Schedules:
         enabled: bool,
         version: int | None,
         definition_revision: int | None = None,
-    ) -> ScheduleView:
+    ) -> ScheduleAnswer:
         """Save the settings; a re-save names the definition's revision, enabling keeps it."""
         schedule = self.schedule(actor.tenant_id, schedule_id, version)
         at = self.ledger.clock()
@@ -297,7 +240,7 @@ class Schedules:
             settings, enabled, at, actor.account_id, self.policy, definition_revision
         )
         self.ledger.save(schedule, *runs)
-        return self.view_of(schedule)
+        return self.answer_of(schedule)
 
     def _register_backlog(self, schedule: Schedule, at: datetime) -> Schedule:
         """Register the cycles due under the old plan, in bounded transactions, before the edit."""
@@ -315,12 +258,12 @@ class Schedules:
         enabled: bool,
         version: int | None,
         reason: str | None = None,
-    ) -> ScheduleView:
+    ) -> ScheduleAnswer:
         """Enable or disable (`Schedule.Enabled`, `.Disabled`); the settings and the
         definition's revision stay as they are."""
         schedule = self.schedule(actor.tenant_id, schedule_id, version)
         if schedule.enabled == enabled:
-            return self.view_of(schedule)
+            return self.answer_of(schedule)
         if enabled:
             self._checked(actor.tenant_id, schedule.settings, self.ledger.clock())
         return self.ledger.retrying(
@@ -334,14 +277,14 @@ class Schedules:
         enabled: bool,
         version: int | None,
         reason: str | None,
-    ) -> ScheduleView:
+    ) -> ScheduleAnswer:
         schedule = self.schedule(actor.tenant_id, schedule_id, version)
         at = self.ledger.clock()
         if not enabled and schedule.next_fire_at is not None:
             schedule = self._register_backlog(schedule, at)
         runs = schedule.switch(enabled, at, actor.account_id, self.policy, reason)
         self.ledger.save(schedule, *runs)
-        return self.view_of(schedule)
+        return self.answer_of(schedule)
 
     def move_overlap_policy(
         self, actor: Principal, schedule_ids: Sequence[str], policy: str
@@ -389,7 +332,7 @@ class Schedules:
 
     def run_now(
         self, actor: Principal, schedule_id: str, request_id: str, version: int | None = None
-    ) -> RunView:
+    ) -> RunDetail:
         """A manual cycle at the accepted time (requirement 002: scheduled tasks): the same
         account's same request id answers the same run, while the schedule is at the version
         the run was registered at."""
@@ -397,64 +340,75 @@ class Schedules:
 
     def request_run(
         self, actor: Principal, schedule_id: str, request_id: str, version: int | None = None
-    ) -> Outcome[RunView]:
+    ) -> Outcome[RunDetail]:
         """`run_now`, saying whether it answered the run of an earlier request (`replayed`)."""
         return self.ledger.retrying(lambda: self._run_now(actor, schedule_id, request_id, version))
 
     def _run_now(
         self, actor: Principal, schedule_id: str, request_id: str, version: int | None
-    ) -> Outcome[RunView]:
+    ) -> Outcome[RunDetail]:
         """Register the run and `Schedule.RunRequested` together; if another writer won (the
         same request accepted elsewhere, or the tick), the retry answers from what it saved."""
         schedule = self.schedule(actor.tenant_id, schedule_id)
         original = self.runs.manual(schedule.id, actor.account_id, request_id)
         if original is not None:
             original.check_repeat(schedule.revision, version)
-            return Outcome(RunView.of(original), replayed=True)
+            return Outcome(RunDetail.of_aggregate(original), replayed=True)
         check_expected_version("schedule", schedule.revision, version)
         at = self.ledger.clock()
         self._checked(actor.tenant_id, schedule.settings, at)
         run = schedule.manual_run(request_id, at, actor.account_id, self.policy)
         self.ledger.save(schedule, run)
-        return Outcome(self.runs.view(actor.tenant_id, schedule.id, str(run.id)))
+        return Outcome(RunDetail.of_aggregate(run))
 
-    def view_of(self, schedule: Schedule) -> ScheduleView:
-        return ScheduleView.of(
-            schedule,
-            self.runs.last_run(schedule.id),
-            self.runs.last_skip(schedule.id),
-            self._fire_times(schedule.settings.trigger, schedule.settings.timezone),
-        )
+    def answer_of(self, schedule: Schedule) -> ScheduleAnswer:
+        """A live schedule as saved (its newest planned run and last skip read with its runs)."""
+        row = ScheduleRow.of_aggregate(schedule, last_run_of(self.ledger.store, schedule.id))
+        return self._answer(row, self.runs.last_skip(schedule.id))
 
-    def view(self, tenant_id: UUID, schedule_id: str) -> ScheduleView:
-        return self.view_of(self.schedule(tenant_id, schedule_id))
+    def from_log(self, tenant_id: UUID, schedule_id: str) -> ScheduleAnswer:
+        """A live schedule of this tenant as its history has it: what a write's If-Match and
+        merge patch compare, and what a repeated create answers."""
+        return self.answer_of(self.schedule(tenant_id, schedule_id))
+
+    def view(self, tenant_id: UUID, schedule_id: str) -> ScheduleAnswer:
+        """A live schedule of this tenant, from its `schedules` row."""
+        wanted = schedule_uuid(schedule_id)
+        row = schedule_row(self.ledger.store, tenant_id, wanted)
+        if row is None:
+            raise NotFound("schedule", schedule_id)
+        return self._answer(row, self.runs.last_skip(wanted))
 
     def list_page(
         self, tenant_id: UUID, wanted: ScheduleFilter, window: Window
-    ) -> Page[ScheduleView]:
+    ) -> Page[ScheduleAnswer]:
         """Live schedules of the tenant that match, oldest first, from their `schedules` rows
         (and one query for their last skips)."""
         listed = live_schedule_page(self.ledger.store, tenant_id, wanted, window)
         skips = self.runs.last_skips(listed.keys)
-        views = [self._listed(row, skips.get(row.id)) for row in listed.rows]
-        return Page.of(views, window, listed)
+        answers = [self._answer(row, skips.get(row.id)) for row in listed.rows]
+        return Page.of(answers, window, listed)
 
-    def _listed(self, row: ScheduleRow, last_skip: dict[str, Any] | None) -> ScheduleView:
-        settings = ScheduleSettings(**row.settings)
-        fires = self._fire_times(settings.trigger, settings.timezone)
-        return ScheduleView.of_row(row, settings, last_skip, fires)
+    def _answer(self, row: ScheduleRow, last_skip: dict[str, Any] | None) -> ScheduleAnswer:
+        return ScheduleAnswer(row, last_skip, self._fire_times(row.trigger, row.timezone))
+
+    def run(self, tenant_id: UUID, schedule_id: str, run_id: str) -> RunDetail:
+        """A run of a schedule of this tenant (a deleted one's too), from its rows; the
+        schedule's history is read only to tell an unknown schedule (404) from an unknown run."""
+        try:
+            return self.runs.view(tenant_id, schedule_uuid(schedule_id), run_id)
+        except NotFound:
+            self.find(tenant_id, schedule_id)
+            raise
 
     def runs_page(
         self, tenant_id: UUID, schedule_id: str, status: str | None, window: Window
-    ) -> Page[RunSummary]:
+    ) -> Page[RunRow]:
         """The runs of a schedule of this tenant (a deleted one's too), newest planned first,
         from their rows; the schedule's history is read only to tell an unknown schedule
         (404) from one without such runs."""
-        try:
-            wanted = UUID(schedule_id)
-        except ValueError:
-            raise NotFound("schedule", schedule_id) from None
-        page = self.runs.list_page(tenant_id, RunFilter(schedule_id=wanted, status=status), window)
+        wanted = RunFilter(schedule_id=schedule_uuid(schedule_id), status=status)
+        page = self.runs.list_page(tenant_id, wanted, window)
         if page.total == 0:
             self.find(tenant_id, schedule_id)
         return page
@@ -527,6 +481,14 @@ class Schedules:
         if errors:
             raise ValidationFailed(errors)
         return settings
+
+
+def schedule_uuid(schedule_id: str) -> UUID:
+    """A schedule's id as given in a path; one that is no UUID names no schedule."""
+    try:
+        return UUID(schedule_id)
+    except ValueError:
+        raise NotFound("schedule", schedule_id) from None
 
 
 SAVES = ("Schedule.Created", "Schedule.Updated")

@@ -50,9 +50,7 @@ from domain.webhooks import (
     APPROVAL_SUBMITTED,
     CALLBACK_LATE,
     CALLBACK_MISMATCHED,
-    PENDING,
     PING,
-    RETRY_WAIT,
     RUN_DEAD_LETTERED,
     RUN_FAILED,
     RUN_SKIPPED,
@@ -64,7 +62,13 @@ from domain.webhooks import (
     checked_url,
 )
 from projections.keyset import Window
-from projections.webhooks import DeliveryRow, WebhookRow, delivery_page, webhook_page
+from projections.webhooks import (
+    DeliveryRow,
+    WebhookRow,
+    delivery_page,
+    webhook_page,
+    webhook_row,
+)
 
 SECRET_KIND = "webhook"  # noqa: S105 (what `derived_secret` derives a subscription's secret for)
 MISMATCH = "; mismatch:"  # how the words of a callback's reason before 0.11.0 said it differed
@@ -301,85 +305,12 @@ def delivery_source(event: Any, kind: str) -> str:
 
 
 @dataclass(frozen=True)
-class WebhookView:
-    id: str
-    url: str
-    event_types: list[str]
-    description: str
-    enabled: bool
-    generation: int
-    version: int
-    created_at: datetime
-    updated_at: datetime
+class WebhookWithSecret:
+    """A subscription and its signing secret: answered when it is made or rotated, and never
+    again."""
 
-    @classmethod
-    def of(cls, subscription: WebhookSubscription) -> WebhookView:
-        return cls(
-            id=str(subscription.id),
-            url=subscription.url,
-            event_types=list(subscription.event_types),
-            description=subscription.description,
-            enabled=subscription.enabled,
-            generation=subscription.generation,
-            version=subscription.version,
-            created_at=subscription.created_at,
-            updated_at=subscription.updated_at,
-        )
-
-    @classmethod
-    def of_row(cls, row: WebhookRow) -> WebhookView:
-        return cls(**row._asdict())
-
-
-@dataclass(frozen=True)
-class WebhookWithSecret(WebhookView):
-    """A subscription with its signing secret: answered when it is made or rotated, and never
-    again (None when a repeated create is answered: the secret was shown once)."""
-
-    secret: str | None = None
-
-
-@dataclass(frozen=True)
-class DeliveryView:
-    id: str
-    message_id: str
-    event_type: str
-    status: str
-    attempts: int
-    max_attempts: int
-    response_status: int | None
-    latency_seconds: float | None
-    last_error: str | None
-    next_attempt_at: datetime | None
-    created_at: datetime
-    finished_at: datetime | None
-    version: int
-
-    @classmethod
-    def of(cls, delivery: WebhookDelivery) -> DeliveryView:
-        last = delivery.attempts[-1] if delivery.attempts else {}
-        waiting = delivery.status in (PENDING, RETRY_WAIT)
-        return cls(
-            id=str(delivery.id),
-            message_id=delivery.message_id,
-            event_type=delivery.event_type,
-            status=delivery.status,
-            attempts=len(delivery.attempts),
-            max_attempts=delivery.max_attempts,
-            response_status=last.get("response_status"),
-            latency_seconds=last.get("latency_seconds"),
-            last_error=last.get("error"),
-            next_attempt_at=delivery.next_attempt_at if waiting else None,
-            created_at=delivery.created_at,
-            finished_at=delivery.finished_at,
-            version=delivery.version,
-        )
-
-    @classmethod
-    def of_row(cls, row: DeliveryRow) -> DeliveryView:
-        fields = row._asdict()
-        del fields["subscription_id"]
-        return cls(**fields)
+    webhook: WebhookRow
+    secret: str | None  # None: a repeated create answered, which never shows it again
 
 
 class Webhooks:
@@ -432,7 +363,7 @@ class Webhooks:
 
     def _with_secret(self, subscription: WebhookSubscription) -> WebhookWithSecret:
         secret = self.secret_of(subscription.id, subscription.generation)
-        return WebhookWithSecret(**WebhookView.of(subscription).__dict__, secret=secret)
+        return WebhookWithSecret(WebhookRow.of_aggregate(subscription), secret)
 
     def _checked(self, fields: SubscriptionFields) -> SubscriptionFields:
         """The fields with their types in order, the URL checked where it points now."""
@@ -442,9 +373,9 @@ class Webhooks:
 
     def update(
         self, actor: Principal, webhook_id: str, fields: SubscriptionFields, version: int | None
-    ) -> WebhookView:
+    ) -> WebhookRow:
         checked = self._checked(fields)
-        return WebhookView.of(
+        return WebhookRow.of_aggregate(
             self._saved(
                 actor, webhook_id, version, lambda s, at: s.change(checked, at, actor.account_id)
             )
@@ -483,7 +414,7 @@ class Webhooks:
 
         return self.ledger.retrying(command)
 
-    def ping(self, actor: Principal, webhook_id: str) -> DeliveryView:
+    def ping(self, actor: Principal, webhook_id: str) -> DeliveryRow:
         """A test message of type `ping`, delivered as any other (the notifier sends it)."""
         subscription = self.subscription(actor.tenant_id, webhook_id)
         subscription.check_enabled()
@@ -499,34 +430,48 @@ class Webhooks:
             actor=actor.account_id,
         )
         self.ledger.save(delivery)
-        return DeliveryView.of(delivery)
+        return DeliveryRow.of_aggregate(delivery)
 
     def redeliver(
         self, actor: Principal, webhook_id: str, delivery_id: str, reason: str | None = None
-    ) -> DeliveryView:
+    ) -> DeliveryRow:
         """Send a delivered or given-up message again, with the same `webhook-id`."""
 
-        def command() -> DeliveryView:
+        def command() -> DeliveryRow:
             delivery = self.delivery(actor.tenant_id, webhook_id, delivery_id)
             delivery.redeliver(self.ledger.clock(), actor.account_id, reason)
             self.ledger.save(delivery)
-            return DeliveryView.of(delivery)
+            return DeliveryRow.of_aggregate(delivery)
 
         return self.ledger.retrying(command)
 
-    def webhook(self, tenant_id: UUID, webhook_id: str) -> WebhookView:
-        return WebhookView.of(self.subscription(tenant_id, webhook_id))
+    def webhook(self, tenant_id: UUID, webhook_id: str) -> WebhookRow:
+        """A live subscription of this tenant, from its `webhooks` row; a deleted or another
+        tenant's is not found."""
+        try:
+            wanted = UUID(webhook_id)
+        except ValueError:
+            raise NotFound("webhook", webhook_id) from None
+        row = webhook_row(self.ledger.store, tenant_id, wanted)
+        if row is None:
+            raise NotFound("webhook", webhook_id)
+        return row
 
-    def webhooks(self, tenant_id: UUID, window: Window) -> Page[WebhookView]:
+    def current(self, tenant_id: UUID, webhook_id: str) -> WebhookRow:
+        """A live subscription of this tenant as its log holds it now, never behind it as its
+        row may be: what a write checks If-Match against and a repeated create answers."""
+        return WebhookRow.of_aggregate(self.subscription(tenant_id, webhook_id))
+
+    def webhooks(self, tenant_id: UUID, window: Window) -> Page[WebhookRow]:
         """The tenant's subscriptions, oldest first, from their `webhooks` rows."""
         found = webhook_page(self.ledger.store, tenant_id, window)
-        return Page.of([WebhookView.of_row(row) for row in found.rows], window, found)
+        return Page.of(found.rows, window, found)
 
-    def deliveries(self, tenant_id: UUID, webhook_id: str, window: Window) -> Page[DeliveryView]:
-        """A subscription's messages, newest first, from their `webhook_deliveries` rows."""
-        subscription = self.subscription(tenant_id, webhook_id)
-        found = delivery_page(self.ledger.store, subscription.id, window)
-        return Page.of([DeliveryView.of_row(row) for row in found.rows], window, found)
+    def deliveries(self, tenant_id: UUID, webhook_id: str, window: Window) -> Page[DeliveryRow]:
+        """A live subscription's messages, newest first, from their `webhook_deliveries` rows."""
+        subscription = self.webhook(tenant_id, webhook_id)
+        found = delivery_page(self.ledger.store, UUID(subscription.id), window)
+        return Page.of(found.rows, window, found)
 
     def timeline(self, tenant_id: UUID, webhook_id: str) -> list[TimelineEntry]:
         return self.ledger.timeline(self.subscription(tenant_id, webhook_id).id)

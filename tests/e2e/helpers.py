@@ -56,7 +56,7 @@ def account(admin: Api, account_id: str, roles: list[str]) -> Api:
 
 def lists_show_what_reads_show(api: Api) -> None:
     """Each item of each list is, byte for byte, what reading it alone answers (a run's
-    without its attempts): lists are read from the read models, single reads from the log."""
+    without its attempts): both are read from the read models' rows."""
     for path in (
         "/api/workflows/schedules",
         "/api/workflows/runs",

@@ -78,6 +78,7 @@ def test_instances_of_0_1_0_show_their_deadline_in_utc(store_url: str, tmp_path:
     services = open_services(
         Settings(database_url=store_written_by(OLD, store_url, tmp_path, clock)), clock
     )
+    services.projector.catch_up()  # as its projections loop does (a log copied in is not yet)
     try:
         api = Api(create_app({"SERVICES": services, "TESTING": True}).test_client(), "")
         api.token = old["tokens"]["acme"]

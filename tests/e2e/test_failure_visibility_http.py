@@ -43,6 +43,7 @@ def _dead_letter(admin: Api, schedule_path: str, services: Services, clock: Fake
     for _ in range(2):
         Worker.of(services).poll()
         clock.advance(1)
+    services.projector.catch_up()  # as the projections loop does after the worker's writes
     return f"{schedule_path}/runs/{run['id']}"
 
 
@@ -88,6 +89,7 @@ def test_a_retry_is_refused_while_the_initiator_is_inactive_then_succeeds_clean(
     assert admin.post("/api/accounts/ann/activate").status_code == 200
     assert admin.post(f"{path}/retry").status_code == 202
     Worker.of(services).poll()
+    services.projector.catch_up()  # as the projections loop does after the worker's writes
     detail = admin.get(path).json
     assert (detail["status"], detail["last_error"], detail["error_code"]) == (
         "SUCCEEDED",

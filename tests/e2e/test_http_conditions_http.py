@@ -94,7 +94,7 @@ def test_a_write_another_beats_after_the_check_is_412_too(
     seen = services.directory.account(principal_of(services, admin).tenant_id, "ann")
     first = admin.put(path, {"name": "first", "roles": ["operator"], "version": seen.version})
     assert first.status_code == 200
-    monkeypatch.setattr(services.directory, "account", lambda *_: seen)  # checked before it
+    monkeypatch.setattr(services.directory, "current_account", lambda *_: seen)  # checked before it
     late = admin.put(path, {"name": "late", "roles": ["operator"]}, **if_match(f'"{seen.version}"'))
     assert "reload it" in assert_stale(late)["detail"]
     monkeypatch.undo()

@@ -90,6 +90,7 @@ def test_a_schedules_lookalike_form_data_reaches_its_instances_as_given(
     path = f"/api/workflows/schedules/{schedule.json['id']}"
     run = admin.post(f"{path}/run", {"request_id": "r1"}).json
     Worker.of(services).poll()
+    services.projector.catch_up()  # as the projections loop does after the worker's writes
     launched = admin.get(f"{path}/runs/{run['id']}").json
     assert launched["form_data"] == LOOKALIKES
     instance = admin.get(f"/api/approvals/{launched['instance_id']}").json

@@ -13,8 +13,9 @@ from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
 from cronledger.health import DRAINING, MIGRATING, READY, REBUILDING, Health
+from domain.directory import account_uuid
 from tests.e2e.helpers import assert_problem
-from tests.support import POSTGRES_URL, wait_until
+from tests.support import POSTGRES_URL, Api, principal_of, wait_until
 from tick.loops import Loop
 
 
@@ -149,3 +150,18 @@ def test_readiness_says_what_the_process_waits_for(
     assert client.get("/livez").status_code == 200
     services.health.enter(READY)
     assert client.get("/readyz").status_code == 200
+
+
+def test_lists_and_single_reads_wait_out_a_rebuild_of_the_read_models(
+    services: Services, admin: Api
+) -> None:
+    """Both read the read models: while an upgrade rebuilds them, 503 rather than a read of
+    tables the rebuild has not swapped in yet; the log's own timelines still answer."""
+    services.health.enter(REBUILDING, "rebuilding runs: 40%")
+    for path in ("/api/accounts", "/api/accounts/root"):
+        assert_problem(admin.get(path), 503, "UNAVAILABLE")
+    tenant_id = principal_of(services, admin).tenant_id
+    timeline = admin.get(f"/api/audit/timeline/{account_uuid(tenant_id, 'root')}")
+    assert timeline.status_code == 200
+    services.health.enter(READY)
+    assert admin.get("/api/accounts/root").status_code == 200

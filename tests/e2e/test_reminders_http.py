@@ -138,7 +138,7 @@ def test_lists_and_timelines_show_what_the_sweeper_recorded(
         instance["review_deadline_at"],
         "WAITING_REVIEW",
     )
-    assert item == admin.get(f"/api/approvals/{instance['id']}").json  # the row, as the log
+    assert item == admin.get(f"/api/approvals/{instance['id']}").json  # the list, as a read
     timeline = admin.get(f"/api/approvals/{instance['id']}/timeline").json["items"]
     notices = [e for e in timeline if e["type"] != "ApprovalInstance.Submitted"]
     assert [(e["type"], e["actor"], e["at"], e["data"]) for e in notices] == [

@@ -122,6 +122,7 @@ def test_a_run_shows_its_record_and_the_log_is_in_the_tenant_only(
     assert (run["started_at"], run["duration_seconds"], run["error_code"]) == (None, None, None)
     clock.advance(0.5)
     Worker.of(services).poll()
+    services.projector.catch_up()  # as the projections loop does after the worker's writes
     done = admin.get(f"{every_second}/runs/{run['id']}").json
     assert (done["status"], done["started_at"]) == ("SUCCEEDED", "2026-10-01T09:00:00.5Z")
     assert done["duration_seconds"] == 0.0

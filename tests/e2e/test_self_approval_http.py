@@ -159,6 +159,7 @@ def test_a_run_fails_while_its_initiator_may_not_submit(
     run = operator.post(f"{path}/run", {"request_id": "r1"}).json
     set_roles(admin, "rita", ["auditor"])
     Worker.of(services).poll()
+    services.projector.catch_up()  # as the projections loop does after the worker's writes
     failed = operator.get(f"{path}/runs/{run['id']}").json
     assert (failed["status"], failed["last_error"]["code"]) == (
         "RETRY_WAIT",
@@ -168,4 +169,5 @@ def test_a_run_fails_while_its_initiator_may_not_submit(
     set_roles(admin, "rita", ["requester"])
     clock.advance(30)
     Worker.of(services).poll()
+    services.projector.catch_up()  # as the projections loop does after the worker's writes
     assert operator.get(f"{path}/runs/{run['id']}").json["status"] == "SUCCEEDED"

@@ -39,7 +39,8 @@ def test_a_notifier_killed_before_recording_an_attempt_sends_it_again_after_a_re
     with receiving() as receiver:
         receiver.answer(held)  # the first request waits until its notifier is dead
         fields = SubscriptionFields(receiver.url, ["ping"], "", True)
-        webhook = services.webhooks.create(root, fields)
+        made = services.webhooks.create(root, fields)
+        webhook = made.webhook
         pings = [services.webhooks.ping(root, webhook.id) for _ in range(3)]
         killed_mid_work(
             store_url,
@@ -62,7 +63,7 @@ def test_a_notifier_killed_before_recording_an_attempt_sends_it_again_after_a_re
     assert ids == [pings[0].message_id, *(ping.message_id for ping in pings)]
     assert received[0].body == received[1].body
     for message in received:
-        message.verified(webhook.secret or "")
+        message.verified(made.secret or "")
     first = services.webhooks.delivery(root.tenant_id, webhook.id, pings[0].id)
     assert [a.get("error") for a in first.attempts] == [
         "the notifier stopped before it recorded the attempt's outcome",

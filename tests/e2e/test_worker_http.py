@@ -38,12 +38,14 @@ def test_a_run_fails_while_the_initiator_is_inactive_then_succeeds(
     Worker.of(services).poll()
     clock.advance(1)
     Worker.of(services).poll()
+    services.projector.catch_up()  # as the projections loop does after the worker's writes
     waiting = admin.get(f"{schedule_path}/runs/{run['id']}").json
     assert (waiting["status"], waiting["attempt_count"]) == ("RETRY_WAIT", 2)
     assert waiting["next_attempt_at"] == "2026-10-01T09:00:03Z"
     assert admin.post("/api/accounts/ann/activate").status_code == 200
     clock.advance(2)
     Worker.of(services).poll()
+    services.projector.catch_up()  # as the projections loop does after the worker's writes
 
     detail = admin.get(f"{schedule_path}/runs/{run['id']}").json
     assert (detail["status"], detail["attempt_count"]) == ("SUCCEEDED", 3)
@@ -78,6 +80,7 @@ def test_cancel_and_retry_follow_the_run_states(
     retried = admin.post(f"{path}/retry")
     assert (retried.status_code, retried.json["status"]) == (202, "PENDING")
     Worker.of(services).poll()
+    services.projector.catch_up()  # as the projections loop does after the worker's writes
     assert admin.get(path).json["status"] == "SUCCEEDED"
     assert_problem(admin.post(f"{path}/cancel"), 409, "INVALID_STATE")
 

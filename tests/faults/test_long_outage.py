@@ -216,7 +216,7 @@ def assert_launched_once(direct: Store, *schedule_ids: str) -> None:
 
 
 def instance_of(base: str, token: str, instance_id: str) -> dict[str, Any]:
-    """An instance as read from its log."""
+    """An instance as the API answers it."""
     status, instance = request(f"{base}/api/approvals/{instance_id}", token)
     assert status == 200, instance
     return dict(instance)

@@ -71,7 +71,7 @@ def busy(open_with: Opener) -> World:
     assert globex is not None
     services.pauses.pause_tenant(globex, "a tenant paused for the night")
     hook = SubscriptionFields("http://127.0.0.1:9/hook", ["ping"], "on call", True)
-    services.webhooks.ping(world.root, services.webhooks.create(world.root, hook).id)
+    services.webhooks.ping(world.root, services.webhooks.create(world.root, hook).webhook.id)
     services.projector.catch_up()
     return world
 

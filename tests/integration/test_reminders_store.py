@@ -15,7 +15,7 @@ from cronledger.application.services import Services
 from domain.approvals import APPROVE, Command, Submission
 from domain.directory import Principal
 from domain.permissions import ROLES
-from projections.approvals import ApprovalFilter, instances_owing_notices
+from projections.approvals import ApprovalFilter, ApprovalRow, instances_owing_notices
 from projections.keyset import Window
 from tests.release_stores import facts
 from tests.support import T0, FakeClock
@@ -119,7 +119,8 @@ def test_a_sweeper_stopped_across_the_instants_records_each_once_when_back(
     ]
     assert (row.escalated_account_id, row.escalated_at, row.next_notice_at) == ("boss", back, None)
     assert (row.state, row.review_deadline_at) == ("WAITING_REVIEW", DEADLINE)
-    assert row == services.approvals.view(root.tenant_id, instance_id)  # the list, as the log
+    instance = services.approvals.instance(root.tenant_id, instance_id)
+    assert row == ApprovalRow.of_aggregate(instance)  # the list, as the log
 
 
 def test_the_list_tells_what_is_owed_next(

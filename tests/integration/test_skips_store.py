@@ -8,9 +8,9 @@ from uuid import UUID
 
 from cronledger.application.cycles import Ticker
 from cronledger.application.launches import Worker, WorkReport
-from cronledger.application.runs import RunView
 from cronledger.application.services import Services
 from domain.runs import run_uuid
+from projections.runs import RunRow
 from tests.release_stores import WORKING, facts
 from tests.support import T0, FakeClock, Opener, World
 
@@ -73,7 +73,7 @@ def test_skip_while_open_skips_naming_the_waiting_instance_until_its_deadline(
     first, *skipped = world.services.store.query("SELECT id FROM runs ORDER BY planned_at")
     (waiting,) = world.instances()
     for (run_id,) in skipped:
-        assert RunView.of(world.run(run_id)).skip_reason == {
+        assert RunRow.of_aggregate(world.run(run_id)).skip_reason == {
             "code": "OVERLAP",
             "blocking_run_id": first[0],
             "blocking_status": "SUCCEEDED",
@@ -171,7 +171,7 @@ def test_the_schedule_shows_its_last_skip_next_to_its_last_run(open_with: Opener
         },
     }
     assert skip_row(world, summary_id) == ("MISSED", None, 9)
-    assert RunView.of(world.run(summary_id)).skip_reason == view.last_skip["skip_reason"]
+    assert RunRow.of_aggregate(world.run(summary_id)).skip_reason == view.last_skip["skip_reason"]
 
     world.clock.advance(1)
     manual = world.run_now("r1")  # planned after the 09:10 cycle, launched in the same poll

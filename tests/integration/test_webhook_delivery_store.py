@@ -63,14 +63,14 @@ def test_every_event_type_arrives_once_signed(open_with: Opener) -> None:
     world = World(services, clock)
     root, ann = world.root, _account(services, world, "ann")
     with receiving() as receiver:
-        webhook = subscribe(services, root, receiver.url)
+        made = subscribe(services, root, receiver.url)
         _every_kind_of_event(services, world, root, ann)
         clock.now = datetime.now(UTC)  # the receiver checks the timestamps against its clock
         notifier = Notifier.of(services)
         notifier.work()
         notifier.work()  # nothing is sent twice
         received = list(receiver.received)
-    messages = [r.verified(webhook.secret or "") for r in received]
+    messages = [r.verified(made.secret or "") for r in received]
     assert {m["type"] for m in messages} == set(EVENT_TYPES)
     assert len({r.message_id for r in received}) == len(received)
     counts = Counter(m["type"] for m in messages)
@@ -89,8 +89,8 @@ def test_every_event_type_arrives_once_signed(open_with: Opener) -> None:
     assert by_type["callback.mismatched"]["data"]["material_version"] == 99
     assert by_type["approval.escalated"]["data"]["account_id"] == "root"
     assert by_type["approval.reminder_due"]["data"]["before_seconds"] == 1800
-    assert by_type["ping"]["data"] == {"tenant_id": tenant, "webhook_id": webhook.id}
-    assert {d.status for d in deliveries(services, root, webhook.id)} == {"DELIVERED"}
+    assert by_type["ping"]["data"] == {"tenant_id": tenant, "webhook_id": made.webhook.id}
+    assert {d.status for d in deliveries(services, root, made.webhook.id)} == {"DELIVERED"}
 
 
 def _account(services: Services, world: World, account_id: str) -> Principal:
@@ -178,8 +178,8 @@ def test_a_receiver_failing_three_times_gets_the_message_on_the_fourth_try(
     world = World(services, clock)
     with receiving() as receiver:
         receiver.answer(500, 500, 500)
-        webhook = subscribe(services, world.root, receiver.url, "ping")
-        services.webhooks.ping(world.root, webhook.id)
+        made = subscribe(services, world.root, receiver.url, "ping")
+        services.webhooks.ping(world.root, made.webhook.id)
         notifier = Notifier.of(services)
         notifier.work()
         for wait in (30, 60, 120):  # base x 2^(n-1)
@@ -194,8 +194,8 @@ def test_a_receiver_failing_three_times_gets_the_message_on_the_fourth_try(
     assert len({r.body for r in received}) == 1
     assert len({r.headers["webhook-timestamp"] for r in received}) == 4  # signed as sent
     for message in received:
-        message.verified(webhook.secret or "")
-    (delivery,) = deliveries(services, world.root, webhook.id)
+        message.verified(made.secret or "")
+    (delivery,) = deliveries(services, world.root, made.webhook.id)
     assert (delivery.status, delivery.attempts, delivery.response_status) == ("DELIVERED", 4, 200)
 
 
@@ -208,24 +208,24 @@ def test_a_receiver_that_never_answers_is_given_up_then_redelivered_by_hand(
     never = threading.Event()
     with receiving() as receiver:
         receiver.answer(never, never, never)
-        webhook = subscribe(services, world.root, receiver.url, "ping")
-        ping = services.webhooks.ping(world.root, webhook.id)
+        made = subscribe(services, world.root, receiver.url, "ping")
+        ping = services.webhooks.ping(world.root, made.webhook.id)
         notifier = Notifier.of(services)
         for _ in range(3):
             notifier.work()
             clock.advance(10)
-        (given_up,) = deliveries(services, world.root, webhook.id)
+        (given_up,) = deliveries(services, world.root, made.webhook.id)
         assert (given_up.status, given_up.attempts) == ("FAILED", 3)
         assert given_up.last_error == "no answer within the timeouts"
         assert given_up.response_status is None
         notifier.work()
         assert len(receiver.received) == 3  # given up: not tried again by itself
 
-        services.webhooks.redeliver(world.root, webhook.id, ping.id, "the receiver is back")
+        services.webhooks.redeliver(world.root, made.webhook.id, ping.id, "the receiver is back")
         notifier.work()
         never.set()
         received = list(receiver.received)
-    (delivered,) = deliveries(services, world.root, webhook.id)
+    (delivered,) = deliveries(services, world.root, made.webhook.id)
     assert (delivered.status, delivered.attempts) == ("DELIVERED", 4)
     assert {r.message_id for r in received} == {ping.message_id}
 
@@ -237,11 +237,11 @@ def test_a_redirect_is_not_followed(open_with: Opener) -> None:
     with receiving() as elsewhere, receiving() as receiver:
         receiver.answer(302)
         receiver.location = elsewhere.url
-        webhook = subscribe(services, world.root, receiver.url, "ping")
-        services.webhooks.ping(world.root, webhook.id)
+        made = subscribe(services, world.root, receiver.url, "ping")
+        services.webhooks.ping(world.root, made.webhook.id)
         Notifier.of(services).work()
         assert elsewhere.received == []
-    (delivery,) = deliveries(services, world.root, webhook.id)
+    (delivery,) = deliveries(services, world.root, made.webhook.id)
     assert (delivery.status, delivery.response_status) == ("RETRY_WAIT", 302)
     assert delivery.last_error == f"redirect to {elsewhere.url} not followed"
 
@@ -254,11 +254,11 @@ def test_the_address_is_checked_again_before_each_attempt(open_with: Opener) -> 
     world = World(services, clock)
     public = [(2, 1, 6, "", ("93.184.216.34", 443))]
     services.webhooks.guard.resolve = lambda *args, **kwargs: public
-    webhook = subscribe(services, world.root, "https://hooks.example.com/in", "ping")
-    services.webhooks.ping(world.root, webhook.id)
+    made = subscribe(services, world.root, "https://hooks.example.com/in", "ping")
+    services.webhooks.ping(world.root, made.webhook.id)
     services.webhooks.guard.resolve = lambda *args, **kwargs: [(2, 1, 6, "", ("10.0.0.5", 443))]
     Notifier.of(services).work()
-    (delivery,) = deliveries(services, world.root, webhook.id)
+    (delivery,) = deliveries(services, world.root, made.webhook.id)
     assert (delivery.status, delivery.attempts) == ("RETRY_WAIT", 1)
     assert delivery.last_error is not None
     assert "10.0.0.5, a private address" in delivery.last_error
@@ -270,9 +270,9 @@ def test_a_subscription_s_messages_go_in_order_and_wait_for_a_retry(open_with: O
     world = World(services, clock)
     with receiving() as receiver:
         receiver.answer(503)
-        webhook = subscribe(services, world.root, receiver.url, "ping")
-        first = services.webhooks.ping(world.root, webhook.id)
-        second = services.webhooks.ping(world.root, webhook.id)
+        made = subscribe(services, world.root, receiver.url, "ping")
+        first = services.webhooks.ping(world.root, made.webhook.id)
+        second = services.webhooks.ping(world.root, made.webhook.id)
         notifier = Notifier.of(services)
         notifier.work()
         assert [r.message_id for r in receiver.received] == [first.message_id]
@@ -295,7 +295,7 @@ def test_subscriptions_hear_only_their_tenant_their_types_and_what_follows_them(
         subscribe(services, world.root, receiver.url, "run.failed")
         disabled = subscribe(services, world.root, receiver.url, "approval.submitted")
         fields = SubscriptionFields(receiver.url, ["approval.submitted"], "", False)
-        services.webhooks.update(world.root, disabled.id, fields, None)
+        services.webhooks.update(world.root, disabled.webhook.id, fields, None)
         globex = services.directory.authenticate(
             services.directory.bootstrap("globex", "boss").token
         )
@@ -317,18 +317,18 @@ def test_a_rotated_secret_signs_the_messages_sent_after_it(open_with: Opener) ->
     world = World(services, clock)
     with receiving() as receiver:
         receiver.answer(500)
-        webhook = subscribe(services, world.root, receiver.url, "ping")
-        services.webhooks.ping(world.root, webhook.id)
+        made = subscribe(services, world.root, receiver.url, "ping")
+        services.webhooks.ping(world.root, made.webhook.id)
         notifier = Notifier.of(services)
         notifier.work()
-        rotated = services.webhooks.rotate_secret(world.root, webhook.id, None)
+        rotated = services.webhooks.rotate_secret(world.root, made.webhook.id, None)
         clock.advance(30)
         notifier.work()
         first, retry = receiver.received
-    first.verified(webhook.secret or "")
+    first.verified(made.secret or "")
     retry.verified(rotated.secret or "")
     with pytest.raises(Exception, match="No matching signature"):
-        retry.verified(webhook.secret or "")
+        retry.verified(made.secret or "")
 
 
 def test_a_deleted_subscription_s_waiting_messages_are_never_sent(open_with: Opener) -> None:
@@ -336,9 +336,9 @@ def test_a_deleted_subscription_s_waiting_messages_are_never_sent(open_with: Ope
     services = open_with(clock, **SETTINGS)
     world = World(services, clock)
     with receiving() as receiver:
-        webhook = subscribe(services, world.root, receiver.url, "ping")
-        services.webhooks.ping(world.root, webhook.id)
-        services.webhooks.delete(world.root, webhook.id, None, "gone")
+        made = subscribe(services, world.root, receiver.url, "ping")
+        services.webhooks.ping(world.root, made.webhook.id)
+        services.webhooks.delete(world.root, made.webhook.id, None, "gone")
         Notifier.of(services).work()
         assert receiver.received == []
     services.projector.catch_up()

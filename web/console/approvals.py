@@ -18,7 +18,7 @@ from flask_babel import lazy_gettext
 from marshmallow import Schema, ValidationError
 from werkzeug.wrappers import Response
 
-from cronledger.application.approvals import ApprovalView, CommandResult
+from cronledger.application.approvals import CommandResult
 from domain.approvals import (
     APPROVE,
     APPROVED,
@@ -46,7 +46,7 @@ from domain.approvals import (
 from domain.directory import Principal
 from domain.errors import DomainError, ValidationFailed
 from domain.permissions import APPROVAL_LIST
-from projections.approvals import APPROVAL_ORDER, ApprovalFilter
+from projections.approvals import APPROVAL_ORDER, ApprovalFilter, ApprovalRow
 from web.api import services
 from web.console.access import signed_in
 from web.console.clock import viewer_zone
@@ -299,7 +299,7 @@ def _command(
 
 def _detail(
     principal: Principal,
-    view: ApprovalView,
+    view: ApprovalRow,
     *,
     result: CommandResult | None = None,
     sent: Command | None = None,
@@ -336,7 +336,7 @@ def _detail(
     return page, status
 
 
-def _view(principal: Principal, instance_id: str) -> ApprovalView:
+def _view(principal: Principal, instance_id: str) -> ApprovalRow:
     """The instance as it stands now (another tenant's, or none: NotFound, a 404 page)."""
     return services().approvals.view(principal.tenant_id, instance_id)
 
@@ -344,13 +344,13 @@ def _view(principal: Principal, instance_id: str) -> ApprovalView:
 # -- what the pages show ------------------------------------------------------
 
 
-def parties(view: ApprovalView) -> Parties:
+def parties(view: ApprovalRow) -> Parties:
     """Who asked for the instance (as `ApprovalInstance.parties` reads it)."""
     saver = view.origin.get("saved_by") if view.origin else None
     return Parties(view.applicant_id, view.origin is not None, saver, view.allow_self_approval)
 
 
-def may(principal: Principal, view: ApprovalView, kind: str) -> bool:
+def may(principal: Principal, view: ApprovalRow, kind: str) -> bool:
     """Whether the page offers `kind`: the instance waits and the rule would not refuse the
     caller outright (permissions, withdraw-your-own, self-approval: the domain's rules)."""
     if view.state != WAITING_REVIEW:
@@ -363,7 +363,7 @@ def may(principal: Principal, view: ApprovalView, kind: str) -> bool:
     return kind != APPROVE or approval_interest(principal, view) is None
 
 
-def approval_interest(principal: Principal, view: ApprovalView) -> str | None:
+def approval_interest(principal: Principal, view: ApprovalRow) -> str | None:
     """Why the caller may not approve this instance (the self-approval rule), in words, or None."""
     interest = parties(view).interest_of(principal.account_id)
     return None if interest is None else reason_words(interest.code, interest.params, None)

@@ -12,10 +12,11 @@ from marshmallow import ValidationError
 from werkzeug.exceptions import NotFound as PageNotFound
 from werkzeug.wrappers import Response
 
-from cronledger.application.callback_sources import CallbackSourceView, SourceWithSecret
+from cronledger.application.callback_sources import SourceWithSecret
 from domain.directory import Principal
 from domain.errors import DomainError, NotFound, ValidationFailed
 from domain.permissions import DIRECTORY_MANAGE
+from projections.callback_sources import CallbackSourceRow
 from projections.keyset import Window
 from web.api import flatten, services
 from web.console.access import signed_in
@@ -84,7 +85,7 @@ def delete(principal: Principal, source_id: str) -> Response | tuple[str, int] |
 
 
 def _confirmed(
-    found: CallbackSourceView,
+    found: CallbackSourceRow,
     question: str,
     action: str,
     command: Callable[[str | None], Response | str],
@@ -124,7 +125,7 @@ def _secret_page(made: SourceWithSecret, done: str) -> str:
     return render_template("console/callback_sources/secret.html", made=made, done=done)
 
 
-def _found(principal: Principal, source_id: str) -> CallbackSourceView:
+def _found(principal: Principal, source_id: str) -> CallbackSourceRow:
     try:
         return services().callback_sources.source(principal.tenant_id, source_id)
     except NotFound as error:

@@ -13,10 +13,11 @@ from marshmallow import ValidationError
 from werkzeug.exceptions import NotFound as PageNotFound
 from werkzeug.wrappers import Response
 
-from cronledger.application.directory import AccountView, DefinitionFields
+from cronledger.application.directory import DefinitionFields
 from domain.directory import Principal
 from domain.errors import DomainError, NotFound, ValidationFailed
 from domain.permissions import DIRECTORY_MANAGE, ROLES
+from projections.directory import AccountRow
 from projections.keyset import Window
 from web.api import flatten, services
 from web.console.access import signed_in
@@ -153,7 +154,7 @@ def _set_active(principal: Principal, account_id: str, active: bool) -> Response
 
 
 def _confirmed(
-    found: AccountView,
+    found: AccountRow,
     question: str,
     action: str,
     command: Callable[[str | None], object],
@@ -364,7 +365,7 @@ def _version() -> int | None:
     return int(given) if given.isdigit() else None
 
 
-def _found(read: Callable[[], AccountView]) -> AccountView:
+def _found(read: Callable[[], AccountRow]) -> AccountRow:
     try:
         return read()
     except NotFound as error:

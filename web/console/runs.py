@@ -21,7 +21,6 @@ from marshmallow import ValidationError
 from werkzeug.wrappers import Response
 
 from cronledger.application.directory import Page
-from cronledger.application.runs import RunSummary, RunView
 from domain.directory import Principal
 from domain.errors import DomainError, NotFound, ValidationFailed
 from domain.permissions import SCHEDULE_EDIT, SCHEDULE_LIST
@@ -42,7 +41,7 @@ from domain.runs import (
     SUCCEEDED,
 )
 from projections.keyset import Window
-from projections.runs import RUN_ORDER, RunFilter
+from projections.runs import RUN_ORDER, RunDetail, RunFilter, RunRow
 from projections.schedules import ScheduleFilter
 from web.api import flatten, services
 from web.console.access import signed_in
@@ -78,7 +77,7 @@ class Listing:
 
     typed: dict[str, str]
     errors: dict[str, list[str]] = field(default_factory=dict)
-    runs: list[RunSummary] = field(default_factory=list)
+    runs: list[RunRow] = field(default_factory=list)
     pager: Pager | None = None
     names: dict[str, str] = field(default_factory=dict)
 
@@ -187,7 +186,7 @@ def cancel(principal: Principal, run_id: str) -> Response | tuple[str, int]:
     return _act(principal, run_id, services().runs.cancel, "cancelled")
 
 
-Command = Callable[[Principal, UUID, str, int | None, str | None], RunView]
+Command = Callable[[Principal, UUID, str, int | None, str | None], RunDetail]
 
 
 def _act(
@@ -234,7 +233,7 @@ def _detail_page(
     return page, status
 
 
-def _found(principal: Principal, run_id: str) -> tuple[RunView, dict[str, Any]]:
+def _found(principal: Principal, run_id: str) -> tuple[RunDetail, dict[str, Any]]:
     """The tenant's run and its frozen values; 404 for another tenant's or an unknown one."""
     try:
         return services().runs.frozen_by_id(principal.tenant_id, run_id)
@@ -388,7 +387,7 @@ def _schedule_name(principal: Principal, schedule_id: str, frozen: dict[str, Any
     return _("%(name)s (deleted)", name=name) if schedule.deleted else name
 
 
-def _pager(page: Page[RunSummary], endpoint: str, kept: dict[str, Any]) -> Pager:
+def _pager(page: Page[RunRow], endpoint: str, kept: dict[str, Any]) -> Pager:
     number = page.page or 1
     pages = max(1, math.ceil(page.total / page.page_size))
 

@@ -23,14 +23,13 @@ from markupsafe import Markup
 from marshmallow import Schema, ValidationError
 from werkzeug.wrappers import Response
 
-from cronledger.application.directory import DefinitionView
 from cronledger.application.schedules import (
     MOVED,
     NEXT_FIRES_SHOWN,
     NOT_FOUND,
     UNCHANGED,
     FireTime,
-    ScheduleView,
+    ScheduleAnswer,
 )
 from cronledger.health import REBUILDING
 from domain.directory import Principal
@@ -44,8 +43,9 @@ from domain.permissions import (
 )
 from domain.schedules import MISFIRE_POLICIES, untemplated
 from domain.triggers import TriggerError, load_zone
+from projections.directory import DefinitionRow
 from projections.keyset import Window
-from projections.schedules import ScheduleFilter
+from projections.schedules import ScheduleFilter, ScheduleRow
 from web.api import services
 from web.console.access import signed_in
 from web.console.overlap_words import blocked_words, overlap_words
@@ -115,20 +115,20 @@ class ScheduleForm:
         return cls(**text, weekdays=typed.getlist("weekdays"), enabled="enabled" in typed)
 
     @classmethod
-    def of(cls, view: ScheduleView) -> ScheduleForm:
+    def of(cls, row: ScheduleRow) -> ScheduleForm:
         """The form filled with a saved schedule's settings."""
-        trigger = view.trigger
+        trigger = row.trigger
         form = cls(
-            name=view.name,
-            definition_id=view.definition_id,
+            name=row.name,
+            definition_id=row.definition_id,
             kind=trigger["kind"],
-            timezone=view.timezone,
-            initiator_id=view.initiator_id,
-            title_template=view.title_template,
-            form_data=_json(view.form_data),
-            misfire_policy=view.misfire_policy,
-            overlap_policy=view.overlap_policy,
-            enabled=view.enabled,
+            timezone=row.timezone,
+            initiator_id=row.initiator_id,
+            title_template=row.title_template,
+            form_data=_json(row.form_data),
+            misfire_policy=row.misfire_policy,
+            overlap_policy=row.overlap_policy,
+            enabled=row.enabled,
         )
         if trigger["kind"] == "cron":
             return replace(form, expression=trigger["expression"])
@@ -446,7 +446,7 @@ def problem_lines(refused: DomainError) -> list[str]:
     return [refused.message]
 
 
-def _definitions(principal: Principal) -> list[DefinitionView]:
+def _definitions(principal: Principal) -> list[DefinitionRow]:
     """The tenant's definitions (the first DEFINITIONS_SHOWN), for the forms' choices."""
     window = Window(DEFINITIONS_SHOWN)
     return services().directory.definitions(principal.tenant_id, window).items
@@ -591,7 +591,7 @@ def preview(principal: Principal) -> str:
 @signed_in(SCHEDULE_EDIT)
 def edit(principal: Principal, schedule_id: str) -> str:
     view = services().schedules.view(principal.tenant_id, schedule_id)
-    return _form_page(principal, ScheduleForm.of(view), {}, view, view.version)
+    return _form_page(principal, ScheduleForm.of(view.row), {}, view, view.version)
 
 
 @bp.post("/<schedule_id>/edit")
@@ -634,7 +634,7 @@ def _form_page(
     principal: Principal,
     form: ScheduleForm,
     errors: Errors,
-    view: ScheduleView | None = None,
+    view: ScheduleAnswer | None = None,
     version: int | None = None,
     stale: bool = False,
 ) -> str:
@@ -798,7 +798,7 @@ def _preset_fires(preset: Mapping[str, Any]) -> FormPreview:
     return FormPreview(marked(fires, None, None), {}, preset["trigger"], timezone)
 
 
-def _preset(principal: Principal, definition_id: str, preset_id: str) -> tuple[DefinitionView, Any]:
+def _preset(principal: Principal, definition_id: str, preset_id: str) -> tuple[DefinitionRow, Any]:
     definition = services().directory.definition(principal.tenant_id, definition_id)
     for preset in definition.schedule_presets:
         if preset["id"] == preset_id:
@@ -838,7 +838,7 @@ def create_from_preset(
 
 
 def _preset_page(
-    definition: DefinitionView, preset: Mapping[str, Any], typed: Mapping[str, str], errors: Errors
+    definition: DefinitionRow, preset: Mapping[str, Any], typed: Mapping[str, str], errors: Errors
 ) -> str:
     return render_template(
         "console/schedules/preset_confirm.html",

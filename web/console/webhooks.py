@@ -14,12 +14,13 @@ from marshmallow import ValidationError
 from werkzeug.exceptions import NotFound as PageNotFound
 from werkzeug.wrappers import Response
 
-from cronledger.application.webhooks import WebhookView, WebhookWithSecret
+from cronledger.application.webhooks import WebhookWithSecret
 from domain.directory import Principal
 from domain.errors import DomainError, NotFound, ValidationFailed
 from domain.permissions import DIRECTORY_MANAGE
 from domain.webhooks import EVENT_TYPES, SubscriptionFields
 from projections.keyset import Window
+from projections.webhooks import WebhookRow
 from web.api import flatten, services
 from web.console.access import signed_in
 from web.schemas.webhooks import WebhookCreate
@@ -168,7 +169,7 @@ def _index_page(
 
 def _detail_page(
     principal: Principal,
-    webhook: WebhookView,
+    webhook: WebhookRow,
     form: dict[str, Any],
     errors: Errors,
     status: int = 200,
@@ -185,12 +186,14 @@ def _detail_page(
     return html, status
 
 
-def _secret_page(webhook: WebhookWithSecret, headline: str) -> str:
-    return render_template("console/webhooks/secret.html", webhook=webhook, headline=headline)
+def _secret_page(made: WebhookWithSecret, headline: str) -> str:
+    return render_template(
+        "console/webhooks/secret.html", webhook=made.webhook, secret=made.secret, headline=headline
+    )
 
 
 def _confirm_page(
-    webhook: WebhookView, question: str, action: str, errors: Errors, reason: bool = False
+    webhook: WebhookRow, question: str, action: str, errors: Errors, reason: bool = False
 ) -> str | tuple[str, int]:
     html = render_template(
         "console/webhooks/confirm.html",
@@ -219,7 +222,7 @@ def _form() -> dict[str, Any]:
     }
 
 
-def _as_form(webhook: WebhookView) -> dict[str, Any]:
+def _as_form(webhook: WebhookRow) -> dict[str, Any]:
     fields = ("url", "event_types", "description", "enabled")
     return {name: getattr(webhook, name) for name in fields}
 
@@ -257,7 +260,7 @@ def _version() -> int | None:
     return int(given) if given.isdigit() else None
 
 
-def _found(read: Callable[[], WebhookView]) -> WebhookView:
+def _found(read: Callable[[], WebhookRow]) -> WebhookRow:
     try:
         return read()
     except NotFound as error:
