@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
 
@@ -44,12 +45,20 @@ VALIDATION_MESSAGES = {
 
 
 class LaunchFailed(Exception):
-    """Why a launch created no instance; a `permanent` failure is not retried by itself."""
+    """Why a launch created no instance: its stable code, its words and the values they name
+    (`params`); a `permanent` failure is not retried by itself."""
 
-    def __init__(self, code: str, message: str, permanent: bool = False) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        permanent: bool = False,
+        params: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.permanent = permanent
+        self.params = dict(params or {})
 
 
 @dataclass(frozen=True)
@@ -67,7 +76,8 @@ class LaunchProblem:
     def failure(self) -> LaunchFailed:
         """The problem as the failure of a run's attempt."""
         message = ATTEMPT_MESSAGES[self.code].format(subject=self.subject)
-        return LaunchFailed(self.code, message, self.code in PERMANENT)
+        params = {"subject": self.subject} if self.subject else {}
+        return LaunchFailed(self.code, message, self.code in PERMANENT, params)
 
 
 def initiator_problem(account: Account | None) -> LaunchProblem | None:

@@ -129,10 +129,12 @@ class Run(Aggregate):
     run whose overlap skipped it (`blocked_by`). Version 4 clears `last_error` when an attempt
     succeeds (its attempts keep the history). Version 5 names the overlap policy `skip`
     `skip_while_open` and keeps more of what blocked a skipped run: its status then
-    (`blocking_status`) and the instance waiting for review (`blocking_instance_id`).
+    (`blocking_status`) and the instance waiting for review (`blocking_instance_id`). Version 6
+    keeps with each error (`last_error`, an attempt's `error`) the values its code names
+    (`params`).
     """
 
-    class_version = 5
+    class_version = 6
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -158,6 +160,15 @@ class Run(Aggregate):
         """A snapshot before version 5 froze `skip`, and kept only the blocking run's id."""
         frozen_overlap_renamed(state)
         state["blocking_status"] = state["blocking_instance_id"] = None
+
+    @staticmethod
+    def upcast_v5_v6(state: dict[str, Any]) -> None:
+        """A snapshot before version 6 kept errors without the values their code names (an
+        interruption names none)."""
+        errors = [state["last_error"], *(a["error"] for a in state["attempts"])]
+        for error in errors:
+            if error is not None:
+                error.setdefault("params", {} if error["code"] == INTERRUPTED else None)
 
     @staticmethod
     def create_id(
@@ -223,7 +234,7 @@ class Run(Aggregate):
         self.attempts: list[dict[str, Any]] = []
         self.next_attempt_at = at if status == PENDING else None
         self.instance_id: str | None = None
-        self.last_error: dict[str, str] | None = None
+        self.last_error: dict[str, Any] | None = None
         self.round_start = 0  # attempts before it belong to earlier rounds (manual retries)
         self.blocked_by: str | None = None  # the unfinished run that made it skip its overlap
         self.blocking_status: str | None = None
@@ -276,7 +287,7 @@ class Run(Aggregate):
         """The code of the last failed or interrupted attempt, unless the run succeeded since."""
         if self.last_error is None:
             return None
-        return self.last_error["code"]
+        return str(self.last_error["code"])
 
     def answers_request_of(self, account_id: str) -> bool:
         """Whether a repeat of this manual run's request by this account finds it (the account
@@ -440,6 +451,7 @@ class Run(Aggregate):
             number=number,
             code=failure.code,
             message=str(failure),
+            reason_params=failure.params,
             status=status,
             next_attempt_at=retry_at,
             at=at,
@@ -543,13 +555,22 @@ class Run(Aggregate):
         self.finished_at = at
 
     class AttemptFailed(Aggregate.Event):
+        """Version 2 added `reason_params`, the values the code names (`subject`: the account
+        or definition), from which its words are made in any language (None before)."""
+
+        class_version = 2
         number: int
         code: str
         message: str
+        reason_params: dict[str, Any] | None
         status: str
         next_attempt_at: datetime | None
         at: datetime
         actor: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["reason_params"] = None
 
     @event(AttemptFailed)
     def _attempt_failed(
@@ -557,12 +578,13 @@ class Run(Aggregate):
         number: int,
         code: str,
         message: str,
+        reason_params: dict[str, Any] | None,
         status: str,
         next_attempt_at: datetime | None,
         at: datetime,
         actor: str,
     ) -> None:
-        self.last_error = {"code": code, "message": message}
+        self.last_error = {"code": code, "message": message, "params": reason_params}
         self._end_attempt(ATTEMPT_FAILED, self.last_error, None, at)
         self.status = status
         self.next_attempt_at = next_attempt_at
@@ -597,7 +619,7 @@ class Run(Aggregate):
         at: datetime,
         actor: str,
     ) -> None:
-        self.last_error = {"code": code, "message": message}
+        self.last_error = {"code": code, "message": message, "params": {}}
         self._end_attempt(INTERRUPTED, self.last_error, None, at)
         self.status = status
         self.next_attempt_at = next_attempt_at
@@ -690,7 +712,7 @@ class Run(Aggregate):
         self.finished_at = at
 
     def _end_attempt(
-        self, outcome: str, error: dict[str, str] | None, instance_id: str | None, at: datetime
+        self, outcome: str, error: dict[str, Any] | None, instance_id: str | None, at: datetime
     ) -> None:
         last = {**self.attempts[-1], "finished_at": at, "outcome": outcome}
         self.attempts = [*self.attempts[:-1], {**last, "error": error, "instance_id": instance_id}]

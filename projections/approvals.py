@@ -23,7 +23,7 @@ from domain.approvals import (
     owed_notices,
 )
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
-from projections.json_columns import json_text
+from projections.json_columns import json_text, json_value
 from projections.keyset import Order, Row, Slice, Window, read_slice
 from projections.runs import LagHistogram
 
@@ -512,7 +512,7 @@ class ApprovalRow(NamedTuple):
         ):
             values[name] = json.loads(values[name])
         for name in ("origin", "winning_command", "escalation"):
-            values[name] = None if values[name] is None else json.loads(values[name])
+            values[name] = json_value(values[name])
         values["allow_self_approval"] = bool(values["allow_self_approval"])
         return cls(**values)
 

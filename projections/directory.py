@@ -12,7 +12,7 @@ from cronledger.persistence.ledger import jsonable
 from cronledger.persistence.store import Store, as_instant
 from domain.directory import UNPUBLISHED_REVISION, Account, Definition, Tenant
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
-from projections.json_columns import json_text
+from projections.json_columns import json_text, json_value
 from projections.keyset import Order, Row, Slice, Window, read_slice
 
 
@@ -211,8 +211,7 @@ class DefinitionRow(NamedTuple):
             values[name] = bool(values[name])
         values["schedule_presets"] = json.loads(values["schedule_presets"])
         values["reminders"] = json.loads(values["reminders"])
-        escalation = values["escalation"]
-        values["escalation"] = None if escalation is None else json.loads(escalation)
+        values["escalation"] = json_value(values["escalation"])
         values["created_at"] = as_instant(values["created_at"])
         return cls(**values)
 

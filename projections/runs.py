@@ -33,7 +33,7 @@ from domain.runs import (
 )
 from domain.triggers import local_or_none
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
-from projections.json_columns import json_text
+from projections.json_columns import json_text, json_value
 from projections.keyset import Order, Row, Slice, Window, read_slice
 
 
@@ -63,7 +63,8 @@ class RunsProjection(Projection):
             "triggered_by TEXT NOT NULL, request_id TEXT, trace_id TEXT NOT NULL, "
             f"started_at {ts}, duration_seconds {seconds}, last_error_message TEXT, "
             "definition_revision INTEGER NOT NULL, timezone TEXT, form_data TEXT NOT NULL, "
-            f"missed_until {ts}, blocking_status TEXT, blocking_instance_id TEXT)",
+            f"missed_until {ts}, blocking_status TEXT, blocking_instance_id TEXT, "
+            "last_error_params TEXT)",
             "CREATE INDEX IF NOT EXISTS runs_by_schedule "
             "ON runs (schedule_id, planned_at DESC, id)",
             "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status)",
@@ -75,7 +76,7 @@ class RunsProjection(Projection):
             "run_id TEXT NOT NULL, number INTEGER NOT NULL, tenant_id TEXT NOT NULL, "
             f"schedule_id TEXT NOT NULL, worker TEXT NOT NULL, started_at {ts} NOT NULL, "
             f"lease_expires_at {ts} NOT NULL, finished_at {ts}, outcome TEXT, error_code TEXT, "
-            "error_message TEXT, instance_id TEXT, "
+            "error_message TEXT, instance_id TEXT, error_params TEXT, "
             "PRIMARY KEY (run_id, number))",
             "CREATE INDEX IF NOT EXISTS attempts_by_tenant ON attempts (tenant_id, started_at)",
         ]
@@ -204,6 +205,7 @@ class RunsProjection(Projection):
                 due_at=event.next_attempt_at,
                 last_error_code=event.code,
                 last_error_message=event.message,
+                last_error_params=_params_text(event),
                 **finished,
             )
 
@@ -301,6 +303,7 @@ def _succeeded(sql: Sql, event: Run.AttemptSucceeded, first_start: Computed) -> 
         "due_at": None,
         "last_error_code": None,
         "last_error_message": None,
+        "last_error_params": None,
         **_finished(sql, event, first_start),
     }
 
@@ -370,9 +373,10 @@ def _attempt_ended(outcome: str) -> Handler:
 
     def handler(sql: Sql, event: AttemptEnd, position: int) -> None:
         if isinstance(event, Run.AttemptSucceeded):
-            _end_attempt(sql, event, outcome, None, None, event.instance_id)
+            _end_attempt(sql, event, outcome, None, event.instance_id)
         else:
-            _end_attempt(sql, event, outcome, event.code, event.message, None)
+            error = (event.code, event.message, _params_text(event))
+            _end_attempt(sql, event, outcome, error, None)
 
     return handler
 
@@ -382,18 +386,37 @@ def _finished(sql: Sql, event: Stamped, first_start: Computed = STARTED_AT) -> d
     return {"finished_at": event.at, "duration_seconds": _seconds_since(sql, first_start, event.at)}
 
 
+def _params_text(event: Run.AttemptFailed | Run.AttemptInterrupted) -> str | None:
+    """The values the error's code names, as JSON text: none for an interruption, and None
+    for a failure recorded before they were kept."""
+    if isinstance(event, Run.AttemptInterrupted):
+        return json_text({})
+    return None if event.reason_params is None else json_text(event.reason_params)
+
+
 def _end_attempt(
     sql: Sql,
     event: AttemptEnd,
     outcome: str,
-    code: str | None,
-    message: str | None,
+    error: tuple[str, str, str | None] | None,
     instance_id: str | None,
 ) -> None:
+    """Record how the attempt ended: its outcome, and its error (code, message, params as
+    JSON text) or its instance."""
+    code, message, params = error or (None, None, None)
     sql.write(
         "UPDATE attempts SET finished_at = ?, outcome = ?, error_code = ?, error_message = ?, "
-        "instance_id = ? WHERE run_id = ? AND number = ?",
-        (event.at, outcome, code, message, instance_id, str(event.originator_id), event.number),
+        "error_params = ?, instance_id = ? WHERE run_id = ? AND number = ?",
+        (
+            event.at,
+            outcome,
+            code,
+            message,
+            params,
+            instance_id,
+            str(event.originator_id),
+            event.number,
+        ),
     )
 
 
@@ -627,6 +650,7 @@ class RunRow(NamedTuple):
     blocking_run_id: str | None
     blocking_status: str | None
     blocking_instance_id: str | None
+    last_error_params: dict[str, Any] | None
     version: int
 
     @classmethod
@@ -636,6 +660,7 @@ class RunRow(NamedTuple):
         for name in INSTANT_COLUMNS:
             values[name] = as_instant(values[name])
         values["form_data"] = json.loads(values["form_data"])
+        values["last_error_params"] = json_value(values["last_error_params"])
         return cls(**values)
 
     @classmethod
@@ -672,6 +697,7 @@ class RunRow(NamedTuple):
             blocking_run_id=blocker.run_id if blocker else None,
             blocking_status=blocker.status if blocker else None,
             blocking_instance_id=blocker.instance_id if blocker else None,
+            last_error_params=error.get("params"),
             version=run.version,
         )
 
@@ -681,10 +707,9 @@ class RunRow(NamedTuple):
         return local_or_none(self.planned_at, self.timezone)
 
     @property
-    def last_error(self) -> dict[str, str] | None:
+    def last_error(self) -> dict[str, Any] | None:
         """The last failed or interrupted attempt's error, unless the run succeeded since."""
-        code, message = self.last_error_code, self.last_error_message
-        return None if code is None or message is None else {"code": code, "message": message}
+        return _error(self.last_error_code, self.last_error_message, self.last_error_params)
 
     @property
     def error_code(self) -> str | None:
@@ -732,12 +757,14 @@ class AttemptRow(NamedTuple):
     error_message: str | None
     instance_id: str | None
     worker: str
+    error_params: dict[str, Any] | None
 
     @classmethod
     def of(cls, row: Row) -> AttemptRow:
         values = dict(zip(cls._fields, row, strict=True))
         for name in ("started_at", "finished_at"):
             values[name] = jsonable(as_instant(values[name]))
+        values["error_params"] = json_value(values["error_params"])
         return cls(**values)
 
     @classmethod
@@ -753,13 +780,22 @@ class AttemptRow(NamedTuple):
             error_message=error.get("message"),
             instance_id=attempt["instance_id"],
             worker=attempt["worker"],
+            error_params=error.get("params"),
         )
 
     @property
-    def error(self) -> dict[str, str] | None:
+    def error(self) -> dict[str, Any] | None:
         """Why a failed or interrupted attempt ended."""
-        code, message = self.error_code, self.error_message
-        return None if code is None or message is None else {"code": code, "message": message}
+        return _error(self.error_code, self.error_message, self.error_params)
+
+
+def _error(
+    code: str | None, message: str | None, params: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """An error as answers show it: its code, its words, and the values the code names."""
+    if code is None or message is None:
+        return None
+    return {"code": code, "message": message, "params": params}
 
 
 @dataclass(frozen=True)

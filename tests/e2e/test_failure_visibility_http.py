@@ -96,8 +96,10 @@ def test_a_retry_is_refused_while_the_initiator_is_inactive_then_succeeds_clean(
         None,
         None,
     )
-    assert [a["error"] and a["error"]["code"] for a in detail["attempts"]] == [
-        "INITIATOR_INACTIVE",
-        "INITIATOR_INACTIVE",
-        None,
-    ]
+    assert [a["error"] for a in detail["attempts"]] == [
+        {
+            "code": "INITIATOR_INACTIVE",
+            "message": "initiator ann is inactive",
+            "params": {"subject": "ann"},
+        },
+    ] * 2 + [None]

@@ -19,6 +19,7 @@ OPEN_OBJECTS = {
     ("form_data", "the caller's own JSON object"),
     ("data", "an open object"),
     ("reason_params", "an open object"),
+    ("params", "an open object"),
 }
 NAMED_ENUMS = {
     "RunStatus",

@@ -311,4 +311,5 @@ def test_a_deactivation_between_the_checks_and_the_commit_fails_the_launch(
     assert world.run(run_id).last_error == {
         "code": "INITIATOR_INACTIVE",
         "message": "initiator ann is inactive",
+        "params": {"subject": "ann"},
     }

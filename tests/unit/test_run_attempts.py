@@ -12,7 +12,7 @@ from domain.launch import LaunchFailed, checked_launch
 from domain.runs import LeaseLost, Run
 from tests.unit.helpers import LEASE, POLICY, T0, account, definition, new_run
 
-BROKEN = LaunchFailed("INITIATOR_INACTIVE", "initiator ann is inactive")
+BROKEN = LaunchFailed("INITIATOR_INACTIVE", "initiator ann is inactive", params={"subject": "ann"})
 
 
 def fail_until_stopped(run: Run) -> list[float]:
@@ -31,7 +31,11 @@ def test_failing_launch_retries_with_doubling_waits_then_dead_letters() -> None:
     assert fail_until_stopped(run) == [0, 30, 90, 210, 450]
     assert run.status == "DEAD_LETTER"
     assert not run.is_due(T0 + timedelta(days=1))
-    assert run.last_error == {"code": "INITIATOR_INACTIVE", "message": "initiator ann is inactive"}
+    assert run.last_error == {
+        "code": "INITIATOR_INACTIVE",
+        "message": "initiator ann is inactive",
+        "params": {"subject": "ann"},
+    }
     assert [a["outcome"] for a in run.attempts] == ["FAILED"] * 5
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from domain.launch import LaunchFailed
 from domain.overlap import Blocker
+from domain.runs import Run
 from tests.support import stored_by_an_older_release
-from tests.unit.helpers import LEASE, T0, new_run
+from tests.unit.helpers import LEASE, POLICY, T0, new_run
 
 
 def test_every_older_run_event_reads_with_the_status_it_always_left() -> None:
@@ -43,3 +45,30 @@ def test_an_older_interrupted_attempt_reads_with_its_error() -> None:
         "the worker's lease ran out",
         "RETRY_WAIT",
     )
+
+
+def test_an_older_failed_attempt_reads_without_the_values_its_code_names() -> None:
+    run = new_run()
+    number = run.claim("w1", T0, LEASE)
+    run.fail(number, "w1", LaunchFailed("SAVER_INACTIVE", "words"), POLICY, T0)
+    failed = next(e for e in run.collect_events() if isinstance(e, Run.AttemptFailed))
+    older = stored_by_an_older_release(failed, "reason_params")
+    assert (older.code, older.message, older.reason_params) == ("SAVER_INACTIVE", "words", None)
+
+
+def test_a_snapshot_before_version_6_keeps_its_errors_words_without_their_values() -> None:
+    failed = {"code": "INITIATOR_INACTIVE", "message": "initiator ann is inactive"}
+    interrupted = {"code": "INTERRUPTED", "message": "the worker's lease ran out"}
+    state = {
+        "last_error": dict(failed),
+        "attempts": [{"error": dict(failed)}, {"error": dict(interrupted)}, {"error": None}],
+    }
+    Run.upcast_v5_v6(state)
+    assert state == {
+        "last_error": {**failed, "params": None},
+        "attempts": [
+            {"error": {**failed, "params": None}},
+            {"error": {**interrupted, "params": {}}},
+            {"error": None},
+        ],
+    }

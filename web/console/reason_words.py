@@ -1,6 +1,7 @@
 """A reason's words in the viewer's language, made from its code and parameters
-(domain/reason_codes.py); a reason recorded before release 0.11.0 has no code, and is shown in
-the words it was recorded with."""
+(domain/reason_codes.py, and a launch's errors in domain/launch.py); a reason recorded before
+its parameters were kept (approvals before release 0.11.0, a run's errors before 0.12.0) is
+shown in the words it was recorded with."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 
 from flask_babel import gettext
 
+from domain import launch
 from domain import reason_codes as codes
+from domain.runs import INTERRUPTED
 
 WORDS: dict[str, Callable[..., str]] = {
     codes.APPROVED_IN_TIME: lambda: gettext("approved before the deadline"),
@@ -47,6 +50,26 @@ WORDS: dict[str, Callable[..., str]] = {
         "the new deadline must be later than the current one, %(deadline)s", deadline=deadline
     ),
     codes.EXTENSION_TOO_FAR: lambda: gettext("the new deadline must be within 30 days of now"),
+    launch.INITIATOR_NOT_FOUND: lambda: gettext("the initiator is not in the tenant"),
+    launch.INITIATOR_INACTIVE: lambda subject: gettext(
+        "initiator %(subject)s is inactive", subject=subject
+    ),
+    launch.INITIATOR_NOT_PERMITTED: lambda subject: gettext(
+        "initiator %(subject)s may not submit approval instances", subject=subject
+    ),
+    launch.DEFINITION_NOT_FOUND: lambda: gettext("the definition is not in the tenant"),
+    launch.DEFINITION_UNPUBLISHED: lambda subject: gettext(
+        "definition %(subject)s is unpublished", subject=subject
+    ),
+    launch.DEFINITION_EXTERNAL: lambda subject: gettext(
+        "definition %(subject)s is external: its business system starts it", subject=subject
+    ),
+    launch.SAVER_INACTIVE: lambda: gettext("the account that saved the schedule is inactive"),
+    launch.SAVER_NOT_PERMITTED: lambda subject: gettext(
+        "account %(subject)s, which saved the schedule, may no longer edit schedules",
+        subject=subject,
+    ),
+    INTERRUPTED: lambda: gettext("the worker's lease ran out"),
 }
 
 
@@ -54,7 +77,7 @@ def reason_words(code: str | None, params: Mapping[str, Any] | None, recorded: s
     """The reason in the viewer's language; the recorded words for one without a code (or a
     code this release does not know)."""
     said = WORDS.get(code or "")
-    if said is None:
+    if said is None or (params is None and recorded is not None):
         return recorded or ""
     given = dict(params or {})
     mismatches = given.pop(codes.MISMATCHES, None) or []

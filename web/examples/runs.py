@@ -78,7 +78,11 @@ SKIPPED = {
     },
     "version": 2,
 }
-INACTIVE = {"code": "INITIATOR_INACTIVE", "message": "initiator ann is inactive"}
+INACTIVE = {
+    "code": "INITIATOR_INACTIVE",
+    "message": "initiator ann is inactive",
+    "params": {"subject": "ann"},
+}
 FAILING = {
     **REGISTERED,
     "id": FAILING_RUN_ID,

@@ -20,6 +20,7 @@ from web.schemas.base import (
     body_key,
     form_data_field,
     instant_text,
+    reason_params_field,
     server_uuid,
     strict_int,
 )
@@ -58,6 +59,7 @@ class ErrorOut(OutSchema):
 
     code = fields.String(metadata={"description": "stable, e.g. DEFINITION_UNPUBLISHED"})
     message = fields.String()
+    params = reason_params_field()
 
 
 class AttemptOut(OutSchema):

@@ -143,6 +143,7 @@ def test_a_dead_letter_retried_elsewhere_succeeds_live_in_chinese(
     attempts = page.locator("table.attempts tbody tr")
     expect(attempts).to_have_count(2)
     expect(attempts.first).to_contain_text("SAVER_INACTIVE")
+    expect(attempts.first).to_contain_text("最后保存该定时发起的账号已停用")
     expect(page.get_by_role("button", name="补发")).to_be_visible()
     page.evaluate("window.notReloaded = true")
     retry_by_api(site, run_id)
