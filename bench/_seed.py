@@ -56,7 +56,8 @@ def seed_due_schedules(
     token = directory.bootstrap(tenant, "root").token
     root = directory.authenticate(token)
     assert isinstance(root, Principal)
-    fields = DefinitionFields("Bench", False, 3600, [])
+    directory.create_account(root, "reviewer", "Reviewer", ["operator"])  # approves root's
+    fields = DefinitionFields("Bench", False, 3600, [], reviewers={"roles": ["operator"]})
     definition = directory.create_definition(root, "bench", fields)
     directory.set_published(root, definition.id, True, None)
     trigger = {"kind": "cron", "expression": expression or daily_at(first_due_at)}

@@ -10,6 +10,7 @@ from uuid import uuid4
 
 from eventsourcing.domain import Aggregate, event
 
+from bench._results import Figure, Result
 from bench._stores import empty_store
 from cronledger.application.cycles import ScanReport, Ticker
 from cronledger.application.services import Services, open_services
@@ -28,8 +29,18 @@ DUE = datetime(2026, 10, 1, 9, 0, 0, 500000, tzinfo=UTC)
 DAILY = {"kind": "cron", "expression": "0 9 * * *"}
 
 
-def run() -> list[str]:
-    return [line for kind in ("sqlite", "postgresql") for line in _measure(kind)]
+# The pace the defaults are sized for: a scan plans at least this many cycles a second (the
+# suite checks a tenth of the burst at a tenth of the pace: tests/integration/
+# test_tick_capacity_store.py).
+PLANNED_PER_SECOND = 3_000
+
+
+def run() -> list[str | Result]:
+    return [
+        outcome
+        for kind in ("sqlite", "postgresql")
+        for outcome in (*_measure(kind), _burst_on_the_defaults(kind))
+    ]
 
 
 def _measure(kind: str) -> list[str]:
@@ -110,6 +121,43 @@ def _on_default_settings(url: str) -> str:
         f"{settings.catchup_per_scan:,}, scan_budget_seconds {settings.scan_budget_seconds:g}, "
         f"tick_seconds {settings.tick_seconds:g}, misfire_grace_seconds "
         f"{settings.misfire_grace_seconds:g})"
+    )
+
+
+def _burst_on_the_defaults(kind: str) -> Result:
+    """10,000 `skip` schedules due at once, the scan a whole tick interval late and planning at
+    `PLANNED_PER_SECOND` (its timer paced, so the machine's speed does not count): every cycle
+    registered on time in one scan, on the default settings."""
+    due = DUE.replace(microsecond=0)
+    clock = ManualClock(due - timedelta(hours=1))
+    with empty_store(kind) as url:
+        services = open_services(Settings(database_url=url), clock)
+        try:
+            _schedules(services, clock, misfire_policy="skip")
+            settings = services.settings
+            late = due + timedelta(seconds=settings.tick_seconds)
+            clock.now = late
+
+            def paced() -> float:
+                clock.now += timedelta(seconds=1 / PLANNED_PER_SECOND)
+                return (clock.now - late).total_seconds()
+
+            ticker = Ticker(services.ledger, services.projector, settings, paced, services.tick)
+            started = time.perf_counter()
+            report = ticker.scan()
+            seconds = time.perf_counter() - started
+        finally:
+            services.close()
+    return Result(
+        "tick",
+        f"{CYCLES:,} cycles due at once on the default settings, {kind}",
+        (
+            Figure("registered on time", report.registered, "", at_least=CYCLES),
+            Figure("skipped as missed", report.skipped_missed, "", at_most=0),
+            Figure("scans stopped by a limit", int(report.stopped is not None), "", at_most=0),
+            Figure("scan", seconds, "s"),
+        ),
+        settings={"planned per second (paced)": PLANNED_PER_SECOND, "first scan late": "1 tick"},
     )
 
 

@@ -64,7 +64,10 @@ def _due_runs(services: Services, clock: ManualClock) -> None:
     directory = services.directory
     root = directory.authenticate(directory.bootstrap("bench", "root").token)
     assert isinstance(root, Principal)
-    definition = directory.create_definition(root, "d", DefinitionFields("D", False, 3600, []))
+    directory.create_account(root, "reviewer", "Reviewer", ["operator"])  # approves root's
+    definition = directory.create_definition(
+        root, "d", DefinitionFields("D", False, 3600, [], reviewers={"roles": ["operator"]})
+    )
     directory.set_published(root, definition.id, True, None)
     settings = ScheduleSettings(
         "daily", definition.id, DAILY, "UTC", "root", "Daily", FormData({"n": 1})

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from domain.triggers import TriggerError, load_zone
 
@@ -112,6 +113,48 @@ def _secret_key(text: str) -> str:
     return text
 
 
+SMTP_SCHEMES = {"smtp": 25, "smtps": 465}
+
+
+@dataclass(frozen=True)
+class SmtpTarget:
+    """Where notices are emailed: `smtp://user:password@host:port?starttls=true` (STARTTLS on
+    a plain connection) or `smtps://...` (TLS from the start); credentials optional."""
+
+    tls: bool
+    host: str
+    port: int
+    starttls: bool
+    user: str | None = dataclasses.field(default=None)
+    password: str | None = dataclasses.field(default=None, repr=False)
+
+    @classmethod
+    def parse(cls, url: str) -> SmtpTarget:
+        """The target a URL names; ValueError for anything else."""
+        parts = urlsplit(url)
+        query = parse_qs(parts.query)
+        starttls = query.pop("starttls", ["false"])
+        if parts.scheme not in SMTP_SCHEMES or not parts.hostname or query or parts.path:
+            raise ValueError("not an SMTP URL")
+        port = parts.port or SMTP_SCHEMES[parts.scheme]  # port out of range: ValueError
+        user = unquote(parts.username) if parts.username else None
+        password = unquote(parts.password) if parts.password else None
+        return cls(
+            parts.scheme == "smtps", parts.hostname, port, _flag(starttls[-1]), user, password
+        )
+
+
+def _smtp_url(text: str) -> str:
+    SmtpTarget.parse(text)
+    return text
+
+
+def _sender(text: str) -> str:
+    if text.count("@") != 1 or any(c.isspace() for c in text):
+        raise ValueError(text)
+    return text
+
+
 # The settings that are text, and what each accepts.
 TEXT_RULES: dict[str, tuple[Callable[[str], str], str]] = {
     "database_url": (
@@ -123,6 +166,12 @@ TEXT_RULES: dict[str, tuple[Callable[[str], str], str]] = {
     "log_level": (_log_level, f"one of {', '.join(LOG_LEVELS)}"),
     "secret_key": (_secret_key, f"at least {MIN_SECRET_KEY} characters"),
     "signing_key_file": (_path, "a file path"),
+    "smtp_url": (
+        _smtp_url,
+        "smtp://user:password@host:port (?starttls=true for STARTTLS) or "
+        "smtps://user:password@host:port, credentials optional",
+    ),
+    "smtp_from": (_sender, "an email address, e.g. cronledger@example.com"),
 }
 
 
@@ -159,7 +208,7 @@ def variable_of(name: str) -> str:
 
 def shown(name: str, value: object) -> object:
     """A setting's value as messages and `cronledger config` show it, secrets hidden."""
-    if name == "database_url":
+    if name in ("database_url", "smtp_url"):
         from cronledger.persistence.store import redacted_url  # imports this module
 
         return redacted_url(str(value))
@@ -221,6 +270,10 @@ class Settings:
     signing_key_file: str = ""
     checkpoint_every_events: int = 10_000
     checkpoint_every_seconds: float = 3600.0
+    # Notices by email (docs/configuration.md#email): the SMTP server ("": no email) and the
+    # sender's address.
+    smtp_url: str = dataclasses.field(default="", repr=False)
+    smtp_from: str = "cronledger@localhost"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -21,7 +21,8 @@ from domain.directory import (
     self_approval_was_not_allowed,
     without_notices,
 )
-from domain.errors import DomainError, Forbidden, InvalidState, ValidationFailed
+from domain.errors import DomainError, Forbidden, InvalidState, NotAReviewer, ValidationFailed
+from domain.messages import Message
 from domain.permissions import (
     ALL_PERMISSIONS,
     APPROVAL_CALLBACK,
@@ -31,30 +32,46 @@ from domain.permissions import (
 from domain.reason_codes import (
     ALREADY_DECIDED,
     APPROVED_IN_TIME,
+    ASSIGNEE_MAY_NOT_DECIDE,
     CALLBACK_OBSERVED,
+    CLAIMED_BY_OTHER,
+    CLAIMED_IN_TIME,
+    COMMENTED_IN_TIME,
     CONTRACT_MISMATCH,
     DEADLINE_EXTENDED,
     DEADLINE_NOT_DUE,
     DEADLINE_PASSED,
+    ESCALATION_TARGET_INELIGIBLE,
     EXTENSION_NOT_LATER,
     EXTENSION_TOO_FAR,
     MATERIAL_STALE,
+    NOT_A_REVIEWER,
     NOT_THE_APPLICANT,
+    NOT_THE_ASSIGNEE,
     PERMISSION_MISSING,
+    REASSIGNED_IN_TIME,
+    REJECTED_IN_TIME,
+    REVIEWER_INELIGIBLE,
     SELF_APPROVAL_APPLICANT,
     SELF_APPROVAL_SAVER_UNKNOWN,
     SELF_APPROVAL_SCHEDULE_SAVER,
+    UNCLAIMED_IN_TIME,
     WITHDRAWN_IN_TIME,
     Reason,
 )
+from domain.reviewers import BY_ANYONE, FIRST_TASK, HIGH, Reviewers, Task
 from domain.values import FormData, checked_form_data
 
 WAITING_REVIEW = "WAITING_REVIEW"
 APPROVED = "APPROVED"
 WITHDRAWN = "WITHDRAWN"
 EXPIRED = "EXPIRED"
-TERMINAL = frozenset({APPROVED, WITHDRAWN, EXPIRED})
+REJECTED = "REJECTED"  # 拒绝: the application is refused
+TERMINAL = frozenset({APPROVED, WITHDRAWN, EXPIRED, REJECTED})
 MAX_EXTENSION = timedelta(days=30)
+# What an escalation does: take the task to its target, or only raise its priority and tell.
+REASSIGN_TASK, NOTIFY = "reassign", "notify"
+ESCALATION_MODES = (REASSIGN_TASK, NOTIFY)
 MAX_DEADLINE_AHEAD = timedelta(days=366)
 # The version of the deadline rules above (inclusive deadline, 366 days ahead, extensions later
 # and within 30 days); deadline policies and extensions record it. 0.1.0 applied version 1.
@@ -70,17 +87,32 @@ CONFLICT = "CONFLICT"
 LATE_OR_CONFLICT = "LATE_OR_CONFLICT"
 FORBIDDEN = "FORBIDDEN"  # refused, recorded, answered 403
 RULE_BROKEN = "RULE_BROKEN"  # refused, recorded, answered 422 on the command's field
+CLAIMED = "CLAIMED"
+UNCLAIMED = "UNCLAIMED"
+REASSIGNED = "REASSIGNED"
+COMMENTED = "COMMENTED"
+TAKEN = "CLAIMED_BY_OTHER"  # refused, recorded, answered 409: another account holds the task
 
 SUBMIT = "submit"
 APPROVE, WITHDRAW, EXTEND, SIGN, SWEEP = "approve", "withdraw", "extend-deadline", "sign", "sweep"
+CLAIM, UNCLAIM, REASSIGN, REJECT, COMMENT = "claim", "unclaim", "reassign", "reject", "comment"
+REVIEWING = frozenset({APPROVE, REJECT, CLAIM})  # commands only a task's reviewers may send
+HOLDING = frozenset({UNCLAIM, REASSIGN})  # commands only the assignee or an admin may send
 DEADLINE_ACTOR = "system:sweeper"  # who expires an instance: the deadline rule, run by the service
 PERMISSION_OF_COMMAND = {
     APPROVE: APPROVAL_DECIDE,
+    REJECT: APPROVAL_DECIDE,
+    CLAIM: APPROVAL_DECIDE,
+    UNCLAIM: APPROVAL_DECIDE,
+    REASSIGN: APPROVAL_DECIDE,
     WITHDRAW: APPROVAL_SUBMIT,
     EXTEND: APPROVAL_DECIDE,
     SIGN: APPROVAL_CALLBACK,
 }
-FIELD_OF_RULE = {EXTEND: "new_deadline_at"}  # the field a RULE_BROKEN answer is about
+FIELD_OF_RULE = {
+    EXTEND: "new_deadline_at",
+    REASSIGN: "assignee_id",
+}  # the field a RULE_BROKEN answer is about
 
 
 def approval_uuid(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
@@ -93,7 +125,10 @@ class CommandIdReused(DomainError):
 
     def __init__(self, command_id: str) -> None:
         super().__init__(
-            f"command_id {command_id} was already used with a different body; use a new one"
+            Message(
+                "command_id {command_id} was already used with a different body; use a new one",
+                command_id=command_id,
+            )
         )
 
 
@@ -144,7 +179,7 @@ class Submission:
         deadline = self.review_deadline_at
         if deadline is not None and not now < deadline <= now + MAX_DEADLINE_AHEAD:
             raise ValidationFailed.of(
-                "review_deadline_at", "must be after now and within 366 days of it"
+                "review_deadline_at", Message("must be after now and within 366 days of it")
             )
         checked_form_data(self.form_data)
 
@@ -314,6 +349,18 @@ class Answer:
         )
 
 
+@dataclass(frozen=True)
+class Review:
+    """Who reviews, as the rule needs it when a command arrives: the task the command is
+    about, which reviewer rule admits the actor (None: none does), whether the actor is an
+    admin, and for a reassignment whether its target is an eligible reviewer."""
+
+    task: Task = field(default_factory=lambda: Task(FIRST_TASK, None))
+    admission: dict[str, str] | None = field(default_factory=lambda: {"rule": BY_ANYONE})
+    admin: bool = False
+    target_eligible: bool = True
+
+
 def decide(
     state: str,
     deadline: datetime,
@@ -325,16 +372,19 @@ def decide(
     *,
     granted: frozenset[str] = ALL_PERMISSIONS,
     contract_id: str | None = None,
+    review: Review = Review(),
 ) -> Decision:
     """The one transition rule (docs/approvals.md), whatever the entry point.
 
     `granted` are the actor's permissions (the service's own actors hold them all);
     `contract_id` is the contract the instance's callbacks are bound to, if any yet.
     """
-    refusal = refusal_of(command, actor, parties, granted)
+    refusal = refusal_of(command, actor, parties, granted, review)
     if refusal is not None:
         return Decision(FORBIDDEN, state, False, refusal)
-    decision = _decide_in_time(state, deadline, material_version, command, now, actor, parties)
+    decision = _decide_in_time(
+        state, deadline, material_version, command, now, actor, parties, review
+    )
     if command.kind == SIGN:
         return _matched(
             decision, callback_mismatches(command.payload, material_version, contract_id)
@@ -343,15 +393,35 @@ def decide(
 
 
 def refusal_of(
-    command: Command, actor: str, parties: Parties, granted: frozenset[str]
+    command: Command,
+    actor: str,
+    parties: Parties,
+    granted: frozenset[str],
+    review: Review = Review(),
 ) -> Reason | None:
     """Why `actor` may not send `command` at all, or None: checked before anything else."""
     needed = PERMISSION_OF_COMMAND.get(command.kind)
     if needed is not None and needed not in granted:
         return Reason(PERMISSION_MISSING, {"actor": actor, "permission": needed})
+    if not _admitted(command.kind, actor, parties, review, granted):
+        return Reason(NOT_A_REVIEWER, {"actor": actor})
+    if command.kind in HOLDING and not review.admin and review.task.assignee_id != actor:
+        return Reason(NOT_THE_ASSIGNEE, {"command": command.kind})
     if command.kind == WITHDRAW and actor != parties.applicant_id:
         return Reason(NOT_THE_APPLICANT)
     return None
+
+
+def _admitted(
+    kind: str, actor: str, parties: Parties, review: Review, granted: frozenset[str]
+) -> bool:
+    """A reviewer's command from a reviewer; a comment from a reviewer or the applicant (on an
+    instance from before reviewers, a reviewer is anyone who may decide)."""
+    if kind == COMMENT:
+        anyone = review.admission == {"rule": BY_ANYONE}
+        reviewer = review.admission is not None and (not anyone or APPROVAL_DECIDE in granted)
+        return reviewer or actor == parties.applicant_id
+    return kind not in REVIEWING or review.admission is not None
 
 
 def _decide_in_time(
@@ -362,6 +432,7 @@ def _decide_in_time(
     now: datetime,
     actor: str,
     parties: Parties,
+    review: Review,
 ) -> Decision:
     if state == WAITING_REVIEW and now >= deadline:
         passed = Reason(DEADLINE_PASSED, {"deadline": deadline.isoformat(), "at": now.isoformat()})
@@ -372,29 +443,45 @@ def _decide_in_time(
     if state in TERMINAL:
         outcome = LATE_OR_CONFLICT if command.kind == SIGN else CONFLICT
         return Decision(outcome, state, False, decided)
+    holder = review.task.held_by_other(actor)
+    if command.kind in REVIEWING and holder is not None:
+        return Decision(
+            TAKEN, WAITING_REVIEW, False, Reason(CLAIMED_BY_OTHER, {"assignee": holder})
+        )
     if command.kind == EXTEND:
         return _decide_extension(deadline, command, now)
+    if command.kind == REASSIGN:
+        return _decide_reassignment(command, parties, review)
     return _decide_waiting(material_version, command, parties.interest_of(actor))
 
 
 def _decide_waiting(material_version: int, command: Command, interest: Reason | None) -> Decision:
-    if command.kind == APPROVE and interest is not None:
+    if command.kind in REVIEWING and interest is not None:
         return Decision(SELF_APPROVAL, WAITING_REVIEW, False, interest)
     stale = stale_material(command, material_version)
     if stale is not None:
         return Decision(STALE_MATERIAL, WAITING_REVIEW, False, stale)
-    if command.kind == APPROVE:
-        return Decision(APPROVED, APPROVED, True, Reason(APPROVED_IN_TIME))
-    if command.kind == WITHDRAW:
-        return Decision(WITHDRAWN, WITHDRAWN, True, Reason(WITHDRAWN_IN_TIME))
-    if command.kind == SIGN:
-        return Decision(OBSERVED, WAITING_REVIEW, True, Reason(CALLBACK_OBSERVED))
+    accepted = ACCEPTED_WHILE_WAITING.get(command.kind)
+    if accepted is not None:
+        outcome, code = accepted
+        return Decision(outcome, STATE_AFTER.get(outcome, WAITING_REVIEW), True, Reason(code))
     return Decision(NOT_DUE, WAITING_REVIEW, True, Reason(DEADLINE_NOT_DUE))
+
+
+def _decide_reassignment(command: Command, parties: Parties, review: Review) -> Decision:
+    target = command.payload["assignee_id"]
+    if not review.target_eligible or parties.interest_of(target) is not None:
+        return Decision(
+            RULE_BROKEN, WAITING_REVIEW, False, Reason(REVIEWER_INELIGIBLE, {"account": target})
+        )
+    return Decision(
+        REASSIGNED, WAITING_REVIEW, True, Reason(REASSIGNED_IN_TIME, {"assignee": target})
+    )
 
 
 def stale_material(command: Command, material_version: int) -> Reason | None:
     """Why an approve, or a withdraw that names a material version, offers stale material."""
-    if command.kind not in (APPROVE, WITHDRAW):
+    if command.kind not in (APPROVE, REJECT, WITHDRAW):
         return None
     offered = command.payload.get("material_version")
     if offered is None or offered == material_version:
@@ -438,6 +525,17 @@ def _matched(decision: Decision, mismatches: list[Reason]) -> Decision:
     return replace(decision, why=decision.why.with_mismatches(mismatches))
 
 
+def without_admission(state: dict[str, Any]) -> None:
+    """Upcast from before reviewers: no rule was recorded as admitting anyone."""
+    state["admission"] = None
+
+
+def _legacy_task(state: str) -> Task:
+    """An instance's task from before tasks: anyone who may decide; closed once decided."""
+    task = Task(FIRST_TASK, None)
+    return task.closed() if state in TERMINAL else task
+
+
 def without_reason_code(state: dict[str, Any]) -> None:
     """Upcast from before events kept a reason's code: the words were all they kept."""
     state["reason_code"] = None
@@ -447,7 +545,11 @@ def without_reason_code(state: dict[str, Any]) -> None:
 def refusal_error(answer: Answer, command: Command) -> DomainError | None:
     """The problem a refused command is answered with, after it was recorded; None otherwise."""
     if answer.outcome == FORBIDDEN:
-        return Forbidden(answer.reason)
+        return (
+            NotAReviewer(answer.reason)
+            if answer.reason_code == NOT_A_REVIEWER
+            else (Forbidden(answer.reason))
+        )
     if answer.outcome == RULE_BROKEN:
         return ValidationFailed.of(FIELD_OF_RULE[command.kind], answer.reason)
     return None
@@ -460,7 +562,7 @@ class ApprovalInstance(Aggregate):
     def create_id(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
         return approval_uuid(tenant_id, applicant_id, command_id)
 
-    class_version = 7
+    class_version = 8
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -500,14 +602,22 @@ class ApprovalInstance(Aggregate):
         state["reminders_sent"] = []
         state["escalated"] = None
 
+    @staticmethod
+    def upcast_v7_v8(state: dict[str, Any]) -> None:
+        """A snapshot from before reviewers: anyone who may decide, one task, no comments."""
+        state["reviewers"] = None
+        state["tasks"] = [_legacy_task(state["state"]).as_dict()]
+        state["comments"] = []
+
     class Submitted(Aggregate.Created):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 gave a launch's `origin` its fire metadata (see `fire_metadata`); version 4
         added `review_deadline_offset_minutes`, the offset a deadline was given with (None: UTC,
         or a deadline from the definition's review window); version 5 the definition's
-        `reminders` and `escalation` (none before)."""
+        `reminders` and `escalation` (none before); version 6 the definition's `reviewers`
+        and the review task's `candidates` (None before: anyone who may decide)."""
 
-        class_version = 5
+        class_version = 6
         tenant_id: UUID
         definition_id: str
         applicant_id: str
@@ -525,6 +635,8 @@ class ApprovalInstance(Aggregate):
         actor: str
         reminders: list[Reminder]
         escalation: Escalation | None
+        reviewers: dict[str, Any] | None
+        candidates: list[str] | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -538,6 +650,11 @@ class ApprovalInstance(Aggregate):
 
         upcast_v4_v5 = staticmethod(without_notices)
 
+        @staticmethod
+        def upcast_v5_v6(state: dict[str, Any]) -> None:
+            state["reviewers"] = None
+            state["candidates"] = None
+
     @classmethod
     def submit(
         cls,
@@ -547,10 +664,12 @@ class ApprovalInstance(Aggregate):
         definition: Definition | DefinitionTerms,
         origin: dict[str, Any] | None,
         at: datetime,
+        candidates: Sequence[str] | None = None,
     ) -> ApprovalInstance:
         """A new instance, submitted by its applicant or by a run on the applicant's behalf
         (with the terms of the definition's revision the run was frozen at); the definition's
-        reminders and escalation are fixed on it, as its deadline is."""
+        reminders, escalation and reviewers are fixed on it, as its deadline is, and its task
+        goes to `candidates`, the accounts the reviewers named at submission."""
         deadline, deadline_policy = submission.deadline(
             definition.review_window_seconds, at, revision_of(definition)
         )
@@ -576,6 +695,8 @@ class ApprovalInstance(Aggregate):
             actor=applicant_id,
             reminders=[dict(reminder) for reminder in definition.reminders],
             escalation=None if definition.escalation is None else dict(definition.escalation),
+            reviewers=definition.reviewers,
+            candidates=None if candidates is None else sorted(candidates),
         )
 
     @event(Submitted)
@@ -598,6 +719,8 @@ class ApprovalInstance(Aggregate):
         actor: str,
         reminders: Sequence[Reminder] = (),
         escalation: Escalation | None = None,
+        reviewers: dict[str, Any] | None = None,
+        candidates: Sequence[str] | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.definition_id = definition_id
@@ -623,9 +746,17 @@ class ApprovalInstance(Aggregate):
         self.escalation = escalation
         self.reminders_sent: list[dict[str, Any]] = []  # before_seconds, due_at, at
         self.escalated: dict[str, Any] | None = None  # account_id, after_seconds, due_at, at
+        self.reviewers = reviewers  # None: anyone who may decide (before reviewers)
+        task = Task(FIRST_TASK, None if candidates is None else tuple(candidates))
+        self.tasks = [task.as_dict()]
+        self.comments: list[dict[str, Any]] = []  # author, text, at, command
 
     def answer_to(
-        self, command: Command, actor: str | None = None, granted: frozenset[str] = ALL_PERMISSIONS
+        self,
+        command: Command,
+        actor: str | None = None,
+        granted: frozenset[str] = ALL_PERMISSIONS,
+        review: Review | None = None,
     ) -> Answer | None:
         """The first answer to a repeated command id, or None for a new one.
 
@@ -634,7 +765,9 @@ class ApprovalInstance(Aggregate):
         """
         if command.command_id is None or command.command_id not in self.answers:
             return None
-        if actor is not None and refusal_of(command, actor, self.parties, granted):
+        if actor is not None and refusal_of(
+            command, actor, self.parties, granted, review or self.review()
+        ):
             return None
         first = Answer(**self.answers[command.command_id])
         if first.fingerprint != command.fingerprint:
@@ -645,6 +778,26 @@ class ApprovalInstance(Aggregate):
     def review_deadline_at_local(self) -> datetime:
         """The review deadline at the offset it was given with; in UTC when none was."""
         return at_offset(self.review_deadline_at, self.review_deadline_offset_minutes)
+
+    def task(self, task_id: str = FIRST_TASK) -> Task:
+        """One of the instance's tasks; an unknown id is not found (422 on `task_id`)."""
+        for task in self.tasks:
+            if task["id"] == task_id:
+                return Task.of(task)
+        raise ValidationFailed.of(
+            "task_id", Message("the instance has no task {task_id}", task_id=task_id)
+        )
+
+    @property
+    def reviewer_rule(self) -> Reviewers | None:
+        return Reviewers.of(self.reviewers)
+
+    def review(self, task_id: str = FIRST_TASK) -> Review:
+        """The review as the instance alone knows it: without reviewers (an instance from
+        before them) anyone who may decide is admitted; with them, nobody until the service
+        says who the rule admits (`Review.admission`)."""
+        admission = {"rule": BY_ANYONE} if self.reviewers is None else None
+        return Review(self.task(task_id), admission)
 
     @property
     def parties(self) -> Parties:
@@ -657,6 +810,7 @@ class ApprovalInstance(Aggregate):
         at: datetime,
         actor: str,
         granted: frozenset[str] = ALL_PERMISSIONS,
+        review: Review | None = None,
     ) -> Answer:
         """Decide `command` at server time `at` and record it, winner or loser (refusals too).
 
@@ -673,6 +827,7 @@ class ApprovalInstance(Aggregate):
             self.parties,
             granted=granted,
             contract_id=self.contract_id,
+            review=review or self.review(),
         )
         extension = (
             {
@@ -700,6 +855,7 @@ class ApprovalInstance(Aggregate):
                 fingerprint=command.fingerprint,
                 at=at,
                 actor=actor,
+                admission=(review.admission if review and command.kind in REVIEWING else None),
             )
         return Answer.of(decision, command.fingerprint)
 
@@ -722,16 +878,25 @@ class ApprovalInstance(Aggregate):
         owed = self.owed_notices()
         return owed[0].due_at if owed else None
 
-    def record_due_notices(self, at: datetime, actor: str) -> None:
+    def record_due_notices(
+        self,
+        at: datetime,
+        actor: str,
+        may_review: Callable[[str], bool] = lambda _: True,
+        leaders_up: Callable[[str], Sequence[str]] = lambda _: (),
+    ) -> None:
         """Record every reminder and the escalation due by `at`, earliest first, each once;
-        nothing once the instance is decided or its deadline has come (the expiry is due)."""
+        nothing once the instance is decided or its deadline has come (the expiry is due).
+        The directory as it now is says whether an account may approve the instance
+        (`may_review`) and who leads a group and the groups above it (`leaders_up`), for an
+        escalation's target."""
         if self.state != WAITING_REVIEW or at >= self.review_deadline_at:
             return
         for notice in self.owed_notices():
             if notice.due_at > at:
                 break
             if notice.before_seconds is None:
-                self.escalate(at, actor)
+                self.escalate(at, actor, may_review, leaders_up)
             else:
                 self.remind(notice.before_seconds, at, actor)
 
@@ -746,15 +911,43 @@ class ApprovalInstance(Aggregate):
             actor=actor,
         )
 
-    def escalate(self, at: datetime, actor: str) -> None:
-        """Record that the instance waited long enough to be escalated."""
+    def escalation_targets(self, leaders_up: Callable[[str], Sequence[str]]) -> list[str]:
+        """Whom the escalation may go to, in order: its account, or the leaders from its group
+        up (`leaders_up`: the directory's, nearest first)."""
+        escalation = self.escalation or {}
+        if escalation.get("group_leader_of") is not None:
+            return list(leaders_up(escalation["group_leader_of"]))
+        return [escalation["account_id"]] if escalation.get("account_id") else []
+
+    def escalate(
+        self,
+        at: datetime,
+        actor: str,
+        may_review: Callable[[str], bool] = lambda _: True,
+        leaders_up: Callable[[str], Sequence[str]] = lambda _: (),
+    ) -> None:
+        """Record that the instance waited long enough to be escalated: its task's priority
+        becomes high and, unless the escalation only notifies, the task goes to the first of
+        its targets who may approve it (a candidate from then on): its account, or the leaders
+        up from its group, nearest first. When none may, nothing is taken
+        (`ESCALATION_TARGET_INELIGIBLE`, naming the first, or nobody when the group has no
+        leader). An escalation saved before release 0.13.0 (no `mode`) notifies."""
         escalation, due_at = self.check_escalation_due(at)
+        targets = self.escalation_targets(leaders_up)
+        mode = escalation.get("mode", NOTIFY)
+        target = next((t for t in targets if may_review(t)), None)
+        task = self.task()
         self._escalated(
-            account_id=escalation["account_id"],
+            account_id=target or next(iter(targets), None),
             after_seconds=escalation["after_seconds"],
             due_at=due_at,
             at=at,
             actor=actor,
+            task_id=task.id,
+            mode=mode,
+            from_assignee=task.assignee_id,
+            to_assignee=target if mode == REASSIGN_TASK else None,
+            reason_code=None if target else ESCALATION_TARGET_INELIGIBLE,
         )
 
     def check_reminder_due(self, before_seconds: int, at: datetime) -> datetime:
@@ -762,11 +955,17 @@ class ApprovalInstance(Aggregate):
         yet, the instance still waits for review, and it is due at `at`."""
         if before_seconds not in {r["before_seconds"] for r in self.reminders}:
             raise InvalidState(
-                f"the instance has no reminder {before_seconds} s before its deadline"
+                Message(
+                    "the instance has no reminder {seconds} s before its deadline",
+                    seconds=before_seconds,
+                )
             )
         if before_seconds in {r["before_seconds"] for r in self.reminders_sent}:
             raise InvalidState(
-                f"the reminder {before_seconds} s before the deadline was already recorded"
+                Message(
+                    "the reminder {seconds} s before the deadline was already recorded",
+                    seconds=before_seconds,
+                )
             )
         self.check_waiting(at)
         due_at = reminder_due_at(self.review_deadline_at, self.submitted_at, before_seconds)
@@ -777,10 +976,10 @@ class ApprovalInstance(Aggregate):
         """The escalation and when it was due; refused unless the instance has one, it was not
         recorded yet, the instance still waits for review, and it is due at `at`."""
         if self.escalation is None:
-            raise InvalidState("the instance has no escalation")
+            raise InvalidState(Message("the instance has no escalation"))
         if self.escalated is not None:
             raise InvalidState(
-                f"the instance was already escalated to {self.escalated['account_id']}"
+                Message("the instance was already escalated at {at}", at=self.escalated["at"])
             )
         self.check_waiting(at)
         due_at = escalation_due_at(self.submitted_at, self.escalation)
@@ -790,10 +989,15 @@ class ApprovalInstance(Aggregate):
     def check_waiting(self, at: datetime) -> None:
         """The instance still waits for review at `at`: undecided, and its deadline to come."""
         if self.state != WAITING_REVIEW:
-            raise InvalidState(f"the instance is {self.state}, no longer waiting for review")
+            raise InvalidState(
+                Message("the instance is {state}, no longer waiting for review", state=self.state)
+            )
         if at >= self.review_deadline_at:
             raise InvalidState(
-                f"the review deadline {self.review_deadline_at.isoformat()} has passed"
+                Message(
+                    "the review deadline {deadline} has passed",
+                    deadline=self.review_deadline_at.isoformat(),
+                )
             )
 
     class ReminderDue(Aggregate.Event):
@@ -820,18 +1024,45 @@ class ApprovalInstance(Aggregate):
 
     class Escalated(Aggregate.Event):
         """The instance waited `after_seconds` since its submission (at `due_at`) without a
-        decision: escalated to the account `account_id`; recorded at `at` by the sweeper."""
+        decision: escalated to the account `account_id` (None: the group it names for its
+        leader has none up to the top); recorded at `at` by the sweeper.
+        Version 2 added what it did to the task `task_id`: its `mode` (`reassign`,
+        `notify`), the assignee it took the task from (`from_assignee`) and gave it to
+        (`to_assignee`, None when it took nothing), and `reason_code` (None, or
+        ESCALATION_TARGET_INELIGIBLE). Version 1 escalations changed no task (mode None)."""
 
-        account_id: str
+        class_version = 2
+        account_id: str | None
         after_seconds: int
         due_at: datetime
         at: datetime
         actor: str
+        task_id: str
+        mode: str | None
+        from_assignee: str | None
+        to_assignee: str | None
+        reason_code: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state.update(task_id=FIRST_TASK, mode=None, from_assignee=None, to_assignee=None)
+            state["reason_code"] = None
 
     @event(Escalated)
     def _escalated(
-        self, account_id: str, after_seconds: int, due_at: datetime, at: datetime, actor: str
+        self,
+        account_id: str | None,
+        after_seconds: int,
+        due_at: datetime,
+        at: datetime,
+        actor: str,
+        task_id: str = FIRST_TASK,
+        mode: str | None = None,
+        from_assignee: str | None = None,
+        to_assignee: str | None = None,
+        reason_code: str | None = None,
     ) -> None:
+        self.tasks = escalated_tasks(self.tasks, task_id, mode, to_assignee, at)
         self.escalated = {
             "account_id": account_id,
             "after_seconds": after_seconds,
@@ -839,12 +1070,57 @@ class ApprovalInstance(Aggregate):
             "at": at,
         }
 
+    def release_task(self, task_id: str, at: datetime, actor: str) -> None:
+        """Give a waiting instance's task back to its candidates: its assignee may no longer
+        decide (deactivated, or without the permission). Recorded by the system."""
+        task = self.task(task_id)
+        if self.state != WAITING_REVIEW or task.assignee_id is None:
+            raise InvalidState(Message("task {task_id} is held by nobody", task_id=task_id))
+        why = Reason(ASSIGNEE_MAY_NOT_DECIDE, {"account": task.assignee_id})
+        self._task_released(
+            task_id=task_id,
+            account_id=task.assignee_id,
+            reason=why.text,
+            reason_code=why.code,
+            reason_params=dict(why.params),
+            at=at,
+            actor=actor,
+        )
+
+    class TaskReleased(Aggregate.Event):
+        """The task went back to its candidates: `account_id`, its assignee, may no longer
+        decide; recorded by the system (`actor`) at `at`, with why as a reason."""
+
+        task_id: str
+        account_id: str
+        reason: str
+        reason_code: str
+        reason_params: dict[str, Any]
+        at: datetime
+        actor: str
+
+    @event(TaskReleased)
+    def _task_released(
+        self,
+        task_id: str,
+        account_id: str,
+        reason: str,
+        reason_code: str,
+        reason_params: dict[str, Any],
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.tasks = [
+            Task.of(t).released().as_dict() if t["id"] == task_id else t for t in self.tasks
+        ]
+
     class CommandHandled(Aggregate.Event):
         """A command and what it got; subclasses name the outcome's kind. Version 2 added the
         reason's code and parameters (`reason_code`, `reason_params`; None before: the words
-        in `reason` were all it kept)."""
+        in `reason` were all it kept); version 3 `admission`, the reviewer rule that admitted
+        a reviewer's command (None before, and for other commands)."""
 
-        class_version = 2
+        class_version = 3
         command: str
         command_id: str | None
         payload: dict[str, Any]
@@ -856,8 +1132,10 @@ class ApprovalInstance(Aggregate):
         fingerprint: str
         at: datetime
         actor: str
+        admission: dict[str, str] | None
 
         upcast_v1_v2 = staticmethod(without_reason_code)
+        upcast_v2_v3 = staticmethod(without_admission)
 
         def apply(self, aggregate: Aggregate) -> None:
             assert isinstance(aggregate, ApprovalInstance)
@@ -872,12 +1150,28 @@ class ApprovalInstance(Aggregate):
     class Expired(CommandHandled):
         pass
 
+    class Rejected(CommandHandled):
+        pass
+
+    class Claimed(CommandHandled):
+        pass
+
+    class Unclaimed(CommandHandled):
+        pass
+
+    class Reassigned(CommandHandled):
+        pass
+
+    class Commented(CommandHandled):
+        pass
+
     class DeadlineExtended(CommandHandled):
         """Version 2 added `rule_version`, the deadline rules' version that allowed it;
         version 3 `deadline_offset_minutes`, the offset the new deadline was given with;
-        version 4 the reason's code and parameters (see `CommandHandled`)."""
+        version 4 the reason's code and parameters, version 5 `admission` (see
+        `CommandHandled`)."""
 
-        class_version = 4
+        class_version = 5
         rule_version: int
         deadline_offset_minutes: int | None
 
@@ -890,6 +1184,7 @@ class ApprovalInstance(Aggregate):
             state["deadline_offset_minutes"] = None  # no offset was kept: UTC
 
         upcast_v3_v4 = staticmethod(without_reason_code)
+        upcast_v4_v5 = staticmethod(without_admission)
 
     class CallbackObserved(CommandHandled):
         pass
@@ -900,7 +1195,7 @@ class ApprovalInstance(Aggregate):
     def record(self, handled: CommandHandled) -> None:
         """Apply a handled command: its answer, any observation, any change of state."""
         state = STATE_AFTER.get(handled.outcome, self.state)
-        if handled.command_id is not None and handled.outcome != FORBIDDEN:
+        if handled.command_id is not None and handled.outcome not in (FORBIDDEN, TAKEN):
             self.answers[handled.command_id] = {
                 "outcome": handled.outcome,
                 "state": state,
@@ -914,6 +1209,10 @@ class ApprovalInstance(Aggregate):
             self.observe(handled)  # a refused caller's callback is no observation
         if isinstance(handled, ApprovalInstance.DeadlineExtended):
             self.extend(handled)
+        comment = comment_of(handled)
+        if comment is not None:
+            self.comments.append(comment)
+        self.tasks = tasks_after(self.tasks, handled, state)
         if state != self.state:
             self.state = state
             self.decided_at = handled.at
@@ -966,16 +1265,81 @@ class ApprovalInstance(Aggregate):
         }
 
 
+def escalated_tasks(
+    tasks: Sequence[Mapping[str, Any]],
+    task_id: str,
+    mode: str | None,
+    to_assignee: str | None,
+    at: datetime,
+) -> list[dict[str, Any]]:
+    """The tasks after an escalation: the task's priority high (unless from before release
+    0.13.0, mode None), and the task the target's when the escalation gave it."""
+    moved = []
+    for stored in tasks:
+        task = Task.of(stored)
+        if task.id == task_id and mode is not None:
+            task = replace(task, priority=HIGH)
+            if to_assignee is not None:
+                task = task.assigned(to_assignee, at)
+        moved.append(task.as_dict())
+    return moved
+
+
+def comment_of(handled: ApprovalInstance.CommandHandled) -> dict[str, Any] | None:
+    """The comment an accepted command carried (approve, reject, comment), as kept."""
+    text = handled.payload.get("comment")
+    if not handled.accepted or not text:
+        return None
+    return {"author": handled.actor, "text": text, "at": handled.at, "command": handled.command}
+
+
+def tasks_after(
+    tasks: Sequence[Mapping[str, Any]], handled: ApprovalInstance.CommandHandled, state: str
+) -> list[dict[str, Any]]:
+    """The tasks after a handled command (`state`: the instance's after it): a claim,
+    unclaim or reassignment moves its task; a decision closes every task."""
+    wanted = handled.payload.get("task_id") or FIRST_TASK
+    moved = []
+    for stored in tasks:
+        task = Task.of(stored)
+        if state in TERMINAL:
+            task = task.closed()
+        elif task.id == wanted and handled.outcome == CLAIMED:
+            task = task.assigned(handled.actor, handled.at)
+        elif task.id == wanted and handled.outcome == REASSIGNED:
+            task = task.assigned(handled.payload["assignee_id"], handled.at)
+        elif task.id == wanted and handled.outcome == UNCLAIMED:
+            task = task.released()
+        moved.append(task.as_dict())
+    return moved
+
+
 def _check_due(due_at: datetime, at: datetime) -> None:
     if at < due_at:
-        raise InvalidState(f"not due until {due_at.isoformat()}")
+        raise InvalidState(Message("not due until {due_at}", due_at=due_at.isoformat()))
 
 
-STATE_AFTER = {APPROVED: APPROVED, WITHDRAWN: WITHDRAWN, EXPIRED: EXPIRED}
+STATE_AFTER = {APPROVED: APPROVED, WITHDRAWN: WITHDRAWN, EXPIRED: EXPIRED, REJECTED: REJECTED}
+# What a command that the rule lets through gets while the instance waits: outcome and reason.
+ACCEPTED_WHILE_WAITING = {
+    APPROVE: (APPROVED, APPROVED_IN_TIME),
+    REJECT: (REJECTED, REJECTED_IN_TIME),
+    WITHDRAW: (WITHDRAWN, WITHDRAWN_IN_TIME),
+    SIGN: (OBSERVED, CALLBACK_OBSERVED),
+    CLAIM: (CLAIMED, CLAIMED_IN_TIME),
+    UNCLAIM: (UNCLAIMED, UNCLAIMED_IN_TIME),
+    COMMENT: (COMMENTED, COMMENTED_IN_TIME),
+}
 EVENT_OF_OUTCOME: dict[str, type[ApprovalInstance.CommandHandled]] = {
     APPROVED: ApprovalInstance.Approved,
     WITHDRAWN: ApprovalInstance.Withdrawn,
     EXPIRED: ApprovalInstance.Expired,
+    REJECTED: ApprovalInstance.Rejected,
+    CLAIMED: ApprovalInstance.Claimed,
+    UNCLAIMED: ApprovalInstance.Unclaimed,
+    REASSIGNED: ApprovalInstance.Reassigned,
+    COMMENTED: ApprovalInstance.Commented,
+    TAKEN: ApprovalInstance.CommandRejected,
     EXTENDED: ApprovalInstance.DeadlineExtended,
     OBSERVED: ApprovalInstance.CallbackObserved,
     STALE_MATERIAL: ApprovalInstance.CommandRejected,

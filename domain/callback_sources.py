@@ -17,10 +17,11 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.directory import NAMESPACE
 from domain.errors import NotFound, ValidationFailed
+from domain.messages import Message
 from domain.reasons import ReasonedEvent
 
 SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-SOURCE_NAME_RULE = "use 1-64 of A-Za-z0-9 . _ - starting with a letter or digit"
+SOURCE_NAME_RULE = Message("use 1-64 of A-Za-z0-9 . _ - starting with a letter or digit")
 MAX_DESCRIPTION = 500
 # How far a delivery's `webhook-timestamp` may be from the server's time (Standard Webhooks).
 TIMESTAMP_TOLERANCE = timedelta(minutes=5)
@@ -50,9 +51,9 @@ def check_source_name(name: str) -> None:
 def timestamp_problem(sent_at: datetime, now: datetime) -> str | None:
     """Why a delivery signed at `sent_at` is refused at `now`: too old or too new; else None."""
     if sent_at < now - TIMESTAMP_TOLERANCE:
-        return "webhook-timestamp is more than 5 minutes before the server's time"
+        return Message("webhook-timestamp is more than 5 minutes before the server's time")
     if sent_at > now + TIMESTAMP_TOLERANCE:
-        return "webhook-timestamp is more than 5 minutes after the server's time"
+        return Message("webhook-timestamp is more than 5 minutes after the server's time")
     return None
 
 
@@ -100,7 +101,9 @@ class CallbackSource(Aggregate):
     def register_again(self, description: str, at: datetime, actor: str) -> None:
         """Register a deleted source's name anew, with a secret of a new generation."""
         if not self.deleted:
-            raise ValidationFailed.of("name", f"a callback source named {self.name} exists")
+            raise ValidationFailed.of(
+                "name", Message("a callback source named {name} exists", name=self.name)
+            )
         self._reregistered(
             description=description, generation=self.generation + 1, at=at, actor=actor
         )

@@ -13,6 +13,7 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 from domain.errors import InvalidState, ValidationFailed, VersionConflict
+from domain.messages import Message
 from domain.permissions import ROLES, permissions_of
 from domain.reasons import ReasonedEvent, given_no_reason
 
@@ -25,7 +26,9 @@ UNPUBLISHED_REVISION = 0  # a definition never published has no revision yet
 FIRST_REVISION = 1  # what a definition of release 0.1.0 counts as
 MAX_REMINDERS = 5  # reminders one definition may carry
 Reminder = dict[str, int]  # {"before_seconds": N}: N seconds before an instance's deadline
-Escalation = dict[str, Any]  # {"after_seconds": N, "account_id": whom}: after N s waiting
+# {"after_seconds": N, "account_id": whom, "mode": "reassign" or "notify"}: after N s waiting;
+# saved before release 0.13.0 without "mode" (it then only notifies).
+Escalation = dict[str, Any]
 
 
 def tenant_uuid(name: str) -> UUID:
@@ -51,21 +54,38 @@ def check_expected_version(kind: str, actual: int, expected: int | None) -> None
         raise VersionConflict(kind, expected, actual)
 
 
+def no_such_accounts(account_ids: Sequence[str]) -> Message:
+    return Message("the tenant has no account {ids}", ids=", ".join(account_ids))
+
+
+def no_such_groups(keys: Sequence[str]) -> Message:
+    return Message("the tenant has no group {keys}", keys=", ".join(keys))
+
+
 def check_roles(roles: list[str]) -> None:
     unknown = sorted(set(roles) - set(ROLES))
     if unknown:
         raise ValidationFailed.of(
-            "roles", f"unknown role(s) {', '.join(unknown)}; known: {', '.join(sorted(ROLES))}"
+            "roles",
+            Message(
+                "unknown role(s) {unknown}; known: {known}",
+                unknown=", ".join(unknown),
+                known=", ".join(sorted(ROLES)),
+            ),
         )
 
 
 def check_account_id(account_id: str, field: str = "id") -> None:
     """A new account's id: 1-64 plain characters, never starting like the service's actors."""
     if not PUBLIC_ID.fullmatch(account_id):
-        raise ValidationFailed.of(field, "use 1-64 letters, digits, '.', '_', '@' or '-'")
+        raise ValidationFailed.of(field, Message("use 1-64 letters, digits, '.', '_', '@' or '-'"))
     if account_id.lower().startswith(SYSTEM_ACTOR):
         raise ValidationFailed.of(
-            field, f"ids starting with '{SYSTEM_ACTOR}' are reserved for the service itself"
+            field,
+            Message(
+                "ids starting with '{prefix}' are reserved for the service itself",
+                prefix=SYSTEM_ACTOR,
+            ),
         )
 
 
@@ -78,22 +98,41 @@ def check_notices(
     window; an escalation after some time (its account is the directory's to check)."""
     errors: dict[str, list[str]] = {}
     if len(reminders) > MAX_REMINDERS:
-        errors["reminders"] = [f"at most {MAX_REMINDERS} reminders"]
+        errors["reminders"] = [Message("at most {count} reminders", count=MAX_REMINDERS)]
     seen: set[int] = set()
     for index, reminder in enumerate(reminders):
         before = reminder["before_seconds"]
         field = f"reminders.{index}.before_seconds"
         if not 0 < before < review_window_seconds:
             errors[field] = [
-                f"must be more than 0 and less than the review window ({review_window_seconds} s)"
+                Message(
+                    "must be more than 0 and less than the review window ({seconds} s)",
+                    seconds=review_window_seconds,
+                )
             ]
         elif before in seen:
-            errors[field] = [f"another reminder is already {before} s before the deadline"]
+            errors[field] = [
+                Message(
+                    "another reminder is already {seconds} s before the deadline", seconds=before
+                )
+            ]
         seen.add(before)
-    if escalation is not None and escalation["after_seconds"] <= 0:
-        errors["escalation.after_seconds"] = ["must be more than 0"]
+    if escalation is not None:
+        errors.update(escalation_problems(escalation))
     if errors:
         raise ValidationFailed(errors)
+
+
+def escalation_problems(escalation: Mapping[str, Any]) -> dict[str, list[str]]:
+    """An escalation waits some time and names one target: an account, or the leader of a
+    group (walking up its parents)."""
+    problems: dict[str, list[str]] = {}
+    if escalation["after_seconds"] <= 0:
+        problems["escalation.after_seconds"] = [Message("must be more than 0")]
+    targets = [escalation.get("account_id"), escalation.get("group_leader_of")]
+    if sum(target is not None for target in targets) != 1:
+        problems["escalation"] = [Message("name one target: account_id or group_leader_of")]
+    return problems
 
 
 def notice_terms(
@@ -105,7 +144,9 @@ def notice_terms(
         return kept, None
     return kept, {
         "after_seconds": int(escalation["after_seconds"]),
-        "account_id": str(escalation["account_id"]),
+        "account_id": escalation.get("account_id"),
+        "group_leader_of": escalation.get("group_leader_of"),
+        "mode": str(escalation.get("mode", "reassign")),
     }
 
 
@@ -113,8 +154,11 @@ def check_admin_remains(account_id: str, active_admins: Collection[str]) -> None
     """A tenant keeps at least one active admin once `account_id` stops being one."""
     if not set(active_admins) - {account_id}:
         raise InvalidState(
-            f"account {account_id} is the tenant's last active admin: "
-            "make another account admin first"
+            Message(
+                "account {account} is the tenant's last active admin: "
+                "make another account admin first",
+                account=account_id,
+            )
         )
 
 
@@ -153,12 +197,17 @@ class Tenant(Aggregate):
     """A tenant and the index of what it holds, in creation order.
 
     Version 2 records whether the tick holds all its schedules (`schedules_pause`: when, who
-    and why, or None).
+    and why, or None); version 3 the keys of its groups (`group_keys`, live or deleted).
     """
 
-    class_version = 2
+    class_version = 3
 
     upcast_v1_v2 = staticmethod(schedules_never_paused)
+
+    @staticmethod
+    def upcast_v2_v3(state: dict[str, Any]) -> None:
+        """A snapshot from before groups: the tenant had none."""
+        state["group_keys"] = []
 
     @staticmethod
     def create_id(name: str) -> UUID:
@@ -174,6 +223,7 @@ class Tenant(Aggregate):
         self.name = name
         self.account_ids: list[str] = []
         self.definition_ids: list[str] = []
+        self.group_keys: list[str] = []
         self.schedules_pause: dict[str, Any] | None = None
 
     def pause_schedules(self, at: datetime, actor: str, reason: str) -> None:
@@ -220,6 +270,20 @@ class Tenant(Aggregate):
     def add_definition(self, definition_id: str) -> None:
         self.definition_ids.append(definition_id)
 
+    class GroupChanged(Aggregate.Event):
+        """Recorded with each change of one of the tenant's groups, so that such changes in
+        one tenant happen one after the other (a cycle of parents cannot be made by two at
+        once), and the tenant knows its groups' keys."""
+
+        key: str
+        at: datetime
+        actor: str
+
+    @event(GroupChanged)
+    def group_changed(self, key: str, at: datetime, actor: str) -> None:
+        if key not in self.group_keys:
+            self.group_keys.append(key)
+
     def remove_admin(
         self, account_id: str, active_admins: Collection[str], at: datetime, actor: str
     ) -> None:
@@ -243,7 +307,19 @@ class Tenant(Aggregate):
 
 
 class Account(Aggregate):
-    """A person or system that acts in one tenant, with roles and API tokens."""
+    """A person or system that acts in one tenant, with roles, API tokens and a password.
+
+    Version 2 records when its password was last set and whether it must be changed at the next
+    sign-in (`password_set_at`, `password_must_change`); never the password or its hash.
+    """
+
+    class_version = 2
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        """A snapshot from before passwords: the account had none."""
+        state["password_set_at"] = None
+        state["password_must_change"] = False
 
     @staticmethod
     def create_id(tenant_id: UUID, account_id: str) -> UUID:
@@ -274,6 +350,8 @@ class Account(Aggregate):
         self.active = True
         self.created_at = at
         self.tokens: dict[str, bool] = {}  # token id -> revoked
+        self.password_set_at: datetime | None = None
+        self.password_must_change = False
 
     @property
     def permissions(self) -> frozenset[str]:
@@ -304,7 +382,11 @@ class Account(Aggregate):
 
     def issue_token(self, token_id: str, at: datetime, actor: str) -> None:
         if not self.active:
-            raise InvalidState(f"account {self.account_id} is deactivated: activate it first")
+            raise InvalidState(
+                Message(
+                    "account {account} is deactivated: activate it first", account=self.account_id
+                )
+            )
         self._token_issued(token_id=token_id, at=at, actor=actor)
 
     def revoke_token(
@@ -315,6 +397,22 @@ class Account(Aggregate):
 
     def holds_live_token(self, token_id: str) -> bool:
         return self.active and self.tokens.get(token_id) is False
+
+    def set_password(self, kind: str, must_change: bool, at: datetime, actor: str) -> None:
+        """Record that its password was set (`kind`: set, changed or reset), never which."""
+        if not self.active:
+            raise InvalidState(
+                Message(
+                    "account {account} is deactivated: activate it first", account=self.account_id
+                )
+            )
+        self._password_set(kind=kind, must_change=must_change, at=at, actor=actor)
+
+    def password_works_for(self, started_at: datetime) -> bool:
+        """Whether a sign-in with its password at `started_at` still holds: the account is
+        active and its password has not been set since."""
+        set_at = self.password_set_at
+        return self.active and set_at is not None and set_at <= started_at
 
     class Renamed(Aggregate.Event):
         name: str
@@ -381,6 +479,20 @@ class Account(Aggregate):
     def _token_revoked(self, token_id: str, at: datetime, actor: str, reason: str | None) -> None:
         self.tokens[token_id] = True
 
+    class PasswordSet(Aggregate.Event):
+        """A password was set (`kind` set, changed or reset) by `actor`; `must_change`: it is
+        a one-time password, changed at the next sign-in. The password is nowhere on the log."""
+
+        kind: str
+        must_change: bool
+        at: datetime
+        actor: str
+
+    @event(PasswordSet)
+    def _password_set(self, kind: str, must_change: bool, at: datetime, actor: str) -> None:
+        self.password_set_at = at
+        self.password_must_change = must_change
+
 
 class ApiToken(Aggregate):
     """Points a token's hash at its account; whether it still works is the account's say."""
@@ -420,6 +532,11 @@ def without_notices(state: dict[str, Any]) -> None:
     state["escalation"] = None
 
 
+def without_reviewers(state: dict[str, Any]) -> None:
+    """Upcast of an event (or terms) from before reviewers: anyone who may decide reviews."""
+    state["reviewers"] = None
+
+
 @dataclass(frozen=True)
 class DefinitionTerms:
     """What a launch takes from one published revision of a definition."""
@@ -430,6 +547,7 @@ class DefinitionTerms:
     allow_self_approval: bool
     reminders: list[Reminder]
     escalation: Escalation | None
+    reviewers: dict[str, Any] | None  # None: anyone who may decide (before reviewers)
 
 
 class Definition(Aggregate):
@@ -438,10 +556,11 @@ class Definition(Aggregate):
     Publishing, and each update while published, makes a new `revision` (requirement 001:
     a server schedule runs the exact published version); the terms of every published revision
     are kept, so a schedule saved against one launches with it. Version 3 added them; version 4
-    `reminders` and `escalation` (docs/approvals.md#reminders-and-escalation).
+    `reminders` and `escalation` (docs/approvals.md#reminders-and-escalation); version 5
+    `reviewers` (docs/approvals.md#who-reviews).
     """
 
-    class_version = 4
+    class_version = 5
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -464,14 +583,22 @@ class Definition(Aggregate):
             without_notices(terms)
 
     @staticmethod
+    def upcast_v4_v5(state: dict[str, Any]) -> None:
+        """A snapshot from before reviewers: anyone who may decide, in every revision too."""
+        without_reviewers(state)
+        for terms in state["revisions"].values():
+            without_reviewers(terms)
+
+    @staticmethod
     def create_id(tenant_id: UUID, key: str) -> UUID:
         return definition_uuid(tenant_id, key)
 
     class Registered(Aggregate.Created):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
-        version 3 `reminders` and `escalation` (none before)."""
+        version 3 `reminders` and `escalation` (none before); version 4 `reviewers` (None
+        before: anyone who may decide)."""
 
-        class_version = 3
+        class_version = 4
         tenant_id: UUID
         key: str
         name: str
@@ -483,9 +610,11 @@ class Definition(Aggregate):
         actor: str
         reminders: list[Reminder]
         escalation: Escalation | None
+        reviewers: dict[str, Any] | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(without_notices)
+        upcast_v3_v4 = staticmethod(without_reviewers)
 
     @event(Registered)
     def __init__(
@@ -501,6 +630,7 @@ class Definition(Aggregate):
         actor: str,
         reminders: Sequence[Reminder] = (),
         escalation: Escalation | None = None,
+        reviewers: dict[str, Any] | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.key = key
@@ -511,6 +641,7 @@ class Definition(Aggregate):
         self.allow_self_approval = allow_self_approval
         self.reminders = [dict(reminder) for reminder in reminders]
         self.escalation = escalation
+        self.reviewers = reviewers
         self.published = False
         self.created_at = at
         self.revision = UNPUBLISHED_REVISION
@@ -528,9 +659,9 @@ class Definition(Aggregate):
     class Updated(Aggregate.Event):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 added `revision`, the definition's revision after it (1 before); version 4
-        `reminders` and `escalation` (none before)."""
+        `reminders` and `escalation` (none before); version 5 `reviewers` (None before)."""
 
-        class_version = 4
+        class_version = 5
         name: str
         external: bool
         review_window_seconds: int
@@ -541,10 +672,12 @@ class Definition(Aggregate):
         actor: str
         reminders: list[Reminder]
         escalation: Escalation | None
+        reviewers: dict[str, Any] | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(counted_as_first_revision)
         upcast_v3_v4 = staticmethod(without_notices)
+        upcast_v4_v5 = staticmethod(without_reviewers)
 
     def update(
         self,
@@ -557,8 +690,10 @@ class Definition(Aggregate):
         actor: str,
         reminders: Sequence[Reminder] = (),
         escalation: Escalation | None = None,
+        reviewers: dict[str, Any] | None = None,
     ) -> None:
-        """Change the settings; while published, the change is published as a new revision."""
+        """Change the settings; while published, the change is published as a new revision.
+        Reviewers once named stay named (`reviewers` None keeps them)."""
         check_notices(reminders, escalation, review_window_seconds)
         kept_reminders, kept_escalation = notice_terms(reminders, escalation)
         self._updated(
@@ -572,6 +707,7 @@ class Definition(Aggregate):
             actor=actor,
             reminders=kept_reminders,
             escalation=kept_escalation,
+            reviewers=self.reviewers if reviewers is None else reviewers,
         )
 
     @event(Updated)
@@ -587,6 +723,7 @@ class Definition(Aggregate):
         actor: str,
         reminders: list[Reminder],
         escalation: Escalation | None,
+        reviewers: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.external = external
@@ -595,6 +732,7 @@ class Definition(Aggregate):
         self.allow_self_approval = allow_self_approval
         self.reminders = reminders
         self.escalation = escalation
+        self.reviewers = reviewers
         self._reach(revision)
 
     def publish(self, at: datetime, actor: str) -> None:

@@ -2,6 +2,29 @@
 
 from __future__ import annotations
 
+from domain.messages import Message
+
+# What a NotFound, VersionConflict or PreconditionFailed may name: a noun said in the reader's
+# language (`Message(kind)`), as the catalogue has each.
+KINDS = (
+    Message("schedule"),
+    Message("run"),
+    Message("approval"),
+    Message("account"),
+    Message("definition"),
+    Message("token"),
+    Message("webhook"),
+    Message("delivery"),
+    Message("group"),
+    Message("callback source"),
+    Message("notification"),
+    Message("preset"),
+    Message("aggregate"),
+    Message("aggregate or account"),
+    Message("tenant"),
+    Message("idempotency key"),
+)
+
 
 class DomainError(Exception):
     """A rule of the domain refused a command; nothing was written."""
@@ -17,7 +40,7 @@ class NotFound(DomainError):
     code = "NOT_FOUND"
 
     def __init__(self, kind: str, key: object) -> None:
-        super().__init__(f"{kind} {key!s} was not found")
+        super().__init__(Message("{kind} {key} was not found", kind=Message(kind), key=str(key)))
 
 
 class VersionConflict(DomainError):
@@ -25,7 +48,13 @@ class VersionConflict(DomainError):
 
     def __init__(self, kind: str, expected: int, actual: int) -> None:
         super().__init__(
-            f"{kind} is at version {actual}, not {expected}: reload it and apply your change again"
+            Message(
+                "{kind} is at version {actual}, not {expected}: reload it and apply your change "
+                "again",
+                kind=Message(kind),
+                actual=actual,
+                expected=expected,
+            )
         )
 
 
@@ -36,13 +65,25 @@ class PreconditionFailed(DomainError):
 
     def __init__(self, kind: str, actual: int) -> None:
         super().__init__(
-            f'{kind} is at version {actual} (ETag "{actual}"), which If-Match does not name: '
-            "reload it; nothing was changed"
+            Message(
+                '{kind} is at version {actual} (ETag "{actual}"), which If-Match does not name: '
+                "reload it; nothing was changed",
+                kind=Message(kind),
+                actual=actual,
+            )
         )
 
 
 class Forbidden(DomainError):
     code = "FORBIDDEN"
+
+
+class NotAReviewer(Forbidden):
+    code = "NOT_A_REVIEWER"
+
+
+class NoEligibleReviewer(DomainError):
+    code = "NO_ELIGIBLE_REVIEWER"
 
 
 class InvalidState(DomainError):
@@ -60,7 +101,7 @@ class ValidationFailed(DomainError):
 
     def __init__(self, errors: dict[str, list[str]]) -> None:
         fields = ", ".join(sorted(errors))
-        super().__init__(f"invalid value for {fields}")
+        super().__init__(Message("invalid value for {fields}", fields=fields))
         self.errors = errors
 
     @classmethod

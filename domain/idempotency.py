@@ -20,13 +20,15 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.directory import NAMESPACE
 from domain.errors import DomainError
+from domain.messages import Message
 
 KEY = re.compile(r"[\x21-\x7e]{1,128}")  # 1-128 visible ASCII characters
-KEY_RULE = "use 1-128 visible ASCII characters (no spaces)"
+KEY_RULE = Message("use 1-128 visible ASCII characters (no spaces)")
 # The operations whose requests record their keys; part of each record's id, so never renamed.
 CREATE_SCHEDULE = "schedule.create"
 CREATE_ACCOUNT = "account.create"
 CREATE_DEFINITION = "definition.create"
+CREATE_GROUP = "group.create"
 ISSUE_TOKEN = "token.issue"  # noqa: S105 (an operation, not a secret)
 
 
@@ -49,7 +51,10 @@ class IdempotencyKeyReused(DomainError):
 
     def __init__(self, key: str) -> None:
         super().__init__(
-            f"Idempotency-Key {key} was already used with a different request; use a new one"
+            Message(
+                "Idempotency-Key {key} was already used with a different request; use a new one",
+                key=key,
+            )
         )
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from domain.directory import Account, Definition
+from domain.messages import N_, Message
 from domain.permissions import APPROVAL_SUBMIT, SCHEDULE_EDIT
 
 INITIATOR_NOT_FOUND = "INITIATOR_NOT_FOUND"
@@ -17,31 +18,34 @@ DEFINITION_UNPUBLISHED = "DEFINITION_UNPUBLISHED"
 DEFINITION_EXTERNAL = "DEFINITION_EXTERNAL"
 SAVER_INACTIVE = "SAVER_INACTIVE"
 SAVER_NOT_PERMITTED = "SAVER_NOT_PERMITTED"
+NO_ELIGIBLE_REVIEWER = "NO_ELIGIBLE_REVIEWER"  # the definition's reviewers name nobody eligible
 PERMANENT = frozenset({INITIATOR_NOT_FOUND, DEFINITION_NOT_FOUND})
 
 # What a run's failed attempt records (stored on the log: keep the wording).
 ATTEMPT_MESSAGES = {
-    INITIATOR_NOT_FOUND: "the initiator is not in the tenant",
-    INITIATOR_INACTIVE: "initiator {subject} is inactive",
-    INITIATOR_NOT_PERMITTED: f"initiator {{subject}} lacks {APPROVAL_SUBMIT}",
-    DEFINITION_NOT_FOUND: "the definition is not in the tenant",
-    DEFINITION_UNPUBLISHED: "definition {subject} is unpublished",
-    DEFINITION_EXTERNAL: "definition {subject} is external",
-    SAVER_INACTIVE: "the account that saved the schedule is inactive",
-    SAVER_NOT_PERMITTED: f"account {{subject}}, which saved the schedule, lost {SCHEDULE_EDIT}",
+    INITIATOR_NOT_FOUND: N_("the initiator is not in the tenant"),
+    INITIATOR_INACTIVE: N_("initiator {subject} is inactive"),
+    INITIATOR_NOT_PERMITTED: N_("initiator {subject} lacks {permission}"),
+    DEFINITION_NOT_FOUND: N_("the definition is not in the tenant"),
+    DEFINITION_UNPUBLISHED: N_("definition {subject} is unpublished"),
+    DEFINITION_EXTERNAL: N_("definition {subject} is external"),
+    SAVER_INACTIVE: N_("the account that saved the schedule is inactive"),
+    SAVER_NOT_PERMITTED: N_("account {subject}, which saved the schedule, lost {permission}"),
 }
 # What a request that saves a schedule, or submits an instance, is told.
 VALIDATION_MESSAGES = {
-    INITIATOR_NOT_FOUND: "no such account in this tenant",
-    INITIATOR_INACTIVE: "account {subject} is deactivated",
-    INITIATOR_NOT_PERMITTED: (
-        f"account {{subject}} lacks {APPROVAL_SUBMIT}: "
+    INITIATOR_NOT_FOUND: N_("no such account in this tenant"),
+    INITIATOR_INACTIVE: N_("account {subject} is deactivated"),
+    INITIATOR_NOT_PERMITTED: N_(
+        "account {subject} lacks {permission}: "
         "a schedule's initiator must be allowed to submit approval instances"
     ),
-    DEFINITION_NOT_FOUND: "no such definition in this tenant",
-    DEFINITION_UNPUBLISHED: "definition {subject} is not published",
-    DEFINITION_EXTERNAL: "definition {subject} is external: its business system starts it",
+    DEFINITION_NOT_FOUND: N_("no such definition in this tenant"),
+    DEFINITION_UNPUBLISHED: N_("definition {subject} is not published"),
+    DEFINITION_EXTERNAL: N_("definition {subject} is external: its business system starts it"),
 }
+# The permission a code's words name, if any.
+PERMISSION_OF = {INITIATOR_NOT_PERMITTED: APPROVAL_SUBMIT, SAVER_NOT_PERMITTED: SCHEDULE_EDIT}
 
 
 class LaunchFailed(Exception):
@@ -69,15 +73,18 @@ class LaunchProblem:
     subject: str = ""
 
     @property
-    def reason(self) -> str:
+    def reason(self) -> Message:
         """The problem as a validation error."""
-        return VALIDATION_MESSAGES[self.code].format(subject=self.subject)
+        return Message(VALIDATION_MESSAGES[self.code], **self._values())
 
     def failure(self) -> LaunchFailed:
         """The problem as the failure of a run's attempt."""
-        message = ATTEMPT_MESSAGES[self.code].format(subject=self.subject)
+        message = Message(ATTEMPT_MESSAGES[self.code], **self._values())
         params = {"subject": self.subject} if self.subject else {}
         return LaunchFailed(self.code, message, self.code in PERMANENT, params)
+
+    def _values(self) -> dict[str, str]:
+        return {"subject": self.subject, "permission": PERMISSION_OF.get(self.code, "")}
 
 
 def initiator_problem(account: Account | None) -> LaunchProblem | None:

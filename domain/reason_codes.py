@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from domain.messages import N_, Joined, Message
+
 # The approval rule's reasons (docs/approvals.md): what each code's parameters are, in words.
 APPROVED_IN_TIME = "APPROVED_IN_TIME"
 WITHDRAWN_IN_TIME = "WITHDRAWN_IN_TIME"
@@ -29,30 +31,58 @@ MATERIAL_STALE = "MATERIAL_STALE"
 CONTRACT_MISMATCH = "CONTRACT_MISMATCH"
 EXTENSION_NOT_LATER = "EXTENSION_NOT_LATER"
 EXTENSION_TOO_FAR = "EXTENSION_TOO_FAR"
+NOT_A_REVIEWER = "NOT_A_REVIEWER"
+NOT_THE_ASSIGNEE = "NOT_THE_ASSIGNEE"
+CLAIMED_BY_OTHER = "CLAIMED_BY_OTHER"
+REVIEWER_INELIGIBLE = "REVIEWER_INELIGIBLE"
+CLAIMED_IN_TIME = "CLAIMED_IN_TIME"
+UNCLAIMED_IN_TIME = "UNCLAIMED_IN_TIME"
+REASSIGNED_IN_TIME = "REASSIGNED_IN_TIME"
+REJECTED_IN_TIME = "REJECTED_IN_TIME"
+COMMENTED_IN_TIME = "COMMENTED_IN_TIME"
+ASSIGNEE_MAY_NOT_DECIDE = "ASSIGNEE_MAY_NOT_DECIDE"
+# An escalation whose target may not approve the instance: recorded, the task left as it was.
+ESCALATION_TARGET_INELIGIBLE = "ESCALATION_TARGET_INELIGIBLE"
 
 ENGLISH = {
-    APPROVED_IN_TIME: "approved before the deadline",
-    WITHDRAWN_IN_TIME: "withdrawn before the deadline",
-    CALLBACK_OBSERVED: "callback recorded as an observation",
-    DEADLINE_NOT_DUE: "the deadline has not come",
-    DEADLINE_PASSED: "the review deadline {deadline} had passed at {at}",
+    APPROVED_IN_TIME: N_("approved before the deadline"),
+    WITHDRAWN_IN_TIME: N_("withdrawn before the deadline"),
+    CALLBACK_OBSERVED: N_("callback recorded as an observation"),
+    DEADLINE_NOT_DUE: N_("the deadline has not come"),
+    DEADLINE_PASSED: N_("the review deadline {deadline} had passed at {at}"),
     DEADLINE_EXTENDED: "{reason}",  # the reviewer's own words
-    ALREADY_DECIDED: "the instance is already {state}",
-    PERMISSION_MISSING: "{actor} lacks the permission {permission}",
-    NOT_THE_APPLICANT: "only the applicant may withdraw an instance",
-    SELF_APPROVAL_APPLICANT: "no self-approval: {actor} is the instance's applicant",
-    SELF_APPROVAL_SCHEDULE_SAVER: (
+    ALREADY_DECIDED: N_("the instance is already {state}"),
+    PERMISSION_MISSING: N_("{actor} lacks the permission {permission}"),
+    NOT_THE_APPLICANT: N_("only the applicant may withdraw an instance"),
+    SELF_APPROVAL_APPLICANT: N_("no self-approval: {actor} is the instance's applicant"),
+    SELF_APPROVAL_SCHEDULE_SAVER: N_(
         "no self-approval: {actor} last saved the schedule that launched the instance"
     ),
-    SELF_APPROVAL_SAVER_UNKNOWN: (
+    SELF_APPROVAL_SAVER_UNKNOWN: N_(
         "no self-approval: the launch did not record who saved the schedule, so nobody may approve"
     ),
-    MATERIAL_STALE: "material version {offered} is not the current {current}",
-    CONTRACT_MISMATCH: "contract {offered} is not the instance's {bound}",
-    EXTENSION_NOT_LATER: "new_deadline_at must be later than the current deadline {deadline}",
-    EXTENSION_TOO_FAR: "new_deadline_at must be within 30 days of now",
+    MATERIAL_STALE: N_("material version {offered} is not the current {current}"),
+    CONTRACT_MISMATCH: N_("contract {offered} is not the instance's {bound}"),
+    EXTENSION_NOT_LATER: N_("new_deadline_at must be later than the current deadline {deadline}"),
+    EXTENSION_TOO_FAR: N_("new_deadline_at must be within 30 days of now"),
+    NOT_A_REVIEWER: N_("{actor} is not a reviewer of this instance"),
+    NOT_THE_ASSIGNEE: N_("only the task's assignee or an admin may {command} it"),
+    CLAIMED_BY_OTHER: N_("the task is claimed by {assignee}"),
+    REVIEWER_INELIGIBLE: N_("{account} may not review this instance"),
+    CLAIMED_IN_TIME: N_("the task was claimed"),
+    UNCLAIMED_IN_TIME: N_("the task may be claimed again"),
+    REASSIGNED_IN_TIME: N_("the task was reassigned to {assignee}"),
+    REJECTED_IN_TIME: N_("rejected before the deadline"),
+    COMMENTED_IN_TIME: N_("comment added"),
+    ASSIGNEE_MAY_NOT_DECIDE: N_(
+        "{account} may no longer decide (deactivated, or without the permission): "
+        "the task may be claimed again"
+    ),
 }
 MISMATCHES = "mismatches"  # a callback's differences from its instance, each a reason
+# Values that are words rather than names (NOT_THE_ASSIGNEE's command), and the words they are.
+SAID_VALUES = frozenset({"command"})
+COMMANDS = (Message("unclaim"), Message("reassign"))
 
 
 @dataclass(frozen=True)
@@ -63,7 +93,7 @@ class Reason:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     @property
-    def text(self) -> str:
+    def text(self) -> Message:
         return english(self.code, self.params)
 
     def with_mismatches(self, mismatches: list[Reason]) -> Reason:
@@ -74,11 +104,25 @@ class Reason:
         return Reason(self.code, {**self.params, MISMATCHES: listed})
 
 
-def english(code: str, params: Mapping[str, Any]) -> str:
-    """The words of a reason in English, as the events and the API give them."""
-    text = ENGLISH[code].format(**params)
+def recorded_words(code: str | None, params: Mapping[str, Any] | None, recorded: str) -> str:
+    """A recorded reason's words: made again from its code and values (a `Message`) when both
+    were kept, else the words as they were recorded."""
+    if code in ENGLISH and params is not None:
+        return english(code, params)
+    return recorded
+
+
+def english(code: str, params: Mapping[str, Any]) -> Message:
+    """The words of a reason in English, as the events and the API give them (a `Message`, so
+    that the API may say them in the reader's language)."""
+    values = {
+        name: Message(value) if name in SAID_VALUES else value
+        for name, value in params.items()
+        if name != MISMATCHES
+    }
+    text = Message(ENGLISH[code], **values)
     mismatches = params.get(MISMATCHES) or []
     if mismatches:
-        said = "; ".join(english(m["code"], m["params"]) for m in mismatches)
-        text = f"{text}; mismatch: {said}"
+        listed = Joined("; ", (english(m["code"], m["params"]) for m in mismatches))
+        text = Message("{reason}; mismatch: {mismatches}", reason=text, mismatches=listed)
     return text

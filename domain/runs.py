@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid5
@@ -13,6 +13,7 @@ from domain.approvals import ApprovalInstance, Submission, approval_uuid
 from domain.directory import FIRST_REVISION, NAMESPACE, Definition, DefinitionTerms
 from domain.errors import DomainError, InvalidState
 from domain.launch import LaunchFailed
+from domain.messages import Message
 from domain.overlap import ALLOW, Blocker, renamed_in, skips
 from domain.policy import RunPolicy
 from domain.reasons import given_no_reason
@@ -340,9 +341,11 @@ class Run(Aggregate):
         """The definition's published revision the run launches (frozen at registration)."""
         return int(self.frozen["definition_revision"])
 
-    def approval(self, definition: Definition, at: datetime) -> ApprovalInstance:
+    def approval(
+        self, definition: Definition, at: datetime, candidates: Sequence[str] | None = None
+    ) -> ApprovalInstance:
         """The instance this run launches: frozen values, on the initiator's behalf, with the
-        terms of the definition's revision it was frozen at."""
+        terms of the definition's revision it was frozen at, its task to `candidates`."""
         terms = definition.terms_of(self.definition_revision)
         submission = Submission(
             command_id=self.instance_command_id,
@@ -359,6 +362,7 @@ class Run(Aggregate):
             definition=terms,
             origin=self.fire_metadata(terms),
             at=at,
+            candidates=candidates,
         )
 
     def fire_metadata(self, terms: DefinitionTerms) -> dict[str, Any]:
@@ -393,7 +397,13 @@ class Run(Aggregate):
         INTERRUPTED first, and if that was the round's last attempt the run is dead-lettered
         and 0 is returned (nothing to launch)."""
         if not self.is_due(now):
-            raise InvalidState(f"run {self.id} is {self.status}, not due for an attempt")
+            raise InvalidState(
+                Message(
+                    "run {id} is {status}, not due for an attempt",
+                    id=str(self.id),
+                    status=self.status,
+                )
+            )
         if self.status == RUNNING:
             self._interrupt(LEASE_RAN_OUT, now, worker)
         if self.status == DEAD_LETTER:
@@ -482,14 +492,22 @@ class Run(Aggregate):
         """Manual retry: a new round of attempts on the same run."""
         if self.status not in RETRYABLE:
             raise InvalidState(
-                f"run {self.id} is {self.status}: only FAILED, DEAD_LETTER or CANCELLED runs retry"
+                Message(
+                    "run {id} is {status}: only FAILED, DEAD_LETTER or CANCELLED runs retry",
+                    id=str(self.id),
+                    status=self.status,
+                )
             )
         self._retried(status=PENDING, at=at, actor=actor, reason=reason)
 
     def cancel(self, at: datetime, actor: str, reason: str | None = None) -> None:
         if self.status not in CANCELLABLE:
             raise InvalidState(
-                f"run {self.id} is {self.status}: only PENDING or RETRY_WAIT runs can be cancelled"
+                Message(
+                    "run {id} is {status}: only PENDING or RETRY_WAIT runs can be cancelled",
+                    id=str(self.id),
+                    status=self.status,
+                )
             )
         self._cancelled(status=CANCELLED, at=at, actor=actor, reason=reason)
 

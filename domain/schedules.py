@@ -1,4 +1,4 @@
-"""Schedules (定时发起): what starts approval instances, when, and on whose behalf."""
+"""Schedules (定时任务): what starts approval instances, when, and on whose behalf."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.directory import FIRST_REVISION
 from domain.errors import InvalidState, ValidationFailed
+from domain.messages import Message
 from domain.overlap import (
     DEFAULT_OVERLAP_POLICY,
     OVERLAP_POLICIES,
@@ -107,15 +108,21 @@ def template_problem(template: str) -> str | None:
     unknown = sorted({p for p in PLACEHOLDER.findall(template) if p not in PLACEHOLDERS})
     if unknown:
         named = ", ".join("{{" + p + "}}" for p in unknown)
-        return f"unknown placeholder(s) {named}; use {{{{date}}}} or {{{{datetime}}}}"
+        return Message(
+            "unknown placeholder(s) {named}; use {{{{date}}}} or {{{{datetime}}}}", named=named
+        )
     rest = PLACEHOLDER.sub("", template)
     if "{{" in rest or "}}" in rest:
-        return "unbalanced braces; placeholders are {{date}} and {{datetime}}"
+        return Message("unbalanced braces; placeholders are {{{{date}}}} and {{{{datetime}}}}")
     return None
 
 
 def choice_problem(value: str, choices: tuple[str, ...]) -> str | None:
-    return None if value in choices else f"must be one of {', '.join(choices)}"
+    return (
+        None
+        if value in choices
+        else Message("must be one of {choices}", choices=", ".join(choices))
+    )
 
 
 def checked_presets(

@@ -1,4 +1,5 @@
-"""Console sessions: a browser signed in with an account token, until it signs out or expires."""
+"""Console sessions: a browser signed in with an account token or password, until it signs out
+or expires."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ def session_uuid(secret: str) -> UUID:
 
 
 class ConsoleSession(Aggregate):
-    """One browser's sign-in: which account, with which token, until when.
+    """One browser's sign-in: which account, with which token (None: with its password), until
+    when.
 
-    It works while it has not ended, `expires_at` has not passed, and its token still works
-    (the account's say, checked at each request).
+    It works while it has not ended, `expires_at` has not passed, and its token still works, or
+    for a password's, the password has not been set since it started (the account's say,
+    checked at each request).
     """
 
     @staticmethod
@@ -34,7 +37,7 @@ class ConsoleSession(Aggregate):
         secret_hash: UUID
         tenant_id: UUID
         account_id: str
-        token_id: UUID
+        token_id: UUID | None  # None: signed in with the account's password
         expires_at: datetime
         at: datetime
         actor: str
@@ -45,11 +48,12 @@ class ConsoleSession(Aggregate):
         secret_hash: UUID,
         tenant_id: UUID,
         account_id: str,
-        token_id: UUID,
+        token_id: UUID | None,
         expires_at: datetime,
         at: datetime,
         actor: str,
     ) -> None:
+        self.started_at = at
         self.tenant_id = tenant_id
         self.account_id = account_id
         self.token_id = token_id

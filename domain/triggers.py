@@ -40,6 +40,8 @@ from zoneinfo import ZoneInfo, available_timezones
 from croniter import CroniterError, croniter
 from croniter.croniter import DOW_ALPHAS, M_ALPHAS
 
+from domain.messages import Message
+
 _SECOND = timedelta(seconds=1)
 _DAY = timedelta(days=1)
 _CYCLE = timedelta(days=146_097)  # 400 years: a day pattern unmatched that long never matches
@@ -59,10 +61,13 @@ MAX_ZONE_NAME_LENGTH = 64
 MAX_ECHOED_NAME_LENGTH = 40  # an unknown key, as an error names it
 
 
+WHOLE_MINUTES = Message("must be a whole number from 1 to 1440")
+
+
 class TriggerError(ValueError):
     """Invalid trigger or timezone: `field` names the offending input, `message` says why."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: Message) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
@@ -98,29 +103,37 @@ class WindowIntervalTrigger:
         _check_weekdays(self.weekdays)
         _check_windows(self.windows)
         if not 1 <= self.interval_minutes <= 1440:
-            raise TriggerError("interval_minutes", "must be a whole number from 1 to 1440")
+            raise TriggerError("interval_minutes", WHOLE_MINUTES)
 
 
 def _check_weekdays(weekdays: tuple[int, ...]) -> None:
     if not weekdays or list(weekdays) != sorted(set(weekdays)):
-        raise TriggerError("weekdays", "must be a non-empty, sorted list without repeats")
+        raise TriggerError("weekdays", Message("must be a non-empty, sorted list without repeats"))
     if not all(1 <= day <= 7 for day in weekdays):
-        raise TriggerError("weekdays", "must be numbers from 1 (Monday) to 7 (Sunday)")
+        raise TriggerError("weekdays", Message("must be numbers from 1 (Monday) to 7 (Sunday)"))
 
 
 def _check_windows(windows: tuple[Window, ...]) -> None:
     if not windows:
-        raise TriggerError("windows", "must list at least one window")
+        raise TriggerError("windows", Message("must list at least one window"))
     for number, window in enumerate(windows, 1):
         if any(
             bound.second or bound.microsecond or bound.tzinfo
             for bound in (window.start, window.end)
         ):
-            raise TriggerError("windows", f"window {number}: times must be whole local minutes")
+            raise TriggerError(
+                "windows",
+                Message("window {number}: times must be whole local minutes", number=number),
+            )
         if window.start > window.end:
             raise TriggerError(
                 "windows",
-                f"window {number}: start {window.start:%H:%M} is after end {window.end:%H:%M}",
+                Message(
+                    "window {number}: start {start} is after end {end}",
+                    number=number,
+                    start=f"{window.start:%H:%M}",
+                    end=f"{window.end:%H:%M}",
+                ),
             )
 
 
@@ -134,13 +147,13 @@ Trigger = CronTrigger | WindowIntervalTrigger
 def parse_trigger(data: Mapping[str, Any]) -> Trigger:
     """Build a trigger from its JSON shape (docs/time.md); TriggerError names the bad field."""
     if not isinstance(data, Mapping):
-        raise TriggerError("trigger", "must be an object")
+        raise TriggerError("trigger", Message("must be an object"))
     kind = data.get("kind")
     if kind == "cron":
         _reject_unknown(data, frozenset({"kind", "expression"}))
         expression = _required(data, "expression")
         if not isinstance(expression, str):
-            raise TriggerError("expression", "must be a string")
+            raise TriggerError("expression", Message("must be a string"))
         _check_length(expression)  # as sent: spaces count, so a padded 10 KB text is refused
         return CronTrigger(" ".join(expression.split()))
     if kind == "window-interval":
@@ -150,7 +163,7 @@ def parse_trigger(data: Mapping[str, Any]) -> Trigger:
             windows=_parse_windows(_required(data, "windows")),
             interval_minutes=_parse_interval(_required(data, "interval_minutes")),
         )
-    raise TriggerError("kind", 'must be "cron" or "window-interval"')
+    raise TriggerError("kind", Message('must be "cron" or "window-interval"'))
 
 
 def trigger_to_dict(trigger: Trigger) -> dict[str, Any]:
@@ -171,7 +184,10 @@ def trigger_to_dict(trigger: Trigger) -> dict[str, Any]:
 def _reject_unknown(data: Mapping[str, Any], allowed: frozenset[str]) -> None:
     for key in data:
         if key not in allowed:
-            raise TriggerError(_cut(str(key)), f"is not a field of a {data['kind']} trigger")
+            raise TriggerError(
+                _cut(str(key)),
+                Message("is not a field of a {kind} trigger", kind=data["kind"]),
+            )
 
 
 def _cut(text: str) -> str:
@@ -183,7 +199,7 @@ def _cut(text: str) -> str:
 
 def _required(data: Mapping[str, Any], key: str) -> Any:
     if key not in data:
-        raise TriggerError(key, "is required")
+        raise TriggerError(key, Message("is required"))
     return data[key]
 
 
@@ -193,23 +209,30 @@ def _is_int(value: Any) -> bool:
 
 def _parse_weekdays(value: Any) -> tuple[int, ...]:
     if not isinstance(value, list | tuple) or not value or not all(map(_is_int, value)):
-        raise TriggerError("weekdays", "must be a non-empty list of whole numbers")
+        raise TriggerError("weekdays", Message("must be a non-empty list of whole numbers"))
     if len(value) > MAX_WEEKDAYS:
-        raise TriggerError("weekdays", f"must list at most {MAX_WEEKDAYS} days")
+        raise TriggerError(
+            "weekdays", Message("must list at most {count} days", count=MAX_WEEKDAYS)
+        )
     return tuple(sorted(set(value)))
 
 
 def _parse_windows(value: Any) -> tuple[Window, ...]:
     if not isinstance(value, list | tuple) or not value:
-        raise TriggerError("windows", "must be a non-empty list of {start, end} objects")
+        raise TriggerError("windows", Message("must be a non-empty list of {{start, end}} objects"))
     if len(value) > MAX_WINDOWS:
-        raise TriggerError("windows", f"must list at most {MAX_WINDOWS} windows")
+        raise TriggerError(
+            "windows", Message("must list at most {count} windows", count=MAX_WINDOWS)
+        )
     return tuple(_parse_window(number, item) for number, item in enumerate(value, 1))
 
 
 def _parse_window(number: int, item: Any) -> Window:
     if not isinstance(item, Mapping) or set(item) != {"start", "end"}:
-        raise TriggerError("windows", f"window {number}: must be an object with start and end")
+        raise TriggerError(
+            "windows",
+            Message("window {number}: must be an object with start and end", number=number),
+        )
     return Window(_parse_hh_mm(number, item["start"]), _parse_hh_mm(number, item["end"]))
 
 
@@ -217,14 +240,19 @@ def _parse_hh_mm(number: int, value: Any) -> time:
     match = _HH_MM.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise TriggerError(
-            "windows", f"window {number}: {reprlib.repr(value)} is not a time as HH:MM"
+            "windows",
+            Message(
+                "window {number}: {value} is not a time as HH:MM",
+                number=number,
+                value=reprlib.repr(value),
+            ),
         )
     return time(int(match[1]), int(match[2]))
 
 
 def _parse_interval(value: Any) -> int:
     if not _is_int(value):
-        raise TriggerError("interval_minutes", "must be a whole number from 1 to 1440")
+        raise TriggerError("interval_minutes", WHOLE_MINUTES)
     return cast(int, value)
 
 
@@ -235,11 +263,17 @@ def _parse_interval(value: Any) -> int:
 def load_zone(name: str) -> ZoneInfo:
     """The IANA zone called `name`; TriggerError(field="timezone") for anything else."""
     if isinstance(name, str) and len(name) > MAX_ZONE_NAME_LENGTH:
-        raise TriggerError("timezone", f"must be at most {MAX_ZONE_NAME_LENGTH} characters long")
+        raise TriggerError(
+            "timezone",
+            Message("must be at most {count} characters long", count=MAX_ZONE_NAME_LENGTH),
+        )
     if not isinstance(name, str) or not _ZONE_NAME.fullmatch(name) or name == "localtime":
-        raise TriggerError("timezone", f"{reprlib.repr(name)} is not an IANA time zone name")
+        raise TriggerError(
+            "timezone",
+            Message("{name} is not an IANA time zone name", name=reprlib.repr(name)),
+        )
     if name not in _zone_names():
-        raise TriggerError("timezone", f"unknown time zone {name!r}")
+        raise TriggerError("timezone", Message("unknown time zone {name!r}", name=name))
     return ZoneInfo(name)
 
 
@@ -267,7 +301,7 @@ def local_or_none(instant: datetime | None, timezone: str | None) -> datetime | 
 
 @dataclass(frozen=True)
 class _Field:
-    name: str
+    name: Message
     low: int
     high: int
     size: int  # how many values `*` stands for, from `low`; also the largest step
@@ -278,18 +312,18 @@ class _Field:
 
 
 _FIELDS = (
-    _Field("second", 0, 59, 60, {}),
-    _Field("minute", 0, 59, 60, {}),
-    _Field("hour", 0, 23, 24, {}),
-    _Field("day-of-month", 1, 31, 31, {}),
-    _Field("month", 1, 12, 12, M_ALPHAS),
-    _Field("day-of-week", 0, 7, 7, DOW_ALPHAS),  # 7 is Sunday again; `*` means 0-6
+    _Field(Message("second"), 0, 59, 60, {}),
+    _Field(Message("minute"), 0, 59, 60, {}),
+    _Field(Message("hour"), 0, 23, 24, {}),
+    _Field(Message("day-of-month"), 1, 31, 31, {}),
+    _Field(Message("month"), 1, 12, 12, M_ALPHAS),
+    _Field(Message("day-of-week"), 0, 7, 7, DOW_ALPHAS),  # 7 is Sunday again; `*` means 0-6
 )
 _DOM, _DOW = 3, 5
 _ITEM = re.compile(r"([^-/]+)(?:-([^-/]+))?(?:/([0-9]+))?")
 _WORD = re.compile(r"[a-z]+", re.I)  # one greedy run of one class: never backtracks
-_L_AND_W = "L and W are not supported"
-_H_AND_R = "H and R (hashed and random) are not supported"
+_L_AND_W = Message("L and W are not supported")
+_H_AND_R = Message("H and R (hashed and random) are not supported")
 _UNSUPPORTED_WORDS = {"l": _L_AND_W, "w": _L_AND_W, "lw": _L_AND_W, "h": _H_AND_R, "r": _H_AND_R}
 
 
@@ -336,7 +370,11 @@ def _check_length(expression: str) -> None:
     if len(expression) > MAX_EXPRESSION_LENGTH:
         raise TriggerError(
             "expression",
-            f"is {len(expression)} characters long; at most {MAX_EXPRESSION_LENGTH} are allowed",
+            Message(
+                "is {length} characters long; at most {count} are allowed",
+                length=len(expression),
+                count=MAX_EXPRESSION_LENGTH,
+            ),
         )
 
 
@@ -348,14 +386,16 @@ def _check_shape(expression: str) -> list[str]:
     _check_length(expression)
     parts = expression.split()
     if any(part.startswith("@") for part in parts):
-        raise TriggerError("expression", "@ macros such as @daily are not supported")
+        raise TriggerError("expression", Message("@ macros such as @daily are not supported"))
     if len(parts) not in (5, 6):
-        hint = " (a year field is not supported)" if len(parts) == 7 else ""
-        raise TriggerError(
-            "expression",
-            f"needs 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds "
-            f"first, not {len(parts)}{hint}",
+        fields = Message(
+            "needs 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds "
+            "first, not {count}",
+            count=len(parts),
         )
+        if len(parts) == 7:
+            fields = Message("{fields} (a year field is not supported)", fields=fields)
+        raise TriggerError("expression", fields)
     for field, part in zip(_FIELDS[-len(parts) :], parts, strict=True):
         _check_field(field, part)
     return parts
@@ -366,11 +406,15 @@ def _check_field(field: _Field, text: str) -> None:
     if len(text) > MAX_FIELD_LENGTH:
         raise TriggerError(
             "expression",
-            f"the {field.name} field is {len(text)} characters long; "
-            f"at most {MAX_FIELD_LENGTH} are allowed",
+            Message(
+                "the {field} field is {length} characters long; at most {count} are allowed",
+                field=field.name,
+                length=len(text),
+                count=MAX_FIELD_LENGTH,
+            ),
         )
     if "#" in text:
-        raise TriggerError("expression", "# (nth weekday of the month) is not supported")
+        raise TriggerError("expression", Message("# (nth weekday of the month) is not supported"))
     for word in _WORD.findall(text):
         message = _UNSUPPORTED_WORDS.get(word.lower())
         if message is not None:
@@ -395,7 +439,13 @@ def _prepare_item(field: _Field, item: str) -> str:
     first, last, step = match.groups()
     if step is not None and not 1 <= int(step) <= field.size:
         raise TriggerError(
-            "expression", f"{field.name} step {int(step)} must be from 1 to {field.size}"
+            "expression",
+            Message(
+                "{field} step {step} must be from 1 to {size}",
+                field=field.name,
+                step=int(step),
+                size=field.size,
+            ),
         )
     if field is _FIELDS[_DOW] and last is None and step is not None and first != "*":
         last, item = "7", f"{first}-7/{step}"  # A/S runs to the field's end: 7 for day-of-week
@@ -403,7 +453,15 @@ def _prepare_item(field: _Field, item: str) -> str:
     if low is None or high is None or low < high:
         return item
     if low > high:
-        raise TriggerError("expression", f"{field.name} range {first}-{last} runs backwards")
+        raise TriggerError(
+            "expression",
+            Message(
+                "{field} range {first}-{last} runs backwards",
+                field=field.name,
+                first=first,
+                last=last,
+            ),
+        )
     return first
 
 
@@ -414,7 +472,14 @@ def _value(field: _Field, text: str | None) -> int | None:
     number = int(text)
     if not field.low <= number <= field.high:
         raise TriggerError(
-            "expression", f"{field.name} {number} is out of range {field.low}-{field.high}"
+            "expression",
+            Message(
+                "{field} {number} is out of range {low}-{high}",
+                field=field.name,
+                number=number,
+                low=field.low,
+                high=field.high,
+            ),
         )
     return number
 
@@ -428,7 +493,9 @@ def _expand(texts: list[str]) -> list[Sequence[int]]:
     try:
         found, _ = croniter.expand(" ".join(texts), second_at_beginning=True)
     except CroniterError as error:
-        raise TriggerError("expression", f"is not valid cron: {error}") from None
+        raise TriggerError(
+            "expression", Message("is not valid cron: {error}", error=str(error))
+        ) from None
     if len(found) == 5:
         found.append([0])
     ordered = [found[-1], *found[:-1]]
@@ -545,11 +612,21 @@ def check_fires_within(trigger: Trigger, zone: ZoneInfo, now: datetime, years: i
     first = next_fire(trigger, zone, now)
     if first is None or first > _add_years(now.astimezone(UTC), years):
         if isinstance(trigger, CronTrigger):
-            field, subject = "expression", f'"{trigger.expression}"'
-        else:
-            field, subject = "windows", "this window-interval trigger"
+            raise TriggerError(
+                "expression",
+                Message(
+                    '"{expression}" never fires: no matching date in the next {years} years',
+                    expression=trigger.expression,
+                    years=years,
+                ),
+            )
         raise TriggerError(
-            field, f"{subject} never fires: no matching date in the next {years} years"
+            "windows",
+            Message(
+                "this window-interval trigger never fires: no matching date in the next "
+                "{years} years",
+                years=years,
+            ),
         )
 
 

@@ -9,6 +9,7 @@ from itertools import accumulate
 from typing import Any
 
 from domain.errors import ValidationFailed
+from domain.messages import Message
 
 MAX_FORM_DATA_BYTES = 64 * 1024
 MAX_FORM_DATA_DEPTH = 32
@@ -80,10 +81,18 @@ def form_data_problem(form_data: FormData) -> str | None:
     """What makes form data too large to accept (it is kept forever), if anything."""
     size = len(form_data.text.encode())
     if size > MAX_FORM_DATA_BYTES:
-        return f"form data is {size} bytes as JSON; at most {MAX_FORM_DATA_BYTES} are allowed"
+        return Message(
+            "form data is {size} bytes as JSON; at most {count} are allowed",
+            size=size,
+            count=MAX_FORM_DATA_BYTES,
+        )
     depth = nesting_depth(form_data.text)
     if depth > MAX_FORM_DATA_DEPTH:
-        return f"form data nests {depth} levels deep; at most {MAX_FORM_DATA_DEPTH} are allowed"
+        return Message(
+            "form data nests {depth} levels deep; at most {count} are allowed",
+            depth=depth,
+            count=MAX_FORM_DATA_DEPTH,
+        )
     return None
 
 

@@ -19,6 +19,7 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.directory import NAMESPACE
 from domain.errors import InvalidState, ValidationFailed
+from domain.messages import Message
 
 RUN_DEAD_LETTERED = "run.dead_lettered"
 RUN_FAILED = "run.failed"
@@ -28,6 +29,10 @@ APPROVAL_DECIDED = "approval.decided"
 APPROVAL_EXPIRED = "approval.expired"
 APPROVAL_REMINDER_DUE = "approval.reminder_due"
 APPROVAL_ESCALATED = "approval.escalated"
+APPROVAL_REJECTED = "approval.rejected"
+APPROVAL_CLAIMED = "approval.claimed"
+APPROVAL_REASSIGNED = "approval.reassigned"
+APPROVAL_COMMENTED = "approval.commented"
 CALLBACK_LATE = "callback.late"
 CALLBACK_MISMATCHED = "callback.mismatched"
 PING = "ping"
@@ -40,6 +45,10 @@ EVENT_TYPES = (
     APPROVAL_EXPIRED,
     APPROVAL_REMINDER_DUE,
     APPROVAL_ESCALATED,
+    APPROVAL_REJECTED,
+    APPROVAL_CLAIMED,
+    APPROVAL_REASSIGNED,
+    APPROVAL_COMMENTED,
     CALLBACK_LATE,
     CALLBACK_MISMATCHED,
     PING,
@@ -48,6 +57,7 @@ CREATE_WEBHOOK = "webhook.create"  # the operation an Idempotency-Key of a creat
 NOTIFIER_ACTOR = "system:notifier"  # who schedules and sends deliveries
 MAX_URL = 2000
 MAX_DESCRIPTION = 500
+NOT_A_URL = Message("is not a URL")
 FIRST_GENERATION = 1
 
 # A delivery's status: waiting for its next attempt, being sent, waiting to retry, or final.
@@ -77,24 +87,30 @@ def checked_url(url: str, allow_http: bool) -> str:
     """An absolute https URL (http only when allowed) naming a host, with no credentials in it
     (events keep the URL) and no fragment. Where the host points is checked elsewhere."""
     if len(url) > MAX_URL:
-        raise ValidationFailed.of("url", f"must be at most {MAX_URL} characters long")
+        raise ValidationFailed.of(
+            "url", Message("must be at most {count} characters long", count=MAX_URL)
+        )
     try:
         parts = urlsplit(url)
         port = parts.port  # a port out of range is a ValueError
     except ValueError:
-        raise ValidationFailed.of("url", "is not a URL") from None
+        raise ValidationFailed.of("url", NOT_A_URL) from None
     schemes = ("https", "http") if allow_http else ("https",)
     if parts.scheme not in schemes:
-        allowed = "https or http" if allow_http else "https (http only when the operator allows it)"
-        raise ValidationFailed.of("url", f"must use {allowed}")
+        raise ValidationFailed.of(
+            "url",
+            Message("must use https or http")
+            if allow_http
+            else Message("must use https (http only when the operator allows it)"),
+        )
     if not parts.hostname:
-        raise ValidationFailed.of("url", "must name a host")
+        raise ValidationFailed.of("url", Message("must name a host"))
     if parts.username is not None or parts.password is not None:
-        raise ValidationFailed.of("url", "must not carry credentials: they would be kept")
+        raise ValidationFailed.of("url", Message("must not carry credentials: they would be kept"))
     if parts.fragment or url.endswith("#"):
-        raise ValidationFailed.of("url", "must not have a fragment")
+        raise ValidationFailed.of("url", Message("must not have a fragment"))
     if port == 0 or any(c.isspace() for c in url):
-        raise ValidationFailed.of("url", "is not a URL")
+        raise ValidationFailed.of("url", NOT_A_URL)
     return url
 
 
@@ -103,10 +119,15 @@ def checked_event_types(event_types: Sequence[str]) -> list[str]:
     unknown = sorted(set(event_types) - set(EVENT_TYPES))
     if unknown:
         raise ValidationFailed.of(
-            "event_types", f"unknown type(s) {', '.join(unknown)}; known: {', '.join(EVENT_TYPES)}"
+            "event_types",
+            Message(
+                "unknown type(s) {unknown}; known: {known}",
+                unknown=", ".join(unknown),
+                known=", ".join(EVENT_TYPES),
+            ),
         )
     if not event_types:
-        raise ValidationFailed.of("event_types", "name at least one type")
+        raise ValidationFailed.of("event_types", Message("name at least one type"))
     return [kind for kind in EVENT_TYPES if kind in event_types]
 
 
@@ -183,12 +204,12 @@ class WebhookSubscription(Aggregate):
 
     def check_not_deleted(self) -> None:
         if self.deleted:
-            raise InvalidState("the webhook subscription was deleted")
+            raise InvalidState(Message("the webhook subscription was deleted"))
 
     def check_enabled(self) -> None:
         self.check_not_deleted()
         if not self.enabled:
-            raise InvalidState("the webhook subscription is disabled: enable it first")
+            raise InvalidState(Message("the webhook subscription is disabled: enable it first"))
 
     class Changed(Aggregate.Event):
         url: str
@@ -318,7 +339,13 @@ class WebhookDelivery(Aggregate):
         if self.status == SENDING:
             self._interrupt(now)
         if self.status not in (PENDING, RETRY_WAIT):
-            raise InvalidState(f"delivery {self.id} is {self.status}, not waiting to be sent")
+            raise InvalidState(
+                Message(
+                    "delivery {id} is {status}, not waiting to be sent",
+                    id=str(self.id),
+                    status=self.status,
+                )
+            )
         number = len(self.attempts) + 1
         self._attempt_started(
             number=number, worker=worker, lease_expires_at=now + lease, at=now, actor=worker
@@ -340,7 +367,14 @@ class WebhookDelivery(Aggregate):
         """Record what attempt `number` got: delivered, or failed and retried later or given up
         after the round's last attempt."""
         if not self.holds(number, worker):
-            raise InvalidState(f"attempt {number} of delivery {self.id} is no longer {worker}'s")
+            raise InvalidState(
+                Message(
+                    "attempt {number} of delivery {id} is no longer {worker}'s",
+                    number=number,
+                    id=str(self.id),
+                    worker=worker,
+                )
+            )
         if response.delivered:
             self._attempt_succeeded(
                 number=number,
@@ -377,9 +411,17 @@ class WebhookDelivery(Aggregate):
     def redeliver(self, at: datetime, actor: str, reason: str | None = None) -> None:
         """Send a delivered or given-up message again, with a new round of attempts."""
         if self.status in WAITING:
-            raise InvalidState(f"delivery {self.id} is {self.status}: it is being sent already")
+            raise InvalidState(
+                Message(
+                    "delivery {id} is {status}: it is being sent already",
+                    id=str(self.id),
+                    status=self.status,
+                )
+            )
         if self.status == CANCELLED:
-            raise InvalidState(f"delivery {self.id} was cancelled with its subscription")
+            raise InvalidState(
+                Message("delivery {id} was cancelled with its subscription", id=str(self.id))
+            )
         self._redelivered(status=PENDING, at=at, actor=actor, reason=reason)
 
     class AttemptStarted(Aggregate.Event):

@@ -56,6 +56,7 @@ LATER: dict[EventClass, tuple[str, str]] = {
     Account.Activated: (ACCOUNT, "activate"),
     Account.TokenIssued: (ACCOUNT, "issue-token"),
     Account.TokenRevoked: (ACCOUNT, "revoke-token"),
+    Account.PasswordSet: (ACCOUNT, "set-password"),
     Definition.Updated: (DEFINITION, "update"),
     Definition.Published: (DEFINITION, "publish"),
     Definition.Unpublished: (DEFINITION, "unpublish"),

@@ -6,25 +6,31 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, NamedTuple
 from uuid import UUID
 
 from cronledger.persistence.ledger import jsonable
 from cronledger.persistence.store import Store, as_instant, tenant_scope
 from domain.approvals import (
+    CLAIMED,
     EXPIRED,
     FORBIDDEN,
+    REASSIGNED,
     SIGN,
     TERMINAL,
+    UNCLAIMED,
     WAITING_REVIEW,
     ApprovalInstance,
     at_offset,
+    comment_of,
+    escalated_tasks,
     owed_notices,
+    tasks_after,
 )
+from domain.reviewers import FIRST_TASK, Task
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text, json_value
-from projections.keyset import Order, Row, Slice, Window, read_slice
+from projections.keyset import ListSpec, Order, Row, Slice, Window, read_slice, searched_text
 from projections.runs import LagHistogram
 
 COMMANDS = (
@@ -34,6 +40,11 @@ COMMANDS = (
     ApprovalInstance.DeadlineExtended,
     ApprovalInstance.CallbackObserved,
     ApprovalInstance.CommandRejected,
+    ApprovalInstance.Rejected,
+    ApprovalInstance.Claimed,
+    ApprovalInstance.Unclaimed,
+    ApprovalInstance.Reassigned,
+    ApprovalInstance.Commented,
 )
 
 
@@ -59,7 +70,8 @@ class ApprovalsProjection(Projection):
             "winning_command TEXT, observations TEXT NOT NULL, contract_id TEXT, "
             "extensions TEXT NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
             f"reminders_sent TEXT NOT NULL, escalated_account_id TEXT, escalated_at {ts}, "
-            f"next_notice_at {ts})",
+            f"next_notice_at {ts}, reviewers TEXT, tasks TEXT NOT NULL, comments TEXT NOT NULL, "
+            "search_text TEXT NOT NULL)",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant "
@@ -77,12 +89,15 @@ class ApprovalsProjection(Projection):
             "ON approval_commands (tenant_id, at)",
         ]
 
+    search_columns = (("approvals", "search_text"),)
+
     def handlers(self) -> dict[EventClass, Handler]:
         return {
             ApprovalInstance.Submitted: self.submitted,
             **dict.fromkeys(COMMANDS, self.handled),
             ApprovalInstance.ReminderDue: _reminder_due,
             ApprovalInstance.Escalated: _escalated,
+            ApprovalInstance.TaskReleased: _task_released,
         }
 
     def passes(self) -> list[dict[EventClass, Handler]]:
@@ -99,9 +114,9 @@ class ApprovalsProjection(Projection):
             "review_deadline_at, submitted_at, schedule_id, run_id, version, position, "
             "form_data, material_version, review_deadline_offset_minutes, deadline_policy, "
             "origin, allow_self_approval, observations, extensions, reminders, escalation, "
-            "reminders_sent, next_notice_at) "
+            "reminders_sent, next_notice_at, reviewers, tasks, comments, search_text) "
             "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "'[]', '[]', ?, ?, '[]', ?)",
+            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -123,8 +138,11 @@ class ApprovalsProjection(Projection):
                 json_text(event.reminders),
                 _json_or_null(event.escalation),
                 _next_notice_at(
-                    event.review_deadline_at, event.at, event.reminders, [], event.escalation, None
+                    event.review_deadline_at, event.at, event.reminders, [], event.escalation, False
                 ),
+                _json_or_null(event.reviewers),
+                json_text([_first_task(event.candidates).as_dict()]),
+                searched_text(event.title),
             ),
         )
 
@@ -139,7 +157,7 @@ class ApprovalsProjection(Projection):
             deadline, submitted = sql.execute(
                 "SELECT review_deadline_at, submitted_at FROM approvals WHERE id = ?", (key[2],)
             ).fetchone()
-            lag = _seconds_between(sql, deadline, event.at) if event.outcome == EXPIRED else None
+            lag = sql.seconds_since(deadline, event.at) if event.outcome == EXPIRED else None
             winner = {"command_id": event.command_id, "kind": event.command, "actor": event.actor}
             sql.write(
                 "UPDATE approvals SET state = ?, decided_at = ?, outcome = ?, "
@@ -150,7 +168,7 @@ class ApprovalsProjection(Projection):
                     event.outcome,
                     event.at,
                     event.outcome,
-                    _seconds_between(sql, submitted, event.at),
+                    sql.seconds_since(submitted, event.at),
                     lag,
                     json_text(winner),  # a late command's rejection keeps the expiry's
                     *key,
@@ -158,6 +176,33 @@ class ApprovalsProjection(Projection):
             )
         else:
             sql.write("UPDATE approvals SET version = ?, position = ? WHERE id = ?", key)
+        if event.accepted and (event.outcome in REVIEW_WORK or comment_of(event)):
+            _review_work(sql, event)
+
+
+# Outcomes that move a task or add a comment (as `ApprovalInstance.record` does).
+REVIEW_WORK = frozenset(TERMINAL | {CLAIMED, UNCLAIMED, REASSIGNED})
+
+
+def _first_task(candidates: list[str] | None) -> Task:
+    return Task(FIRST_TASK, None if candidates is None else tuple(candidates))
+
+
+def _review_work(sql: Sql, event: ApprovalInstance.CommandHandled) -> None:
+    """The tasks after the command, and the comment it carried."""
+    state, tasks, comments = sql.execute(
+        "SELECT state, tasks, comments FROM approvals WHERE id = ?", (str(event.originator_id),)
+    ).fetchone()
+    comment = comment_of(event)
+    kept = [*json.loads(comments), *([comment] if comment else [])]
+    sql.write(
+        "UPDATE approvals SET tasks = ?, comments = ? WHERE id = ?",
+        (
+            json_text(tasks_after(json.loads(tasks), event, state)),
+            json_text(kept),
+            str(event.originator_id),
+        ),
+    )
 
 
 def _observed(sql: Sql, event: ApprovalInstance.CommandHandled) -> None:
@@ -225,7 +270,7 @@ class Notices(NamedTuple):
     reminders: list[dict[str, int]]
     reminders_sent: list[dict[str, Any]]
     escalation: dict[str, Any] | None
-    escalated_account_id: str | None
+    escalated: bool
 
     def next_at(self, **changed: Any) -> datetime | None:
         """When the next reminder or the escalation still owed is due, after `changed`."""
@@ -233,9 +278,9 @@ class Notices(NamedTuple):
 
 
 def _notices(sql: Sql, instance_id: str) -> Notices:
-    deadline, submitted, reminders, sent, escalation, escalated_account_id = sql.execute(
+    deadline, submitted, reminders, sent, escalation, escalated_at = sql.execute(
         "SELECT review_deadline_at, submitted_at, reminders, reminders_sent, escalation, "
-        "escalated_account_id FROM approvals WHERE id = ?",
+        "escalated_at FROM approvals WHERE id = ?",
         (instance_id,),
     ).fetchone()
     return Notices(
@@ -244,7 +289,7 @@ def _notices(sql: Sql, instance_id: str) -> Notices:
         json.loads(reminders),
         json.loads(sent),
         None if escalation is None else json.loads(escalation),
-        escalated_account_id,
+        escalated_at is not None,
     )
 
 
@@ -254,16 +299,9 @@ def _next_notice_at(
     reminders: list[dict[str, int]],
     reminders_sent: list[dict[str, Any]],
     escalation: dict[str, Any] | None,
-    escalated_account_id: str | None,
+    escalated: bool,
 ) -> datetime | None:
-    owed = owed_notices(
-        deadline,
-        submitted_at,
-        reminders,
-        reminders_sent,
-        escalation,
-        escalated_account_id is not None,
-    )
+    owed = owed_notices(deadline, submitted_at, reminders, reminders_sent, escalation, escalated)
     return owed[0].due_at if owed else None
 
 
@@ -288,17 +326,37 @@ def _reminder_due(sql: Sql, event: ApprovalInstance.ReminderDue, position: int) 
     )
 
 
+def _task_released(sql: Sql, event: ApprovalInstance.TaskReleased, position: int) -> None:
+    """The task back with its candidates (as `ApprovalInstance.release_task` does)."""
+    instance_id = str(event.originator_id)
+    (tasks,) = sql.execute("SELECT tasks FROM approvals WHERE id = ?", (instance_id,)).fetchone()
+    released = [
+        Task.of(t).released().as_dict() if t["id"] == event.task_id else t
+        for t in json.loads(tasks)
+    ]
+    sql.write(
+        "UPDATE approvals SET tasks = ?, version = ?, position = ? WHERE id = ?",
+        (json_text(released), event.originator_version, position, instance_id),
+    )
+
+
 def _escalated(sql: Sql, event: ApprovalInstance.Escalated, position: int) -> None:
-    """The escalation recorded: to whom and when; the next reminder owed becomes due."""
+    """The escalation recorded: to whom and when, what it did to the task; the next reminder
+    owed becomes due."""
     instance_id = str(event.originator_id)
     notices = _notices(sql, instance_id)
+    (tasks,) = sql.execute("SELECT tasks FROM approvals WHERE id = ?", (instance_id,)).fetchone()
+    moved = escalated_tasks(
+        json.loads(tasks), event.task_id, event.mode, event.to_assignee, event.at
+    )
     sql.write(
         "UPDATE approvals SET escalated_account_id = ?, escalated_at = ?, next_notice_at = ?, "
-        "version = ?, position = ? WHERE id = ?",
+        "tasks = ?, version = ?, position = ? WHERE id = ?",
         (
             event.account_id,
             event.at,
-            notices.next_at(escalated_account_id=event.account_id),
+            notices.next_at(escalated=True),
+            json_text(moved),
             event.originator_version,
             position,
             instance_id,
@@ -365,12 +423,6 @@ def _command(
             str(event.originator_id),
         ),
     )
-
-
-def _seconds_between(sql: Sql, deadline: Any, at: Any) -> Decimal | float:
-    start = as_instant(deadline)
-    assert start is not None
-    return sql.seconds(at - start)
 
 
 def overdue_instances(store: Store, now: datetime, limit: int) -> list[UUID]:
@@ -458,6 +510,19 @@ class ApprovalFilter:
 
 # Newest submitted first; `id` orders instances submitted at the same instant.
 APPROVAL_ORDER = Order("approvals", "submitted_at", descending=True, tie="id")
+APPROVAL_LISTING = ListSpec(
+    APPROVAL_ORDER,
+    "-submitted_at",
+    {
+        "submitted_at": "submitted_at",
+        "title": "title",
+        "state": "state",
+        "review_deadline_at": "review_deadline_at",
+        "decided_at": "decided_at",
+    },
+    nullable=frozenset({"decided_at"}),
+    searched=("search_text",),
+)
 
 
 class ApprovalRow(NamedTuple):
@@ -489,6 +554,9 @@ class ApprovalRow(NamedTuple):
     escalated_account_id: str | None
     escalated_at: datetime | None
     next_notice_at: datetime | None
+    reviewers: dict[str, Any] | None
+    tasks: list[dict[str, Any]]
+    comments: list[dict[str, Any]]
 
     @classmethod
     def of(cls, row: Row) -> ApprovalRow:
@@ -509,9 +577,11 @@ class ApprovalRow(NamedTuple):
             "extensions",
             "reminders",
             "reminders_sent",
+            "tasks",
+            "comments",
         ):
             values[name] = json.loads(values[name])
-        for name in ("origin", "winning_command", "escalation"):
+        for name in ("origin", "winning_command", "escalation", "reviewers"):
             values[name] = json_value(values[name])
         values["allow_self_approval"] = bool(values["allow_self_approval"])
         return cls(**values)
@@ -547,6 +617,9 @@ class ApprovalRow(NamedTuple):
             escalated_account_id=escalated["account_id"] if escalated else None,
             escalated_at=escalated["at"] if escalated else None,
             next_notice_at=instance.next_notice_at,
+            reviewers=jsonable(instance.reviewers),
+            tasks=jsonable(instance.tasks),
+            comments=jsonable(instance.comments),
         )
 
     @property
@@ -580,8 +653,8 @@ def approval_page(
         store,
         "approvals",
         wanted.where(tenant_id),
-        APPROVAL_ORDER,
+        APPROVAL_LISTING,
         window,
         ", ".join(ApprovalRow._fields),
     )
-    return Slice([ApprovalRow.of(row) for row in found.rows], found.total, found.next_key)
+    return found.mapped(ApprovalRow.of)

@@ -10,7 +10,7 @@ from uuid import UUID
 from cronledger.persistence.store import Store, as_instant
 from domain.callback_sources import CallbackSource
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
-from projections.keyset import Order, Row, Slice, Window, read_slice
+from projections.keyset import ListSpec, Order, Row, Slice, Window, read_slice
 
 
 class CallbackSourcesProjection(Projection):
@@ -89,6 +89,13 @@ def _setting(columns_of: Callable[[Any, int], dict[str, Any]]) -> Handler:
 
 # Oldest first, in the order they were registered (a name registered again: as of then).
 CALLBACK_SOURCE_ORDER = Order("callback_sources", "position")
+CALLBACK_SOURCE_LISTING = ListSpec(
+    CALLBACK_SOURCE_ORDER,
+    "created_at",
+    {"name": "name", "created_at": "position", "secret_created_at": "secret_created_at"},
+    tie="position",
+    searched=("LOWER(name)", "LOWER(description)"),
+)
 
 
 class CallbackSourceRow(NamedTuple):
@@ -134,11 +141,11 @@ class CallbackSourceRow(NamedTuple):
 
 
 def callback_source_page(store: Store, tenant_id: UUID, window: Window) -> Slice[CallbackSourceRow]:
-    """One page of the tenant's live sources, oldest first, and how many."""
+    """One page of the tenant's live sources (oldest first unless sorted), and how many."""
     where = ("tenant_id = ? AND deleted_at IS NULL", [str(tenant_id)])
     columns = ", ".join(CallbackSourceRow._fields)
-    found = read_slice(store, "callback_sources", where, CALLBACK_SOURCE_ORDER, window, columns)
-    return Slice([CallbackSourceRow.of(row) for row in found.rows], found.total, found.next_key)
+    found = read_slice(store, "callback_sources", where, CALLBACK_SOURCE_LISTING, window, columns)
+    return found.mapped(CallbackSourceRow.of)
 
 
 def callback_source_row(store: Store, tenant_id: UUID, source_id: UUID) -> CallbackSourceRow | None:

@@ -8,12 +8,15 @@ from projections.callback_sources import CallbackSourcesProjection
 from projections.chain import HashChainProjection
 from projections.directory import DirectoryProjection
 from projections.engine import Projection
+from projections.groups import GroupsProjection
 from projections.merkle import MerkleTreeProjection
+from projections.notifications import NotificationsProjection
 from projections.operations import OperationsProjection
 from projections.pauses import PausesProjection
 from projections.rollup import ScheduleDailyProjection
 from projections.runs import RunsProjection
 from projections.schedules import SchedulesProjection
+from projections.tasks import TasksProjection
 from projections.webhooks import WebhooksProjection
 
 
@@ -31,6 +34,9 @@ def all_projections() -> list[Projection]:
         MerkleTreeProjection(),
         ActivityProjection(),
         CallbackSourcesProjection(),
+        TasksProjection(),
+        NotificationsProjection(),
+        GroupsProjection(),
     ]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, NamedTuple
 from uuid import UUID
@@ -13,7 +13,7 @@ from cronledger.persistence.store import Store, as_instant
 from domain.directory import UNPUBLISHED_REVISION, Account, Definition, Tenant
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text, json_value
-from projections.keyset import Order, Row, Slice, Window, read_slice
+from projections.keyset import ListSpec, Order, Row, Slice, Window, names_by_id, read_slice
 
 
 class DirectoryProjection(Projection):
@@ -41,10 +41,27 @@ class DirectoryProjection(Projection):
             f"review_window_seconds INTEGER NOT NULL, created_at {ts} NOT NULL, "
             f"updated_at {ts} NOT NULL, version INTEGER NOT NULL, position BIGINT NOT NULL, "
             "revision INTEGER NOT NULL, schedule_presets TEXT NOT NULL, "
-            "allow_self_approval BOOLEAN NOT NULL, reminders TEXT NOT NULL, escalation TEXT)",
+            "allow_self_approval BOOLEAN NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
+            "reviewers TEXT)",
             "CREATE UNIQUE INDEX IF NOT EXISTS definitions_by_tenant "
             "ON definitions (tenant_id, key)",
             "CREATE INDEX IF NOT EXISTS definitions_in_order ON definitions (tenant_id, position)",
+        ]
+
+    def outside_ddl(self, sql: Sql) -> list[str]:
+        """Written by cronledger/application/credentials.py, never by an event: each account's
+        password hash, and the failed sign-ins counted for the back-off (a row per account,
+        and at most `ADDRESS_ROWS` rows of addresses)."""
+        ts = sql.timestamp_type
+        return [
+            "CREATE TABLE IF NOT EXISTS account_credentials ("
+            "tenant_id TEXT NOT NULL, account_id TEXT NOT NULL, password_hash TEXT NOT NULL, "
+            f"set_at {ts} NOT NULL, PRIMARY KEY (tenant_id, account_id))",
+            "CREATE TABLE IF NOT EXISTS sign_in_failures ("
+            "subject TEXT PRIMARY KEY, kind TEXT NOT NULL, failures INTEGER NOT NULL, "
+            f"last_failure_at {ts} NOT NULL, locked_until {ts})",
+            "CREATE INDEX IF NOT EXISTS sign_in_failures_by_age "
+            "ON sign_in_failures (kind, last_failure_at)",
         ]
 
     def handlers(self) -> dict[EventClass, Handler]:
@@ -57,6 +74,7 @@ class DirectoryProjection(Projection):
             Account.Activated: _setting("accounts", lambda e: {"active": True}),
             Account.TokenIssued: _setting("accounts", lambda e: {}),
             Account.TokenRevoked: _setting("accounts", lambda e: {}),
+            Account.PasswordSet: _setting("accounts", lambda e: {}),
             Definition.Registered: self.definition_registered,
             Definition.Updated: _setting(
                 "definitions",
@@ -69,6 +87,7 @@ class DirectoryProjection(Projection):
                     "allow_self_approval": e.allow_self_approval,
                     "reminders": json_text(e.reminders),
                     "escalation": _json_or_null(e.escalation),
+                    "reviewers": _json_or_null(e.reviewers),
                 },
             ),
             Definition.Published: _setting(
@@ -108,8 +127,8 @@ class DirectoryProjection(Projection):
         sql.write(
             "INSERT INTO definitions (id, tenant_id, key, name, external, published, "
             "review_window_seconds, created_at, updated_at, version, position, revision, "
-            "schedule_presets, allow_self_approval, reminders, escalation) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "schedule_presets, allow_self_approval, reminders, escalation, reviewers) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -127,6 +146,7 @@ class DirectoryProjection(Projection):
                 event.allow_self_approval,
                 json_text(event.reminders),
                 _json_or_null(event.escalation),
+                _json_or_null(event.reviewers),
             ),
         )
 
@@ -154,6 +174,26 @@ def _setting(table: str, columns_of: Callable[[Any], dict[str, Any]]) -> Handler
 # Oldest first, in the order they were registered.
 ACCOUNT_ORDER = Order("accounts", "position")
 DEFINITION_ORDER = Order("definitions", "position")
+ACCOUNT_LISTING = ListSpec(
+    ACCOUNT_ORDER,
+    "created_at",
+    {"id": "id", "name": "name", "created_at": "position", "updated_at": "updated_at"},
+    tie="position",
+    searched=("LOWER(id)", "LOWER(name)"),
+)
+DEFINITION_LISTING = ListSpec(
+    DEFINITION_ORDER,
+    "created_at",
+    {
+        "key": "key",
+        "name": "name",
+        "created_at": "position",
+        "updated_at": "updated_at",
+        "published": "published",
+    },
+    tie="position",
+    searched=("LOWER(key)", "LOWER(name)"),
+)
 
 
 class AccountRow(NamedTuple):
@@ -203,6 +243,7 @@ class DefinitionRow(NamedTuple):
     escalation: dict[str, Any] | None
     version: int
     created_at: datetime
+    reviewers: dict[str, Any] | None
 
     @classmethod
     def of(cls, row: Row) -> DefinitionRow:
@@ -212,6 +253,7 @@ class DefinitionRow(NamedTuple):
         values["schedule_presets"] = json.loads(values["schedule_presets"])
         values["reminders"] = json.loads(values["reminders"])
         values["escalation"] = json_value(values["escalation"])
+        values["reviewers"] = json_value(values["reviewers"])
         values["created_at"] = as_instant(values["created_at"])
         return cls(**values)
 
@@ -233,23 +275,24 @@ class DefinitionRow(NamedTuple):
             escalation=jsonable(definition.escalation),
             version=definition.version,
             created_at=definition.created_at,
+            reviewers=jsonable(definition.reviewers),
         )
 
 
 def account_page(store: Store, tenant_id: UUID, window: Window) -> Slice[AccountRow]:
-    """One page of the tenant's accounts, oldest first, and how many."""
+    """One page of the tenant's accounts (oldest first unless sorted), and how many."""
     where = ("tenant_id = ?", [str(tenant_id)])
     columns = ", ".join(AccountRow._fields)
-    found = read_slice(store, "accounts", where, ACCOUNT_ORDER, window, columns)
-    return Slice([AccountRow.of(row) for row in found.rows], found.total, found.next_key)
+    found = read_slice(store, "accounts", where, ACCOUNT_LISTING, window, columns)
+    return found.mapped(AccountRow.of)
 
 
 def definition_page(store: Store, tenant_id: UUID, window: Window) -> Slice[DefinitionRow]:
-    """One page of the tenant's definitions, oldest first, and how many."""
+    """One page of the tenant's definitions (oldest first unless sorted), and how many."""
     where = ("tenant_id = ?", [str(tenant_id)])
     columns = ", ".join(DefinitionRow._fields)
-    found = read_slice(store, "definitions", where, DEFINITION_ORDER, window, columns)
-    return Slice([DefinitionRow.of(row) for row in found.rows], found.total, found.next_key)
+    found = read_slice(store, "definitions", where, DEFINITION_LISTING, window, columns)
+    return found.mapped(DefinitionRow.of)
 
 
 def account_row(store: Store, tenant_id: UUID, account_id: str) -> AccountRow | None:
@@ -262,6 +305,18 @@ def account_row(store: Store, tenant_id: UUID, account_id: str) -> AccountRow | 
         (str(tenant_id), account_id),
     )
     return AccountRow.of(rows[0]) if rows else None
+
+
+def account_ids_named(store: Store, tenant_id: UUID, name: str) -> list[str]:
+    """The ids of the tenant's accounts of this name (names need not be unique), at most two:
+    enough to tell one from several."""
+    if "\x00" in name:
+        return []
+    rows = store.query(
+        "SELECT id FROM accounts WHERE tenant_id = ? AND name = ? ORDER BY position LIMIT 2",
+        (str(tenant_id), name),
+    )
+    return [str(row[0]) for row in rows]
 
 
 def definition_row(store: Store, tenant_id: UUID, definition_id: UUID) -> DefinitionRow | None:
@@ -284,3 +339,13 @@ def _definition_where(
     columns = ", ".join(DefinitionRow._fields)
     rows = store.query(f"SELECT {columns} FROM definitions WHERE {condition}", params)  # noqa: S608
     return DefinitionRow.of(rows[0]) if rows else None
+
+
+def account_names(store: Store, tenant_id: UUID, ids: Iterable[str]) -> dict[str, str]:
+    """The name of each of the tenant's accounts of these ids."""
+    return {str(i): str(n) for i, n in names_by_id(store, "accounts", "name", tenant_id, ids)}
+
+
+def definition_names(store: Store, tenant_id: UUID, ids: Iterable[str]) -> dict[str, str]:
+    """The name of each of the tenant's definitions of these ids."""
+    return {str(i): str(n) for i, n in names_by_id(store, "definitions", "name", tenant_id, ids)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -24,8 +25,9 @@ import psycopg
 from eventsourcing.persistence import Notification
 
 from cronledger.persistence.ledger import Ledger, Undecodable
-from cronledger.persistence.store import SQLITE_INSTANT, Store, db_value
+from cronledger.persistence.store import SQLITE_INSTANT, Store, as_instant, db_value
 
+log = logging.getLogger("cronledger.projections")
 Handler = Callable[["Sql", Any, int], None]  # each takes the event its class is keyed by
 EventClass = type[object]  # a domain event's class, or a projection's own (`runs.Launch`)
 
@@ -37,8 +39,9 @@ POSITIONS_DDL = (
     "name TEXT PRIMARY KEY, position BIGINT NOT NULL, layout TEXT)"
 )
 SCHEMA_TABLE = "cronledger_schema"  # the versions whose tables were made (`Projector.migrate`)
-# Bump when `create_tables` changes in a way no projection's layout shows.
-SCHEMA_REVISION = 1
+# Bump when `create_tables` changes in a way no projection's layout shows (2: the tables
+# outside the log that `Projection.outside_ddl` names).
+SCHEMA_REVISION = 2
 UNDECODABLE_DDL = (
     "CREATE TABLE IF NOT EXISTS undecodable_events ("
     "position BIGINT PRIMARY KEY, originator_id TEXT NOT NULL, originator_version BIGINT NOT NULL, "
@@ -87,6 +90,12 @@ class Sql:
             whole = delta.days * 86400 + delta.seconds
             return Decimal(whole) + Decimal(delta.microseconds) / 1_000_000
         return delta.total_seconds()
+
+    def seconds_since(self, start: Any, at: datetime) -> Decimal | float:
+        """The seconds from an instant read from a column (`start`) to `at`."""
+        instant = as_instant(start)
+        assert instant is not None
+        return self.seconds(at - instant)
 
     def execute(self, statement: str, params: Sequence[Any] = ()) -> Any:
         """Run a statement now (the queued writes first): for reads, and what must not wait."""
@@ -173,12 +182,22 @@ class Projection:
     # Bumped when an upcast changes what the handlers read of events already stored, so that
     # rows written from the older reading are rebuilt (the tables themselves stay as they are).
     revision = 1
+    # (table, column) of the lower-cased text lists search by substring: on PostgreSQL each
+    # gets a trigram index where pg_trgm can be had (`_trigram_indexes`), outside the layout.
+    search_columns: tuple[tuple[str, str], ...] = ()
 
     def ddl(self, sql: Sql) -> list[str]:
         raise NotImplementedError
 
     def handlers(self) -> dict[EventClass, Handler]:
         raise NotImplementedError
+
+    def outside_ddl(self, sql: Sql) -> list[str]:
+        """Tables kept beside the projection's but written by the application, never by an
+        event (credentials, sign-in failures): every migration makes them, even while the
+        projection waits for a rebuild, and no rebuild or replay touches them. They are no part
+        of the layout: adding one bumps SCHEMA_REVISION."""
+        return []
 
     def layout(self, sql: Sql) -> str:
         """A fingerprint of the tables' definitions: when it changes, the tables need rebuilding.
@@ -249,6 +268,8 @@ class Projector:
             _add_layout_column(sql)
             outdated = {p.name for p in self._outdated(sql)}
             for projection in self.projections:
+                for statement in projection.outside_ddl(sql):
+                    sql.execute(statement)
                 if projection.name in outdated:
                     continue
                 for statement in projection.ddl(sql):
@@ -258,6 +279,8 @@ class Projector:
                     "ON CONFLICT (name) DO NOTHING",
                     (projection.name, projection.layout(sql)),
                 )
+            current = [p for p in self.projections if p.name not in outdated]
+            _trigram_indexes(sql, [column for p in current for column in p.search_columns])
 
     def outdated(self) -> list[Projection]:
         """The projections whose tables an older definition made (a rebuild brings them up)."""
@@ -434,6 +457,39 @@ def _record_undecodable(sql: Sql, batch: Sequence[tuple[Notification, Any]]) -> 
 def undecodable_count(store: Store) -> int:
     """How many events on the log no projection can read."""
     return int(store.query("SELECT COUNT(*) FROM undecodable_events")[0][0])
+
+
+def _trigram_indexes(sql: Sql, columns: Sequence[tuple[str, str]]) -> None:
+    """On PostgreSQL, a trigram index (pg_trgm) on each searched column, so that `LIKE
+    '%text%'` need not read the whole table: where the extension is installed, or this role
+    may install it (into `public`, which no scratch schema's drop takes with it). Without it
+    lists search all the same, by reading their rows; so does SQLite."""
+    if sql.kind != "postgresql" or not columns:
+        return
+    schema = _trigram_schema(sql)
+    if schema is None:
+        return
+    for table, column in columns:
+        sql.execute(
+            f"CREATE INDEX IF NOT EXISTS {table}_{column}_trigrams ON {table} "
+            f'USING gin ({column} "{schema}".gin_trgm_ops)'
+        )
+
+
+def _trigram_schema(sql: Sql) -> str | None:
+    """The schema pg_trgm is installed in, after installing it if it was not; None if it
+    cannot be (not available on the server, or not allowed to this role)."""
+    found = "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+    found += "WHERE e.extname = 'pg_trgm'"
+    rows = sql.execute(found).fetchall()
+    if not rows:
+        try:
+            with sql.connection.transaction():
+                sql.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public")
+        except psycopg.Error as refused:
+            log.info("no trigram indexes for searches: %s", refused)
+        rows = sql.execute(found).fetchall()
+    return str(rows[0][0]) if rows else None
 
 
 def _add_layout_column(sql: Sql) -> None:

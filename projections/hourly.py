@@ -1,5 +1,6 @@
 """A tenant's recent hours, one UTC hour at a time, read from `runs` and `attempts`: how late
-cycles were registered, and how launches ended (the console's operations charts)."""
+cycles were registered, how launches ended, and how many cycles were skipped (the console's
+operations charts)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import NamedTuple
 from uuid import UUID
 
 from cronledger.persistence.store import Store
-from domain.runs import ATTEMPT_SUCCEEDED, DEAD_LETTER
+from domain.runs import ATTEMPT_SUCCEEDED, DEAD_LETTER, SKIPPED_MISSED, SKIPPED_OVERLAP
 
 HOUR_KEY = "%Y-%m-%d %H"  # how an hour is named below: its start, UTC
 
@@ -67,3 +68,15 @@ def launch_outcomes_by_hour(
         (ATTEMPT_SUCCEEDED, ATTEMPT_SUCCEEDED, ATTEMPT_SUCCEEDED, str(tenant_id), since),
     )
     return {str(key): OutcomeHour(int(ok), int(bad), int(dead)) for key, ok, bad, dead in rows}
+
+
+def skipped_cycles_by_hour(store: Store, tenant_id: UUID, since: datetime) -> dict[str, int]:
+    """Per hour (by `hour_key` of when the skip was recorded) from `since`: the cycles skipped,
+    an overlap's one each and a summary of missed cycles as many as it stands for."""
+    rows = store.query(
+        f"SELECT {_hour_of(store, 'finished_at')}, "  # noqa: S608
+        "SUM(CASE WHEN status = ? THEN skipped_count ELSE 1 END) "
+        "FROM runs WHERE tenant_id = ? AND status IN (?, ?) AND finished_at >= ? GROUP BY 1",
+        (SKIPPED_MISSED, str(tenant_id), SKIPPED_MISSED, SKIPPED_OVERLAP, since),
+    )
+    return {str(key): int(count) for key, count in rows}

@@ -1,14 +1,18 @@
 """Lists in a stable, total order, read a page at a time: by page number, or after a sort key.
 
 Reading after the sort key of the last item seen (keyset paging) never repeats or skips an item
-when rows are inserted between two reads, as counting rows off (`OFFSET`) does.
+when rows are inserted between two reads, as counting rows off (`OFFSET`) does. A list may also
+be searched (a case-insensitive substring) and sorted by another of its columns (`ListSpec`),
+and counts its matches up to COUNT_CAP only, so that a count never costs more than the page.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
+from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant
 
@@ -17,6 +21,8 @@ R = TypeVar("R", bound=Row)  # a row, or what a row is read as (a NamedTuple)
 SortKey = tuple[Any, ...]  # an item's values of its list's sort columns, in order
 MAX_POSITION = 2**63 - 1
 MAX_TIE = 64  # ids are at most this long
+COUNT_CAP = 10_000  # a list counts its matches up to this many; beyond, "10,000+"
+LIKE_ESCAPE = "\\"
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,8 @@ class Order:
     column: str
     descending: bool = False
     tie: str | None = None
+    numbered: bool = False  # read by page number only: it gives no sort keys (no cursors)
+    nullable: bool = False  # the column may be null: rows without a value come last
 
     @property
     def columns(self) -> list[str]:
@@ -42,6 +50,8 @@ class Order:
     def sql(self) -> str:
         """The `ORDER BY` text."""
         first = f"{self.column} DESC" if self.descending else self.column
+        if self.nullable:
+            first = f"({self.column} IS NULL), {first}"  # the same on both stores
         return first if self.tie is None else f"{first}, {self.tie}"
 
     def after(self, key: SortKey) -> tuple[str, list[Any]]:
@@ -102,54 +112,128 @@ def _tie(value: Any) -> str:
 
 
 @dataclass(frozen=True)
+class ListSpec:
+    """What a list may be sorted and searched by.
+
+    `default` is its own order (the one cursors page), which the API names `default_sort`.
+    `sortable` maps each field a caller may sort by to its column (`-field` sorts
+    descending); any other order than the default is read by page number only, equal values
+    in the order of the unique column `tie`. `searched` are the SQL expressions `q` is looked
+    for in, each lower-cased text. All of it is fixed SQL, never user input.
+    """
+
+    default: Order
+    default_sort: str
+    sortable: Mapping[str, str] = field(default_factory=dict)
+    tie: str = "id"
+    nullable: frozenset[str] = frozenset()
+    searched: tuple[str, ...] = ()
+
+    @property
+    def sorts(self) -> tuple[str, ...]:
+        """Every `sort` this list takes: each field, ascending and descending."""
+        return tuple(f"{sign}{name}" for name in self.sortable for sign in ("", "-"))
+
+    def order(self, sort: str | None) -> Order:
+        """The order `sort` asks for (None: the default); KeyError for a field it has not."""
+        if sort is None or sort == self.default_sort:
+            return self.default
+        name = sort.removeprefix("-")
+        return Order(
+            f"{self.default.name}:{sort}",
+            self.sortable[name],
+            descending=sort.startswith("-"),
+            tie=self.tie,
+            numbered=True,
+            nullable=name in self.nullable,
+        )
+
+
+@dataclass(frozen=True)
 class Window:
-    """Which page of a list to read: a numbered one (1-based), or the one after `after`."""
+    """Which page of a list to read: a numbered one (1-based), or the one after `after`; in
+    the list's default order or in `sort`'s, of the items whose text holds `search` (or all)."""
 
     size: int = 20
     page: int | None = 1
     after: SortKey | None = None
+    search: str | None = None
+    sort: str | None = None
 
     @classmethod
-    def following(cls, key: SortKey, size: int) -> Window:
-        """The page after the item whose sort key is `key`."""
-        return cls(size, page=None, after=key)
+    def following(cls, key: SortKey, size: int, search: str | None = None) -> Window:
+        """The page after the item whose sort key is `key` (in the default order)."""
+        return cls(size, page=None, after=key, search=search)
 
     @property
     def offset(self) -> int:
         return 0 if self.page is None else (self.page - 1) * self.size
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
 class Slice(Generic[R]):
-    """One page's rows (the columns asked for), how many items match, and the sort key of the
-    page's last item when more follow (None on the last page)."""
+    """One page's rows (the columns asked for), how many items match (COUNT_CAP at most:
+    `capped` when more do), and the sort key of the page's last item when more follow in an
+    order that gives keys (None on the last page)."""
 
     rows: list[R]
     total: int
     next_key: SortKey | None
+    capped: bool = False
 
     @property
     def keys(self) -> list[str]:
         """The first column of each row, as text: the items' ids."""
         return [str(row[0]) for row in self.rows]
 
+    def mapped(self, read: Callable[[R], T]) -> Slice[Any]:
+        """The same page with each row read as `read` makes it."""
+        return Slice([read(row) for row in self.rows], self.total, self.next_key, self.capped)
+
+
+def searching(searched: tuple[str, ...], text: str) -> tuple[str, list[Any]]:
+    """The condition that one of the lower-cased `searched` expressions holds `text`, in any
+    case, its `%`, `_` and `\\` as themselves; and its parameters."""
+    escaped = text.lower()
+    for special in (LIKE_ESCAPE, "%", "_"):
+        escaped = escaped.replace(special, LIKE_ESCAPE + special)
+    pattern = f"%{escaped}%"
+    conditions = [f"{expression} LIKE ? ESCAPE '{LIKE_ESCAPE}'" for expression in searched]
+    return f"({' OR '.join(conditions)})", [pattern] * len(searched)
+
+
+def searched_text(*parts: str | None) -> str:
+    """What a `search_text` column keeps: the row's names and titles, lower-cased (Unicode
+    lower case on both stores; SQLite's `LOWER` knows only ASCII)."""
+    return "\n".join(part.lower() for part in parts if part)
+
 
 def read_slice(
     store: Store,
     table: str,
     where: tuple[str, list[Any]],
-    order: Order,
+    spec: ListSpec,
     window: Window,
     columns: str = "id",
 ) -> Slice[Row]:
-    """One page of the rows of `table` matching `where` (SQL and parameters), in `order`.
+    """One page of the rows of `table` matching `where` (SQL and parameters) and the window's
+    search, in the window's sort of `spec` (its default order if none).
 
     `table`, the SQL of `where` and `columns` are the caller's fixed SQL, never user input.
     One row more than the page is read, to tell whether another page follows. The count comes
-    with the page, in the same statement; only an empty page asks for it on its own.
+    with the page, in the same statement, and stops at one more than COUNT_CAP; only an empty
+    page asks for it on its own.
     """
+    order = spec.order(window.sort)
     condition, params = where
-    counted = f"SELECT COUNT(*) FROM {table} WHERE {condition}"  # noqa: S608
+    if window.search:
+        found, found_params = searching(spec.searched, window.search)
+        condition, params = f"{condition} AND {found}", [*params, *found_params]
+    cap = COUNT_CAP
+    counted = f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT {cap + 1}) AS n"  # noqa: S608
     page_condition, page_params = condition, params
     if window.after is not None:
         beyond, beyond_params = order.after(window.after)
@@ -159,11 +243,27 @@ def read_slice(
         f"WHERE {page_condition} ORDER BY {order.sql} LIMIT ? OFFSET ?",
         [*params, *page_params, window.size + 1, window.offset],
     )
-    total = rows[0][0] if rows else store.query(counted, params)[0][0]
+    total = int(rows[0][0] if rows else store.query(counted, params)[0][0])
     page, more = [row[1:] for row in rows[: window.size]], len(rows) > window.size
     sorted_by = len(order.columns)
     return Slice(
         [row[sorted_by:] for row in page],
-        int(total),
-        order.key_of(page[-1]) if more else None,
+        min(total, cap),
+        order.key_of(page[-1]) if more and not order.numbered else None,
+        capped=total > cap,
+    )
+
+
+def names_by_id(
+    store: Store, table: str, columns: str, tenant_id: UUID, ids: Iterable[str]
+) -> list[Row]:
+    """`id` and `columns` of the tenant's rows of `table` whose `id` is one of `ids`, in one
+    query (a page's names, read at once). `table` and `columns` are fixed SQL."""
+    wanted = sorted({str(i) for i in ids if i})
+    if not wanted:
+        return []
+    marks = ", ".join("?" for _ in wanted)
+    return store.query(
+        f"SELECT id, {columns} FROM {table} WHERE tenant_id = ? AND id IN ({marks})",  # noqa: S608
+        [str(tenant_id), *wanted],
     )

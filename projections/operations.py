@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -19,10 +19,12 @@ from uuid import UUID
 from cronledger.persistence.store import Store, as_instant
 from domain.approvals import ApprovalInstance
 from domain.directory import Account, Definition, Tenant
+from domain.messages import N_, Message
 from domain.runs import Run
 from domain.schedules import Schedule
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
-from projections.keyset import Order, Slice, Window, read_slice
+from projections.json_columns import json_text, json_value
+from projections.keyset import ListSpec, Order, Slice, Window, read_slice
 
 # Aggregate types with a view of their own.
 SCHEDULE, RUN, APPROVAL, DEFINITION = "schedule", "run", "approval", "definition"
@@ -36,6 +38,9 @@ KINDS = (
     "account.activated",
     "account.token_issued",
     "account.token_revoked",
+    "account.password_set",
+    "account.password_changed",
+    "account.password_reset",
     "definition.registered",
     "definition.updated",
     "definition.published",
@@ -52,7 +57,18 @@ KINDS = (
     "tenant.schedules_paused",
     "tenant.schedules_resumed",
 )
-COLUMNS = "position, at, actor, kind, aggregate_type, aggregate_id, schedule_id, summary"
+COLUMNS = "position, at, actor, kind, aggregate_type, aggregate_id, schedule_id, summary_words"
+# What a plain operation's summary says: its aggregate, named, and what happened to it.
+PLAIN = {
+    "account.deactivated": N_("account {name} deactivated"),
+    "account.activated": N_("account {name} activated"),
+    "definition.published": N_("definition {name} published"),
+    "definition.unpublished": N_("definition {name} unpublished"),
+    "schedule.deleted": N_("schedule {name!r} deleted"),
+    "run.retried": N_("a run of schedule {name!r} retried"),
+    "run.cancelled": N_("a run of schedule {name!r} cancelled"),
+}
+NONE = Message("none")  # no roles
 SUBJECTS = "operation_subjects"
 
 
@@ -71,7 +87,7 @@ class Row:
     """One operation, as its handler works it out; its kind starts with its aggregate's type."""
 
     kind: str
-    summary: str
+    summary: Message
 
     @property
     def aggregate_type(self) -> str:
@@ -79,7 +95,8 @@ class Row:
 
 
 class Operation(NamedTuple):
-    """One row of `operations`, as the API lists it."""
+    """One row of `operations`, as the API lists it; its summary is a `Message`, so that the
+    console says it in its reader's language (the API answers its English)."""
 
     position: int
     at: datetime
@@ -88,7 +105,7 @@ class Operation(NamedTuple):
     aggregate_type: str
     aggregate_id: str
     schedule_id: str | None
-    summary: str
+    summary: Message
 
 
 @dataclass(frozen=True)
@@ -110,6 +127,8 @@ class OperationsProjection(Projection):
     name = "operations"
     tables = ("operations", "operation_subjects")
     revision = 2  # 0.11.0: settings digests of schedules saved with `skip` read `skip_while_open`
+    # Each summary is kept as its template and values (JSON): the console says it in its reader's
+    # language, the API answers its English. Rows of the older layout are rebuilt on upgrade.
 
     def ddl(self, sql: Sql) -> list[str]:
         ts = sql.timestamp_type
@@ -117,7 +136,7 @@ class OperationsProjection(Projection):
             "CREATE TABLE IF NOT EXISTS operations ("
             f"position BIGINT PRIMARY KEY, tenant_id TEXT NOT NULL, at {ts} NOT NULL, "
             "actor TEXT NOT NULL, kind TEXT NOT NULL, aggregate_type TEXT NOT NULL, "
-            "aggregate_id TEXT NOT NULL, schedule_id TEXT, summary TEXT NOT NULL)",
+            "aggregate_id TEXT NOT NULL, schedule_id TEXT, summary_words TEXT NOT NULL)",
             "CREATE INDEX IF NOT EXISTS operations_by_tenant ON operations (tenant_id, position)",
             "CREATE INDEX IF NOT EXISTS operations_by_time ON operations (tenant_id, at)",
             subjects_ddl(SUBJECTS),
@@ -132,6 +151,7 @@ class OperationsProjection(Projection):
             Account.Activated: _later(_plain("account.activated")),
             Account.TokenIssued: _later(_token("issued")),
             Account.TokenRevoked: _later(_token("revoked")),
+            Account.PasswordSet: _later(_password_set),
             Definition.Registered: self.definition_registered,
             Definition.Updated: _later(_definition_updated),
             Definition.Published: _later(_plain("definition.published")),
@@ -154,15 +174,20 @@ class OperationsProjection(Projection):
     def account_registered(sql: Sql, event: Account.Registered, position: int) -> None:
         subject = Subject(str(event.tenant_id), event.account_id, None, None, None)
         remember_subject(sql, event, subject)
-        roles = ", ".join(sorted(set(event.roles))) or "none"
-        summary = f"account {event.account_id} registered with roles {roles}"
+        summary = Message(
+            "account {account} registered with roles {roles}",
+            account=event.account_id,
+            roles=_roles(sorted(set(event.roles))),
+        )
         _insert(sql, event, position, subject, Row("account.registered", summary))
 
     @staticmethod
     def definition_registered(sql: Sql, event: Definition.Registered, position: int) -> None:
         subject = Subject(str(event.tenant_id), event.key, None, None, None)
         remember_subject(sql, event, subject)
-        summary = f"definition {event.key} registered as {event.name!r}, unpublished"
+        summary = Message(
+            "definition {key} registered as {name!r}, unpublished", key=event.key, name=event.name
+        )
         _insert(sql, event, position, subject, Row("definition.registered", summary))
 
     @staticmethod
@@ -176,8 +201,10 @@ class OperationsProjection(Projection):
             _digest(event.settings),
         )
         remember_subject(sql, event, subject)
-        state = "enabled" if event.enabled else "disabled"
-        summary = f"schedule {name!r} created, {state}"
+        if event.enabled:
+            summary = Message("schedule {name!r} created, enabled", name=name)
+        else:
+            summary = Message("schedule {name!r} created, disabled", name=name)
         _insert(sql, event, position, subject, Row("schedule.created", summary))
 
     @staticmethod
@@ -220,7 +247,11 @@ class OperationsProjection(Projection):
         remember_subject(sql, event, subject)
         if event.trigger != MANUAL_TRIGGER:
             return
-        summary = f"manual run of schedule {schedule_name!r} at {_instant(event.planned_at)}"
+        summary = Message(
+            "manual run of schedule {name!r} at {at}",
+            name=schedule_name,
+            at=_instant(event.planned_at),
+        )
         _insert(sql, event, position, subject, Row("run.manual", summary))
 
     @staticmethod
@@ -233,6 +264,12 @@ class OperationsProjection(Projection):
 Describe = Callable[[Subject, Any], Row]
 
 
+PAUSES = {
+    "paused": N_("every schedule of the tenant paused: {reason}"),
+    "resumed": N_("every schedule of the tenant resumed: {reason}"),
+}
+
+
 def _tenant_pause(verb: str) -> Handler:
     """A tenant's event: the tenant is its own aggregate, named by its id."""
 
@@ -240,7 +277,7 @@ def _tenant_pause(verb: str) -> Handler:
         sql: Sql, event: Tenant.SchedulesPaused | Tenant.SchedulesResumed, position: int
     ) -> None:
         tenant_id = str(event.originator_id)
-        summary = f"every schedule of the tenant {verb}: {event.reason}"
+        summary = Message(PAUSES[verb], reason=event.reason)
         row = Row(f"tenant.schedules_{verb}", summary)
         _insert(sql, event, position, Subject(tenant_id, "", None, None, None), row)
 
@@ -260,62 +297,106 @@ def _later(describe: Describe) -> Handler:
 
 def _plain(kind: str) -> Describe:
     """An operation whose summary is its aggregate, named, and what happened to it."""
-    aggregate_type, _, verb = kind.partition(".")
 
     def describe(subject: Subject, event: object) -> Row:
-        return Row(kind, f"{_named(aggregate_type, subject)} {verb}")
+        return Row(kind, Message(PLAIN[kind], name=subject.name))
 
     return describe
 
 
-def _named(aggregate_type: str, subject: Subject) -> str:
-    if aggregate_type == SCHEDULE:
-        return f"schedule {subject.name!r}"
-    if aggregate_type == RUN:
-        return f"a run of schedule {subject.name!r}"
-    return f"{aggregate_type} {subject.name}"
+def _roles(roles: Sequence[str]) -> str:
+    return ", ".join(roles) or NONE
 
 
 def _renamed(subject: Subject, event: Account.Renamed) -> Row:
-    return Row("account.renamed", f"account {subject.name} renamed to {event.name!r}")
+    summary = Message(
+        "account {account} renamed to {name!r}", account=subject.name, name=event.name
+    )
+    return Row("account.renamed", summary)
 
 
 def _roles_changed(subject: Subject, event: Account.RolesChanged) -> Row:
-    old, new = (", ".join(roles) or "none" for roles in (event.old, event.new))
-    return Row("account.roles_changed", f"account {subject.name} roles {old} -> {new}")
+    summary = Message(
+        "account {account} roles {old} -> {new}",
+        account=subject.name,
+        old=_roles(event.old),
+        new=_roles(event.new),
+    )
+    return Row("account.roles_changed", summary)
+
+
+TOKENS = {
+    "issued": N_("an API token of account {account} issued"),
+    "revoked": N_("an API token of account {account} revoked"),
+}
 
 
 def _token(verb: str) -> Describe:
     """Token ids are shown once, to whoever issues a token: the summary leaves them out."""
 
     def describe(subject: Subject, event: object) -> Row:
-        return Row(f"account.token_{verb}", f"an API token of account {subject.name} {verb}")
+        return Row(f"account.token_{verb}", Message(TOKENS[verb], account=subject.name))
 
     return describe
 
 
+PASSWORDS = {
+    ("set", False): N_("password of account {account} set"),
+    ("set", True): N_("one-time password of account {account} set (changed at the next sign-in)"),
+    ("changed", False): N_("password of account {account} changed"),
+    ("reset", False): N_("password of account {account} reset"),
+    ("reset", True): N_(
+        "password of account {account} reset to a one-time password (changed at the next sign-in)"
+    ),
+}
+
+
+def _password_set(subject: Subject, event: Account.PasswordSet) -> Row:
+    """Never the password: only that it was set, changed or reset."""
+    template = PASSWORDS[event.kind, event.must_change and event.kind != "changed"]
+    return Row(f"account.password_{event.kind}", Message(template, account=subject.name))
+
+
 def _definition_updated(subject: Subject, event: Definition.Updated) -> Row:
-    summary = (
-        f"definition {subject.name} updated: name {event.name!r}, "
-        f"review window {event.review_window_seconds} s"
+    summary = Message(
+        "definition {key} updated: name {name!r}, review window {seconds} s",
+        key=subject.name,
+        name=event.name,
+        seconds=event.review_window_seconds,
     )
     return Row("definition.updated", summary)
 
 
 def _deadline_extended(subject: Subject, event: ApprovalInstance.DeadlineExtended) -> Row:
-    new_deadline = _instant(event.payload["new_deadline_at"])
-    summary = f"review deadline of {subject.name!r} extended to {new_deadline}: {event.reason}"
+    summary = Message(
+        "review deadline of {title!r} extended to {deadline}: {reason}",
+        title=subject.name,
+        deadline=_instant(event.payload["new_deadline_at"]),
+        reason=event.reason,
+    )
     return Row("approval.deadline_extended", summary)
 
 
+SCHEDULE_CHANGES = {
+    (None, True): N_("schedule {name!r} settings changed"),
+    (None, False): N_("schedule {name!r} settings saved unchanged"),
+    (True, False): N_("schedule {name!r} enabled"),
+    (True, True): N_("schedule {name!r} enabled with new settings"),
+    (False, False): N_("schedule {name!r} disabled"),
+    (False, True): N_("schedule {name!r} disabled with new settings"),
+}
+
+
 def _schedule_change(after: Subject, was_enabled: bool | None, settings_changed: bool) -> Row:
-    named = f"schedule {after.name!r}"
-    if after.enabled == was_enabled:
-        detail = "settings changed" if settings_changed else "settings saved unchanged"
-        return Row("schedule.updated", f"{named} {detail}")
-    verb = "enabled" if after.enabled else "disabled"
-    extra = " with new settings" if settings_changed else ""
-    return Row(f"schedule.{verb}", f"{named} {verb}{extra}")
+    """`schedule.updated`, or `.enabled`/`.disabled` when the switch moved (`None`: it did not)."""
+    switched = None if after.enabled == was_enabled else after.enabled
+    summary = Message(SCHEDULE_CHANGES[switched, settings_changed], name=after.name)
+    kind = (
+        "schedule.updated"
+        if switched is None
+        else f"schedule.{'enabled' if switched else 'disabled'}"
+    )
+    return Row(kind, summary)
 
 
 def subjects_ddl(table: str) -> str:
@@ -352,7 +433,7 @@ def subject_of(sql: Sql, event: Stamped, table: str = SUBJECTS) -> Subject | Non
 def _insert(sql: Sql, event: Stamped, position: int, subject: Subject, row: Row) -> None:
     sql.write(
         "INSERT INTO operations (position, tenant_id, at, actor, kind, aggregate_type, "
-        "aggregate_id, schedule_id, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "aggregate_id, schedule_id, summary_words) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             position,
             subject.tenant_id,
@@ -362,7 +443,7 @@ def _insert(sql: Sql, event: Stamped, position: int, subject: Subject, row: Row)
             row.aggregate_type,
             str(event.originator_id),
             subject.schedule_id,
-            row.summary,
+            json_text(row.summary.as_data()),
         ),
     )
 
@@ -383,13 +464,21 @@ def _instant(value: datetime) -> str:
 
 # Newest first: the operations' log positions are unique.
 OPERATION_ORDER = Order("operations", "position", descending=True)
+OPERATION_LISTING = ListSpec(
+    OPERATION_ORDER,
+    "-at",
+    {"at": "position", "actor": "actor", "kind": "kind"},
+    tie="position",
+    searched=("LOWER(summary_words)", "LOWER(actor)"),  # the words and the names in them
+)
 
 
 def operation_page(store: Store, wanted: OperationFilter, window: Window) -> Slice[Operation]:
-    """One page of the tenant's operations matching `wanted`, newest first, and how many."""
+    """One page of the tenant's operations matching `wanted` (newest first unless sorted),
+    and how many."""
     where = _where(wanted)
-    found = read_slice(store, "operations", where, OPERATION_ORDER, window, columns=COLUMNS)
-    return Slice([_operation(row) for row in found.rows], found.total, found.next_key)
+    found = read_slice(store, "operations", where, OPERATION_LISTING, window, columns=COLUMNS)
+    return found.mapped(_operation)
 
 
 def _where(wanted: OperationFilter) -> tuple[str, list[Any]]:
@@ -406,7 +495,10 @@ def _where(wanted: OperationFilter) -> tuple[str, list[Any]]:
 
 
 def _operation(row: tuple[Any, ...]) -> Operation:
-    position, at, *rest = row
+    position, at, actor, kind, aggregate_type, aggregate_id, schedule_id, words = row
     instant = as_instant(at)
     assert instant is not None
-    return Operation(int(position), instant, *rest)
+    summary = Message.from_data(json_value(words))
+    return Operation(
+        int(position), instant, actor, kind, aggregate_type, aggregate_id, schedule_id, summary
+    )

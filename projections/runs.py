@@ -34,7 +34,7 @@ from domain.runs import (
 from domain.triggers import local_or_none
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text, json_value
-from projections.keyset import Order, Row, Slice, Window, read_slice
+from projections.keyset import ListSpec, Order, Row, Slice, Window, read_slice, searched_text
 
 
 class RunsProjection(Projection):
@@ -64,7 +64,7 @@ class RunsProjection(Projection):
             f"started_at {ts}, duration_seconds {seconds}, last_error_message TEXT, "
             "definition_revision INTEGER NOT NULL, timezone TEXT, form_data TEXT NOT NULL, "
             f"missed_until {ts}, blocking_status TEXT, blocking_instance_id TEXT, "
-            "last_error_params TEXT)",
+            "last_error_params TEXT, search_text TEXT NOT NULL)",
             "CREATE INDEX IF NOT EXISTS runs_by_schedule "
             "ON runs (schedule_id, planned_at DESC, id)",
             "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status)",
@@ -80,6 +80,8 @@ class RunsProjection(Projection):
             "PRIMARY KEY (run_id, number))",
             "CREATE INDEX IF NOT EXISTS attempts_by_tenant ON attempts (tenant_id, started_at)",
         ]
+
+    search_columns = (("runs", "search_text"),)
 
     def handlers(self) -> dict[EventClass, Handler]:
         """What each event does to its `runs` row (`passes` adds the `attempts` rows)."""
@@ -124,9 +126,9 @@ class RunsProjection(Projection):
             "initiator_id, definition_id, attempt_count, max_attempts, next_attempt_at, due_at, "
             "registered_at, finished_at, skipped_count, registration_lag_seconds, version, "
             "skip_reason, schedule_version, triggered_by, request_id, trace_id, "
-            "definition_revision, timezone, form_data, missed_until) "
+            "definition_revision, timezone, form_data, missed_until, search_text) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?)",
+            "?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -154,6 +156,7 @@ class RunsProjection(Projection):
                 frozen.get("timezone"),
                 json_text(frozen["form_data"]),
                 event.missed_until,
+                searched_text(frozen["title"], frozen.get("schedule_name")),
             ),
         )
 
@@ -615,6 +618,19 @@ class RunFilter:
 
 # Newest planned first; `id` orders runs planned for the same instant.
 RUN_ORDER = Order("runs", "planned_at", descending=True, tie="id")
+RUN_LISTING = ListSpec(
+    RUN_ORDER,
+    "-planned_at",
+    {
+        "planned_at": "planned_at",
+        "title": "title",
+        "status": "status",
+        "attempt_count": "attempt_count",
+        "finished_at": "finished_at",
+    },
+    nullable=frozenset({"finished_at"}),
+    searched=("search_text",),
+)
 
 
 class RunRow(NamedTuple):
@@ -823,9 +839,9 @@ def run_log_page(
     """One page of the tenant's matching runs, newest planned first, and how many match
     (requirement 002: scheduled tasks, the execution log by task and status, paged)."""
     found = read_slice(
-        store, "runs", run_filter.where(tenant_id), RUN_ORDER, window, ", ".join(RunRow._fields)
+        store, "runs", run_filter.where(tenant_id), RUN_LISTING, window, ", ".join(RunRow._fields)
     )
-    return Slice([RunRow.of(row) for row in found.rows], found.total, found.next_key)
+    return found.mapped(RunRow.of)
 
 
 def run_row(store: Store, tenant_id: UUID, run_id: UUID) -> RunRow | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, get_args
@@ -16,7 +16,16 @@ from domain.schedules import Schedule, ScheduleSettings
 from domain.triggers import local_or_none
 from domain.values import FormData
 from projections.engine import EventClass, Handler, Projection, Sql
-from projections.keyset import Order, Row, Slice, Window, read_slice
+from projections.keyset import (
+    ListSpec,
+    Order,
+    Row,
+    Slice,
+    Window,
+    names_by_id,
+    read_slice,
+    searched_text,
+)
 from projections.pauses import NOT_PAUSED_TENANT
 
 RunStatusEvent = (
@@ -51,14 +60,17 @@ class SchedulesProjection(Projection):
             f"created_at {ts} NOT NULL, updated_at {ts} NOT NULL, updated_by TEXT NOT NULL, "
             f"deleted_at {ts}, last_run_id TEXT, last_run_planned_at {ts}, last_run_status TEXT, "
             "version INTEGER NOT NULL, log_version INTEGER NOT NULL, settings TEXT NOT NULL, "
-            "definition_revision INTEGER NOT NULL)",
+            "definition_revision INTEGER NOT NULL, search_text TEXT NOT NULL)",
             "CREATE INDEX IF NOT EXISTS schedules_by_tenant "
             "ON schedules (tenant_id, created_at, id)",
             "CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_fire_at)",
             "CREATE INDEX IF NOT EXISTS schedules_by_last_run ON schedules (last_run_id)",
             "CREATE INDEX IF NOT EXISTS schedules_by_overlap_policy "
             "ON schedules (tenant_id, overlap_policy, created_at, id)",
+            "CREATE INDEX IF NOT EXISTS schedules_by_name ON schedules (tenant_id, name, id)",
         ]
+
+    search_columns = (("schedules", "search_text"),)
 
     def handlers(self) -> dict[EventClass, Handler]:
         return {cls: handler for handlers in self.passes() for cls, handler in handlers.items()}
@@ -87,7 +99,8 @@ class SchedulesProjection(Projection):
             "INSERT INTO schedules (id, tenant_id, name, definition_id, initiator_id, "
             "trigger_kind, trigger, timezone, misfire_policy, overlap_policy, enabled, "
             "next_fire_at, created_at, updated_at, updated_by, version, log_version, settings, "
-            "definition_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+            "definition_revision, search_text) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -100,6 +113,7 @@ class SchedulesProjection(Projection):
                 event.originator_version,
                 settings_text(event.settings),
                 event.definition_revision,
+                searched_text(event.settings["name"]),
             ),
         )
 
@@ -109,8 +123,8 @@ class SchedulesProjection(Projection):
             "UPDATE schedules SET name = ?, definition_id = ?, initiator_id = ?, "
             "trigger_kind = ?, trigger = ?, timezone = ?, misfire_policy = ?, "
             "overlap_policy = ?, enabled = ?, next_fire_at = ?, updated_at = ?, updated_by = ?, "
-            "version = version + 1, log_version = ?, settings = ?, definition_revision = ? "
-            "WHERE id = ?",
+            "version = version + 1, log_version = ?, settings = ?, definition_revision = ?, "
+            "search_text = ? WHERE id = ?",
             (
                 *_settings(event.settings),
                 event.enabled,
@@ -120,6 +134,7 @@ class SchedulesProjection(Projection):
                 event.originator_version,
                 settings_text(event.settings),
                 event.definition_revision,
+                searched_text(event.settings["name"]),
                 str(event.originator_id),
             ),
         )
@@ -285,6 +300,19 @@ class ScheduleFilter:
 
 # Oldest first; `id` orders schedules created at the same instant.
 SCHEDULE_ORDER = Order("schedules", "created_at", tie="id")
+SCHEDULE_LISTING = ListSpec(
+    SCHEDULE_ORDER,
+    "created_at",
+    {
+        "name": "name",
+        "created_at": "created_at",
+        "updated_at": "updated_at",
+        "next_fire_at": "next_fire_at",
+        "enabled": "enabled",
+    },
+    nullable=frozenset({"next_fire_at"}),
+    searched=("search_text",),
+)
 
 
 class ScheduleRow(NamedTuple):
@@ -396,8 +424,10 @@ def live_schedule_page(
     """One page of the tenant's matching undeleted schedules, oldest first, and how many
     match."""
     columns = ", ".join(ScheduleRow._fields)
-    found = read_slice(store, "schedules", wanted.where(tenant_id), SCHEDULE_ORDER, window, columns)
-    return Slice([ScheduleRow.of(row) for row in found.rows], found.total, found.next_key)
+    found = read_slice(
+        store, "schedules", wanted.where(tenant_id), SCHEDULE_LISTING, window, columns
+    )
+    return found.mapped(ScheduleRow.of)
 
 
 def schedule_row(store: Store, tenant_id: UUID, schedule_id: UUID) -> ScheduleRow | None:
@@ -408,3 +438,11 @@ def schedule_row(store: Store, tenant_id: UUID, schedule_id: UUID) -> ScheduleRo
         (str(schedule_id), str(tenant_id)),
     )
     return ScheduleRow.of(rows[0]) if rows else None
+
+
+def schedule_names(
+    store: Store, tenant_id: UUID, ids: Iterable[str]
+) -> dict[str, tuple[str, bool]]:
+    """The name of each of the tenant's schedules of these ids, and whether it was deleted."""
+    rows = names_by_id(store, "schedules", "name, deleted_at", tenant_id, ids)
+    return {str(i): (str(name), deleted is not None) for i, name, deleted in rows}

@@ -24,11 +24,25 @@ from domain.webhooks import (
     message_id_of,
 )
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
-from projections.keyset import Order, Row, Slice, Window, read_slice
+from projections.keyset import ListSpec, Order, Row, Slice, Window, read_slice
 
 # Oldest first, as they were created; a subscription's messages newest first.
 WEBHOOK_ORDER = Order("webhooks", "position")
 DELIVERY_ORDER = Order("webhook_deliveries", "position", descending=True)
+WEBHOOK_LISTING = ListSpec(
+    WEBHOOK_ORDER,
+    "created_at",
+    {"url": "url", "created_at": "position", "updated_at": "updated_at", "enabled": "enabled"},
+    tie="position",
+    searched=("LOWER(url)", "LOWER(description)"),
+)
+DELIVERY_LISTING = ListSpec(
+    DELIVERY_ORDER,
+    "-created_at",
+    {"created_at": "position", "status": "status", "event_type": "event_type"},
+    tie="position",
+    searched=("LOWER(event_type)", "LOWER(message_id)"),
+)
 NOT_CANCELLED = f"status <> '{CANCELLED}'"
 
 
@@ -327,11 +341,11 @@ class SubscriptionRow(NamedTuple):
 
 
 def webhook_page(store: Store, tenant_id: UUID, window: Window) -> Slice[WebhookRow]:
-    """One page of the tenant's subscriptions, oldest first, and how many."""
+    """One page of the tenant's subscriptions (oldest first unless sorted), and how many."""
     where = ("tenant_id = ?", [str(tenant_id)])
     columns = ", ".join(WebhookRow._fields)
-    found = read_slice(store, "webhooks", where, WEBHOOK_ORDER, window, columns)
-    return Slice([WebhookRow.of(row) for row in found.rows], found.total, found.next_key)
+    found = read_slice(store, "webhooks", where, WEBHOOK_LISTING, window, columns)
+    return found.mapped(WebhookRow.of)
 
 
 def webhook_row(store: Store, tenant_id: UUID, webhook_id: UUID) -> WebhookRow | None:
@@ -346,11 +360,11 @@ def webhook_row(store: Store, tenant_id: UUID, webhook_id: UUID) -> WebhookRow |
 
 
 def delivery_page(store: Store, subscription_id: UUID, window: Window) -> Slice[DeliveryRow]:
-    """One page of a subscription's messages, newest first, and how many."""
+    """One page of a subscription's messages (newest first unless sorted), and how many."""
     where = ("subscription_id = ?", [str(subscription_id)])
     columns = ", ".join(DeliveryRow._fields)
-    found = read_slice(store, "webhook_deliveries", where, DELIVERY_ORDER, window, columns)
-    return Slice([DeliveryRow.of(row) for row in found.rows], found.total, found.next_key)
+    found = read_slice(store, "webhook_deliveries", where, DELIVERY_LISTING, window, columns)
+    return found.mapped(DeliveryRow.of)
 
 
 def enabled_subscriptions(store: Store) -> list[SubscriptionRow]:

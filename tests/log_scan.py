@@ -5,14 +5,16 @@ For the whole session it keeps every secret the product issues and scans every l
 Secrets, recorded where the product makes them (its functions wrapped at the session's start,
 restored at its end):
 - API tokens (`Directory.issue_token`, which bootstrapping calls too), console session secrets
-  (`ConsoleSessions.start`), the `whsec_` secrets of webhooks and callback sources and the
-  master key they are derived from (`derived_secret`), the key that signs the console's cookies
-  (`web.console.shell.install`), CSRF tokens and their raw secret (`generate_csrf`), and each
-  console session cookie set (`SessionCookie.save_session`);
+  (`ConsoleSessions.start`, `start_with_password` and `renew`), the `whsec_` secrets of
+  webhooks and callback sources and the master key they are derived from (`derived_secret`),
+  the key that signs the console's cookies (`web.console.shell.install`), CSRF tokens and
+  their raw secret (`generate_csrf`), and each console session cookie set
+  (`SessionCookie.save_session`);
 - for the `cronledger` processes the tests start (tests/processes.py): the
   CRONLEDGER_SECRET_KEY each is given, and every token-shaped value its standard output shows
   (the token `bootstrap` prints);
-- any value a test marks with `note_secret` (form data, say).
+- any value a test marks with `note_secret` (form data, the passwords it gives, say: passwords
+  are not noted where they are set, as generated ones are words that paths and ids hold too).
 Each is looked for whole and, for a prefixed one (`clt_`, `cls_`, `whsec_`), without its
 prefix. Values shorter than `MIN_LENGTH` are not secrets worth the name and are not kept.
 
@@ -268,9 +270,10 @@ def _cookie(_: None, args: tuple[Any, ...]) -> Noted:
 
 def wrap_secret_makers(wrappers: Wrappers) -> None:
     wrappers.wrap(Directory, "issue_token", lambda made, _: [("api token", made.token)])
-    wrappers.wrap(
-        ConsoleSessions, "start", lambda made, _: [("console session", made and made.secret)]
-    )
+    for starting in ("start", "start_with_password", "renew"):
+        wrappers.wrap(
+            ConsoleSessions, starting, lambda made, _: [("console session", made and made.secret)]
+        )
     wrappers.wrap(
         signing,
         "derived_secret",

@@ -32,6 +32,9 @@ STOP_SECONDS = 15  # from SIGTERM until the child is killed
 
 
 DRAIN_SECONDS = "0.2"  # a stopping server's drain: short, so that tests stop quickly
+# Each pool keeps one connection open instead of two: six workers' processes, most of them
+# idle, stay well inside PostgreSQL's 100 connections (the pools still grow under load).
+TEST_POOLS = {"CRONLEDGER_POOL_SIZE": "1"}
 
 
 def environment(store_url: str, **env: str) -> dict[str, str]:
@@ -40,7 +43,7 @@ def environment(store_url: str, **env: str) -> dict[str, str]:
         "CRONLEDGER_DRAIN_SECONDS": DRAIN_SECONDS,
         "CRONLEDGER_SIGNING_KEY_FILE": str(signing_key_file(store_url)),
     }
-    whole = {**os.environ, **base, **env}
+    whole = {**TEST_POOLS, **os.environ, **base, **env}
     note_secret("secret key", whole.get("CRONLEDGER_SECRET_KEY", ""))
     return whole
 

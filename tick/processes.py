@@ -86,13 +86,18 @@ def every_loop(services: Services) -> list[Loop]:
 
 
 def notifier_loop(services: Services, interval: float) -> Loop:
-    """Schedules and sends webhook messages every `interval`; stopping it lets the messages
-    being sent finish and be recorded."""
-    notifier = Notifier.of(services)
+    """Schedules and sends webhook messages, and emails notices, every `interval`; stopping it
+    lets the messages being sent finish and be recorded."""
+    notifier, mailer = Notifier.of(services), services.mailer
+
+    def work() -> None:
+        notifier.work()
+        mailer.send_due()  # notices by email, when CRONLEDGER_SMTP_URL names a server
+
     return Loop(
         "notifier",
         interval,
-        notifier.work,
+        work,
         stop=notifier.stopping,
         health=services.health,
         on_failure=services.meters.database_error,

@@ -30,16 +30,20 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     from web import (
         approvals,
         audit,
+        bulk,
         callback_sources,
         console,
         directory,
         docs,
         events,
+        groups,
         metrics,
+        notifications,
         ops,
         probes,
         runs,
         schedules,
+        tasks,
         tenant,
         webhooks,
     )
@@ -65,12 +69,16 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(schedules.bp)
     app.register_blueprint(runs.bp)
     app.register_blueprint(runs.log_bp)
+    app.register_blueprint(bulk.bp)
     app.register_blueprint(approvals.bp)
+    app.register_blueprint(tasks.bp)
     app.register_blueprint(callback_sources.bp)
+    app.register_blueprint(groups.bp)
     app.register_blueprint(events.bp)
     app.register_blueprint(audit.bp)
     app.register_blueprint(tenant.bp)
     app.register_blueprint(webhooks.bp)
+    app.register_blueprint(notifications.bp)
     console.install(app)
     app.before_request(_start_request)
     refusal_budget(app, services.settings.refusals_per_minute)  # checked after the request id

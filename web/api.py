@@ -7,6 +7,7 @@ OpenAPI document is generated from the same declaration.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -17,6 +18,7 @@ from marshmallow import RAISE, Schema, ValidationError
 
 from cronledger.application.services import Services
 from domain.directory import Principal
+from domain.messages import Message
 from web.freshness import (
     read_models_ready,
     wait_until_projected,
@@ -34,7 +36,7 @@ from web.preconditions import (
     expecting,
     if_match_version,
 )
-from web.problems import Problem
+from web.problems import SOME_FIELDS_INVALID, Problem
 
 View = Callable[..., Any]
 
@@ -215,15 +217,19 @@ def authorize(permission: str, seen_with: str | None = None, *, fresh: bool = Fa
     directory told this process within the last second, or (`fresh`) as it stands now."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise Problem("UNAUTHENTICATED", "send Authorization: Bearer <token>")
+        raise Problem("UNAUTHENTICATED", Message("send Authorization: Bearer <token>"))
     directory = services().directory
     lookup = directory.authenticate if fresh else directory.authenticate_recent
     principal = lookup(token.strip())
     if principal is None:
-        raise Problem("UNAUTHENTICATED", "the token is unknown, revoked or its account inactive")
+        raise Problem(
+            "UNAUTHENTICATED", Message("the token is unknown, revoked or its account inactive")
+        )
     g.principal = principal
     if not principal.can(permission) and not (seen_with and principal.can(seen_with)):
-        raise Problem("FORBIDDEN", f"this needs the permission {permission}")
+        raise Problem(
+            "FORBIDDEN", Message("this needs the permission {permission}", permission=permission)
+        )
     return principal
 
 
@@ -235,7 +241,9 @@ def patched(patch: MergePatch, inputs: Mapping[str, Any], expected: int | None =
     silently undone.
     """
     if request.mimetype not in MERGE_PATCH_TYPES:
-        raise Problem("UNSUPPORTED_MEDIA_TYPE", "send Content-Type: application/merge-patch+json")
+        raise Problem(
+            "UNSUPPORTED_MEDIA_TYPE", Message("send Content-Type: application/merge-patch+json")
+        )
     changes = expecting(patch.replaces, json_object(), expected)
     current = patch.shown_as().dump(patch.current(**inputs))
     settable = {key: current[key] for key in patch.replaces().fields if key in current}
@@ -251,48 +259,66 @@ def json_object() -> dict[str, Any]:
     check_nesting(raw)
     data = request.get_json(force=True, silent=True)
     if not isinstance(data, dict):
-        raise Problem("BAD_REQUEST", "the body must be a JSON object")
+        raise Problem("BAD_REQUEST", Message("the body must be a JSON object"))
     return data
 
 
-NUL_REFUSED = "contains the NUL character (U+0000), which is not accepted"
+NUL_REFUSED = Message("contains the NUL character (U+0000), which is not accepted")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE_REFUSED = Message(
+    "contains a lone surrogate (U+D800 to U+DFFF), which is not Unicode text"
+)
 
 
-def with_nul(value: object, path: str = "") -> list[str]:
-    """The paths (as `flatten` names them) of the strings in `value`, keys included, that hold
-    U+0000: no store keeps it in text (PostgreSQL refuses it), so no field takes it."""
+def refusal_of(text: str) -> str | None:
+    """Why no store keeps `text`: U+0000 (PostgreSQL refuses it in text) or a lone surrogate
+    (JSON's `\\ud800` escape reads into one; no UTF-8 encoder writes it)."""
+    if "\x00" in text:
+        return NUL_REFUSED
+    if LONE_SURROGATE.search(text):
+        return SURROGATE_REFUSED
+    return None
+
+
+def unstorable(value: object, path: str = "") -> dict[str, list[str]]:
+    """The strings in `value`, keys included, that no field takes, by path (as `flatten` names
+    them), each with why."""
     if isinstance(value, str):
-        return [path or "_schema"] if "\x00" in value else []
+        why = refusal_of(value)
+        return {path or "_schema": [why]} if why else {}
     if not isinstance(value, Mapping | list):
-        return []
-    found: list[str] = []
+        return {}
+    found: dict[str, list[str]] = {}
     for key, item in value.items() if isinstance(value, Mapping) else enumerate(value):
-        inner = f"{path}.{key}" if path else str(key)
-        if isinstance(key, str) and "\x00" in key:
-            found.append(inner)
-        found += with_nul(item, inner)
+        shown = str(key).encode("utf-8", "backslashreplace").decode()  # a surrogate escaped
+        inner = f"{path}.{shown}" if path else shown
+        why = refusal_of(key) if isinstance(key, str) else None
+        if why:
+            found[inner] = [why]
+        found.update(unstorable(item, inner))
     return found
 
 
 def load(schema: Schema, data: Mapping[str, Any]) -> Any:
     """`data` (a body, or a query's parameters) as `schema` loads it; else 422 by field."""
-    nul = with_nul(data)
-    if nul:
-        raise Problem(
-            "VALIDATION_FAILED", "some fields are invalid", {path: [NUL_REFUSED] for path in nul}
-        )
+    refused = unstorable(data)
+    if refused:
+        raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, refused)
     try:
         return schema.load(data)
     except ValidationError as error:
-        raise Problem(
-            "VALIDATION_FAILED", "some fields are invalid", flatten(error.messages)
-        ) from None
+        raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, flatten(error.messages)) from None
+
+
+def as_message(said: object) -> Message:
+    """One of marshmallow's messages as a `Message` (its own English is its template)."""
+    return Message.verbatim(said if isinstance(said, str) else str(said))
 
 
 def flatten(messages: Any, prefix: str = "") -> dict[str, list[str]]:
-    """Marshmallow's nested messages as `{"field.sub.0": ["message"]}`."""
+    """Marshmallow's nested messages as `{"field.sub.0": ["message"]}`, each a `Message`."""
     if isinstance(messages, list):
-        return {prefix or "_schema": [str(m) for m in messages]}
+        return {prefix or "_schema": [as_message(m) for m in messages]}
     flat: dict[str, list[str]] = {}
     for key, value in messages.items():
         flat.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))

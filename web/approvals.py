@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint
+from marshmallow import Schema
 
 from cronledger.application.approvals import CommandResult
 from cronledger.persistence.ledger import TimelineEntry
 from domain.approvals import (
     APPROVE,
+    CLAIM,
+    COMMENT,
     EXTEND,
+    REASSIGN,
+    REJECT,
     SIGN,
+    UNCLAIM,
     WITHDRAW,
     Command,
     Submission,
@@ -27,8 +34,9 @@ from domain.permissions import (
     APPROVAL_SUBMIT,
     AUDIT_READ,
 )
-from projections.approvals import APPROVAL_ORDER, ApprovalFilter, ApprovalRow
-from web.api import Answered, endpoint, services
+from domain.reason_codes import recorded_words
+from projections.approvals import APPROVAL_LISTING, APPROVAL_ORDER, ApprovalFilter, ApprovalRow
+from web.api import Answered, View, endpoint, services
 from web.callback_sources import signed_callback, signed_delivery
 from web.idempotency import replay_headers
 from web.paging import listed, window
@@ -39,9 +47,13 @@ from web.schemas.approvals import (
     ApprovalOut,
     ApprovalSubmit,
     ApproveIn,
+    ClaimIn,
     CommandOut,
     CommandRejection,
+    CommentIn,
     ExtendDeadlineIn,
+    ReassignIn,
+    RejectIn,
     SignCallbackIn,
     WithdrawIn,
 )
@@ -94,7 +106,7 @@ def list_approvals(principal: Principal, query: dict[str, Any]) -> Answered:
         deadline_to=query["deadline_to"],
     )
     page = services().approvals.list_page(
-        principal.tenant_id, wanted, window(query, APPROVAL_ORDER)
+        principal.tenant_id, wanted, window(query, APPROVAL_LISTING)
     )
     return listed(page, APPROVAL_ORDER, ApprovalOut)
 
@@ -145,51 +157,42 @@ def _answer(
     headers = {"ETag": etag(result.instance.version), **replay_headers(result.replayed)}
     if not result.accepted:
         rejection = CommandRejection().dump({**vars(result), "approval": result.instance})
-        raise Problem("COMMAND_REJECTED", result.reason, extensions=rejection, headers=headers)
+        why = recorded_words(result.reason_code, result.reason_params, result.reason)
+        raise Problem("COMMAND_REJECTED", why, extensions=rejection, headers=headers)
     return Answered(result, 200, headers)
 
 
+def _command_endpoint(
+    summary: str, body: type[Schema], permission: str = APPROVAL_DECIDE
+) -> Callable[[View], View]:
+    """The declaration every command on an instance shares: its summary, body and permission
+    differ."""
+    return endpoint(
+        summary,
+        tag=TAG,
+        permission=permission,
+        seen_with=APPROVAL_LIST,
+        body=body,
+        idempotent=True,
+        versioned=InService(_instance),
+        response=CommandOut,
+    )
+
+
 @bp.post("/<instance_id>/approve")
-@endpoint(
-    "Approve (200 APPROVED, or 409 with the losing outcome)",
-    tag=TAG,
-    permission=APPROVAL_DECIDE,
-    seen_with=APPROVAL_LIST,
-    body=ApproveIn,
-    idempotent=True,
-    versioned=InService(_instance),
-    response=CommandOut,
-)
+@_command_endpoint("Approve (200 APPROVED, or 409 with the losing outcome)", ApproveIn)
 def approve(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
     return _answer(principal, instance_id, APPROVE, body)
 
 
 @bp.post("/<instance_id>/withdraw")
-@endpoint(
-    "Withdraw your own instance",
-    tag=TAG,
-    permission=APPROVAL_SUBMIT,
-    seen_with=APPROVAL_LIST,
-    body=WithdrawIn,
-    idempotent=True,
-    versioned=InService(_instance),
-    response=CommandOut,
-)
+@_command_endpoint("Withdraw your own instance", WithdrawIn, APPROVAL_SUBMIT)
 def withdraw(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
     return _answer(principal, instance_id, WITHDRAW, body)
 
 
 @bp.post("/<instance_id>/extend-deadline")
-@endpoint(
-    "Move the deadline later (at most 30 days from now)",
-    tag=TAG,
-    permission=APPROVAL_DECIDE,
-    seen_with=APPROVAL_LIST,
-    body=ExtendDeadlineIn,
-    idempotent=True,
-    versioned=InService(_instance),
-    response=CommandOut,
-)
+@_command_endpoint("Move the deadline later (at most 30 days from now)", ExtendDeadlineIn)
 def extend_deadline(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
     deadline, offset = _in_utc(body["new_deadline_at"])
     return _answer(principal, instance_id, EXTEND, {**body, "new_deadline_at": deadline}, offset)
@@ -209,3 +212,39 @@ def extend_deadline(principal: Principal, instance_id: str, body: dict[str, Any]
 )
 def sign_callback(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
     return _answer(principal, instance_id, SIGN, body, keyed=signed_delivery())
+
+
+@bp.post("/<instance_id>/reject")
+@_command_endpoint("Reject with a comment (200 REJECTED, or 409 with the losing outcome)", RejectIn)
+def reject(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _answer(principal, instance_id, REJECT, body)
+
+
+@bp.post("/<instance_id>/claim")
+@_command_endpoint("Claim the review task: only its assignee may then decide", ClaimIn)
+def claim(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _answer(principal, instance_id, CLAIM, body)
+
+
+@bp.post("/<instance_id>/unclaim")
+@_command_endpoint(
+    "Give the review task back to its candidates (the assignee, or an admin)", ClaimIn
+)
+def unclaim(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _answer(principal, instance_id, UNCLAIM, body)
+
+
+@bp.post("/<instance_id>/reassign")
+@_command_endpoint(
+    "Hand the review task to another eligible reviewer (the assignee, or an admin)", ReassignIn
+)
+def reassign(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _answer(principal, instance_id, REASSIGN, body)
+
+
+@bp.post("/<instance_id>/comments")
+@_command_endpoint(
+    "Comment on a waiting instance (a reviewer, or its applicant)", CommentIn, APPROVAL_LIST
+)
+def comment(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _answer(principal, instance_id, COMMENT, body)

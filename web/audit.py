@@ -12,6 +12,7 @@ from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.permissions import AUDIT_READ
 from projections.operations import (
+    OPERATION_LISTING,
     OPERATION_ORDER,
     OperationFilter,
 )
@@ -46,7 +47,7 @@ def list_operations(principal: Principal, query: dict[str, Any]) -> Answered:
     wanted = OperationFilter(
         principal.tenant_id, query["actor"], query["kind"], query["since"], query["until"]
     )
-    page = services().operations.list_page(wanted, window(query, OPERATION_ORDER))
+    page = services().operations.list_page(wanted, window(query, OPERATION_LISTING))
     return listed(page, OPERATION_ORDER)
 
 

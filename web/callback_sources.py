@@ -12,23 +12,29 @@ from cronledger.application.idempotency import Outcome, once
 from domain.callback_sources import CREATE_CALLBACK_SOURCE, SIGN_CALLBACK
 from domain.directory import Principal
 from domain.idempotency import KeyedRequest, request_fingerprint
+from domain.messages import Message
 from domain.permissions import DIRECTORY_MANAGE
-from projections.callback_sources import CALLBACK_SOURCE_ORDER, CallbackSourceRow
+from projections.callback_sources import (
+    CALLBACK_SOURCE_LISTING,
+    CALLBACK_SOURCE_ORDER,
+    CallbackSourceRow,
+)
 from web.api import Answered, Verified, endpoint, services
 from web.idempotency import keyed_request, replay_headers
 from web.json_depth import check_nesting
 from web.paging import listed, window
-from web.problems import Problem
-from web.schemas.base import PageQuery, VersionReasonBody, page_of
+from web.problems import SOME_FIELDS_INVALID, Problem
+from web.schemas.base import VersionReasonBody, page_of
 from web.schemas.callback_sources import (
     CallbackSourceCreate,
+    CallbackSourceListQuery,
     CallbackSourceOut,
     CallbackSourceSecretOut,
 )
 
 bp = Blueprint("callback_sources", __name__, url_prefix="/api/callback-sources")
 TAG = "callback-sources"
-UNVERIFIED = (
+UNVERIFIED = Message(
     "a callback must be verified: signed by a registered callback source (webhook-id, "
     "webhook-timestamp, webhook-signature), or sent with Authorization: Bearer <token> of an "
     "account with workflow:approval:callback"
@@ -72,12 +78,12 @@ def create_callback_source(principal: Principal, body: dict[str, Any]) -> Answer
     "List the tenant's callback sources",
     tag=TAG,
     permission=DIRECTORY_MANAGE,
-    query=PageQuery,
+    query=CallbackSourceListQuery,
     response=page_of(CallbackSourceOut),
 )
 def list_callback_sources(principal: Principal, query: dict[str, Any]) -> Answered:
     page = services().callback_sources.sources(
-        principal.tenant_id, window(query, CALLBACK_SOURCE_ORDER)
+        principal.tenant_id, window(query, CALLBACK_SOURCE_LISTING)
     )
     return listed(page, CALLBACK_SOURCE_ORDER, CallbackSourceOut)
 
@@ -147,8 +153,8 @@ def signed_callback(instance_id: str) -> Verified | None:
     if isinstance(body, dict) and body.get("command_id", key) != key:
         raise Problem(
             "VALIDATION_FAILED",
-            "some fields are invalid",
-            {"command_id": ["differs from the webhook-id header"]},
+            SOME_FIELDS_INVALID,
+            {"command_id": [Message("differs from the webhook-id header")]},
         )
     g.principal = principal
     g.signed_delivery = KeyedRequest(

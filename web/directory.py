@@ -6,19 +6,29 @@ from typing import Any
 
 from flask import Blueprint
 
+from cronledger.application.contacts import Contact
+from cronledger.application.credentials import PasswordChange
 from cronledger.application.directory import DefinitionFields, IssuedToken, ReplayedToken
 from cronledger.application.idempotency import Outcome, once
 from cronledger.persistence.ledger import TimelineEntry
+from domain.credentials import BackingOff
 from domain.directory import Principal
 from domain.idempotency import CREATE_ACCOUNT, CREATE_DEFINITION, ISSUE_TOKEN
-from domain.permissions import AUDIT_READ, DIRECTORY_MANAGE
-from projections.directory import ACCOUNT_ORDER, DEFINITION_ORDER, AccountRow, DefinitionRow
+from domain.permissions import APPROVAL_LIST, AUDIT_READ, DIRECTORY_MANAGE
+from projections.directory import (
+    ACCOUNT_LISTING,
+    ACCOUNT_ORDER,
+    DEFINITION_LISTING,
+    DEFINITION_ORDER,
+    AccountRow,
+    DefinitionRow,
+)
 from web.api import Answered, MergePatch, endpoint, services
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
+from web.problems import Problem
 from web.schemas.audit import TimelineOut
 from web.schemas.base import (
-    PageQuery,
     ReasonBody,
     VersionBody,
     VersionReasonBody,
@@ -28,14 +38,20 @@ from web.schemas.base import (
 from web.schemas.directory import (
     AccountCreate,
     AccountFieldsIn,
+    AccountListQuery,
     AccountOut,
     AccountPatch,
     AccountUpdate,
+    ContactIn,
+    ContactOut,
     DefinitionCreate,
     DefinitionFieldsIn,
+    DefinitionListQuery,
     DefinitionOut,
     DefinitionPatch,
     DefinitionUpdate,
+    PasswordIn,
+    PasswordOut,
     TokenOut,
 )
 
@@ -81,11 +97,11 @@ def create_account(principal: Principal, body: dict[str, Any]) -> Answered:
     "List accounts",
     tag=ACCOUNTS,
     permission=DIRECTORY_MANAGE,
-    query=PageQuery,
+    query=AccountListQuery,
     response=page_of(AccountOut),
 )
 def list_accounts(principal: Principal, query: dict[str, Any]) -> Answered:
-    page = services().directory.accounts(principal.tenant_id, window(query, ACCOUNT_ORDER))
+    page = services().directory.accounts(principal.tenant_id, window(query, ACCOUNT_LISTING))
     return listed(page, ACCOUNT_ORDER, AccountOut)
 
 
@@ -203,6 +219,66 @@ def revoke_token(
     services().directory.revoke_token(principal, account_id, token_id, body["reason"])
 
 
+# A password's hash is kept outside the log (cronledger/application/credentials.py): the log
+# records that it was set, and by whom.
+@bp.post("/accounts/<account_id>/password")
+@endpoint(
+    "Set an account's password (the account itself with its current one, or directory:manage)",
+    tag=ACCOUNTS,
+    permission=APPROVAL_LIST,
+    body=PasswordIn,
+    response=PasswordOut,
+)
+def set_password(principal: Principal, account_id: str, body: dict[str, Any]) -> PasswordChange:
+    try:
+        return services().credentials.set_password(
+            principal,
+            account_id,
+            body["password"],
+            body["must_change"],
+            body["current_password"],
+        )
+    except BackingOff as waiting:
+        wait = str(waiting.retry_after)
+        raise Problem(waiting.code, waiting.message, headers={"Retry-After": wait}) from None
+
+
+# Contact details are personal data outside the log (cronledger/application/contacts.py):
+# not fields of the account, whose answer is its row as its events made it.
+@bp.get("/accounts/<account_id>/contact")
+@endpoint(
+    "Read an account's contact details (the account itself, or directory:manage)",
+    tag=ACCOUNTS,
+    permission=APPROVAL_LIST,
+    response=ContactOut,
+)
+def get_contact(principal: Principal, account_id: str) -> Contact:
+    return services().contacts.contact(principal, account_id)
+
+
+@bp.put("/accounts/<account_id>/contact")
+@endpoint(
+    "Set an account's email address and language (the account itself, or directory:manage)",
+    tag=ACCOUNTS,
+    permission=APPROVAL_LIST,
+    body=ContactIn,
+    response=ContactOut,
+)
+def put_contact(principal: Principal, account_id: str, body: dict[str, Any]) -> Contact:
+    return services().contacts.update(principal, account_id, body["email"], body["language"])
+
+
+@bp.delete("/accounts/<account_id>/contact")
+@endpoint(
+    "Erase an account's contact details (the account itself, or directory:manage)",
+    tag=ACCOUNTS,
+    permission=APPROVAL_LIST,
+    status=204,
+)
+def erase_contact(principal: Principal, account_id: str) -> None:
+    services().contacts.erase(principal, account_id)
+
+
 @bp.post("/definitions")
 @endpoint(
     "Create a process definition (unpublished)",
@@ -218,7 +294,7 @@ def create_definition(principal: Principal, body: dict[str, Any]) -> Answered:
     request = keyed_request(principal, CREATE_DEFINITION)
     created = once(
         lambda: services().directory.create_definition(
-            principal, body["key"], _fields(body), request
+            principal, body["key"], definition_fields(body), request
         ),
         lambda definition_id: _definition(principal, definition_id),
     )
@@ -230,11 +306,12 @@ def create_definition(principal: Principal, body: dict[str, Any]) -> Answered:
     "List process definitions",
     tag=DEFINITIONS,
     permission=DIRECTORY_MANAGE,
-    query=PageQuery,
+    query=DefinitionListQuery,
     response=page_of(DefinitionOut),
 )
 def list_definitions(principal: Principal, query: dict[str, Any]) -> Answered:
-    page = services().directory.definitions(principal.tenant_id, window(query, DEFINITION_ORDER))
+    wanted = window(query, DEFINITION_LISTING)
+    page = services().directory.definitions(principal.tenant_id, wanted)
     return listed(page, DEFINITION_ORDER, DefinitionOut)
 
 
@@ -297,7 +374,7 @@ def _replace_definition(
         current = _definition(principal, definition_id)
         body = {"reminders": current.reminders, "escalation": current.escalation, **body}
     return services().directory.update_definition(
-        principal, definition_id, _fields(body), body["version"]
+        principal, definition_id, definition_fields(body), body["version"]
     )
 
 
@@ -352,7 +429,8 @@ def unpublish_definition(
     return services().directory.set_published(principal, definition_id, False, body.get("version"))
 
 
-def _fields(body: dict[str, Any]) -> DefinitionFields:
+def definition_fields(body: dict[str, Any]) -> DefinitionFields:
+    """A body as the service takes it (the console sends the same)."""
     return DefinitionFields(
         name=body["name"],
         external=body["external"],
@@ -361,4 +439,5 @@ def _fields(body: dict[str, Any]) -> DefinitionFields:
         allow_self_approval=body["allow_self_approval"],
         reminders=body["reminders"],
         escalation=body["escalation"],
+        reviewers=body.get("reviewers"),
     )

@@ -14,7 +14,7 @@ from functools import lru_cache, partial
 from typing import cast
 
 from flask import Blueprint, Response, current_app, g, request, stream_with_context
-from marshmallow import RAISE, Schema, validate
+from marshmallow import RAISE, Schema
 
 from cronledger.application.services import Services
 from cronledger.application.stream import (
@@ -32,9 +32,12 @@ from cronledger.application.stream import (
 )
 from cronledger.health import Health
 from domain.directory import Principal
+from domain.messages import Message
 from domain.permissions import AUDIT_READ, SCHEDULE_LIST
 from web.api import authorize, load, services
-from web.problems import Problem, problem
+from web.language import ANSWER_HEADERS
+from web.problems import SOME_FIELDS_INVALID, Problem, problem
+from web.schemas import validate
 from web.schemas.audit import TimelineEntryOut
 from web.schemas.base import QUERY_INTEGER, QueryInteger
 from web.stream_slots import StreamLimits, StreamSlot, StreamSlots, TooManyStreams
@@ -68,7 +71,7 @@ def stream_events() -> Response:
     try:
         slot = streams().slots.take(principal)
     except TooManyStreams as refused:
-        return _too_many(str(refused))
+        return _too_many(refused.args[0])
     response = Response(
         stream_with_context(_frames(events, slot, services().health)),
         content_type="text/event-stream",
@@ -145,13 +148,14 @@ stream_events.openapi_operation = {  # type: ignore[attr-defined]
         "422": {
             "description": "an invalid or unknown query parameter, or an invalid "
             "`Last-Event-ID`, named in `errors`",
+            "headers": {name: name for name in ANSWER_HEADERS},
             "content": {"application/problem+json": {"schema": "Problem"}},
         },
         "429": {
             "description": "`TOO_MANY_STREAMS`: too many open streams; or `TOO_MANY_REQUESTS`: "
             "too many of this caller's requests were refused within a minute. Retry after "
             "`Retry-After` seconds.",
-            "headers": {"Retry-After": "Retry-After"},
+            "headers": {"Retry-After": "Retry-After", **{name: name for name in ANSWER_HEADERS}},
             "content": {"application/problem+json": {"schema": "Problem"}},
         },
     },
@@ -168,7 +172,11 @@ def _caller() -> Principal:
     principal: Principal = g.principal  # set by `authorize` before it checks the permission
     if not readable_kinds(principal):
         raise Problem(
-            "FORBIDDEN", f"this needs one of the permissions {', '.join(STREAM_PERMISSIONS)}"
+            "FORBIDDEN",
+            Message(
+                "this needs one of the permissions {permissions}",
+                permissions=", ".join(STREAM_PERMISSIONS),
+            ),
         )
     return principal
 
@@ -190,8 +198,10 @@ def streams() -> Streams:
     return cast(Streams, current_app.extensions["streams"])
 
 
-def _too_many(detail: str) -> Response:
-    answer = problem("TOO_MANY_STREAMS", f"{detail}; close one, or retry later")
+def _too_many(detail: Message) -> Response:
+    answer = problem(
+        "TOO_MANY_STREAMS", Message("{detail}; close one, or retry later", detail=detail)
+    )
     answer.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return answer
 
@@ -211,8 +221,8 @@ def _position(header: str) -> int:
     if not 0 <= position <= MAX_POSITION:
         raise Problem(
             "VALIDATION_FAILED",
-            "some fields are invalid",
-            {"Last-Event-ID": ["must be a log position: an id this stream sent"]},
+            SOME_FIELDS_INVALID,
+            {"Last-Event-ID": [Message("must be a log position: an id this stream sent")]},
         )
     return position
 

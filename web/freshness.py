@@ -17,8 +17,9 @@ from flask import current_app, request
 
 from cronledger.application.services import Services
 from cronledger.health import REBUILDING
+from domain.messages import Message
 from projections.engine import Projector
-from web.problems import Problem
+from web.problems import SOME_FIELDS_INVALID, Problem
 
 WRITTEN_HEADER = "X-Log-Position"
 WANTED_HEADER = "X-Min-Log-Position"
@@ -75,7 +76,7 @@ def read_models_ready(services: Services) -> None:
     an upgrade (the live tables lacking the rebuilt ones' new columns until they are swapped
     in), 503 `UNAVAILABLE` (`/readyz` says so too, so a balancer sends nothing here)."""
     if services.health.phase == REBUILDING:
-        raise Problem("UNAVAILABLE", "the read models are being rebuilt after an upgrade")
+        raise Problem("UNAVAILABLE", Message("the read models are being rebuilt after an upgrade"))
 
 
 def wanted_position() -> int | None:
@@ -84,7 +85,7 @@ def wanted_position() -> int | None:
     if text is None:
         return None
     if not ASCII_DIGITS.fullmatch(text.strip()) or int(text) > MAX_POSITION:
-        raise _invalid("a log position: a whole number, as a write's X-Log-Position gives")
+        raise _invalid(Message("a log position: a whole number, as a write's X-Log-Position gives"))
     return int(text)
 
 
@@ -96,14 +97,18 @@ def wait_until_projected(services: Services, position: int) -> None:
         return
     end = services.ledger.recorder.max_notification_id() or 0
     if position > end:
-        raise _invalid(f"the log ends at position {end}")
+        raise _invalid(Message("the log ends at position {end}", end=end))
     _catch_up_of(services).ask(position)
     while _reached(services.projector) < position:
         if time.monotonic() >= deadline:
             raise Problem(
                 "UNAVAILABLE",
-                f"the read models did not reach log position {position} within "
-                f"{WAIT_SECONDS:g} s; try again shortly",
+                Message(
+                    "the read models did not reach log position {position} within {seconds} s; "
+                    "try again shortly",
+                    position=position,
+                    seconds=f"{WAIT_SECONDS:g}",
+                ),
             )
         time.sleep(POLL_SECONDS)
 
@@ -128,4 +133,4 @@ def _catch_up_of(services: Services) -> CatchUp:
 
 
 def _invalid(message: str) -> Problem:
-    return Problem("VALIDATION_FAILED", "some fields are invalid", {WANTED_HEADER: [message]})
+    return Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, {WANTED_HEADER: [message]})

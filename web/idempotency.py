@@ -15,11 +15,11 @@ from marshmallow import Schema
 
 from domain.directory import Principal
 from domain.idempotency import KEY, KEY_RULE, KeyedRequest, request_fingerprint
-from web.problems import Problem
+from domain.messages import Message
+from web.problems import SOME_FIELDS_INVALID, Problem
 
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
-INVALID = "some fields are invalid"
 KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
 
 
@@ -27,7 +27,7 @@ def idempotency_key() -> str | None:
     """The request's Idempotency-Key, if it sent one (422 if it is malformed)."""
     key = request.headers.get(HEADER)
     if key is not None and not KEY.fullmatch(key):
-        raise Problem("VALIDATION_FAILED", INVALID, {HEADER: [KEY_RULE]})
+        raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, {HEADER: [KEY_RULE]})
     return key
 
 
@@ -38,7 +38,8 @@ def with_key_field(shape: type[Schema], data: Mapping[str, Any], key: str | None
     if key is None or field is None:
         return data
     if data.get(field, key) != key:
-        raise Problem("VALIDATION_FAILED", INVALID, {field: [f"differs from the {HEADER} header"]})
+        differs = Message("differs from the {header} header", header=HEADER)
+        raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, {field: [differs]})
     return {**data, field: key}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from domain import values
+from domain.messages import Message
 from web.problems import Problem
 
 MAX_JSON_DEPTH = 32  # levels of arrays and objects; the body itself is the first
@@ -20,8 +21,12 @@ def check_nesting(raw: bytes) -> None:
     if depth > MAX_JSON_DEPTH:
         raise Problem(
             "BAD_REQUEST",
-            f"the body nests arrays and objects {depth} levels deep; "
-            f"at most {MAX_JSON_DEPTH} are allowed",
+            Message(
+                "the body nests arrays and objects {depth} levels deep; "
+                "at most {count} are allowed",
+                depth=depth,
+                count=MAX_JSON_DEPTH,
+            ),
         )
 
 

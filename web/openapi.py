@@ -24,6 +24,7 @@ from web.examples import EXAMPLES
 from web.freshness import WAIT_SECONDS, WANTED_HEADER, WRITTEN_HEADER
 from web.idempotency import KEY_REUSED, reuse_code
 from web.json_depth import MAX_JSON_DEPTH
+from web.language import ANSWER_HEADERS
 from web.openapi_shapes import register_shapes
 from web.schemas.approvals import CommandOut, CommandRejectedOut
 from web.schemas.base import PageQuery, ProblemOut
@@ -33,15 +34,19 @@ CODES = re.compile(r"`([A-Z][A-Z_]+)`")  # the problem codes an answer's descrip
 Fits = Callable[[Any], bool]  # whether an example fits where it is put
 PROBLEM = "application/problem+json"
 TAGS = {
-    "schedules": "Schedules (定时发起) that launch approval instances on a trigger",
+    "schedules": "Schedules (定时任务) that launch approval instances on a trigger",
     "runs": "Runs: the cycles of schedules, their attempts, and the tenant's execution log",
     "approvals": "Approval instances and the commands that decide them",
+    "tasks": "A reviewer's tasks: assigned to them, claimable by them, decided by them",
     "accounts": "The tenant's accounts and their API tokens",
     "definitions": "Process definitions: their review rules, schedule presets and publication",
+    "groups": "Groups (部门/用户组): the tenant's departments, their members, leaders and parents",
     "callback-sources": "The external systems whose signed callbacks the tenant accepts "
     "(Standard Webhooks signatures)",
     "webhooks": "Outbound webhooks: the tenant's subscriptions, their secrets and the messages "
     "sent to them (Standard Webhooks)",
+    "notifications": "The caller's own notices (通知): decisions and callbacks on their "
+    "applications, read and unread",
     "audit": "The operations audit and the timeline of any resource",
     "events": "The tenant's new events as they are committed (Server-Sent Events)",
     "operations": "Health, metrics, backlogs and the API's own description",
@@ -81,6 +86,17 @@ HEADERS: dict[str, dict[str, Any]] = {
     },
     "Link": {
         "description": 'The next page as `<URL>; rel="next"`, while there is one.',
+        "schema": {"type": "string"},
+    },
+    "Content-Language": {
+        "description": "The language of the problem's `title`, `detail` and field messages: "
+        "`zh-CN` when `Accept-Language` asks for Chinese, else `en` (docs/api.md#languages).",
+        "required": True,
+        "schema": {"type": "string", "enum": ["zh-CN", "en"]},
+    },
+    "Vary": {
+        "description": "`Accept-Language`: the problem's words depend on it.",
+        "required": True,
         "schema": {"type": "string"},
     },
     WRITTEN_HEADER: {
@@ -186,7 +202,9 @@ CONFLICTS = {
         "the tenant would be left without an active admin.",
     ),
     "activate_account": "`VERSION_CONFLICT`: the account is not at the `version` given.",
-    "issue_token": "`INVALID_STATE`: the account is deactivated.",
+    **dict.fromkeys(
+        ("issue_token", "set_password"), "`INVALID_STATE`: the account is deactivated."
+    ),
     **dict.fromkeys(
         ("update_definition", "patch_definition", "publish_definition", "unpublish_definition"),
         "`VERSION_CONFLICT`: the definition is not at the `version` given.",
@@ -195,6 +213,12 @@ CONFLICTS = {
         ("rotate_callback_source_secret", "delete_callback_source"),
         "`VERSION_CONFLICT`: the source is not at the `version` given.",
     ),
+    **dict.fromkeys(
+        ("update_group", "patch_group"),
+        "`VERSION_CONFLICT`: the group is not at the `version` given.",
+    ),
+    "delete_group": "`VERSION_CONFLICT`: the group is not at the `version` given; "
+    "`GROUP_IS_PARENT`: live groups name it as their parent.",
     "create_callback_source": "`INVALID_STATE`: the service has no `CRONLEDGER_SECRET_KEY` "
     "to derive its secret from.",
     **dict.fromkeys(
@@ -246,7 +270,12 @@ def build_spec(app: Flask) -> dict[str, Any]:
         version=installed_version(),
         openapi_version="3.0.3",
         plugins=[plugin := MarshmallowPlugin()],
-        info={"description": "Scheduled approval workflows on an append-only event log."},
+        info={
+            "description": "Scheduled approval workflows on an append-only event log. A "
+            "problem's `title`, `detail` and field messages are in the language "
+            "`Accept-Language` asks for, Chinese (`zh-CN`) or English (the default), named by "
+            "`Content-Language`; its `code` never changes (docs/api.md#languages)."
+        },
         servers=[{"url": "/", "description": "the service that serves this document"}],
     )
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
@@ -298,7 +327,7 @@ def _problem(description: str, *headers: str, schema: Any = "Problem") -> dict[s
     """A problem document's answer, with the headers every answer has and `headers`."""
     return {
         "description": description,
-        "headers": {name: name for name in (*EVERY_RESPONSE, *headers)},
+        "headers": {name: name for name in (*EVERY_RESPONSE, *ANSWER_HEADERS, *headers)},
         "content": {PROBLEM: {"schema": schema}},
     }
 

@@ -19,27 +19,37 @@ from flask import request
 from marshmallow import Schema
 
 from cronledger.application.directory import Page
+from domain.messages import Message
 from projections.approvals import ApprovalRow
-from projections.keyset import Order, SortKey, Window
+from projections.keyset import ListSpec, Order, SortKey, Window
 from projections.runs import RunRow
 from web.api import Answered, dumper, services
 from web.freshness import read_models_ready
-from web.problems import Problem
+from web.problems import SOME_FIELDS_INVALID, Problem
 from web.schemas.base import NOT_A_CURSOR
 
 PAGING = ("page", "cursor")  # what a next page's link sets afresh
+CURSOR_NOT_SORTED = Message(
+    "a cursor pages the list in its default order: with another sort, ask for pages by number"
+)
 
 
-def window(query: Mapping[str, Any], order: Order) -> Window:
-    """The page a list's query asks for: after its cursor, or its numbered page.
+def window(query: Mapping[str, Any], spec: ListSpec) -> Window:
+    """The page a list's query asks for: after its cursor, or its numbered page; searched for
+    its `q`, in its `sort`'s order (a cursor pages the default order only).
 
     Lists are read from the read models: while they are rebuilt after an upgrade, whose new
     columns their live tables lack until the rebuilt ones are swapped in, 503 `UNAVAILABLE`.
     """
     read_models_ready(services())
+    search, sort = (query.get("q") or "").strip() or None, query.get("sort")
     if query["cursor"] is None:
-        return Window(query["page_size"], query["page"] or 1)
-    return Window.following(sort_key(query["cursor"], order), query["page_size"])
+        return Window(query["page_size"], query["page"] or 1, search=search, sort=sort)
+    order = spec.order(sort)
+    if order.numbered:
+        errors: dict[str, list[str]] = {"cursor": [CURSOR_NOT_SORTED]}
+        raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, errors)
+    return Window.following(sort_key(query["cursor"], order), query["page_size"], search)
 
 
 def listed(page: Page[Any], order: Order, item: type[Schema] | None = None) -> Answered:
@@ -55,6 +65,7 @@ def listed(page: Page[Any], order: Order, item: type[Schema] | None = None) -> A
         "page": page.page,
         "page_size": page.page_size,
         "total": page.total,
+        "total_capped": page.total_capped,
         "next_cursor": cursor,
     }
     link = {} if cursor is None else {"Link": next_link(cursor)}
@@ -104,8 +115,8 @@ def sort_key(cursor: str, order: Order) -> SortKey:
         if name != order.name or cursor_of(order, key) != cursor:
             raise ValueError("not the cursor the list gives for that key")
     except (ValueError, TypeError, binascii.Error):  # UnicodeDecodeError is a ValueError
-        errors = {"cursor": [NOT_A_CURSOR]}
-        raise Problem("VALIDATION_FAILED", "some fields are invalid", errors) from None
+        errors: dict[str, list[str]] = {"cursor": [NOT_A_CURSOR]}
+        raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, errors) from None
     return key
 
 

@@ -19,6 +19,7 @@ from flask import request
 from marshmallow import Schema
 
 from domain.errors import VersionConflict
+from domain.messages import Message
 from web.problems import Problem
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -70,13 +71,18 @@ def if_match_version(
     if not callable(versioned):
         if tags.star_tag:
             return None
-        raise Problem("PRECONDITION_FAILED", "this resource has no ETag: only If-Match: * matches")
+        raise Problem(
+            "PRECONDITION_FAILED", Message("this resource has no ETag: only If-Match: * matches")
+        )
     version = int(versioned(**inputs).version)
     if not tags.contains(str(version)):
         raise Problem(
             "PRECONDITION_FAILED",
-            f"the resource's ETag is {etag(version)}, which If-Match does not name "
-            "(a weak tag never matches): reload it; nothing was changed",
+            Message(
+                "the resource's ETag is {etag}, which If-Match does not name "
+                "(a weak tag never matches): reload it; nothing was changed",
+                etag=etag(version),
+            ),
         )
     return version
 
@@ -105,8 +111,12 @@ def check_agrees(version: int | None, *inputs: Any) -> None:
         if version is not None and named is not None and named != version:
             raise Problem(
                 "PRECONDITION_FAILED",
-                f"If-Match matched the current version, {etag(version)}, but `version` is "
-                f"{named}: send one of them, or both alike; nothing was changed",
+                Message(
+                    "If-Match matched the current version, {etag}, but `version` is {named}: "
+                    "send one of them, or both alike; nothing was changed",
+                    etag=etag(version),
+                    named=named,
+                ),
             )
 
 

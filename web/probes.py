@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 from cronledger.application.services import Services
 from cronledger.health import Health
 from cronledger.version import installed_version
+from web import language
 from web.api import endpoint
 from web.problems import Problem, register_error_handlers
 from web.schemas.ops import HealthOut, LivenessOut
@@ -81,6 +82,7 @@ def probe_app(health: Health) -> Flask:
     app.extensions["health"] = health
     app.extensions["metrics"] = CollectorRegistry()  # empty until the services are open
     app.before_request(_name_request)
+    language.install(app)
     register_error_handlers(app)
     app.register_blueprint(bp)
     app.register_blueprint(metrics.bp)

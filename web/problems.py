@@ -14,19 +14,24 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 
 from cronledger.persistence.connections import store_unavailable
 from domain.errors import DomainError, ValidationFailed
+from domain.messages import Message
+from web.language import name_language, said, said_all
 
 log = logging.getLogger("cronledger.web")
 
 STATUS_OF_CODE = {
     "BAD_REQUEST": 400,
     "UNAUTHENTICATED": 401,
+    "NOT_A_REVIEWER": 403,
     "FORBIDDEN": 403,
+    "NO_ELIGIBLE_REVIEWER": 422,
     "NOT_FOUND": 404,
     "METHOD_NOT_ALLOWED": 405,
     "VERSION_CONFLICT": 409,
     "COMMAND_REJECTED": 409,
     "IN_FLIGHT": 409,
     "INVALID_STATE": 409,
+    "GROUP_IS_PARENT": 409,
     "COMMAND_ID_REUSED": 409,
     "REQUEST_ID_REUSED": 409,
     "IDEMPOTENCY_KEY_REUSED": 409,
@@ -42,11 +47,31 @@ STATUS_OF_CODE = {
 UNAVAILABLE_RETRY_AFTER_SECONDS = 2  # what a 503 `UNAVAILABLE` tells a client to wait
 CODE_OF_STATUS = {status: code for code, status in STATUS_OF_CODE.items()}
 TITLES = {
-    "VALIDATION_FAILED": "The request has invalid fields",
-    "VERSION_CONFLICT": "The resource has changed since that version",
-    "PRECONDITION_FAILED": "The resource does not match If-Match",
-    "COMMAND_REJECTED": "The command lost",
+    "BAD_REQUEST": Message("Bad request"),
+    "UNAUTHENTICATED": Message("Unauthenticated"),
+    "NOT_A_REVIEWER": Message("Not a reviewer"),
+    "FORBIDDEN": Message("Forbidden"),
+    "NO_ELIGIBLE_REVIEWER": Message("No eligible reviewer"),
+    "NOT_FOUND": Message("Not found"),
+    "METHOD_NOT_ALLOWED": Message("Method not allowed"),
+    "VERSION_CONFLICT": Message("The resource has changed since that version"),
+    "COMMAND_REJECTED": Message("The command lost"),
+    "IN_FLIGHT": Message("In flight"),
+    "INVALID_STATE": Message("Invalid state"),
+    "GROUP_IS_PARENT": Message("Group is parent"),
+    "COMMAND_ID_REUSED": Message("Command id reused"),
+    "REQUEST_ID_REUSED": Message("Request id reused"),
+    "IDEMPOTENCY_KEY_REUSED": Message("Idempotency key reused"),
+    "PRECONDITION_FAILED": Message("The resource does not match If-Match"),
+    "PAYLOAD_TOO_LARGE": Message("Payload too large"),
+    "UNSUPPORTED_MEDIA_TYPE": Message("Unsupported media type"),
+    "VALIDATION_FAILED": Message("The request has invalid fields"),
+    "TOO_MANY_STREAMS": Message("Too many streams"),
+    "TOO_MANY_REQUESTS": Message("Too many requests"),
+    "INTERNAL": Message("Internal"),
+    "UNAVAILABLE": Message("Unavailable"),
 }
+SOME_FIELDS_INVALID = Message("some fields are invalid")  # a 422's detail; `errors` say which
 # Path characters kept as they are in `instance`: RFC 3986 `pchar` and `/`.
 PATH_SAFE = "/:@!$&'()*+,;=-._~"
 
@@ -79,21 +104,22 @@ def problem(
 ) -> Response:
     """The problem document of `code`; `extensions` are members of its own (RFC 9457 3.2)."""
     status = STATUS_OF_CODE[code]
-    body = document(code, detail, _instance(), g.request_id)
+    body = document(code, said(detail), _instance(), g.request_id)
     if errors is not None:
-        body["errors"] = errors
+        body["errors"] = said_all(errors)
     body.update({key: value for key, value in (extensions or {}).items() if key not in body})
     answer = Response(json.dumps(body), status=status, mimetype="application/problem+json")
     if code == "UNAVAILABLE":  # the store or the process may be back soon: every 503 says when
         answer.headers["Retry-After"] = str(UNAVAILABLE_RETRY_AFTER_SECONDS)
-    return answer
+    return name_language(answer)
 
 
 def document(code: str, detail: str, instance: str, request_id: str) -> dict[str, Any]:
-    """The members every problem document has, for `code`."""
+    """The members every problem document has, for `code`: its title in the request's
+    language (`detail` comes said)."""
     return {
         "type": f"urn:cronledger:problem:{code.lower().replace('_', '-')}",
-        "title": TITLES.get(code, code.replace("_", " ").capitalize()),
+        "title": said(TITLES[code]),
         "status": STATUS_OF_CODE[code],
         "detail": detail,
         "code": code,
@@ -127,7 +153,9 @@ def register_error_handlers(app: Flask) -> None:
         code = code_of_status(status)
         answer = problem(
             code,
-            _no_such_path() if isinstance(error, NotFound) else error.description or error.name,
+            _no_such_path()
+            if isinstance(error, NotFound)
+            else Message.verbatim(error.description or error.name),
         )
         if isinstance(error, MethodNotAllowed):
             answer.headers["Allow"] = ", ".join(error.valid_methods or ())
@@ -141,12 +169,12 @@ def register_error_handlers(app: Flask) -> None:
             log.warning("the store is unavailable: %s", type(error).__name__, extra=extra)
             return store_away()
         log.exception("unhandled error", exc_info=error, extra=extra)
-        return problem("INTERNAL", "an internal error occurred; it has been logged")
+        return problem("INTERNAL", Message("an internal error occurred; it has been logged"))
 
 
 def store_away() -> Response:
     """503 `UNAVAILABLE`: the store cannot be reached or did not answer within its timeouts."""
-    return problem("UNAVAILABLE", "the store is unavailable; try again shortly")
+    return problem("UNAVAILABLE", Message("the store is unavailable; try again shortly"))
 
 
 def _instance() -> str:
@@ -161,15 +189,16 @@ def requested_path() -> str:
     return str(request.environ.get("PATH_INFO", "")).encode("latin-1").decode("utf-8", "replace")
 
 
-def _no_such_path() -> str:
+def _no_such_path() -> Message:
     """Why no route answers: with the path meant, if doubled or trailing slashes hide one."""
-    path = requested_path()
-    meant = re.sub("/{2,}", "/", path).rstrip("/") or "/"
-    if meant == path or not _routed(meant):
-        return f"no resource at {request.root_path}{path}"
-    return (
-        f"no resource at {request.root_path}{path}: did you mean {request.root_path}{meant}? "
-        "(paths take no doubled or trailing /)"
+    path = request.root_path + requested_path()
+    meant = re.sub("/{2,}", "/", requested_path()).rstrip("/") or "/"
+    if meant == requested_path() or not _routed(meant):
+        return Message("no resource at {path}", path=path)
+    return Message(
+        "no resource at {path}: did you mean {meant}? (paths take no doubled or trailing /)",
+        path=path,
+        meant=request.root_path + meant,
     )
 
 

@@ -17,6 +17,7 @@ import time
 from flask import Flask, Response, request
 from flask_limiter import Limiter, RequestLimit
 
+from domain.messages import Message
 from web.problems import problem
 
 
@@ -48,8 +49,12 @@ def too_many_refusals(limit: RequestLimit) -> Response:
     wait = max(1, math.ceil(limit.window.reset_time - time.time()))
     answer = problem(
         "TOO_MANY_REQUESTS",
-        f"more than {limit.limit.amount} of this caller's requests were refused within a minute; "
-        f"try again in {wait} s",
+        Message(
+            "more than {count} of this caller's requests were refused within a minute; "
+            "try again in {wait} s",
+            count=limit.limit.amount,
+            wait=wait,
+        ),
     )
     answer.headers["Retry-After"] = str(wait)
     return answer

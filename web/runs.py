@@ -1,4 +1,4 @@
-"""Runs (定时发起的运行) over HTTP: a schedule's, and the tenant's execution log
+"""Runs (执行日志) over HTTP: a schedule's, and the tenant's execution log
 (docs/api.md#runs)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.permissions import AUDIT_READ, SCHEDULE_EDIT, SCHEDULE_LIST
 from domain.runs import Run
-from projections.runs import RUN_ORDER, RunDetail, RunFilter
+from projections.runs import RUN_LISTING, RUN_ORDER, RunDetail, RunFilter
 from web.api import Answered, endpoint, services
 from web.idempotency import replay_headers
 from web.paging import listed, window
@@ -65,7 +65,7 @@ def run_now(principal: Principal, schedule_id: str, body: dict[str, Any]) -> Ans
 )
 def list_runs(principal: Principal, schedule_id: str, query: dict[str, Any]) -> Answered:
     page = services().schedules.runs_page(
-        principal.tenant_id, schedule_id, query["status"], window(query, RUN_ORDER)
+        principal.tenant_id, schedule_id, query["status"], window(query, RUN_LISTING)
     )
     return listed(page, RUN_ORDER, RunOut)
 
@@ -87,7 +87,7 @@ def list_run_log(principal: Principal, query: dict[str, Any]) -> Answered:
         planned_from=query["planned_from"],
         planned_to=query["planned_to"],
     )
-    page = services().runs.list_page(principal.tenant_id, run_filter, window(query, RUN_ORDER))
+    page = services().runs.list_page(principal.tenant_id, run_filter, window(query, RUN_LISTING))
     return listed(page, RUN_ORDER, RunOut)
 
 

@@ -1,4 +1,4 @@
-"""Schedules (定时发起) over HTTP (docs/api.md, docs/time.md)."""
+"""Schedules (定时任务) over HTTP (docs/api.md, docs/time.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.errors import ValidationFailed
 from domain.idempotency import CREATE_SCHEDULE, KeyedRequest
+from domain.messages import Message
 from domain.permissions import (
     AUDIT_READ,
     SCHEDULE_CREATE,
@@ -19,7 +20,7 @@ from domain.permissions import (
     SCHEDULE_EDIT,
     SCHEDULE_LIST,
 )
-from projections.schedules import SCHEDULE_ORDER, ScheduleFilter
+from projections.schedules import SCHEDULE_LISTING, SCHEDULE_ORDER, ScheduleFilter
 from web.api import Answered, Either, MergePatch, endpoint, services
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
@@ -102,7 +103,7 @@ def list_schedules(principal: Principal, query: dict[str, Any]) -> Answered:
         query["overlap_policy"],
     )
     page = services().schedules.list_page(
-        principal.tenant_id, wanted, window(query, SCHEDULE_ORDER)
+        principal.tenant_id, wanted, window(query, SCHEDULE_LISTING)
     )
     return listed(page, SCHEDULE_ORDER, ScheduleOut)
 
@@ -240,7 +241,7 @@ def delete_schedule(
     principal: Principal, schedule_id: str, query: dict[str, Any], body: dict[str, Any]
 ) -> None:
     if query["version"] is None:  # If-Match names it when sent
-        raise ValidationFailed.of("version", "send ?version=N or an If-Match header")
+        raise ValidationFailed.of("version", Message("send ?version=N or an If-Match header"))
     services().schedules.delete(principal, schedule_id, query["version"], body["reason"])
 
 

@@ -37,7 +37,12 @@ class ProblemErrorTask(ErrorTask):  # type: ignore[misc]  # waitress has no type
         data = body.encode()
         self.status = f"{error.code} {error.reason}"
         self.response_headers.extend(
-            [("Content-Type", "application/problem+json"), ("X-Request-ID", request_id)]
+            [
+                ("Content-Type", "application/problem+json"),
+                ("Content-Language", "en"),  # refused before its language was read: English
+                ("Vary", "Accept-Language"),
+                ("X-Request-ID", request_id),
+            ]
         )
         self.set_close_on_finish()
         self.content_length = len(data)

@@ -15,6 +15,7 @@ from uuid import UUID
 
 from cronledger.config import Settings
 from domain.directory import Principal
+from domain.messages import Message
 
 K = TypeVar("K")
 
@@ -83,11 +84,15 @@ class StreamSlots:
     def _check(self, owner: tuple[UUID, str]) -> None:
         limits = self.limits
         if self._per_account[owner] >= limits.per_account:
-            raise TooManyStreams(f"this account already has {limits.per_account} open streams")
+            raise TooManyStreams(
+                Message("this account already has {count} open streams", count=limits.per_account)
+            )
         if self._per_tenant[owner[0]] >= limits.per_tenant:
-            raise TooManyStreams(f"this tenant already has {limits.per_tenant} open streams")
+            raise TooManyStreams(
+                Message("this tenant already has {count} open streams", count=limits.per_tenant)
+            )
         if self._total >= limits.per_process:
-            raise TooManyStreams("the server has no stream to spare")
+            raise TooManyStreams(Message("the server has no stream to spare"))
 
 
 def _decrement(counter: Counter[K], key: K) -> None:

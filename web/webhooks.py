@@ -12,16 +12,25 @@ from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
 from domain.permissions import AUDIT_READ, DIRECTORY_MANAGE
 from domain.webhooks import CREATE_WEBHOOK, SubscriptionFields
-from projections.webhooks import DELIVERY_ORDER, WEBHOOK_ORDER, DeliveryRow, WebhookRow
+from projections.webhooks import (
+    DELIVERY_LISTING,
+    DELIVERY_ORDER,
+    WEBHOOK_LISTING,
+    WEBHOOK_ORDER,
+    DeliveryRow,
+    WebhookRow,
+)
 from web.api import Answered, endpoint, services
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
 from web.schemas.audit import TimelineOut
-from web.schemas.base import PageQuery, ReasonBody, VersionBody, VersionReasonBody
+from web.schemas.base import ReasonBody, VersionBody, VersionReasonBody
 from web.schemas.webhooks import (
+    DeliveryListQuery,
     DeliveryOut,
     DeliveryPage,
     WebhookCreate,
+    WebhookListQuery,
     WebhookOut,
     WebhookPage,
     WebhookSecretOut,
@@ -73,11 +82,11 @@ def create_webhook(principal: Principal, body: dict[str, Any]) -> Answered:
     "List webhook subscriptions",
     tag=TAG,
     permission=DIRECTORY_MANAGE,
-    query=PageQuery,
+    query=WebhookListQuery,
     response=WebhookPage,
 )
 def list_webhooks(principal: Principal, query: dict[str, Any]) -> Answered:
-    page = services().webhooks.webhooks(principal.tenant_id, window(query, WEBHOOK_ORDER))
+    page = services().webhooks.webhooks(principal.tenant_id, window(query, WEBHOOK_LISTING))
     return listed(page, WEBHOOK_ORDER, WebhookOut)
 
 
@@ -151,13 +160,13 @@ def ping_webhook(principal: Principal, webhook_id: str) -> DeliveryRow:
     "A subscription's messages, newest first: status, attempts, last response and latency",
     tag=TAG,
     permission=DIRECTORY_MANAGE,
-    query=PageQuery,
+    query=DeliveryListQuery,
     response=DeliveryPage,
 )
 def list_webhook_deliveries(
     principal: Principal, webhook_id: str, query: dict[str, Any]
 ) -> Answered:
-    wanted = window(query, DELIVERY_ORDER)
+    wanted = window(query, DELIVERY_LISTING)
     page = services().webhooks.deliveries(principal.tenant_id, webhook_id, wanted)
     return listed(page, DELIVERY_ORDER, DeliveryOut)
 

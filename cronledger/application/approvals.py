@@ -16,15 +16,18 @@ from eventsourcing.persistence import IntegrityError
 
 from cronledger.application.directory import Directory, Page
 from cronledger.application.idempotency import AlreadyCreated, check_key, key_record
+from cronledger.application.reviews import Reviewing
 from cronledger.persistence.ledger import Ledger, TimelineEntry
 from domain.approvals import (
     DEADLINE_ACTOR,
     FORBIDDEN,
     SWEEP,
+    WAITING_REVIEW,
     Answer,
     ApprovalInstance,
     Command,
     CommandIdReused,
+    Parties,
     Submission,
     approval_uuid,
     refusal_error,
@@ -33,6 +36,9 @@ from domain.directory import Definition, Principal
 from domain.errors import NotFound, PreconditionFailed, ValidationFailed
 from domain.idempotency import KeyedRequest
 from domain.launch import definition_problem
+from domain.messages import Message
+from domain.permissions import APPROVAL_DECIDE, ROLES
+from domain.reviewers import Reviewers
 from projections.approvals import (
     ApprovalFilter,
     ApprovalRow,
@@ -45,8 +51,15 @@ from projections.approvals import (
 )
 from projections.engine import Projector
 from projections.keyset import Window
+from projections.tasks import (
+    TaskRow,
+    held_by_those_who_may_not_decide,
+    task_counts,
+    task_page,
+)
 
 SWEEPER = DEADLINE_ACTOR
+DECIDING_ROLES = sorted(role for role, granted in ROLES.items() if APPROVAL_DECIDE in granted)
 # Why a sweep failed to expire a due instance (the reason label of the failures counter).
 VERSION_CONFLICT = "version_conflict"  # another writer saved one of a batch first; retried
 UNREADABLE = "unreadable"  # its history holds an undecodable event; left waiting
@@ -112,10 +125,17 @@ class CommandResult:
 
 
 class Approvals:
-    def __init__(self, ledger: Ledger, directory: Directory, projector: Projector) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        directory: Directory,
+        projector: Projector,
+        reviewing: Reviewing | None = None,
+    ) -> None:
         self.ledger = ledger
         self.directory = directory
         self.projector = projector
+        self.reviewing = reviewing or Reviewing(ledger)
         self.sweep_failures = SweepFailures()
 
     def submit(self, actor: Principal, submission: Submission) -> tuple[ApprovalRow, bool]:
@@ -132,8 +152,18 @@ class Approvals:
         now = self.ledger.clock()
         definition = self._definition(actor.tenant_id, submission.definition_id)
         submission.check(now)
+        parties = Parties(actor.account_id, False, None, definition.allow_self_approval)
+        candidates = self.reviewing.candidates(
+            actor.tenant_id, Reviewers.of(definition.reviewers), parties
+        )
         instance = ApprovalInstance.submit(
-            actor.tenant_id, actor.account_id, submission, definition, origin=None, at=now
+            actor.tenant_id,
+            actor.account_id,
+            submission,
+            definition,
+            origin=None,
+            at=now,
+            candidates=candidates,
         )
         self.ledger.save(instance)
         return ApprovalRow.of_aggregate(instance), False
@@ -143,7 +173,9 @@ class Approvals:
         definition = self.directory.find_definition(tenant_id, definition_id)
         problem = definition_problem(definition, allow_external=True)
         if problem or definition is None:
-            raise ValidationFailed.of("definition_id", problem.reason if problem else "not found")
+            raise ValidationFailed.of(
+                "definition_id", problem.reason if problem else Message("not found")
+            )
         return definition
 
     def command(
@@ -162,7 +194,8 @@ class Approvals:
         command; the key sent again with another request is IDEMPOTENCY_KEY_REUSED.
         """
         return self.ledger.retrying(
-            lambda: self._command(actor, instance_id, command, accepts, request)
+            lambda: self._command(actor, instance_id, command, accepts, request),
+            one_at_a_time=instance_id,
         )
 
     def _command(
@@ -178,10 +211,11 @@ class Approvals:
         version = instance.version
         with suppress(AlreadyCreated):  # the same request again: the instance answers it again
             check_key(self.ledger, request)
-        first = instance.answer_to(command, actor.account_id, actor.permissions)
+        review = self.reviewing.review(instance, actor, command)
+        first = instance.answer_to(command, actor.account_id, actor.permissions, review)
         replayed = first is not None
         answer = first or instance.handle(
-            command, self.ledger.clock(), actor.account_id, actor.permissions
+            command, self.ledger.clock(), actor.account_id, actor.permissions, review
         )
         if not replayed:
             _check_precondition(answer, version, accepts)
@@ -203,9 +237,28 @@ class Approvals:
             due = overdue_instances(self.ledger.store, self.ledger.clock(), limit)
             expired = self._in_chunks(due, _expire)
             self._in_chunks(
-                instances_owing_notices(self.ledger.store, self.ledger.clock(), limit), _notify
+                instances_owing_notices(self.ledger.store, self.ledger.clock(), limit),
+                partial(_notify, reviewing=self.reviewing),
             )
+            self._release_tasks(limit)
             return expired
+
+    def _release_tasks(self, limit: int) -> None:
+        """Give back the tasks whose assignee may no longer decide (deactivated, or without
+        the permission), each recorded by the sweeper; the log, not the row, has the last word."""
+        held = held_by_those_who_may_not_decide(self.ledger.store, DECIDING_ROLES, limit)
+        for instance_id, task_id in held:
+            instance = self.ledger.find(
+                ApprovalInstance, UUID(instance_id), "approval", instance_id
+            )
+            task = instance.task(task_id)
+            if task.assignee_id is None or instance.state != WAITING_REVIEW:
+                continue
+            if self.reviewing.person(instance.tenant_id, task.assignee_id).may_decide:
+                continue
+            instance.release_task(task_id, self.ledger.clock(), SWEEPER)
+            with suppress(IntegrityError):  # another writer moved it first: the next sweep sees
+                self.ledger.save(instance)
 
     def _in_chunks(self, ids: Sequence[UUID], act: Sweep) -> int:
         return sum(self._sweep(ids[i : i + 100], act) for i in range(0, len(ids), 100))
@@ -257,6 +310,17 @@ class Approvals:
         listed = approval_page(self.ledger.store, tenant_id, wanted, window)
         return Page.of(listed.rows, window, listed)
 
+    def tasks(
+        self, actor: Principal, scope: str, window: Window
+    ) -> tuple[Page[TaskRow], dict[str, int]]:
+        """The actor's tasks in `scope` (assigned to them, claimable by them, or decided by
+        them), with how long each has left, and how many each scope holds."""
+        may_decide = APPROVAL_DECIDE in actor.permissions
+        store, now = self.ledger.store, self.ledger.clock()
+        found = task_page(store, actor.tenant_id, actor.account_id, may_decide, scope, window)
+        counts = task_counts(store, actor.tenant_id, actor.account_id, may_decide)
+        return Page.of([row.at(now) for row in found.rows], window, found), counts
+
     def timeline(self, tenant_id: UUID, instance_id: str) -> list[TimelineEntry]:
         return self.ledger.timeline(self.instance(tenant_id, instance_id).id)
 
@@ -294,8 +358,19 @@ def _expire(instance: ApprovalInstance, now: datetime) -> None:
     instance.handle(Command(SWEEP, None), now, SWEEPER)
 
 
-def _notify(instance: ApprovalInstance, now: datetime) -> None:
-    instance.record_due_notices(now, SWEEPER)
+def _notify(instance: ApprovalInstance, now: datetime, reviewing: Reviewing) -> None:
+    """The reminders and escalation due; an escalation's target found in and checked against
+    the directory."""
+    tenant_id = instance.tenant_id
+
+    def may_review(account_id: str) -> bool:
+        rule, parties = instance.reviewer_rule, instance.parties
+        return bool(reviewing.eligible(tenant_id, rule, parties, [account_id]))
+
+    def leaders_up(key: str) -> list[str]:
+        return reviewing.groups.leaders_up(tenant_id, key)
+
+    instance.record_due_notices(now, SWEEPER, may_review, leaders_up)
 
 
 def _check_precondition(

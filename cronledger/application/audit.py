@@ -3,6 +3,7 @@ Merkle tree with its signed checkpoints."""
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from domain.directory import account_uuid, tenant_uuid
 from domain.errors import DomainError, InvalidState, NotFound
 from domain.evidence import Checkpoint
 from domain.merkle import EMPTY_ROOT, frontier_after, root_of_frontier
+from domain.messages import Message
 from projections.catalog import all_projections
 from projections.chain import GENESIS, Break, first_break, stored_links
 from projections.engine import Projector, Sql
@@ -55,11 +57,35 @@ class Verification:
     unproven: tuple[Checkpoint, ...] = ()
 
 
+Read = Callable[[UUID, int, int], list[TimelineEntry]]  # an aggregate's events in a range
+
+
+@dataclass(frozen=True)
+class TimelinePage:
+    """One page of an aggregate's timeline, oldest first: its events, its number and size,
+    and how many events the aggregate has."""
+
+    entries: list[TimelineEntry]
+    number: int
+    size: int
+    total: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.total / self.size))
+
+
 class NotYetRecorded(DomainError):
     code = "NOT_FOUND"
 
     def __init__(self, key: str, at: datetime) -> None:
-        super().__init__(f"{key} did not exist yet at {jsonable(at)}: its first event came later")
+        super().__init__(
+            Message(
+                "{key} did not exist yet at {at}: its first event came later",
+                key=key,
+                at=jsonable(at),
+            )
+        )
 
 
 class Audit:
@@ -85,7 +111,13 @@ class Audit:
         if not found:
             raise NotFound("aggregate or account", key)
         if len(found) > 1:
-            raise InvalidState(f"account {key} exists in {len(found)} tenants: name one (--tenant)")
+            raise InvalidState(
+                Message(
+                    "account {key} exists in {count} tenants: name one (--tenant)",
+                    key=key,
+                    count=len(found),
+                )
+            )
         return found[0]
 
     def timeline(
@@ -93,6 +125,21 @@ class Audit:
     ) -> list[TimelineEntry]:
         """Every event of the aggregate, the instants in its data written in `zone`."""
         return self.ledger.timeline(self.resolve(key, tenant), zone)
+
+    def timeline_page(
+        self, aggregate_id: UUID, number: int, size: int, read: Read | None = None
+    ) -> TimelinePage:
+        """Page `number` (kept within the pages there are) of `size` events: only its events
+        are read, by `read` (default: as stored)."""
+        total = self.ledger.log_length(aggregate_id)
+        number = min(max(number, 1), max(1, math.ceil(total / size)))
+        reader = read or self.ledger.timeline_range
+        entries = reader(aggregate_id, (number - 1) * size, number * size)
+        return TimelinePage(entries, number, size, total)
+
+    def version_at(self, aggregate_id: UUID, at: datetime) -> int:
+        """The log version of the aggregate's last event accepted by `at` (0: none yet)."""
+        return self.ledger.version_at(aggregate_id, at)
 
     def state(
         self, key: str, at: datetime, tenant: str | None = None, zone: tzinfo = UTC
@@ -105,8 +152,13 @@ class Audit:
         damaged = [e.position for e in entries if e.type == UNDECODABLE]
         if damaged:
             raise InvalidState(
-                f"the state of {key} at {jsonable(at)} cannot be rebuilt: its event at position "
-                f"{damaged[0]} cannot be decoded (audit timeline shows it)"
+                Message(
+                    "the state of {key} at {at} cannot be rebuilt: its event at position "
+                    "{position} cannot be decoded (audit timeline shows it)",
+                    key=key,
+                    at=jsonable(at),
+                    position=damaged[0],
+                )
             )
         aggregate_id = self.resolve(key, tenant)
         log_version = entries[-1].log_version

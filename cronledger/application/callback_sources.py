@@ -35,6 +35,7 @@ from domain.callback_sources import (
 from domain.directory import Principal, check_expected_version
 from domain.errors import DomainError, NotFound, ValidationFailed
 from domain.idempotency import KEY, KEY_RULE, KeyedRequest
+from domain.messages import Message
 from domain.permissions import APPROVAL_CALLBACK
 from projections.callback_sources import (
     CallbackSourceRow,
@@ -51,7 +52,9 @@ TIMESTAMP = "timestamp"  # webhook-timestamp unreadable, or more than 5 minutes 
 SOURCE = "source"  # the body names no live source of the instance's tenant
 SIGNATURE = "signature"  # no signature of the source's current secret matches
 REASONS = (UNSIGNED, TIMESTAMP, SOURCE, SIGNATURE)
-NOT_VERIFIED = "no registered callback source of the instance's tenant signed this delivery"
+NOT_VERIFIED = Message(
+    "no registered callback source of the instance's tenant signed this delivery"
+)
 
 
 class CallbackRefused(DomainError):
@@ -199,10 +202,15 @@ class CallbackSources:
         self, instance_id: str, source_name: str, headers: Mapping[str, str], body: bytes
     ) -> CallbackSource:
         if not all(headers.get(name) for name in HEADERS):
-            raise CallbackRefused(SIGNATURE, f"a signed delivery sends {', '.join(HEADERS)}")
+            raise CallbackRefused(
+                SIGNATURE,
+                Message("a signed delivery sends {headers}", headers=", ".join(HEADERS)),
+            )
         sent_at = _instant(headers["webhook-timestamp"])
         if sent_at is None:
-            raise CallbackRefused(TIMESTAMP, "webhook-timestamp is not whole seconds since 1970")
+            raise CallbackRefused(
+                TIMESTAMP, Message("webhook-timestamp is not whole seconds since 1970")
+            )
         untimely = timestamp_problem(sent_at, self.ledger.clock())
         if untimely is not None:
             raise CallbackRefused(TIMESTAMP, untimely)
@@ -219,7 +227,7 @@ class CallbackSources:
             return None
         try:
             instance = self.ledger.find(
-                ApprovalInstance, UUID(instance_id), "instance", instance_id
+                ApprovalInstance, UUID(instance_id), "approval", instance_id
             )
             source_id = callback_source_uuid(instance.tenant_id, name)
             source = self.ledger.find(CallbackSource, source_id, KIND, name)

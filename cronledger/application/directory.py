@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -29,19 +29,26 @@ from domain.directory import (
     check_notices,
     check_roles,
     definition_uuid,
+    no_such_accounts,
+    no_such_groups,
     notice_terms,
     tenant_uuid,
     token_uuid,
 )
 from domain.errors import InvalidState, NotFound, ValidationFailed
+from domain.groups import Group, group_uuid
 from domain.idempotency import KeyedRequest
 from domain.launch import definition_problem, initiator_problem
+from domain.messages import Message
+from domain.reviewers import NAME_THE_REVIEWERS, Reviewers
 from domain.schedules import ScheduleSettings, checked_presets
 from projections.directory import (
     AccountRow,
     DefinitionRow,
+    account_names,
     account_page,
     account_row,
+    definition_names,
     definition_page,
     definition_row,
     definition_row_of_key,
@@ -58,18 +65,20 @@ TOKEN_CACHE_ENTRIES = 10_000
 @dataclass(frozen=True)
 class Page(Generic[T]):
     """A page of a list: its items, the page's number (None when read after a cursor's sort
-    key), its size, how many items match, and its last item's sort key when more follow."""
+    key), its size, how many items match (up to COUNT_CAP: `total_capped` when more do), and
+    its last item's sort key when more follow."""
 
     items: list[T]
     page: int | None
     page_size: int
     total: int
     next_key: SortKey | None = None
+    total_capped: bool = False
 
     @classmethod
     def of(cls, items: list[T], window: Window, found: Slice[Any]) -> Page[T]:
         """The page `window` asked for, of the items read for `found`."""
-        return cls(items, window.page, window.size, found.total, found.next_key)
+        return cls(items, window.page, window.size, found.total, found.next_key, found.capped)
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,7 @@ class DefinitionFields:
     allow_self_approval: bool = False
     reminders: list[dict[str, int]] = field(default_factory=list)  # before the deadline
     escalation: dict[str, Any] | None = None  # after how long waiting, and to whom
+    reviewers: dict[str, Any] | None = None  # who reviews (domain/reviewers.py); None: anyone
 
 
 @dataclass(frozen=True)
@@ -150,7 +160,9 @@ class Directory:
     def bootstrap(self, tenant_name: str, admin_id: str) -> IssuedToken:
         """Create a tenant with its first admin account, and that admin's first token."""
         if not TENANT_NAME.fullmatch(tenant_name):
-            raise ValidationFailed.of("tenant", "use 1-63 lower-case letters, digits, - or _")
+            raise ValidationFailed.of(
+                "tenant", Message("use 1-63 lower-case letters, digits, - or _")
+            )
         check_account_id(admin_id, "admin")
         self.ledger.retrying(lambda: self._register_tenant(tenant_name))
         system = Principal(tenant_uuid(tenant_name), SYSTEM_ACTOR, frozenset())
@@ -159,7 +171,7 @@ class Directory:
 
     def _register_tenant(self, name: str) -> None:
         if self.ledger.exists(tenant_uuid(name)):
-            raise InvalidState(f"tenant {name} already exists")
+            raise InvalidState(Message("tenant {name} already exists", name=name))
         at = self.ledger.clock()
         registry = self._registry(at)
         tenant = Tenant(name=name, at=at, actor=SYSTEM_ACTOR)
@@ -210,7 +222,9 @@ class Directory:
         check_key(self.ledger, request)
         if self.ledger.exists(account_uuid(actor.tenant_id, account_id)):
             check_key(self.ledger, request)  # made by a request racing with the same key?
-            raise ValidationFailed.of("id", f"an account with id {account_id} already exists")
+            raise ValidationFailed.of(
+                "id", Message("an account with id {id} already exists", id=account_id)
+            )
         tenant = self.tenant(actor.tenant_id)
         at = self.ledger.clock()
         account = Account(
@@ -323,6 +337,10 @@ class Directory:
         tenant.remove_admin(account.account_id, admins, at=at, actor=actor.account_id)
         return tenant
 
+    def account_aggregate(self, tenant_id: UUID, account_id: str) -> Account:
+        """One of the tenant's accounts as its log holds it; another tenant's is not found."""
+        return self._account(tenant_id, account_id)
+
     def _account(self, tenant_id: UUID, account_id: str) -> Account:
         return self.ledger.find(Account, account_uuid(tenant_id, account_id), "account", account_id)
 
@@ -431,11 +449,13 @@ class Directory:
         presets = checked_presets(
             fields.schedule_presets, self.default_timezone, self.ledger.clock()
         )
-        self._check_notices(actor.tenant_id, fields)
+        self._check_terms(actor.tenant_id, fields, new=True)
         reminders, escalation = notice_terms(fields.reminders, fields.escalation)
         if self.ledger.exists(definition_uuid(actor.tenant_id, key)):
             check_key(self.ledger, request)  # made by a request racing with the same key?
-            raise ValidationFailed.of("key", f"a definition with key {key} already exists")
+            raise ValidationFailed.of(
+                "key", Message("a definition with key {key} already exists", key=key)
+            )
         tenant = self.tenant(actor.tenant_id)
         at = self.ledger.clock()
         definition = Definition(
@@ -450,6 +470,7 @@ class Directory:
             actor=actor.account_id,
             reminders=reminders,
             escalation=escalation,
+            reviewers=fields.reviewers,
         )
         tenant.add_definition(str(definition.id))
         self.ledger.save(
@@ -465,7 +486,7 @@ class Directory:
         presets = checked_presets(
             fields.schedule_presets, self.default_timezone, self.ledger.clock()
         )
-        self._check_notices(actor.tenant_id, fields)
+        self._check_terms(actor.tenant_id, fields, new=False)
         definition.update(
             name=fields.name,
             external=fields.external,
@@ -476,23 +497,59 @@ class Directory:
             actor=actor.account_id,
             reminders=fields.reminders,
             escalation=fields.escalation,
+            reviewers=fields.reviewers,
         )
         self.ledger.save(definition)
         return DefinitionRow.of_aggregate(definition)
 
-    def _check_notices(self, tenant_id: UUID, fields: DefinitionFields) -> None:
+    def _check_terms(self, tenant_id: UUID, fields: DefinitionFields, new: bool) -> None:
         """The reminders fit the review window; the escalation names one of the tenant's
-        accounts (every wrong field named at once)."""
+        accounts or groups; a new definition names its reviewers, who exist (every wrong field
+        named at once)."""
         errors: dict[str, list[str]] = {}
         try:
             check_notices(fields.reminders, fields.escalation, fields.review_window_seconds)
         except ValidationFailed as failed:
             errors = dict(failed.errors)
-        to = fields.escalation["account_id"] if fields.escalation else None
+        escalation = fields.escalation or {}
+        to = escalation.get("account_id")
         if to is not None and self._maybe(lambda: self._account(tenant_id, to)) is None:
-            errors["escalation.account_id"] = [f"the tenant has no account {to}"]
+            errors["escalation.account_id"] = [no_such_accounts([to])]
+        leader_of = escalation.get("group_leader_of")
+        if leader_of is not None and self._missing_groups(tenant_id, [leader_of]):
+            errors["escalation.group_leader_of"] = [no_such_groups([leader_of])]
+        if new and fields.reviewers is None:
+            errors["reviewers"] = [NAME_THE_REVIEWERS]
+        errors.update(self._reviewer_problems(tenant_id, fields.reviewers))
         if errors:
             raise ValidationFailed(errors)
+
+    def _reviewer_problems(
+        self, tenant_id: UUID, reviewers: dict[str, Any] | None
+    ) -> dict[str, list[str]]:
+        """What is wrong with a definition's reviewers: none named, an unknown role or account."""
+        rule = Reviewers.of(reviewers)
+        if rule is None:
+            return {}
+        problems: dict[str, list[str]] = {}
+        try:
+            rule.check()
+            check_roles(list(rule.roles))
+        except ValidationFailed as failed:
+            problems.update({_under_reviewers(k): v for k, v in failed.errors.items()})
+        unknown = [a for a in rule.accounts if not self.ledger.exists(account_uuid(tenant_id, a))]
+        if unknown:
+            problems["reviewers.accounts"] = [no_such_accounts(unknown)]
+        missing = self._missing_groups(tenant_id, rule.groups)
+        if missing:
+            problems["reviewers.groups"] = [no_such_groups(missing)]
+        return problems
+
+    def _missing_groups(self, tenant_id: UUID, keys: Sequence[str]) -> list[str]:
+        """Those of `keys` that name no live group of the tenant."""
+        found = self.ledger.get_many([group_uuid(tenant_id, key) for key in keys])
+        live = {g.key for g in found.values() if isinstance(g, Group) and not g.deleted}
+        return [key for key in keys if key not in live]
 
     def set_published(
         self, actor: Principal, definition_id: str, published: bool, version: int | None
@@ -536,6 +593,14 @@ class Directory:
         """Every event of one of the tenant's definitions."""
         return self.ledger.timeline(self.definition_aggregate(tenant_id, definition_id).id)
 
+    def account_names(self, tenant_id: UUID, ids: Iterable[str]) -> dict[str, str]:
+        """The names of the tenant's accounts of these ids (a page's, in one query)."""
+        return account_names(self.ledger.store, tenant_id, ids)
+
+    def definition_names(self, tenant_id: UUID, ids: Iterable[str]) -> dict[str, str]:
+        """The names of the tenant's definitions of these ids (a page's, in one query)."""
+        return definition_names(self.ledger.store, tenant_id, ids)
+
     def definitions(self, tenant_id: UUID, window: Window) -> Page[DefinitionRow]:
         """The tenant's definitions, oldest first, from their `definitions` rows."""
         found = definition_page(self.ledger.store, tenant_id, window)
@@ -570,3 +635,7 @@ class Directory:
     def definition_aggregate(self, tenant_id: UUID, definition_id: str) -> Definition:
         """A definition of this tenant; another tenant's is not found, never forbidden."""
         return self.ledger.find_in_tenant(Definition, definition_id, "definition", tenant_id)
+
+
+def _under_reviewers(name: str) -> str:
+    return name if name.startswith("reviewers") else f"reviewers.{name}"

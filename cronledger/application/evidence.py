@@ -19,6 +19,7 @@ from cronledger.persistence.signing_key import SigningKey
 from domain.errors import DomainError, InvalidState, ValidationFailed
 from domain.evidence import BUNDLE_FORMAT, Checkpoint
 from domain.merkle import consistency_proof, inclusion_proof, root
+from domain.messages import Message
 from projections.engine import Projector, Sql
 from projections.merkle import (
     checkpoint_of_size,
@@ -38,8 +39,10 @@ class NoSigningKey(DomainError):
 
     def __init__(self) -> None:
         super().__init__(
-            "this process has no signing key, so it signs no checkpoint: run `cronledger "
-            "migrate` (it makes one) or set CRONLEDGER_SIGNING_KEY_FILE (docs/audit.md)"
+            Message(
+                "this process has no signing key, so it signs no checkpoint: run `cronledger "
+                "migrate` (it makes one) or set CRONLEDGER_SIGNING_KEY_FILE (docs/audit.md)"
+            )
         )
 
 
@@ -47,7 +50,7 @@ class NoSuchCheckpoint(DomainError):
     code = "NOT_FOUND"
 
     def __init__(self, size: int) -> None:
-        super().__init__(f"no signed checkpoint of tree size {size}")
+        super().__init__(Message("no signed checkpoint of tree size {size}", size=size))
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,13 @@ class Evidence:
         with self._sql() as sql:
             older, newer = _signed_of(sql, old), _signed_of(sql, new)
             if old > new:
-                raise InvalidState(f"tree size {old} is newer than {new}: give the older first")
+                raise InvalidState(
+                    Message(
+                        "tree size {old} is newer than {new}: give the older first",
+                        old=old,
+                        new=new,
+                    )
+                )
             proof = (
                 []
                 if old == new
@@ -137,7 +146,13 @@ class Evidence:
         with self._sql() as sql:
             size = tree_head(sql).size
             if new > size:
-                raise InvalidState(f"the tree holds {size} events, not {new}: catch up first")
+                raise InvalidState(
+                    Message(
+                        "the tree holds {size} events, not {new}: catch up first",
+                        size=size,
+                        new=new,
+                    )
+                )
             return with_stored_nodes(sql, lambda nodes: consistency_proof(nodes, old, new))
 
     def current_root(self, size: int) -> bytes:
@@ -209,7 +224,11 @@ class Evidence:
     def _grown(self, sql: Sql, old: int, checkpoint: Checkpoint) -> dict[str, Any]:
         if not 0 < old <= checkpoint.tree_size:
             raise InvalidState(
-                f"no consistency proof from tree size {old} to {checkpoint.tree_size}"
+                Message(
+                    "no consistency proof from tree size {old} to {new}",
+                    old=old,
+                    new=checkpoint.tree_size,
+                )
             )
         proof = with_stored_nodes(
             sql, lambda nodes: consistency_proof(nodes, old, checkpoint.tree_size)

@@ -27,12 +27,16 @@ from uuid import UUID, uuid4
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
+from cronledger.application.reviews import Reviewing
 from cronledger.application.services import Services
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger
+from domain.approvals import Parties
 from domain.directory import Account, Definition, account_uuid
-from domain.launch import LaunchFailed, checked_launch
+from domain.errors import NoEligibleReviewer
+from domain.launch import NO_ELIGIBLE_REVIEWER, LaunchFailed, checked_launch
 from domain.policy import RunPolicy
+from domain.reviewers import Reviewers
 from domain.runs import DEAD_LETTER, Run
 from projections.engine import Projector
 from projections.runs import Cycle, blocking_runs, due_runs, running_per_schedule
@@ -74,12 +78,15 @@ class WorkReport:
 class Worker:
     @classmethod
     def of(cls, services: Services, name: str | None = None) -> Worker:
-        return cls(services.ledger, services.projector, services.settings, name)
+        worker = cls(services.ledger, services.projector, services.settings, name)
+        worker.reviewing = services.approvals.reviewing
+        return worker
 
     def __init__(
         self, ledger: Ledger, projector: Projector, settings: Settings, name: str | None = None
     ) -> None:
         self.ledger = ledger
+        self.reviewing = Reviewing(ledger)
         self.projector = projector
         self.policy = RunPolicy.from_settings(settings)
         self.lease = timedelta(seconds=settings.lease_seconds)
@@ -209,18 +216,34 @@ class Worker:
             run = claim.run
             try:
                 initiator, definition = checked_launch(*inputs[run.id])
+                candidates = self._candidates(run, definition, made)
             except LaunchFailed as failure:
                 run.fail(claim.number, self.name, failure, self.policy, now)
                 outcomes.append("failed")
             else:
                 instance_id = run.instance_id_to_launch
                 if instance_id not in made:
-                    changed.append(run.approval(definition, now))
+                    changed.append(run.approval(definition, now, candidates))
                 run.succeed(claim.number, self.name, str(instance_id), now)
                 unchanged[initiator.id] = initiator.version
                 outcomes.append("succeeded")
             changed.append(run)
         return changed, list(unchanged.items()), outcomes
+
+    def _candidates(
+        self, run: Run, definition: Definition, made: Collection[UUID]
+    ) -> list[str] | None:
+        """Whom the run's instance goes to, by the reviewers of the revision it was frozen at
+        (nobody eligible fails the attempt, which retries); None when none are named, or when
+        the instance exists already."""
+        terms = definition.terms_of(run.definition_revision)
+        if terms.reviewers is None or run.instance_id_to_launch in made:
+            return None
+        parties = Parties(run.initiator_id, True, run.saved_by, terms.allow_self_approval)
+        try:
+            return self.reviewing.candidates(run.tenant_id, Reviewers.of(terms.reviewers), parties)
+        except NoEligibleReviewer as refused:
+            raise LaunchFailed(NO_ELIGIBLE_REVIEWER, refused.message) from None
 
     def _log_outcome(self, claim: Claim, outcome: str) -> None:
         """One line per committed launch; never the form data (requirement 002). A failed

@@ -60,6 +60,7 @@ def registry_for(services: Services) -> CollectorRegistry:
     for collector in services.meters.collectors():
         registry.register(collector)
     registry.register(services.callback_sources.refusals)
+    registry.register(services.credentials.failures)
     registry.register(ProcessStateCollector(services))
     registry.register(StoreCollector(services))
     return registry

@@ -25,6 +25,7 @@ from projections.hourly import (
     hour_key,
     launch_outcomes_by_hour,
     registration_lag_by_hour,
+    skipped_cycles_by_hour,
 )
 from projections.keyset import Window
 from projections.operations import Operation, OperationFilter, operation_page
@@ -37,11 +38,13 @@ HOURS_SHOWN = 24  # the operations charts: the last day, this hour included
 
 @dataclass(frozen=True)
 class Hour:
-    """One UTC hour of the last day: the runs planned in it, and the attempts started in it."""
+    """One UTC hour of the last day: the runs planned in it, the attempts started in it, and
+    the cycles skipped in it."""
 
     start: datetime
     lag: LagHour
     outcomes: OutcomeHour
+    skipped: int = 0
 
 
 class Operations:
@@ -59,12 +62,14 @@ class Operations:
         first = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=HOURS_SHOWN - 1)
         lags = registration_lag_by_hour(self.ledger.store, tenant_id, first)
         outcomes = launch_outcomes_by_hour(self.ledger.store, tenant_id, first)
+        skipped = skipped_cycles_by_hour(self.ledger.store, tenant_id, first)
         starts = [first + timedelta(hours=n) for n in range(HOURS_SHOWN)]
         return [
             Hour(
                 start,
                 lags.get(hour_key(start), LagHour()),
                 outcomes.get(hour_key(start), OutcomeHour()),
+                skipped.get(hour_key(start), 0),
             )
             for start in starts
         ]

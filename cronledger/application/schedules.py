@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
@@ -19,6 +19,7 @@ from cronledger.persistence.ledger import Ledger, TimelineEntry
 from domain.directory import Principal, check_expected_version
 from domain.errors import InFlight, NotFound, ValidationFailed
 from domain.idempotency import KeyedRequest
+from domain.messages import Message
 from domain.overlap import DEFAULT_OVERLAP_POLICY, OVERLAP_POLICIES
 from domain.policy import RunPolicy
 from domain.schedules import (
@@ -42,6 +43,7 @@ from projections.schedules import (
     due_schedule_backlog,
     last_run_of,
     live_schedule_page,
+    schedule_names,
     schedule_row,
 )
 
@@ -193,7 +195,9 @@ class Schedules:
         definition = self.directory.definition_aggregate(actor.tenant_id, definition_id)
         preset = next((p for p in definition.schedule_presets if p["id"] == preset_id), None)
         if preset is None:
-            raise ValidationFailed.of("preset_id", f"definition has no preset {preset_id}")
+            raise ValidationFailed.of(
+                "preset_id", Message("definition has no preset {preset}", preset=preset_id)
+            )
         fields = {
             "name": name or untemplated(preset["title"]),
             "definition_id": definition_id,
@@ -324,8 +328,11 @@ class Schedules:
         unfinished = self.runs.unfinished(schedule.id)
         if unfinished:
             raise InFlight(
-                f"{unfinished} cycle(s) of this schedule are pending, running or waiting to "
-                "retry: cancel them or let them finish first"
+                Message(
+                    "{count} cycle(s) of this schedule are pending, running or waiting to "
+                    "retry: cancel them or let them finish first",
+                    count=unfinished,
+                )
             )
         schedule.delete(self.ledger.clock(), actor.account_id, reason)
         self.ledger.save(schedule)
@@ -389,6 +396,11 @@ class Schedules:
         answers = [self._answer(row, skips.get(row.id)) for row in listed.rows]
         return Page.of(answers, window, listed)
 
+    def names(self, tenant_id: UUID, ids: Iterable[str]) -> dict[str, tuple[str, bool]]:
+        """The name of each of the tenant's schedules of these ids (deleted ones' too), and
+        whether it was deleted: a page's, in one query."""
+        return schedule_names(self.ledger.store, tenant_id, ids)
+
     def _answer(self, row: ScheduleRow, last_skip: dict[str, Any] | None) -> ScheduleAnswer:
         return ScheduleAnswer(row, last_skip, self._fire_times(row.trigger, row.timezone))
 
@@ -423,6 +435,15 @@ class Schedules:
         """Every event of the schedule, deleted ones included; an edit saved before edits
         recorded their `changes` shows them derived from the save before it."""
         return with_changes(self.ledger.timeline(self.find(tenant_id, schedule_id).id))
+
+    def timeline_range(self, schedule_id: UUID, after: int, upto: int) -> list[TimelineEntry]:
+        """The schedule's events after log version `after` up to `upto`, as `timeline` shows
+        them: the events before are read only for an edit saved without its `changes`."""
+        entries = self.ledger.timeline_range(schedule_id, after, upto)
+        if not any(e.type == "Schedule.Updated" and e.data.get("changes") is None for e in entries):
+            return entries
+        earlier = self.ledger.timeline_range(schedule_id, 0, after)
+        return with_changes([*earlier, *entries])[len(earlier) :]
 
     def schedule(self, tenant_id: UUID, schedule_id: str, version: int | None = None) -> Schedule:
         """A live schedule of this tenant, at the expected version if one is named."""

@@ -14,11 +14,17 @@ from cronledger.application.audit import Audit
 from cronledger.application.backlog import Backlog
 from cronledger.application.callback_sources import CallbackSources
 from cronledger.application.capacity import TickCounters
+from cronledger.application.contacts import Contacts
+from cronledger.application.credentials import Credentials
 from cronledger.application.directory import Directory
 from cronledger.application.evidence import CheckpointPolicy, Evidence
+from cronledger.application.groups import Groups
+from cronledger.application.mailer import Mailer
 from cronledger.application.meters import Meters
+from cronledger.application.notifications import Notifications
 from cronledger.application.operations import Operations
 from cronledger.application.pauses import Pauses
+from cronledger.application.reviews import Reviewing
 from cronledger.application.runs import Runs
 from cronledger.application.schedules import Schedules
 from cronledger.application.startup import migrated, rebuild_outdated
@@ -61,7 +67,12 @@ class Services:
     pauses: Pauses
     health: Health
     callback_sources: CallbackSources
+    groups: Groups
     webhooks: Webhooks
+    notifications: Notifications
+    contacts: Contacts
+    credentials: Credentials
+    mailer: Mailer
     tick: TickCounters = field(default_factory=TickCounters)  # the tick's totals
     meters: Meters = field(default_factory=Meters)  # what this process recorded, for /metrics
 
@@ -113,6 +124,7 @@ def open_services(
     rebuild_outdated(ledger, projector, health, background=kind in SERVING_KINDS)
     ledger.after_save = lambda position: projector.catch_up(until=position)
     directory = Directory(ledger, settings.timezone)
+    groups = Groups(ledger, directory)
     runs = Runs(ledger, projector, directory)
     return Services(
         settings=settings,
@@ -123,12 +135,17 @@ def open_services(
         evidence=_evidence(settings, ledger, projector, clock),
         schedules=Schedules(ledger, directory, runs, settings),
         runs=runs,
-        approvals=Approvals(ledger, directory, projector),
+        approvals=Approvals(ledger, directory, projector, Reviewing(ledger, groups)),
         operations=Operations(ledger),
         pauses=Pauses(ledger),
         health=health,
         callback_sources=CallbackSources(ledger, settings.secret_key),
+        groups=groups,
         webhooks=Webhooks(ledger, settings),
+        notifications=Notifications(ledger),
+        contacts=Contacts(ledger, directory),
+        credentials=Credentials(ledger, directory),
+        mailer=Mailer(ledger, settings),
     )
 
 

@@ -23,17 +23,21 @@ from cronledger.application.secrets import SecretKeyMissing, derived_secret
 from cronledger.config import Settings
 from cronledger.persistence.ledger import ENVELOPE, Ledger, TimelineEntry, jsonable
 from domain.approvals import (
+    COMMENT,
     EXPIRED,
     FORBIDDEN,
     LATE_OR_CONFLICT,
+    REASSIGN,
     SIGN,
     STATE_AFTER,
 )
 from domain.directory import Principal, check_expected_version
 from domain.errors import NotFound, ValidationFailed
 from domain.idempotency import KeyedRequest
+from domain.messages import Message
 from domain.overlap import Blocker
 from domain.reason_codes import MISMATCHES
+from domain.reviewers import FIRST_TASK
 from domain.runs import (
     DEAD_LETTER,
     FAILED,
@@ -43,9 +47,13 @@ from domain.runs import (
     skip_reason_of,
 )
 from domain.webhooks import (
+    APPROVAL_CLAIMED,
+    APPROVAL_COMMENTED,
     APPROVAL_DECIDED,
     APPROVAL_ESCALATED,
     APPROVAL_EXPIRED,
+    APPROVAL_REASSIGNED,
+    APPROVAL_REJECTED,
     APPROVAL_REMINDER_DUE,
     APPROVAL_SUBMITTED,
     CALLBACK_LATE,
@@ -107,23 +115,23 @@ class Destination:
         return urlsplit(self.url).netloc
 
 
-def refusal_of(address: Address) -> str | None:
+def refusal_of(address: Address) -> Message | None:
     """Why a message may not go to `address` unless private ones are allowed, or None."""
     mapped = getattr(address, "ipv4_mapped", None)
     if mapped is not None:
         return refusal_of(mapped)
     if address.is_loopback:
-        return "a loopback address"
+        return Message("a loopback address")
     if address.is_link_local:
-        return "a link-local address"
+        return Message("a link-local address")
     if address.is_multicast:
-        return "a multicast address"
+        return Message("a multicast address")
     if address.is_unspecified:
-        return "the unspecified address"
+        return Message("the unspecified address")
     if address.is_reserved:
-        return "a reserved address"
+        return Message("a reserved address")
     if address.is_private or not address.is_global:
-        return "a private address"
+        return Message("a private address")
     return None
 
 
@@ -151,8 +159,13 @@ class AddressGuard:
                 if refused is not None:
                     raise ValidationFailed.of(
                         "url",
-                        f"{host} resolves to {address}, {refused}: refused unless "
-                        "CRONLEDGER_WEBHOOK_ALLOW_PRIVATE=true",
+                        Message(
+                            "{host} resolves to {address}, {refused}: refused unless "
+                            "CRONLEDGER_WEBHOOK_ALLOW_PRIVATE=true",
+                            host=host,
+                            address=str(address),
+                            refused=refused,
+                        ),
                     )
         return Destination(url, str(addresses[0]))
 
@@ -161,11 +174,14 @@ class AddressGuard:
             found = self.resolve(host, port, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError) as error:
             raise ValidationFailed.of(
-                "url", f"the host {host} cannot be resolved: {error}"
+                "url",
+                Message("the host {host} cannot be resolved: {error}", host=host, error=str(error)),
             ) from None
         addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0]) for info in found))
         if not addresses:
-            raise ValidationFailed.of("url", f"the host {host} resolves to no address")
+            raise ValidationFailed.of(
+                "url", Message("the host {host} resolves to no address", host=host)
+            )
         return addresses
 
 
@@ -179,6 +195,13 @@ NOTICES = {
     "ApprovalInstance.ReminderDue": APPROVAL_REMINDER_DUE,
     "ApprovalInstance.Escalated": APPROVAL_ESCALATED,
 }
+# The review's work on an instance's task, and its comments: each its own type.
+REVIEW_WORK = {
+    "ApprovalInstance.Claimed": APPROVAL_CLAIMED,
+    "ApprovalInstance.Reassigned": APPROVAL_REASSIGNED,
+    "ApprovalInstance.Commented": APPROVAL_COMMENTED,
+}
+REJECTION = "ApprovalInstance.Rejected"  # a decision (approval.decided) and approval.rejected
 # Every event that may tell a subscription something, by qualified name (a topic's end).
 TOLD_BY = frozenset(
     {
@@ -190,6 +213,8 @@ TOLD_BY = frozenset(
         "ApprovalInstance.Expired",
         *CALLBACKS,
         *NOTICES,
+        *REVIEW_WORK,
+        REJECTION,
     }
 )
 # Those that carry their tenant; the others' is their aggregate's.
@@ -209,6 +234,10 @@ def types_of(event: Any) -> list[str]:
         return [APPROVAL_SUBMITTED]
     if name in DECISIONS:
         return [APPROVAL_DECIDED]
+    if name == REJECTION:
+        return [APPROVAL_DECIDED, APPROVAL_REJECTED]
+    if name in REVIEW_WORK:
+        return [REVIEW_WORK[name]]
     if name == "ApprovalInstance.Expired":
         return [APPROVAL_EXPIRED]
     if name in NOTICES:
@@ -246,14 +275,17 @@ def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
             "review_deadline_at": event.review_deadline_at,
             "run_id": origin.get("run_id"),
         }
-    if kind in (APPROVAL_DECIDED, APPROVAL_EXPIRED):
+    if kind in (APPROVAL_DECIDED, APPROVAL_EXPIRED, APPROVAL_REJECTED):
         return {
             **instance,
             "state": STATE_AFTER[event.outcome],
             "decided_by": event.actor,
             "command_id": event.command_id,
             "reason": event.reason,
+            **({"comment": event.payload["comment"]} if kind == APPROVAL_REJECTED else {}),
         }
+    if kind in REVIEW_WORK.values():
+        return {**instance, **_review_work(event)}
     if kind in (CALLBACK_LATE, CALLBACK_MISMATCHED):
         payload = event.payload
         return {
@@ -265,6 +297,18 @@ def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
         }
     fields = {k: v for k, v in event.__dict__.items() if k not in ENVELOPE | {"at", "actor"}}
     return {**instance, **fields}
+
+
+def _review_work(event: Any) -> dict[str, Any]:
+    """Who did what to which task: a claim's assignee is its actor, a reassignment names its
+    own (with why); a comment carries its text."""
+    payload = event.payload
+    told = {"task_id": payload.get("task_id") or FIRST_TASK, "actor": event.actor}
+    if event.command == REASSIGN:
+        return {**told, "assignee_id": payload["assignee_id"], "reason": payload["reason"]}
+    if event.command == COMMENT:
+        return {**told, "comment": payload["comment"]}
+    return {**told, "assignee_id": event.actor, "command_id": event.command_id}
 
 
 def _run(event: Any, run: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from cronledger.persistence.transcoding import LogTranscoder
 from domain.approvals import ApprovalInstance
 from domain.directory import Account, Definition, Tenant
 from domain.errors import DomainError, NotFound
+from domain.messages import Message
 from domain.runs import Run
 from domain.schedules import Schedule
 
@@ -82,6 +83,24 @@ class UnreadableAggregate(DomainError):
         super().__init__(f"{kind} {key!s} cannot be read from the log; the cause has been logged")
 
 
+class TooManyWriters(DomainError):
+    """Other writers won every try of a command: nothing was written, the caller may retry."""
+
+    code = "UNAVAILABLE"
+
+    def __init__(self, attempts: int) -> None:
+        super().__init__(
+            Message(
+                "other writers changed this resource first at each of {attempts} tries; "
+                "nothing was written: try again shortly",
+                attempts=attempts,
+            )
+        )
+
+
+WRITER_LOCKS = 64  # stripes of the per-aggregate lock of `Ledger.retrying`
+
+
 class _Deferring(threading.local):
     active = False
     saved = 0  # the log position of this thread's last committed save (0: none yet)
@@ -106,6 +125,7 @@ class Ledger(Application[UUID]):
         # Told of each committed save's events with their aggregates (this process's meters).
         self.after_record: Callable[[Sequence[Recorded]], object] | None = None
         self._deferring = _Deferring()
+        self._writers = [threading.Lock() for _ in range(WRITER_LOCKS)]
         super().__init__(
             {**store.eventsourcing_env(), "CREATE_TABLE": "y" if create_tables else "n"}
         )
@@ -248,14 +268,28 @@ class Ledger(Application[UUID]):
             return "its log has no events"
         return None
 
-    def retrying(self, command: Callable[[], T], attempts: int = 20) -> T:
-        """Run get-act-save again, after a short random pause, when another writer won."""
+    def retrying(
+        self, command: Callable[[], T], attempts: int = 20, one_at_a_time: object = None
+    ) -> T:
+        """Run get-act-save again, after a short random pause, when another writer won.
+
+        Commands of this process that name the same `one_at_a_time` key (an aggregate's id) run
+        in turn, so a burst on one aggregate does not spend its retries racing itself."""
+        if one_at_a_time is None:
+            return self._retrying(command, attempts)
+        with self._writers[hash(one_at_a_time) % WRITER_LOCKS]:
+            return self._retrying(command, attempts)
+
+    def _retrying(self, command: Callable[[], T], attempts: int) -> T:
         for attempt in range(1, attempts):
             try:
                 return command()
             except IntegrityError:
                 time.sleep(random.uniform(0, 0.002 * attempt))  # noqa: S311 (jitter, not crypto)
-        return command()
+        try:
+            return command()
+        except IntegrityError as error:
+            raise TooManyWriters(attempts) from error
 
     def save_batch_or_each(
         self,
@@ -273,18 +307,46 @@ class Ledger(Application[UUID]):
     def timeline(self, aggregate_id: UUID, zone: tzinfo = UTC) -> list[TimelineEntry]:
         """Every event of one aggregate, oldest first, with its position on the log (instants
         in its data written in `zone`)."""
+        return self.timeline_range(aggregate_id, 0, None, zone)
+
+    def timeline_range(
+        self, aggregate_id: UUID, after: int, upto: int | None, zone: tzinfo = UTC
+    ) -> list[TimelineEntry]:
+        """The events of one aggregate whose log versions are after `after` and up to `upto`
+        (None: the last), oldest first: only those are read, so a page of a long timeline
+        costs what the page holds."""
+        last = upto if upto is not None else 2**62
         positions = {
             version: position
             for position, version in self.store.query(
                 f"SELECT {self.store.position_column}, originator_version "  # noqa: S608
-                f"FROM {self.events_table} WHERE originator_id = ?",
-                (self._stored_id(aggregate_id),),
+                f"FROM {self.events_table} WHERE originator_id = ? "
+                "AND originator_version > ? AND originator_version <= ?",
+                (self._stored_id(aggregate_id), after, last),
             )
         }
         return [
             timeline_entry(positions.get(stored.originator_version, 0), self.decode(stored), zone)
-            for stored in self.recorder.select_events(aggregate_id)
+            for stored in self.recorder.select_events(aggregate_id, gt=after, lte=upto)
         ]
+
+    def log_length(self, aggregate_id: UUID) -> int:
+        """How many events one aggregate has: the log version of its last (0 for none)."""
+        last = self.recorder.select_events(aggregate_id, desc=True, limit=1)
+        return last[0].originator_version if last else 0
+
+    def version_at(self, aggregate_id: UUID, at: datetime) -> int:
+        """The log version of the aggregate's last event accepted by `at` (0: none yet), found
+        by halving its log, one event read at each step: its events are accepted in order."""
+        low, high = 0, self.log_length(aggregate_id)
+        while low < high:
+            middle = (low + high + 1) // 2
+            (stored,) = self.recorder.select_events(aggregate_id, gt=middle - 1, lte=middle)
+            if timeline_entry(0, self.decode(stored)).at <= at:
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
     def get_many(self, ids: Sequence[UUID]) -> dict[UUID, Aggregate]:
         """What `repository.get` gives for each id that exists, in two queries per 500 ids."""

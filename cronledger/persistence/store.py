@@ -223,10 +223,19 @@ class Store:
     def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one read; `?` placeholders and instants work on both stores."""
         with self.connect() as conn:
-            if self.kind == "postgresql":
-                statement = statement.replace("?", "%s")
-            values = [db_value(self.kind, p) for p in params]
-            return list(conn.execute(statement, values).fetchall())
+            return list(conn.execute(*self.native(statement, params)).fetchall())
+
+    def write(self, statement: str, params: Sequence[Any] = ()) -> None:
+        """Run one write outside the log, committed on its own: for what no event records (a
+        person's inbox state)."""
+        with self.connect() as conn:
+            conn.execute(*self.native(statement, params))
+
+    def native(self, statement: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
+        """The statement with this store's placeholders, and its values as the store takes them."""
+        if self.kind == "postgresql":
+            statement = statement.replace("?", "%s")
+        return statement, [db_value(self.kind, p) for p in params]
 
     @contextmanager
     def scratch(self) -> Iterator[Store]:

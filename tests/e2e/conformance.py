@@ -23,6 +23,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.e2e.helpers import DEFINITION, SCHEDULE, request
+from tests.support import REVIEWER
 
 DOCUMENT = "/api/openapi.json"
 VALID_EACH = 2  # valid requests on real resources per operation (few: a store takes seconds)
@@ -56,6 +57,8 @@ class Client(Protocol):
 
     def post(self, path: str, json: Any = None) -> Answer: ...
 
+    def get(self, path: str) -> Answer: ...
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -73,6 +76,9 @@ class Served:
     def post(self, path: str, json: Any = None) -> Reply:
         return Reply(*request(f"{self.base}{path}", self.token, {} if json is None else json))
 
+    def get(self, path: str) -> Reply:
+        return Reply(*request(f"{self.base}{path}", self.token))
+
 
 def created(client: Client, path: str, json: Any = None) -> Any:
     """What a POST that must succeed answers."""
@@ -83,6 +89,8 @@ def created(client: Client, path: str, json: Any = None) -> Any:
 
 def seed(admin: Client) -> dict[str, str]:
     """One resource of each kind in the admin's tenant, as path parameters naming them."""
+    reviewer = {"id": REVIEWER, "name": "Vera", "roles": ["operator"]}
+    created(admin, "/api/accounts", reviewer)  # who may approve the admin's instances
     definition = created(admin, "/api/definitions", DEFINITION)
     definition = created(admin, f"/api/definitions/{definition['id']}/publish")
     schedule = created(
@@ -99,9 +107,11 @@ def seed(admin: Client) -> dict[str, str]:
     created(admin, "/api/accounts", {"id": "clerk", "name": "clerk", "roles": ["auditor"]})
     token_id = created(admin, "/api/accounts/clerk/tokens")["token_id"]
     source = created(admin, "/api/callback-sources", {"name": "esign"})
+    group = created(admin, "/api/groups", {"key": definition["key"], "name": "财务部"})
     hook = {"url": "http://127.0.0.1:9/hook", "event_types": ["ping"]}
     webhook = created(admin, "/api/webhooks", hook)
     delivery = created(admin, f"/api/webhooks/{webhook['id']}/ping")
+    notice = late_callback_notice(admin, definition["id"])
     return {
         "schedule_id": schedule["id"],
         "run_id": run["id"],
@@ -114,9 +124,28 @@ def seed(admin: Client) -> dict[str, str]:
         "initiator_id": "root",
         "preset_id": definition["schedule_presets"][0]["id"],
         "source_id": source["id"],
+        "group_id": group["id"],
         "webhook_id": webhook["id"],
         "delivery_id": delivery["id"],
+        "notification_id": notice["id"],
     }
+
+
+def late_callback_notice(admin: Client, definition_id: str) -> Any:
+    """The admin's notice of a signing callback on their withdrawn instance."""
+    submission = {"command_id": "submit-2", "definition_id": definition_id, "title": "Late"}
+    instance = created(admin, "/api/approvals", {**submission, "material_version": 1})
+    created(admin, f"/api/approvals/{instance['id']}/withdraw", {"command_id": "w"})
+    callback = {
+        "command_id": "cb",
+        "contract_id": "C-1",
+        "material_version": 1,
+        "source": "s",
+        "occurred_at": "2026-10-01T09:00:00Z",
+    }
+    late = admin.post(f"/api/approvals/{instance['id']}/callbacks/sign", callback)
+    assert late.status_code == 409, late.json
+    return admin.get("/api/notifications").json["items"][0]
 
 
 def checks_of(document: Document, *more: Check) -> list[Check]:

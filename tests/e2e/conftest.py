@@ -11,15 +11,16 @@ from flask.testing import FlaskClient
 
 from cronledger.application.services import open_services
 from cronledger.config import Settings
-from tests.e2e.helpers import DEFINITION, SCHEDULE, answers
-from tests.processes import free_port, run_cli, started
-from tests.support import Api, FakeClock
+from tests.e2e.helpers import DEFINITION, SCHEDULE, answers, with_reviewer
+from tests.processes import free_port, started
+from tests.support import DECIDERS, Api, FakeClock
 from web import create_app
 
 
 @pytest.fixture
 def definition_id(admin: Api) -> str:
-    """A published definition without presets."""
+    """A published definition without presets (and an operator to review it)."""
+    with_reviewer(admin)
     created = admin.post(
         "/api/definitions",
         {
@@ -27,6 +28,7 @@ def definition_id(admin: Api) -> str:
             "name": "Onboarding",
             "external": False,
             "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
         },
     ).json
     admin.post(f"/api/definitions/{created['id']}/publish")
@@ -35,7 +37,9 @@ def definition_id(admin: Api) -> str:
 
 @pytest.fixture
 def definition(admin: Api) -> dict[str, Any]:
-    """A published definition with a schedule preset, as the API answers it."""
+    """A published definition with a schedule preset, as the API answers it (and an operator
+    to review it)."""
+    with_reviewer(admin)
     created = admin.post("/api/definitions", DEFINITION).json
     return admin.post(f"/api/definitions/{created['id']}/publish").json  # type: ignore[no-any-return]
 
@@ -44,14 +48,6 @@ def definition(admin: Api) -> dict[str, Any]:
 def body(definition: dict[str, Any]) -> dict[str, Any]:
     """A valid schedule on `definition`, initiated by `root`, every settable field named."""
     return {**copy.deepcopy(SCHEDULE), "definition_id": definition["id"]}
-
-
-@pytest.fixture
-def token(store_url: str) -> str:
-    """The admin token `cronledger bootstrap` printed for tenant `demo`."""
-    result = run_cli(store_url, "bootstrap", "--tenant", "demo", "--admin", "admin")
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture

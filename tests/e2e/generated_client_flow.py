@@ -46,6 +46,7 @@ from cronledger_client.models import (
     PreviewIn,
     PreviewOut,
     Problem,
+    ReviewersIn,
     Role,
     RunDetailOut,
     RunPage,
@@ -109,6 +110,7 @@ def published_definition(admin: AuthenticatedClient) -> DefinitionOut:
         external=False,
         review_window_seconds=3600,
         schedule_presets=[preset],
+        reviewers=ReviewersIn(accounts=[REVIEWER]),
     )
     definition = expect(create_definition.sync(client=admin, body=body), DefinitionOut)
     assert not definition.published

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from cronledger.application.services import Services
-from tests.support import Api
+from tests.support import DECIDERS, REVIEWER, Api
 
 HTTP_SECONDS = 10  # one request to a served process
 CRON_9AM = {"kind": "cron", "expression": "0 9 * * *"}
@@ -22,6 +22,7 @@ DEFINITION = {
     "name": "Daily",
     "external": False,
     "review_window_seconds": 3600,
+    "reviewers": DECIDERS,
     "schedule_presets": [
         {
             "id": "weekday-morning",
@@ -52,6 +53,12 @@ def account(admin: Api, account_id: str, roles: list[str]) -> Api:
     token = admin.post(f"/api/accounts/{account_id}/tokens")
     assert token.status_code == 201
     return Api(admin.client, token.json["token"])
+
+
+def with_reviewer(admin: Api) -> None:
+    """The tenant's operator `vera`, who may review what others submit and schedule."""
+    created = admin.post("/api/accounts", {"id": REVIEWER, "name": "Vera", "roles": ["operator"]})
+    assert created.status_code in (201, 422), created.json
 
 
 def lists_show_what_reads_show(api: Api) -> None:
@@ -91,6 +98,15 @@ def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
 
 def log_end(services: Services) -> int | None:
     return services.ledger.recorder.max_notification_id()
+
+
+SIGN_CALLBACK = {  # a signing callback matching what `submit` submits
+    "command_id": "cb-1",
+    "contract_id": "C-9",
+    "material_version": 2,
+    "occurred_at": "2026-10-01T09:00:00Z",
+    "source": "esign",
+}
 
 
 def submit(api: Api, definition_id: str, command_id: str = "submit-1", **extra: Any) -> Any:

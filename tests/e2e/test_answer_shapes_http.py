@@ -19,9 +19,9 @@ from cronledger.application.cycles import Ticker
 from cronledger.application.launches import Worker
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from tests.e2e.helpers import lists_show_what_reads_show
+from tests.e2e.helpers import lists_show_what_reads_show, with_reviewer
 from tests.release_stores import WORKING, facts, store_written_by
-from tests.support import Api, FakeClock
+from tests.support import DECIDERS, Api, FakeClock
 from web import create_app
 
 DOCUMENT_URI = "urn:cronledger:openapi:closed"
@@ -97,6 +97,7 @@ def test_every_resource_answers_as_documented(
 ) -> None:
     check = answers.check
     ann = people(admin, answers)
+    with_reviewer(admin)
     definition = check(
         "/api/definitions",
         admin.post(
@@ -106,6 +107,7 @@ def test_every_resource_answers_as_documented(
                 "name": "Daily",
                 "external": False,
                 "review_window_seconds": 3600,
+                "reviewers": DECIDERS,
                 "schedule_presets": [
                     {"id": "morning", "title": "Morning {{date}}", "trigger": EVERY_MINUTE},
                     {"id": "office", "title": "Office hours", "trigger": WINDOWS},

@@ -11,7 +11,7 @@ from eventsourcing.persistence import IntegrityError, StoredEvent
 from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
-from tests.e2e.helpers import account, assert_problem, log_end, samples, submit
+from tests.e2e.helpers import SIGN_CALLBACK, account, assert_problem, log_end, samples, submit
 from tests.support import Api, FakeClock
 
 
@@ -104,13 +104,7 @@ def test_callbacks_are_matched_against_the_instance(
     instance = submit(requester, definition_id).json
     path = f"/api/approvals/{instance['id']}"
     esign = account(admin, "esign", ["integration"])
-    callback = {
-        "command_id": "cb-1",
-        "contract_id": "C-9",
-        "material_version": 2,
-        "occurred_at": "2026-10-01T09:00:00Z",
-        "source": "esign",
-    }
+    callback = SIGN_CALLBACK
     assert esign.post(f"{path}/callbacks/sign", callback).json["instance"]["contract_id"] == "C-9"
     other = esign.post(
         f"{path}/callbacks/sign", {**callback, "command_id": "cb-2", "contract_id": "C-1"}

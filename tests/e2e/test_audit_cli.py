@@ -18,7 +18,7 @@ from projections.catalog import all_projections
 from projections.maintenance import replay
 from tests.e2e.helpers import request
 from tests.processes import killed_mid_work, run_cli
-from tests.support import FakeClock, wait_until
+from tests.support import DECIDERS, FakeClock, wait_until
 
 EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}
 
@@ -28,7 +28,13 @@ def served_activity(base: str, bearer: str) -> str:
     _, definition = request(
         f"{base}/api/definitions",
         bearer,
-        {"key": "k", "name": "K", "external": False, "review_window_seconds": 600},
+        {
+            "key": "k",
+            "name": "K",
+            "external": False,
+            "review_window_seconds": 600,
+            "reviewers": DECIDERS,
+        },
     )
     request(f"{base}/api/definitions/{definition['id']}/publish", bearer, {})
     body = {

@@ -36,10 +36,10 @@ def holds_anything(store_url: str) -> bool:
     return bool(found)
 
 
-def test_a_missing_store_is_refused_and_not_created(store_url: str) -> None:
-    why = "the file does not exist" if store_url.startswith("sqlite") else "it has no events table"
-    refused(store_url, why)
-    assert not holds_anything(store_url)
+def test_a_missing_store_is_refused_and_not_created(bare_store_url: str) -> None:
+    sqlite = bare_store_url.startswith("sqlite")
+    refused(bare_store_url, "the file does not exist" if sqlite else "it has no events table")
+    assert not holds_anything(bare_store_url)
 
 
 def test_a_missing_sqlite_folder_is_not_created(tmp_path: Path) -> None:

@@ -118,6 +118,7 @@ def test_a_deleted_source_is_gone_and_its_name_comes_back_with_a_new_secret(
         "page": 1,
         "page_size": 20,
         "total": 0,
+        "total_capped": False,
         "next_cursor": None,
     }
     again = register(admin)

@@ -57,10 +57,10 @@ def test_the_projections_process_signs_each_checkpoint_as_it_falls_due(store_url
 
 
 def test_without_a_key_the_projections_process_keeps_the_tree_and_says_why(
-    store_url: str,
+    bare_store_url: str,
 ) -> None:
-    bootstrap(store_url, "acme")  # no `migrate`: no key
-    with started(store_url, "projections", "--interval", "0.1", **EVERY_EVENT) as child:
+    bootstrap(bare_store_url, "acme")  # no `migrate`: no key
+    with started(bare_store_url, "projections", "--interval", "0.1", **EVERY_EVENT) as child:
         child.wait_for(lambda: "no signing key" in child.stderr, "the warning")
-        child.wait_for(lambda: tree_size(store_url) > 0, "the tree")
-    assert signed_after(store_url, 0) == []
+        child.wait_for(lambda: tree_size(bare_store_url) > 0, "the tree")
+    assert signed_after(bare_store_url, 0) == []

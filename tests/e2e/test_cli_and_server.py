@@ -13,7 +13,7 @@ import pytest
 
 from tests.e2e.helpers import request
 from tests.processes import CLI, free_port, run_cli, started
-from tests.support import wait_until
+from tests.support import DECIDERS, REVIEWER, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_served_api_answers_with_the_bootstrap_token(server: str, token: str) -> None:
     status, body = request(f"{server}/api/accounts", token)
     assert status == 200
-    assert [a["id"] for a in body["items"]] == ["admin"]
+    assert [a["id"] for a in body["items"]] == ["admin", REVIEWER]  # and the suite's reviewer
     assert request(f"{server}/api/accounts")[0] == 401
     status, created = request(
         f"{server}/api/accounts", token, {"id": "ann", "name": "Ann", "roles": ["operator"]}
@@ -92,7 +92,13 @@ def test_serve_sweeps_deadlines_by_itself(server: str, token: str) -> None:
     _, definition = request(
         f"{server}/api/definitions",
         token,
-        {"key": "k", "name": "K", "external": False, "review_window_seconds": 1},
+        {
+            "key": "k",
+            "name": "K",
+            "external": False,
+            "review_window_seconds": 1,
+            "reviewers": DECIDERS,
+        },
     )
     request(f"{server}/api/definitions/{definition['id']}/publish", token, {})
     status, instance = request(
@@ -111,7 +117,13 @@ def test_serve_registers_and_launches_cycles_by_itself(server: str, token: str) 
     _, definition = request(
         f"{server}/api/definitions",
         token,
-        {"key": "k", "name": "K", "external": False, "review_window_seconds": 600},
+        {
+            "key": "k",
+            "name": "K",
+            "external": False,
+            "review_window_seconds": 600,
+            "reviewers": DECIDERS,
+        },
     )
     request(f"{server}/api/definitions/{definition['id']}/publish", token, {})
     status, schedule = request(

@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from tests.e2e.helpers import assert_problem, submit
-from tests.support import Api, FakeClock
+from tests.support import DECIDERS, REVIEWER, Api, FakeClock
 
 NEXT_LINK = re.compile(r'^<(?P<url>/[^>]*)>; rel="next"$')  # root-relative
 MOST_PAGES = 100  # a walk longer than this goes round in circles
@@ -58,7 +58,13 @@ def _account(tenant: Tenant, n: int, i: int) -> str:
 
 
 def _definition(tenant: Tenant, n: int, i: int) -> str:
-    body = {"key": f"d{n}", "name": "D", "external": False, "review_window_seconds": 60}
+    body = {
+        "key": f"d{n}",
+        "name": "D",
+        "external": False,
+        "review_window_seconds": 60,
+        "reviewers": DECIDERS,
+    }
     _created(tenant.admin.post("/api/definitions", body))
     return f"d{n}"
 
@@ -197,7 +203,7 @@ def test_walking_a_list_by_cursor_gives_every_item_once_in_order(tenant: Tenant,
 
 def test_accounts_and_definitions_come_in_the_order_they_were_created(tenant: Tenant) -> None:
     accounts = walked(tenant.admin, "/api/accounts?page_size=2")
-    assert accounts == ["root", *tenant.created["accounts"]]
+    assert accounts == ["root", REVIEWER, *tenant.created["accounts"]]
     definitions = tenant.admin.get("/api/definitions?page_size=200").json["items"]
     assert [d["key"] for d in definitions][-ROUNDS:] == tenant.created["definitions"]
 

@@ -10,13 +10,14 @@ from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
 from tests.e2e.helpers import account, assert_problem, log_end, other_tenant
-from tests.support import Api
+from tests.support import DECIDERS, Api
 
 DEFINITION = {
     "key": "daily",
     "name": "Daily check",
     "external": False,
     "review_window_seconds": 3600,
+    "reviewers": DECIDERS,
 }
 
 
@@ -120,6 +121,7 @@ def test_definition_lifecycle(admin: Api) -> None:
             "name": "Daily",
             "external": True,
             "review_window_seconds": 60,
+            "reviewers": DECIDERS,
             "schedule_presets": [],
             "allow_self_approval": False,
             "version": 2,
@@ -158,9 +160,30 @@ def test_bad_account_fields_are_422_naming_the_field_and_nothing_is_written(
     ("body", "field"),
     [
         ({**DEFINITION, "external": "no"}, "external"),
-        ({**DEFINITION, "review_window_seconds": 0}, "review_window_seconds"),
-        ({**DEFINITION, "review_window_seconds": 1.5}, "review_window_seconds"),
-        ({**DEFINITION, "review_window_seconds": True}, "review_window_seconds"),
+        (
+            {
+                **DEFINITION,
+                "review_window_seconds": 0,
+                "reviewers": DECIDERS,
+            },
+            "review_window_seconds",
+        ),
+        (
+            {
+                **DEFINITION,
+                "review_window_seconds": 1.5,
+                "reviewers": DECIDERS,
+            },
+            "review_window_seconds",
+        ),
+        (
+            {
+                **DEFINITION,
+                "review_window_seconds": True,
+                "reviewers": DECIDERS,
+            },
+            "review_window_seconds",
+        ),
         ({**DEFINITION, "key": "has space"}, "key"),
         (
             {**DEFINITION, "schedule_presets": [{"id": "Bad", "title": "t", "trigger": {}}]},

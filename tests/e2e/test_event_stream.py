@@ -1,7 +1,8 @@
 """`GET /api/events/stream`: a tenant's new events as Server-Sent Events, live and resumable.
 
-Every stream a test opens ends by itself after `SECONDS` (`?max_seconds=`), and every read
-has a deadline, so a missing event fails the test instead of hanging it.
+Every stream a test opens ends by itself after `SECONDS` (`?max_seconds=`; the 300 of the
+limits' test after `HUNDREDS_SECONDS`), and every read has a deadline, so a missing event fails
+the test instead of hanging it.
 """
 
 from __future__ import annotations
@@ -36,10 +37,13 @@ from domain.directory import Principal
 from domain.permissions import SCHEDULE_LIST
 from tests.e2e.helpers import account, answers, assert_problem, other_tenant, request, submit
 from tests.processes import free_port, started
-from tests.support import Api, FakeClock, FakeTime, principal_of, wait_until
+from tests.support import DECIDERS, Api, FakeClock, FakeTime, principal_of, wait_until
 from web import create_app
 
 SECONDS = 5
+# Opening 300 streams takes seconds on a loaded machine: none may end by itself before the
+# test has read the last.
+HUNDREDS_SECONDS = 60
 RUN_TYPES = ["Run.Registered", "Run.AttemptStarted", "Run.AttemptSucceeded"]
 
 
@@ -474,7 +478,13 @@ def test_a_served_stream_delivers_within_a_second(server: str, token: str) -> No
         status, _ = request(
             f"{server}/api/definitions",
             token,
-            {"key": "k", "name": "K", "external": False, "review_window_seconds": 60},
+            {
+                "key": "k",
+                "name": "K",
+                "external": False,
+                "review_window_seconds": 60,
+                "reviewers": DECIDERS,
+            },
         )
         committed = time.monotonic()
         assert status == 201
@@ -488,13 +498,14 @@ def test_a_served_stream_delivers_within_a_second(server: str, token: str) -> No
 # -- limits: open streams, replay, what a caller without audit:read is shown ---------------
 
 
-def hold(api: Api, held: ExitStack) -> TestResponse:
-    """A stream left open until `held` closes it (or the test, if it was the last opened).
+def hold(api: Api, held: ExitStack, seconds: int = SECONDS) -> TestResponse:
+    """A stream left open until `held` closes it (or the test, if it was the last opened), or
+    until its `seconds` are up.
 
     The test client runs every stream in this thread, each in its own Flask request context:
     they are closed in the reverse order of their opening.
     """
-    response = api.get(f"/api/events/stream?max_seconds={SECONDS}", buffered=False)
+    response = api.get(f"/api/events/stream?max_seconds={seconds}", buffered=False)
     assert response.status_code == 200, response.get_data(as_text=True)
     held.callback(response.close)
     return response
@@ -545,7 +556,7 @@ def test_the_limits_can_allow_hundreds_of_streams_to_one_account(
     client = create_app({"SERVICES": services, "TESTING": True}).test_client()
     admin = Api(client, services.directory.bootstrap("acme", "root").token)
     with ExitStack() as held:
-        streams = [Stream(hold(admin, held)) for _ in range(300)]
+        streams = [Stream(hold(admin, held, HUNDREDS_SECONDS)) for _ in range(300)]
         assert "account" in refused(admin)
         admin.post("/api/accounts", {"id": "marker", "name": "M", "roles": []})
         for stream in (streams[0], streams[-1]):

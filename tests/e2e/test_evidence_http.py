@@ -17,7 +17,14 @@ from cronledger.application.services import Services
 from cronledger.persistence.signing_key import SigningKey, create_signing_key
 from domain.evidence import Checkpoint, public_key_from_pem, verify_bundle
 from domain.merkle import verify_consistency
-from tests.e2e.helpers import DEFINITION, account, assert_problem, other_tenant, submit
+from tests.e2e.helpers import (
+    DEFINITION,
+    account,
+    assert_problem,
+    other_tenant,
+    submit,
+    with_reviewer,
+)
 from tests.support import Api
 
 CHECKPOINTS = "/api/audit/checkpoints"
@@ -64,6 +71,7 @@ class Theirs:
 def theirs(services: Services, client: FlaskClient) -> Theirs:
     """Another tenant with an instance of its own."""
     boss = other_tenant(services, client)
+    with_reviewer(boss)
     created = boss.post("/api/definitions", {**DEFINITION, "key": "globex-daily"}).json
     boss.post(f"/api/definitions/{created['id']}/publish")
     instance = submit(boss, created["id"], "globex-1", title=THEIR_TITLE).json

@@ -19,7 +19,7 @@ from werkzeug.test import TestResponse
 from domain.directory import tenant_uuid
 from domain.idempotency import CREATE_SCHEDULE, idempotency_key_uuid
 from tests.e2e.helpers import CRON_9AM, account, assert_problem, submit
-from tests.support import Api, FakeClock, Opener
+from tests.support import DECIDERS, Api, FakeClock, Opener
 from web import create_app
 from web.idempotency import reuse_code
 
@@ -79,7 +79,13 @@ def _preset(definition: dict[str, Any], name: str = "From a preset") -> dict[str
 
 
 def _definition(key: str) -> dict[str, Any]:
-    return {"key": key, "name": key, "external": False, "review_window_seconds": 60}
+    return {
+        "key": key,
+        "name": key,
+        "external": False,
+        "review_window_seconds": 60,
+        "reviewers": DECIDERS,
+    }
 
 
 CREATIONS = [
@@ -471,6 +477,7 @@ def test_every_creating_post_and_command_takes_the_key(app: Flask) -> None:
         "create_definition": "IDEMPOTENCY_KEY_REUSED",
         "issue_token": "IDEMPOTENCY_KEY_REUSED",
         "create_callback_source": "IDEMPOTENCY_KEY_REUSED",
+        "create_group": "IDEMPOTENCY_KEY_REUSED",
         "create_webhook": "IDEMPOTENCY_KEY_REUSED",
         "run_now": "REQUEST_ID_REUSED",
         "submit_approval": "COMMAND_ID_REUSED",
@@ -478,4 +485,9 @@ def test_every_creating_post_and_command_takes_the_key(app: Flask) -> None:
         "withdraw": "COMMAND_ID_REUSED",
         "extend_deadline": "COMMAND_ID_REUSED",
         "sign_callback": "COMMAND_ID_REUSED",
+        "reject": "COMMAND_ID_REUSED",
+        "claim": "COMMAND_ID_REUSED",
+        "unclaim": "COMMAND_ID_REUSED",
+        "reassign": "COMMAND_ID_REUSED",
+        "comment": "COMMAND_ID_REUSED",
     }

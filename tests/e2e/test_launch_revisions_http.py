@@ -11,7 +11,7 @@ from cronledger.application.cycles import Ticker
 from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from tests.conftest import Opener
-from tests.support import Api, FakeClock
+from tests.support import DECIDERS, Api, FakeClock
 from web import create_app
 
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}
@@ -51,6 +51,7 @@ def test_a_schedule_launches_the_revision_it_was_saved_against(
             "name": "Daily, renamed",
             "external": False,
             "review_window_seconds": 7200,
+            "reviewers": DECIDERS,
             "schedule_presets": definition["schedule_presets"],
             "allow_self_approval": False,
             "version": definition["version"],

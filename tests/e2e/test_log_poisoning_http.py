@@ -8,8 +8,8 @@ from flask.testing import FlaskClient
 
 from cronledger.application.launches import Worker
 from cronledger.application.services import Services
-from tests.e2e.helpers import account, assert_problem
-from tests.support import Api
+from tests.e2e.helpers import account, assert_problem, with_reviewer
+from tests.support import DECIDERS, Api
 
 LOOKALIKES = {
     "x": {"_type_": "no_such_type", "_data_": 1},
@@ -26,6 +26,7 @@ def publish(admin: Api, form_data: Any) -> dict[str, Any]:
         "form_data": form_data,
         "trigger": {"kind": "cron", "expression": "0 8 * * *"},
     }
+    with_reviewer(admin)
     created = admin.post(
         "/api/definitions",
         {
@@ -33,6 +34,7 @@ def publish(admin: Api, form_data: Any) -> dict[str, Any]:
             "name": "Daily",
             "external": False,
             "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
             "schedule_presets": [preset],
         },
     )
@@ -103,6 +105,7 @@ def test_a_schedules_lookalike_form_data_reaches_its_instances_as_given(
 
 
 def publish_second(admin: Api) -> str:
+    with_reviewer(admin)
     created = admin.post(
         "/api/definitions",
         {
@@ -110,6 +113,7 @@ def publish_second(admin: Api) -> str:
             "name": "Second",
             "external": False,
             "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
             "schedule_presets": [
                 {
                     "id": "morning",
@@ -133,6 +137,7 @@ def test_a_lookalike_cannot_hide_in_a_preset_trigger(admin: Api) -> None:
             "name": "K",
             "external": False,
             "review_window_seconds": 60,
+            "reviewers": DECIDERS,
             "schedule_presets": [{"id": "p", "title": "P", "trigger": trigger}],
         },
     )
@@ -148,6 +153,7 @@ def test_approval_and_preset_form_data_are_bounded_like_schedules(admin: Api) ->
             "name": "K",
             "external": False,
             "review_window_seconds": 60,
+            "reviewers": DECIDERS,
             "schedule_presets": [
                 {
                     "id": "p",

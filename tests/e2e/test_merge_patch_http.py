@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
 from tests.e2e.helpers import assert_problem
-from tests.support import Api
+from tests.support import DECIDERS, Api
 
 SCHEDULES = "/api/workflows/schedules"
 MERGE_PATCH = "application/merge-patch+json"
@@ -101,11 +101,18 @@ def test_an_account_patch_keeps_the_fields_it_leaves_out(admin: Api) -> None:
 
 def test_a_definition_patch_keeps_its_presets(admin: Api, definition: dict[str, Any]) -> None:
     path = f"/api/definitions/{definition['id']}"
-    patched = admin.patch(path, {"review_window_seconds": 60}).json
+    patched = admin.patch(path, {"review_window_seconds": 60, "reviewers": DECIDERS}).json
     assert patched["schedule_presets"] == definition["schedule_presets"]
     assert (patched["review_window_seconds"], patched["name"]) == (60, "Daily")
     left_out = admin.put(
-        path, {"name": "Daily", "external": False, "review_window_seconds": 60, "version": 3}
+        path,
+        {
+            "name": "Daily",
+            "external": False,
+            "review_window_seconds": 60,
+            "reviewers": DECIDERS,
+            "version": 3,
+        },
     )
     assert set(assert_problem(left_out, 422, "VALIDATION_FAILED")["errors"]) == {
         "schedule_presets",

@@ -113,12 +113,13 @@ def test_the_setup_before_is_listed_too(admin: Api, scenario: Scenario) -> None:
     assert kinds == [
         ("root", "definition.published"),
         ("root", "definition.registered"),
+        ("root", "account.registered"),  # the reviewer
         ("root", "account.token_issued"),
         ("root", "account.registered"),
         ("system", "account.token_issued"),
         ("system", "account.registered"),
     ]
-    assert page["total"] == 13
+    assert page["total"] == 14
     assert (page["page"], page["page_size"]) == (2, 7)
 
 

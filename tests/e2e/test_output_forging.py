@@ -6,18 +6,25 @@ import json
 
 from flask.testing import FlaskClient
 
-from tests.e2e.helpers import submit
+from tests.e2e.helpers import submit, with_reviewer
 from tests.processes import run_cli
-from tests.support import Api
+from tests.support import DECIDERS, Api
 
 FORGED = "customer asked\nApproved by cfo\u2028\x85done"
 
 
 def extended_with_forged_reason(admin: Api) -> str:
     """An instance whose deadline was extended with a reason that tries to add lines."""
+    with_reviewer(admin)
     definition = admin.post(
         "/api/definitions",
-        {"key": "k", "name": "K", "external": False, "review_window_seconds": 3600},
+        {
+            "key": "k",
+            "name": "K",
+            "external": False,
+            "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
+        },
     ).json
     admin.post(f"/api/definitions/{definition['id']}/publish")
     instance = submit(admin, definition["id"]).json

@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from cronledger.application.cycles import Ticker
 from cronledger.application.services import Services
-from tests.support import Api, FakeClock
+from tests.support import DECIDERS, Api, FakeClock
 
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}
 INCIDENT = "INC-7: the approval backend is down"
@@ -40,7 +40,13 @@ def other_tenant(services: Services, client: FlaskClient) -> tuple[Api, str]:
     beta = Api(client, services.directory.bootstrap("beta", "boss").token)
     created = beta.post(
         "/api/definitions",
-        {"key": "k", "name": "K", "external": False, "review_window_seconds": 3600},
+        {
+            "key": "k",
+            "name": "K",
+            "external": False,
+            "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
+        },
     ).json
     beta.post(f"/api/definitions/{created['id']}/publish")
     body = {"definition_id": created["id"], "initiator_id": "boss"}

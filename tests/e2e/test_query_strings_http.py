@@ -24,7 +24,7 @@ def schedule_path(admin: Api, body: dict[str, Any]) -> str:
         ("/api/workflows/runs?stauts=SUCCEEDED", "stauts"),
         ("/api/approvals?sate=APPROVED", "sate"),
         (f"{SCHEDULES}?pagesize=5", "pagesize"),
-        ("/api/accounts?page=1&sort=name", "sort"),
+        ("/api/accounts?page=1&order=name", "order"),
         ("/api/definitions?published=true", "published"),
         ("/api/audit/operations?knd=schedule.updated", "knd"),
         ("/api/events/stream?max_second=1", "max_second"),

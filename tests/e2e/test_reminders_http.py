@@ -14,17 +14,20 @@ from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
 from tests.e2e.helpers import account, assert_problem
-from tests.support import T0, Api, FakeClock
+from tests.support import DECIDERS, T0, Api, FakeClock
 
 DAY = 86400
 WINDOW = 3 * DAY
 REMINDERS = [{"before_seconds": DAY}, {"before_seconds": 3600}]
 ESCALATION = {"after_seconds": DAY + 7200, "account_id": "boss"}
+# The default mode saved with it, and no group named.
+ESCALATION_KEPT = {**ESCALATION, "group_leader_of": None, "mode": "reassign"}
 CONTRACT = {
     "key": "contract",
     "name": "Contract",
     "external": False,
     "review_window_seconds": WINDOW,
+    "reviewers": DECIDERS,
     "reminders": REMINDERS,
     "escalation": ESCALATION,
 }
@@ -63,9 +66,9 @@ def instance(admin: Api, definition: dict[str, Any]) -> dict[str, Any]:
 def test_a_definition_carries_them_and_lists_show_them(
     admin: Api, definition: dict[str, Any]
 ) -> None:
-    assert (definition["reminders"], definition["escalation"]) == (REMINDERS, ESCALATION)
+    assert (definition["reminders"], definition["escalation"]) == (REMINDERS, ESCALATION_KEPT)
     listed = admin.get("/api/definitions").json["items"]
-    assert [(d["reminders"], d["escalation"]) for d in listed] == [(REMINDERS, ESCALATION)]
+    assert [(d["reminders"], d["escalation"]) for d in listed] == [(REMINDERS, ESCALATION_KEPT)]
 
 
 @pytest.mark.parametrize(
@@ -82,7 +85,7 @@ def test_a_definition_carries_them_and_lists_show_them(
         ({"reminders": [{"after": 60}]}, {"reminders.0.before_seconds", "reminders.0.after"}),
         ({"escalation": {"after_seconds": 60, "account_id": "nobody"}}, {"escalation.account_id"}),
         ({"escalation": {"after_seconds": 0, "account_id": "boss"}}, {"escalation.after_seconds"}),
-        ({"escalation": {"after_seconds": 60}}, {"escalation.account_id"}),
+        ({"escalation": {"after_seconds": 60}}, {"escalation"}),  # no target
     ],
 )
 def test_wrong_reminders_and_escalations_are_422_naming_the_field(
@@ -102,11 +105,11 @@ def test_a_put_leaving_them_out_keeps_them_and_a_patch_changes_them(
         path,
         {**older_client, "schedule_presets": [], "allow_self_approval": False, "version": 2},
     )
-    assert (kept.json["reminders"], kept.json["escalation"]) == (REMINDERS, ESCALATION)
+    assert (kept.json["reminders"], kept.json["escalation"]) == (REMINDERS, ESCALATION_KEPT)
     patched = admin.patch(path, {"escalation": {"after_seconds": 60}, "reminders": None})
     assert (patched.json["reminders"], patched.json["escalation"]) == (
         [],
-        {"after_seconds": 60, "account_id": "boss"},
+        {**ESCALATION_KEPT, "after_seconds": 60},
     )
     cleared = admin.patch(path, {"escalation": None})
     assert cleared.json["escalation"] is None
@@ -120,7 +123,7 @@ def test_lists_and_timelines_show_what_the_sweeper_recorded(
     admin: Api, services: Services, clock: FakeClock, instance: dict[str, Any]
 ) -> None:
     assert instance["next_notice_at"] == "2026-10-02T11:00:00Z"  # the escalation, first
-    assert (instance["reminders"], instance["escalation"]) == (REMINDERS, ESCALATION)
+    assert (instance["reminders"], instance["escalation"]) == (REMINDERS, ESCALATION_KEPT)
     back = T0 + timedelta(seconds=WINDOW - 1800)  # the sweeper was down until then
     clock.now = back
     services.approvals.sweep()
@@ -146,7 +149,15 @@ def test_lists_and_timelines_show_what_the_sweeper_recorded(
             "ApprovalInstance.Escalated",
             "system:sweeper",
             "2026-10-04T08:30:00Z",
-            {"account_id": "boss", "after_seconds": DAY + 7200, "due_at": "2026-10-02T11:00:00Z"},
+            {
+                "account_id": "boss",
+                "after_seconds": DAY + 7200,
+                "due_at": "2026-10-02T11:00:00Z",
+                "task_id": "1",
+                "mode": "reassign",
+                "from_assignee": None,
+                "to_assignee": "boss",
+            },
         ),
         (
             "ApprovalInstance.ReminderDue",
@@ -204,6 +215,42 @@ def test_the_console_shows_them(
     assert "to boss after 93600 s waiting" in definitions
 
 
+def test_the_console_names_an_escalation_to_a_groups_leader(
+    app: Flask, admin: Api, boss: Api, services: Services, clock: FakeClock
+) -> None:
+    group = {"key": "legal", "name": "Legal", "members": ["boss"], "leader_id": "boss"}
+    assert admin.post("/api/groups", group).status_code == 201
+    escalation = {"after_seconds": DAY + 7200, "group_leader_of": "legal"}
+    created = admin.post(
+        "/api/definitions", {**CONTRACT, "key": "legal", "escalation": escalation}
+    ).json
+    admin.post(f"/api/definitions/{created['id']}/publish")
+    submitted = admin.post(
+        "/api/approvals",
+        {
+            "command_id": "s-1",
+            "definition_id": created["id"],
+            "title": "C-10",
+            "material_version": 1,
+        },
+    ).json
+    browser = signed_in(app, admin.token)
+    path = f"/console/approvals/{submitted['id']}"
+    waiting = browser.get(path).text.split('data-escalation="legal"', 1)[1].split("</li>", 1)[0]
+    assert "Escalation to the leader of the group legal after 93600 s waiting" in waiting
+    assert "not recorded" in waiting
+    clock.now = T0 + timedelta(seconds=DAY + 7200)
+    services.approvals.sweep()
+    recorded = browser.get(path).text.split('data-escalation="legal"', 1)[1].split("</li>", 1)[0]
+    assert "not recorded" not in recorded
+    assert "(boss)" in recorded
+    card = browser.get("/console/directory/definitions").text.split('id="definition-legal"', 1)[1]
+    assert (
+        "to the leader of the group legal (or the next leader up who may approve) after 93600 s"
+        " waiting; the task is handed to them" in card
+    )
+
+
 def test_the_console_definition_form_takes_them_and_names_wrong_ones(
     app: Flask, admin: Api, boss: Api
 ) -> None:
@@ -213,26 +260,36 @@ def test_the_console_definition_form_takes_them_and_names_wrong_ones(
         page = browser.get("/console/directory/definitions").text
         csrf = CSRF.search(page)
         assert csrf is not None
-        form = {"csrf_token": csrf.group(1), "name": "Contract", "review_window_seconds": "7200"}
+        form = {
+            "csrf_token": csrf.group(1),
+            "name": "Contract",
+            "review_window_seconds": "7200",
+            "reviewers.roles": "operator",
+            "escalation.mode": "reassign",
+        }
         return browser.post("/console/directory/definitions", data={**form, **fields})
 
-    unread = create(key="a", reminders="3600, soon", escalation_to="boss")
+    unread = create(key="a", reminders="3600, soon", **{"escalation.account_id": "boss"})
     assert unread.status_code == 422
     assert "Reminder 2: Not a valid integer." in unread.text
     assert 'id="escalation-after_seconds-error"' in unread.text
     assert 'value="3600, soon"' in unread.text  # what was typed stays
     wrong = create(
-        key="a", reminders="3600, 9000", escalation_after_seconds="60", escalation_to="nobody"
+        key="a",
+        reminders="3600, 9000",
+        **{"escalation.after_seconds": "60", "escalation.account_id": "nobody"},
     )
     assert wrong.status_code == 422
     assert "Reminder 2: must be more than 0 and less than the review window" in wrong.text
     assert "the tenant has no account nobody" in wrong.text
     made = create(
-        key="b", reminders="3600, 600", escalation_after_seconds="1800", escalation_to="boss"
+        key="b",
+        reminders="3600, 600",
+        **{"escalation.after_seconds": "1800", "escalation.account_id": "boss"},
     )
     assert made.status_code == 302, made.text
     created = admin.get("/api/definitions/by-key/b").json
     assert (created["reminders"], created["escalation"]) == (
         [{"before_seconds": 3600}, {"before_seconds": 600}],
-        {"after_seconds": 1800, "account_id": "boss"},
+        {"after_seconds": 1800, "account_id": "boss", "group_leader_of": None, "mode": "reassign"},
     )

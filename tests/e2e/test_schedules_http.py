@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
 from tests.e2e.helpers import CRON_9AM, account, assert_problem, log_end
-from tests.support import Api, FakeClock
+from tests.support import DECIDERS, Api, FakeClock
 
 
 def test_create_read_update_delete(admin: Api, body: dict[str, Any], clock: FakeClock) -> None:
@@ -129,7 +129,13 @@ def test_unpublished_external_and_inactive_references_are_refused(
     admin.post("/api/accounts/gone/deactivate")
     external = admin.post(
         "/api/definitions",
-        {"key": "ext", "name": "Ext", "external": True, "review_window_seconds": 60},
+        {
+            "key": "ext",
+            "name": "Ext",
+            "external": True,
+            "review_window_seconds": 60,
+            "reviewers": DECIDERS,
+        },
     ).json
     admin.post(f"/api/definitions/{external['id']}/publish")
     for change, field, words in [
@@ -238,6 +244,7 @@ def test_invalid_presets_are_refused_on_the_definition(admin: Api) -> None:
             "name": "K",
             "external": False,
             "review_window_seconds": 60,
+            "reviewers": DECIDERS,
             "schedule_presets": [
                 {"id": "p", "title": "P", "trigger": {"kind": "cron", "expression": "0 0 30 2 *"}}
             ],

@@ -8,8 +8,8 @@ import pytest
 
 from cronledger.application.launches import Worker
 from cronledger.application.services import Services
-from tests.e2e.helpers import account, assert_problem, log_end, submit
-from tests.support import Api, FakeClock
+from tests.e2e.helpers import account, assert_problem, log_end, submit, with_reviewer
+from tests.support import DECIDERS, Api, FakeClock
 
 SUBMIT = "workflow:approval:submit"
 
@@ -98,6 +98,7 @@ def test_the_operator_cannot_approve_what_their_schedule_launched(
 
 
 def definition_with(admin: Api, key: str, allow_self_approval: bool) -> str:
+    with_reviewer(admin)
     created = admin.post(
         "/api/definitions",
         {
@@ -105,6 +106,7 @@ def definition_with(admin: Api, key: str, allow_self_approval: bool) -> str:
             "name": key,
             "external": False,
             "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
             "allow_self_approval": allow_self_approval,
         },
     )
@@ -126,7 +128,12 @@ def test_the_applicant_approves_only_where_the_definition_allows_it(admin: Api) 
 
 
 def test_allow_self_approval_defaults_to_false_and_is_a_strict_boolean(admin: Api) -> None:
-    fields = {"name": "K", "external": False, "review_window_seconds": 60}
+    fields = {
+        "name": "K",
+        "external": False,
+        "review_window_seconds": 60,
+        "reviewers": DECIDERS,
+    }
     created = admin.post("/api/definitions", {**fields, "key": "k"}).json
     assert created["allow_self_approval"] is False
     path = f"/api/definitions/{created['id']}"

@@ -12,6 +12,7 @@ import pytest
 
 from tests.e2e.helpers import answers, request
 from tests.processes import free_port, started
+from tests.support import DECIDERS
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "webhooks.md"
 SECRET_KEY = "snippet-test-secret-key-of-32-characters"
@@ -51,7 +52,13 @@ def test_the_guide_s_sender_snippet_posts_a_verified_callback(served: str, token
         served,
         token,
         "/api/definitions",
-        {"key": "contract", "name": "Contract", "external": True, "review_window_seconds": 3600},
+        {
+            "key": "contract",
+            "name": "Contract",
+            "external": True,
+            "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
+        },
         201,
     )
     api(served, token, f"/api/definitions/{definition['id']}/publish", {})

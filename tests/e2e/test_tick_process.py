@@ -12,7 +12,7 @@ from cronledger.config import Settings
 from cronledger.persistence.store import as_instant
 from domain.triggers import fire_times, load_zone, parse_trigger
 from tests.processes import killed_mid_work
-from tests.support import FakeClock
+from tests.support import DECIDERS, FakeClock
 
 HOURLY = {"kind": "cron", "expression": "0 * * * *"}
 
@@ -23,7 +23,7 @@ def test_sigkill_mid_batch_then_restart_leaves_no_gap_and_no_duplicate(store_url
     root = services.directory.authenticate(services.directory.bootstrap("acme", "root").token)
     assert root is not None
     definition = services.directory.create_definition(
-        root, "d", DefinitionFields("D", False, 60, [])
+        root, "d", DefinitionFields("D", False, 60, [], reviewers=DECIDERS)
     )
     services.directory.set_published(root, definition.id, True, None)
     ids = [

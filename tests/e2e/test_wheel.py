@@ -164,6 +164,33 @@ def test_every_imported_distribution_is_declared(wheel: Path, source: Path) -> N
     assert imported - required_distributions(wheel) == set()
 
 
+def extra_distributions(wheel: Path, extra: str) -> set[str]:
+    """What the wheel's extra `extra` (`dev`) adds."""
+    archive = zipfile.ZipFile(wheel)
+    (name,) = (n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+    lines = Parser().parsestr(archive.read(name).decode()).get_all("Requires-Dist") or []
+    return {
+        canonicalize_name(requirement.name)
+        for requirement in map(Requirement, lines)
+        if requirement.marker and requirement.marker.evaluate({"extra": extra})
+    }
+
+
+def test_make_run_installs_what_serving_needs_and_none_of_the_test_toolchain(
+    wheel: Path, source: Path
+) -> None:
+    """`make run` installs the package without extras (what this module's venv holds, and every
+    module imports with), never the `dev` extra's test and lint toolchain."""
+    dev = extra_distributions(wheel, "dev")
+    assert {"pytest", "playwright", "mypy", "schemathesis"} <= dev
+    assert required_distributions(wheel) & dev == set()
+    planned = run(["make", "-n", "run"], source, COMMAND_SECONDS)
+    installs = [line for line in planned.splitlines() if " install " in line and "pip" in line]
+    assert installs, planned
+    assert [line.split()[-1] for line in installs] == ["setuptools", "."], installs
+    assert "[dev]" not in planned
+
+
 def test_the_installed_package_is_the_wheels(venv: Path) -> None:
     python = str(venv / "bin" / "python")
     where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"

@@ -10,7 +10,7 @@ from cronledger.application.launches import Worker
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from tests.processes import killed_mid_work
-from tests.support import FakeClock, wait_until
+from tests.support import DECIDERS, REVIEWER, FakeClock, wait_until
 
 HOURLY = {"kind": "cron", "expression": "0 * * * *"}
 SCHEDULES = 20
@@ -23,8 +23,11 @@ def test_sigkill_mid_batch_then_restart_launches_each_run_once(store_url: str) -
     )
     root = services.directory.authenticate(services.directory.bootstrap("acme", "root").token)
     assert root is not None
+    services.directory.create_account(root, REVIEWER, "Vera", ["operator"])
     definition = services.directory.create_definition(
-        root, "d", DefinitionFields("D", False, 3600, [])
+        root,
+        "d",
+        DefinitionFields("D", False, 3600, [], reviewers=DECIDERS),
     )
     services.directory.set_published(root, definition.id, True, None)
     for n in range(SCHEDULES):

@@ -47,7 +47,7 @@ from tests.e2e.helpers import answers
 from tests.faults.conftest import through
 from tests.faults.proxy import Proxy, proxy_to
 from tests.processes import Child, environment, free_port, run_cli
-from tests.support import POSTGRES_URL, fresh_postgres_url, wait_until
+from tests.support import DECIDERS, POSTGRES_URL, REVIEWER, fresh_postgres_url, wait_until
 
 EXPRESSIONS = ["*/3 * * * * *", "*/4 * * * * *", "*/5 * * * * *", "*/7 * * * * *"]
 REVIEW_SECONDS = 20  # long enough for some approvals, short enough for the sweeper
@@ -156,11 +156,14 @@ def checked(response: requests.Response | None, status: int) -> Any:
 
 
 def set_up(admin: Client, tally: Tally) -> tuple[Client, list[str]]:
-    """The requester `ann` (as a client) and the ids of the enabled schedules."""
+    """The requester `ann` (as a client) and the ids of the enabled schedules (with an operator
+    who may review what they launch)."""
     checked(
         admin.call("POST", "/api/accounts", {"id": "ann", "name": "Ann", "roles": ["requester"]}),
         201,
     )
+    reviewer = {"id": REVIEWER, "name": "Vera", "roles": ["operator"]}
+    checked(admin.call("POST", "/api/accounts", reviewer), 201)  # whom launches are for
     ann = Client(
         admin.base, checked(admin.call("POST", "/api/accounts/ann/tokens"), 201)["token"], tally
     )
@@ -173,6 +176,7 @@ def set_up(admin: Client, tally: Tally) -> tuple[Client, list[str]]:
                 "name": "Soak",
                 "external": False,
                 "review_window_seconds": REVIEW_SECONDS,
+                "reviewers": DECIDERS,
             },
         ),
         201,

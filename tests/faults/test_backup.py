@@ -33,7 +33,7 @@ from cronledger.persistence.connections import store_unavailable
 from domain.errors import DomainError
 from tests.e2e.helpers import answers, request
 from tests.processes import Child, free_port, run_cli, started
-from tests.support import POSTGRES_URL, FakeClock, wait_until
+from tests.support import DECIDERS, POSTGRES_URL, FakeClock, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,13 +80,6 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def token(store_url: str) -> str:
-    result = run_cli(store_url, "bootstrap", "--tenant", "demo", "--admin", "admin")
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip().splitlines()[-1]
-
-
-@pytest.fixture
 def served(store_url: str, token: str) -> Iterator[tuple[str, Child]]:
     """`cronledger serve` on the store: its URL, and the process (to stop it early)."""
     port = free_port()
@@ -111,11 +104,14 @@ def restored_elsewhere(store_url: str, target: Path, tmp_path: Path) -> Iterator
         conn.execute(f'CREATE DATABASE "{database}"')
     try:
         restored_url = urlunsplit(parts._replace(path=f"/{database}"))
+        target_url = urlunsplit(parts._replace(path=f"/{database}", query=""))
+        with psycopg.connect(target_url, autocommit=True) as conn:  # as docs/operations.md says
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public")
         restore = subprocess.run(
             [
                 "pg_restore",
                 "--no-owner",
-                f"--dbname={urlunsplit(parts._replace(path=f'/{database}', query=''))}",
+                f"--dbname={target_url}",
                 str(target),
             ],
             capture_output=True,
@@ -154,7 +150,13 @@ def every_second(server: str, token: str) -> str:
     _, definition = request(
         f"{server}/api/definitions",
         token,
-        {"key": "k", "name": "K", "external": False, "review_window_seconds": 600},
+        {
+            "key": "k",
+            "name": "K",
+            "external": False,
+            "review_window_seconds": 600,
+            "reviewers": DECIDERS,
+        },
     )
     request(f"{server}/api/definitions/{definition['id']}/publish", token, {})
     status, schedule = request(

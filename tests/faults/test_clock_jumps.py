@@ -24,7 +24,7 @@ from domain.approvals import APPROVE, Command, Submission
 from domain.directory import Principal
 from domain.permissions import ROLES
 from domain.triggers import CronTrigger, fire_times, load_zone
-from tests.support import FakeClock, Opener
+from tests.support import DECIDERS, REVIEWER, FakeClock, Opener
 
 T0 = datetime(2026, 6, 1, 0, 0, 30, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
@@ -36,8 +36,11 @@ def world(open_with: Opener) -> tuple[Services, FakeClock, Principal, str]:
     services = open_with(clock)
     root = services.directory.authenticate(services.directory.bootstrap("acme", "root").token)
     assert root is not None
+    services.directory.create_account(root, REVIEWER, "Vera", ["operator"])
     definition = services.directory.create_definition(
-        root, "daily", DefinitionFields("Daily", False, 3600, [])
+        root,
+        "daily",
+        DefinitionFields("Daily", False, 3600, [], reviewers=DECIDERS),
     )
     services.directory.set_published(root, definition.id, True, None)
     return services, clock, root, definition.id

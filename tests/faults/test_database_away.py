@@ -29,12 +29,18 @@ from tests.e2e.helpers import answers, request
 from tests.faults.conftest import Proxied
 from tests.faults.proxy import Proxy
 from tests.processes import Child, free_port, run_cli, started
-from tests.support import Api
+from tests.support import DECIDERS, Api
 from web import create_app
 
 EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}
 OUTAGE_CYCLES = 4  # planned instants that fall due while the store is away, at least
-DEFINITION = {"key": "k", "name": "K", "external": False, "review_window_seconds": 600}
+DEFINITION = {
+    "key": "k",
+    "name": "K",
+    "external": False,
+    "review_window_seconds": 600,
+    "reviewers": DECIDERS,
+}
 # An answer while the store is away comes within the connect timeout (2 s) and one retry; a
 # request that hangs fails the test when this client-side limit runs out.
 AWAY_ANSWER_SECONDS = 15

@@ -8,6 +8,7 @@ schemathesis's generated requests to a served process are in test_served_conform
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -16,9 +17,9 @@ import pytest
 from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
-from tests.e2e.helpers import answers, log_end
+from tests.e2e.helpers import answers, log_end, with_reviewer
 from tests.processes import free_port, run_cli, started
-from tests.support import Api
+from tests.support import DECIDERS, Api
 from web import MAX_BODY_BYTES
 
 SCHEDULES = "/api/workflows/schedules"
@@ -32,9 +33,16 @@ OUT_OF_RANGE = ("-1", str(2**64), "abc", "1e3", "", "0x10", "١٢")  # the last:
 
 @pytest.fixture
 def definition_id(admin: Api) -> str:
+    with_reviewer(admin)
     created = admin.post(
         "/api/definitions",
-        {"key": "hostile", "name": "Hostile", "external": False, "review_window_seconds": 3600},
+        {
+            "key": "hostile",
+            "name": "Hostile",
+            "external": False,
+            "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
+        },
     ).json
     admin.post(f"/api/definitions/{created['id']}/publish")
     return str(created["id"])
@@ -149,6 +157,29 @@ def test_nul_bytes_in_strings_are_422(services: Services, admin: Api, definition
     with Unchanged(services):
         assert "title" in refused(services, admin.post("/api/approvals", submission), 422)["errors"]
     for path in (f"{SCHEDULES}?name=a%00b", f"{SCHEDULES}/a%00b", "/api/approvals/%00"):
+        with Unchanged(services):
+            answer = admin.get(path)
+            if answer.status_code != 200:
+                refused(services, answer, 400, 404, 422)
+
+
+def test_lone_surrogates_in_strings_are_422(
+    services: Services, admin: Api, definition_id: str
+) -> None:
+    """JSON's `\\ud800` escape reads into a lone surrogate, which no UTF-8 encoder writes: every
+    write was a 500 when its event was encoded. Now every field, key or value, refuses it."""
+    raw_bodies = {
+        "/api/accounts": ('{"id": "s1", "name": "a\\ud800b", "roles": []}', "name"),
+        SCHEDULES: ('{"name": "x", "form_data": {"k\\udfff": "v"}}', "form_data.k\\udfff"),
+    }
+    for path, (raw, field) in raw_bodies.items():
+        with Unchanged(services):
+            answer = admin.call(
+                "POST", path, data=raw, headers={"Content-Type": "application/json"}
+            )
+            body = refused(services, answer, 422)
+            assert "lone surrogate" in body["errors"][field][0], body
+    for path in (f"{SCHEDULES}?name=%ED%A0%80", "/api/approvals/%ED%A0%80"):
         with Unchanged(services):
             answer = admin.get(path)
             if answer.status_code != 200:
@@ -292,7 +323,9 @@ def test_header_injection_in_x_request_id_is_not_echoed(
             assert b"application/problem+json" in head, head
             assert b"evil" not in answer, answer
         assert b"evil" not in head, head
-        assert b"abc" not in head, head
+        # the id is one the server made (32 hex digits), never the caller's "abc..."
+        ids = [line for line in head.split(b"\r\n") if line.lower().startswith(b"x-request-id:")]
+        assert all(re.fullmatch(rb"[0-9a-f]{32}", i.split(b":", 1)[1].strip()) for i in ids), head
 
     # Invalid UTF-8 as a real server receives it.
     body = b'{"name": "\xff"}'

@@ -23,7 +23,7 @@ from werkzeug.test import TestResponse
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from tests.e2e.helpers import account, other_tenant, submit
-from tests.support import Api, FakeClock
+from tests.support import DECIDERS, Api, FakeClock
 
 SECRET_KEY = "isolation-test-key-of-at-least-32-characters"
 MARK = "Alphacorp"  # in the names and titles of tenant A's resources
@@ -61,6 +61,7 @@ class Tenant:
                 "name": f"{MARK} review",
                 "external": False,
                 "review_window_seconds": 600,
+                "reviewers": DECIDERS,
             },
         ).json
         admin.post(f"/api/definitions/{definition['id']}/publish", {})
@@ -87,6 +88,15 @@ class Tenant:
         assert delivery.status_code == 202, delivery.json
         source = admin.post("/api/callback-sources", {"name": "alpha-esign", "description": MARK})
         assert source.status_code == 201, source.json
+        group = admin.post("/api/groups", {"key": "alpha-group", "name": MARK, "members": ["ann"]})
+        assert group.status_code == 201, group.json
+        decided = submit(ann, definition["id"], title=f"{MARK} decided", command_id="decided")
+        approved = admin.post(
+            f"/api/approvals/{decided.json['id']}/approve",
+            {"command_id": "a-1", "material_version": 2},
+        )
+        assert approved.status_code == 200, approved.json
+        (notice,) = ann.get("/api/notifications").json["items"]  # ann's: her instance decided
         self.ids: dict[str, str] = {
             "account_id": "ann",
             "token_id": str(issued.json["token_id"]),
@@ -98,6 +108,8 @@ class Tenant:
             "webhook_id": str(webhook["id"]),
             "delivery_id": str(delivery.json["id"]),
             "source_id": str(source.json["id"]),
+            "group_id": str(group.json["id"]),
+            "notification_id": str(notice["id"]),
         }
         self.aggregates = [
             self.ids[name]
@@ -108,6 +120,7 @@ class Tenant:
                 "instance_id",
                 "webhook_id",
                 "source_id",
+                "group_id",
             )
         ]
 
@@ -184,6 +197,8 @@ def unknown_ids() -> dict[str, str]:
                 "webhook_id",
                 "delivery_id",
                 "source_id",
+                "group_id",
+                "notification_id",
             )
         },
     }

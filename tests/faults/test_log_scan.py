@@ -66,11 +66,16 @@ def run_inner(
 
 @pytest.fixture
 def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """An inner session with no plugin but the scan (and pytest-xdist where asked): the others
+    installed (schemathesis, hypothesis, ...) would only add seconds to each process's start."""
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     return pytester
 
 
-@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one process", "pytest-xdist"])
+@pytest.mark.parametrize(
+    "workers", [(), ("-p", "xdist", "-n", "2")], ids=["one process", "pytest-xdist"]
+)
 @pytest.mark.parametrize("case", LEAKS)
 def test_a_session_that_logged_a_secret_fails_naming_it_but_not_showing_it(
     inner: pytest.Pytester, case: str, workers: tuple[str, ...]

@@ -19,8 +19,8 @@ import pytest
 from werkzeug.test import TestResponse
 
 from cronledger.application.services import Services
-from tests.e2e.helpers import account, log_end, submit
-from tests.support import Api
+from tests.e2e.helpers import account, log_end, submit, with_reviewer
+from tests.support import DECIDERS, Api
 
 SCHEDULES = "/api/workflows/schedules"
 APPROVALS = "/api/approvals"
@@ -137,8 +137,12 @@ FAILURES: dict[str, Callable[[Services, pytest.MonkeyPatch], None]] = {
 
 @pytest.fixture
 def definition_id(admin: Api) -> str:
+    with_reviewer(admin)
     body = {"key": "onboarding", "name": "Onboarding", "external": False}
-    created = admin.post("/api/definitions", {**body, "review_window_seconds": 3600})
+    created = admin.post(
+        "/api/definitions",
+        {**body, "review_window_seconds": 3600, "reviewers": DECIDERS},
+    )
     definition_id = str(json_of(created)["id"])
     admin.post(f"/api/definitions/{definition_id}/publish")
     return definition_id

@@ -37,7 +37,7 @@ from domain.directory import Principal
 from domain.errors import Forbidden, ValidationFailed
 from domain.permissions import ROLES
 from domain.values import FormData
-from tests.support import FakeClock
+from tests.support import DECIDERS, FakeClock
 
 PROFILE = settings(
     derandomize=True,
@@ -205,7 +205,9 @@ def approval_world(
     assert root is not None
     services.directory.create_account(root, "rev", "Reviewer", ["operator"])
     definition = services.directory.create_definition(
-        root, "onboarding", DefinitionFields("Onboarding", False, 3600, [])
+        root,
+        "onboarding",
+        DefinitionFields("Onboarding", False, 3600, [], reviewers=DECIDERS),
     )
     services.directory.set_published(root, definition.id, True, None)
     people = {"root": root, "rev": Principal(root.tenant_id, "rev", ROLES["operator"])}

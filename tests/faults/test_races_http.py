@@ -20,15 +20,17 @@ from typing import Any
 import pytest
 
 from tests.e2e.helpers import answers
-from tests.processes import free_port, run_cli, started
-from tests.support import wait_until
+from tests.processes import free_port, started
+from tests.support import DECIDERS, wait_until
 
 COPIES = 100  # identical requests per race
 WORKERS = 24  # threads firing them
 HTTP_SECONDS = 60  # one request, on a busy machine with the pool queued behind it
 THREADS = "32"  # the server's API threads
-DEADLINE_AHEAD = timedelta(seconds=4)  # of the instance the sweeper races for
-STRADDLE = timedelta(seconds=0.3)  # the burst starts this long before that deadline
+DEADLINE_AHEAD = timedelta(seconds=6)  # of the instance the sweeper races for
+# The burst starts this long before that deadline and goes on as long after it: on a loaded
+# machine a wave's first command may be recorded most of a second after it was sent.
+STRADDLE = timedelta(seconds=1)
 
 
 class Answer:
@@ -89,18 +91,11 @@ def at_once(count: int, request: Callable[[int], Answer]) -> list[Answer]:
 
 def no_server_error(answers_: list[Answer]) -> Counter[int]:
     statuses = Counter(a.status for a in answers_)
-    assert all(s < 500 for s in statuses), statuses
+    assert all(s < 500 for s in statuses), (statuses, [a.body for a in answers_ if a.status >= 500])
     for answer in answers_:
         if answer.status >= 400:
             assert answer.headers["Content-Type"] == "application/problem+json", answer.body
     return statuses
-
-
-@pytest.fixture
-def token(store_url: str) -> str:
-    result = run_cli(store_url, "bootstrap", "--tenant", "demo", "--admin", "admin")
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture
@@ -122,7 +117,13 @@ def admin(server: str, token: str) -> Http:
 def definition_id(admin: Http) -> str:
     created = admin.post(
         "/api/definitions",
-        {"key": "race", "name": "Race", "external": False, "review_window_seconds": 3600},
+        {
+            "key": "race",
+            "name": "Race",
+            "external": False,
+            "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
+        },
     )
     assert created.status == 201, created.body
     published = admin.post(f"/api/definitions/{created.body['id']}/publish")

@@ -27,7 +27,7 @@ from cronledger.persistence.store import Store
 from tests.e2e.helpers import answers
 from tests.log_scan import note_secret
 from tests.processes import Child, free_port, run_cli, started
-from tests.support import wait_until
+from tests.support import DECIDERS, add_reviewer, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_KEY = "logs-test-master-key-0123456789abcdef-xyz"
@@ -62,6 +62,7 @@ def session(store_url: str) -> Iterator[tuple[Session, list[str]]]:
     bootstrapped = run_cli(store_url, "bootstrap", "--tenant", "demo", "--admin", "admin")
     assert bootstrapped.returncode == 0, bootstrapped.stderr
     token = bootstrapped.stdout.strip().splitlines()[-1]
+    add_reviewer(store_url, token)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {
@@ -84,7 +85,13 @@ def representative(session: Session) -> list[str]:
     definition = session.call(
         "POST",
         "/api/definitions",
-        {"key": "k", "name": "K", "external": False, "review_window_seconds": 600},
+        {
+            "key": "k",
+            "name": "K",
+            "external": False,
+            "review_window_seconds": 600,
+            "reviewers": DECIDERS,
+        },
     )
     session.call("POST", f"/api/definitions/{definition['id']}/publish", {})
     schedule = session.call(

@@ -48,7 +48,17 @@ from tests.support import FakeClock
 # The approval commands whose losses are recorded (docs/approvals.md).
 COMMANDS = tuple(
     f"/api/approvals/{{instance_id}}/{name}"
-    for name in ("approve", "withdraw", "extend-deadline", "callbacks/sign")
+    for name in (
+        "approve",
+        "withdraw",
+        "extend-deadline",
+        "callbacks/sign",
+        "reject",
+        "claim",
+        "unclaim",
+        "reassign",
+        "comments",
+    )
 )
 REJECTED = "ApprovalInstance.CommandRejected"
 EXPIRED = "ApprovalInstance.Expired"
@@ -139,12 +149,15 @@ def is_command(case: Any) -> bool:
 
 
 def may_be_recorded(body: dict[str, Any]) -> bool:
-    """Whether a refusal is one a recorded loss may have: 409 COMMAND_REJECTED, 403, or 422
-    on the new deadline alone."""
+    """Whether a refusal is one a recorded loss may have: 409 COMMAND_REJECTED, 403 (not
+    allowed, or not a reviewer), or 422 on a rule's field alone (the new deadline, the
+    reassignment's target)."""
     return bool(
-        body["code"] == "COMMAND_REJECTED"
-        or body["code"] == "FORBIDDEN"
-        or (body["code"] == "VALIDATION_FAILED" and set(body["errors"]) == {"new_deadline_at"})
+        body["code"] in ("COMMAND_REJECTED", "FORBIDDEN", "NOT_A_REVIEWER")
+        or (
+            body["code"] == "VALIDATION_FAILED"
+            and set(body["errors"]) in ({"new_deadline_at"}, {"assignee_id"})
+        )
     )
 
 

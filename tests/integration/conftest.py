@@ -10,10 +10,14 @@ from typing import Any
 import pytest
 
 from cronledger.application.cycles import Ticker
+from cronledger.application.directory import DefinitionFields
+from cronledger.application.groups import GroupFields
 from cronledger.application.launches import Worker
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
-from domain.approvals import Command
+from domain.approvals import Command, Submission
+from domain.directory import Principal
+from domain.permissions import ROLES
 from domain.webhooks import SubscriptionFields
 from tests.release_stores import WORKING, facts, store_written_by
 from tests.support import T0, FakeClock, Opener, World
@@ -55,6 +59,8 @@ def busy(open_with: Opener) -> World:
     services.pauses.pause_tenant(world.root, "backend down")
     services.pauses.resume_tenant(world.root, "backend back")
     services.callback_sources.create(world.root, "esign", "the e-signature system")
+    root = world.root.account_id
+    services.groups.create(world.root, "finance", GroupFields("财务部", [root], root, None))
     world.run_now("manual-1")
     world.set_ann_active(False)
     for _ in range(3):
@@ -69,6 +75,7 @@ def busy(open_with: Opener) -> World:
     services.approvals.sweep()
     globex = services.directory.authenticate(services.directory.bootstrap("globex", "g").token)
     assert globex is not None
+    _reviewed(services, world)
     services.pauses.pause_tenant(globex, "a tenant paused for the night")
     hook = SubscriptionFields("http://127.0.0.1:9/hook", ["ping"], "on call", True)
     services.webhooks.ping(world.root, services.webhooks.create(world.root, hook).webhook.id)
@@ -88,3 +95,16 @@ def _settings_of(schedule: Any) -> dict[str, Any]:
         "form_data": settings.form_data,
         "overlap_policy": settings.overlap_policy,
     }
+
+
+def _reviewed(services: Services, world: World) -> None:
+    """An instance for a named reviewer, who claims it: a task with its candidate."""
+    root = world.root
+    services.directory.create_account(root, "rev", "Rev", ["operator"])
+    fields = DefinitionFields("Reviewed", False, 3600, [], reviewers={"accounts": ["rev"]})
+    definition = services.directory.create_definition(root, "reviewed", fields).id
+    services.directory.set_published(root, definition, True, None)
+    submission = Submission("reviewed-1", definition, "Reviewed", {}, 1, None)
+    instance, _ = services.approvals.submit(root, submission)
+    rev = Principal(root.tenant_id, "rev", ROLES["operator"])
+    services.approvals.command(rev, instance.id, Command("claim", "c1", {}))

@@ -58,7 +58,7 @@ from domain.directory import Principal
 from domain.permissions import ROLES
 from domain.runs import run_uuid
 from projections.catalog import all_projections
-from tests.support import FakeClock, fresh_postgres_url
+from tests.support import DECIDERS, REVIEWER, FakeClock, fresh_postgres_url
 from tests.two_commits import TwoCommitWorker
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "analytics.md"
@@ -203,10 +203,14 @@ def build(services: Services, clock: FakeClock) -> DataSet:
     directory.create_account(root, "bob", "Bob", ["requester"])
     directory.create_account(root, "olga", "Olga", ["operator"])
     d1 = directory.create_definition(
-        root, "payments", DefinitionFields("Payments", False, 3600, [])
+        root,
+        "payments",
+        DefinitionFields("Payments", False, 3600, [], reviewers=DECIDERS),
     ).id
     d2 = directory.create_definition(
-        root, "vendors", DefinitionFields("Vendors", False, 7200, [])
+        root,
+        "vendors",
+        DefinitionFields("Vendors", False, 7200, [], reviewers=DECIDERS),
     ).id
     for definition in (d1, d2):
         directory.set_published(root, definition, True, None)
@@ -237,8 +241,11 @@ def build(services: Services, clock: FakeClock) -> DataSet:
     s3 = schedule(olga, "Ad hoc payments", d1, "ann", "0 0 1 1 *", "Ad hoc {{datetime}}", False)
     other = directory.authenticate(directory.bootstrap("globex", "boss").token)
     assert other is not None
+    directory.create_account(other, REVIEWER, "Vera", ["operator"])
     payments = directory.create_definition(
-        other, "payments", DefinitionFields("Payments", False, 3600, [])
+        other,
+        "payments",
+        DefinitionFields("Payments", False, 3600, [], reviewers=DECIDERS),
     ).id
     directory.set_published(other, payments, True, None)
     schedule(other, "Payments check", payments, "boss", "0 9 * * *", "Payments {{date}}")
@@ -267,11 +274,15 @@ def build(services: Services, clock: FakeClock) -> DataSet:
     tick(at(1, 9, 0, 2), registered=2)  # S1 and globex's schedule
     poll(at(1, 9, 0, 2), claimed=2, succeeded=2)
     i1 = instance("ann", scheduled(s1, at(1, 9)))
+    clock.now = at(1, 9, 10, 2)
+    assert command(root, i1, "claim", "c-1") == "CLAIMED"
     clock.now = at(1, 9, 30, 2)
     assert command(root, i1, "approve", "a-1", material_version=1) == "APPROVED"
     tick(at(1, 10, 0, 4), registered=1)
     poll(at(1, 10, 0, 4), claimed=1, succeeded=1)
     i2 = instance("bob", scheduled(s2, at(1, 10)))
+    clock.now = at(1, 10, 5, 4)
+    assert command(root, i2, "claim", "c-1") == "CLAIMED"
     clock.now = at(1, 10, 10, 4)
     assert command(root, i2, "approve", "a-1", material_version=2) == "STALE_MATERIAL"
     clock.now = at(1, 11, 0, 4)
@@ -351,8 +362,11 @@ def skips(services: Services, clock: FakeClock) -> str:
     boss = directory.authenticate(directory.bootstrap("initech", "ines").token)
     assert boss is not None
     directory.create_account(boss, "ian", "Ian", ["requester"])
+    directory.create_account(boss, REVIEWER, "Vera", ["operator"])
     reports = directory.create_definition(
-        boss, "reports", DefinitionFields("Reports", False, 3600, [])
+        boss,
+        "reports",
+        DefinitionFields("Reports", False, 3600, [], reviewers=DECIDERS),
     ).id
     directory.set_published(boss, reports, True, None)
     body = {
@@ -589,8 +603,9 @@ def every_command_of_one_instance(d: DataSet) -> list[Case]:
             (),  # I2
             [
                 (1, "submit", "SUBMITTED", 1, "bob", at(1, 10, 0, 4), "submitted"),
+                (2, "claim", "CLAIMED", 1, "root", at(1, 10, 5, 4), "the task was claimed"),
                 (
-                    2,
+                    3,
                     "approve",
                     "STALE_MATERIAL",
                     0,
@@ -599,7 +614,7 @@ def every_command_of_one_instance(d: DataSet) -> list[Case]:
                     "material version 2 is not the current 1",
                 ),
                 (
-                    3,
+                    4,
                     "approve",
                     "APPROVED",
                     1,
@@ -608,7 +623,7 @@ def every_command_of_one_instance(d: DataSet) -> list[Case]:
                     "approved before the deadline",
                 ),
                 (
-                    4,
+                    5,
                     "withdraw",
                     "CONFLICT",
                     0,
@@ -671,6 +686,18 @@ def rounded_decision_times_per_definition(d: DataSet) -> list[Case]:
     return [((), [("Payments", 3, 0.56, 1.02, 60.0, 1), ("Vendors", 2, 1.5, 2.0, 0.0, 1)])]
 
 
+@case(20)
+def time_to_claim_per_definition(d: DataSet) -> list[Case]:
+    # Payments: I1 claimed 600 s after its submission, I3, I4 and I7 never; Vendors: I2 300 s
+    return [((), [("Payments", 4, 1, 600.0, 600.0), ("Vendors", 2, 1, 300.0, 300.0)])]
+
+
+@case(21)
+def claim_to_decision_per_reviewer(d: DataSet) -> list[Case]:
+    # root held I1 1,200 s (9:10 to 9:30) and I2 3,300 s (10:05 to 11:00), then approved each
+    return [((), [("root", 2, 2250.0, 3300.0)])]
+
+
 @case(13)
 def projection_positions(d: DataSet) -> list[Case]:
     end = d.services.ledger.recorder.max_notification_id()
@@ -685,12 +712,15 @@ def projection_positions(d: DataSet) -> list[Case]:
                     "audit_chain",
                     "callback_sources",
                     "directory",
+                    "groups",
                     "merkle_tree",
+                    "notifications",
                     "operations",
                     "pauses",
                     "runs",
                     "schedule_daily",
                     "schedules",
+                    "tasks",
                     "webhooks",
                 )
             ],
@@ -808,6 +838,8 @@ def from_psql(text: str, expected: Any) -> Any:
 def test_the_dictionary_lists_every_column_of_every_table(data: DataSet) -> None:
     documented = documented_columns()
     tables = ["projection_positions", "undecodable_events", "signed_checkpoints"]
+    tables += ["notification_reads", "account_contacts", "notice_emails"]
+    tables += ["account_credentials", "sign_in_failures"]
     tables += [t for p in all_projections() for t in p.tables]
     assert sorted(documented) == sorted(tables)
     with data.services.store.connect() as connection:

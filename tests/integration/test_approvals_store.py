@@ -15,7 +15,7 @@ from domain.directory import Principal
 from domain.permissions import ROLES
 from projections.approvals import ApprovalFilter
 from projections.keyset import Window
-from tests.support import FakeClock
+from tests.support import DECIDERS, FakeClock
 
 
 @pytest.fixture
@@ -37,9 +37,11 @@ def sender(root: Principal, reviewer: Principal, command: Command) -> Principal:
 
 
 @pytest.fixture
-def definition_id(services: Services, root: Principal) -> str:
+def definition_id(services: Services, root: Principal, reviewer: Principal) -> str:
     created = services.directory.create_definition(
-        root, "onboarding", DefinitionFields("Onboarding", False, 3600, [])
+        root,
+        "onboarding",
+        DefinitionFields("Onboarding", False, 3600, [], reviewers=DECIDERS),
     )
     services.directory.set_published(root, created.id, True, None)
     return created.id

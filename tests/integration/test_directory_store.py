@@ -13,7 +13,7 @@ from cronledger.config import Settings
 from domain.directory import SYSTEM_ACTOR, Principal, account_uuid, tenant_uuid
 from domain.errors import InvalidState, NotFound, ValidationFailed
 from projections.keyset import Window
-from tests.support import FakeClock, Opener
+from tests.support import DECIDERS, FakeClock, Opener
 
 
 def acting_admin(services: Services, tenant: str = "acme") -> Principal:
@@ -79,7 +79,7 @@ def test_another_tenants_definition_is_not_found(services: Services) -> None:
     from cronledger.application.directory import DefinitionFields
 
     acme, globex = acting_admin(services, "acme"), acting_admin(services, "globex")
-    fields = DefinitionFields("Daily", False, 3600, [])
+    fields = DefinitionFields("Daily", False, 3600, [], reviewers=DECIDERS)
     definition = services.directory.create_definition(acme, "daily", fields)
     with pytest.raises(NotFound):
         services.directory.definition(globex.tenant_id, definition.id)

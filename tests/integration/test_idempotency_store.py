@@ -26,7 +26,7 @@ from domain.idempotency import (
     KeyedRequest,
 )
 from projections.engine import undecodable_count
-from tests.support import FakeClock, FakeTime, Opener, World
+from tests.support import DECIDERS, FakeClock, FakeTime, Opener, World
 
 RECORDED = "IdempotencyKey.Recorded"
 
@@ -70,7 +70,7 @@ def _accounts(services: Services, root: Principal) -> int:
 
 
 def _create_definition(services: Services, root: Principal, request: KeyedRequest) -> str:
-    fields = DefinitionFields("Travel", False, 60, [])
+    fields = DefinitionFields("Travel", False, 60, [], reviewers=DECIDERS)
     return services.directory.create_definition(root, "travel", fields, request).id
 
 

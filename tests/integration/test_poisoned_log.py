@@ -20,8 +20,9 @@ from cronledger.application.launches import Worker
 from cronledger.application.services import Services, open_services
 from cronledger.application.stream import EventStream, StreamedEvent
 from cronledger.config import Settings
+from tests.e2e.helpers import with_reviewer
 from tests.release_stores import facts, store_written_by
-from tests.support import Api, FakeClock, FakeTime, principal_of
+from tests.support import DECIDERS, Api, FakeClock, FakeTime, principal_of
 from web import create_app
 
 FACTS = facts("release-0.1.0")
@@ -155,9 +156,16 @@ def test_the_event_stream_skips_what_it_cannot_decode(services: Services, admin:
 def test_an_instance_with_an_unreadable_event_fails_alone(
     services: Services, client: FlaskClient, admin: Api
 ) -> None:
+    with_reviewer(admin)
     definition = admin.post(
         "/api/definitions",
-        {"key": "d", "name": "D", "external": False, "review_window_seconds": 3600},
+        {
+            "key": "d",
+            "name": "D",
+            "external": False,
+            "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
+        },
     ).json
     admin.post(f"/api/definitions/{definition['id']}/publish")
     submitted = [

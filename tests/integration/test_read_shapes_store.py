@@ -16,12 +16,14 @@ from cronledger.application.services import Services
 from domain.approvals import ApprovalInstance
 from domain.callback_sources import CallbackSource
 from domain.directory import Account, Definition, account_uuid
+from domain.groups import Group
 from domain.runs import Run
 from domain.schedules import Schedule
 from domain.webhooks import WebhookDelivery, WebhookSubscription
 from projections.approvals import ApprovalRow, approval_row
 from projections.callback_sources import CallbackSourceRow, callback_source_row
 from projections.directory import AccountRow, DefinitionRow, account_row, definition_row
+from projections.groups import GroupRow, group_row
 from projections.keyset import Window
 from projections.runs import RunDetail, RunRow, run_attempts, run_row
 from projections.schedules import ScheduleRow, last_run_of, schedule_row
@@ -30,6 +32,7 @@ from tests.support import World
 from web.schemas.approvals import ApprovalOut
 from web.schemas.callback_sources import CallbackSourceOut
 from web.schemas.directory import AccountOut, DefinitionOut
+from web.schemas.groups import GroupOut
 from web.schemas.runs import RunDetailOut, RunOut
 from web.schemas.schedules import ScheduleOut
 from web.schemas.webhooks import DeliveryOut, WebhookOut
@@ -93,6 +96,10 @@ def pairs(services: Services) -> Iterator[tuple[str, Any, Any]]:
         assert isinstance(source, CallbackSource)
         read = callback_source_row(store, tenant_id, source.id)
         yield "callback source", read, CallbackSourceRow.of_aggregate(source)
+    for tenant_id, group_id in ids(services, "groups"):
+        group = aggregate(services, UUID(group_id))
+        assert isinstance(group, Group)
+        yield "group", group_row(store, tenant_id, group.id), GroupRow.of_aggregate(group)
 
 
 def as_compared(row: Any) -> Any:
@@ -120,6 +127,7 @@ def test_a_command_answers_the_row_its_resource_is_read_as(busy: World) -> None:
         "webhook",
         "delivery",
         "callback source",
+        "group",
     }
 
 
@@ -133,6 +141,7 @@ ANSWERS: dict[type[Schema], str] = {
     WebhookOut: "webhook",
     DeliveryOut: "delivery",
     CallbackSourceOut: "callback source",
+    GroupOut: "group",
 }
 
 

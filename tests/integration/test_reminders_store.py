@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from cronledger.application.directory import DefinitionFields
+from cronledger.application.groups import GroupFields
 from cronledger.application.services import Services
 from domain.approvals import APPROVE, Command, Submission
 from domain.directory import Principal
@@ -18,7 +19,7 @@ from domain.permissions import ROLES
 from projections.approvals import ApprovalFilter, ApprovalRow, instances_owing_notices
 from projections.keyset import Window
 from tests.release_stores import facts
-from tests.support import T0, FakeClock
+from tests.support import DECIDERS, T0, FakeClock
 
 DAY = 86400
 WINDOW = 3 * DAY
@@ -45,6 +46,7 @@ def definition_id(services: Services, root: Principal) -> str:
         WINDOW,
         [],
         reminders=[{"before_seconds": DAY}, {"before_seconds": 3600}],
+        reviewers=DECIDERS,
         escalation={"after_seconds": DAY + 7200, "account_id": "boss"},
     )
     created = services.directory.create_definition(root, "contract", fields)
@@ -130,7 +132,12 @@ def test_the_list_tells_what_is_owed_next(
     (row,) = services.approvals.list_page(root.tenant_id, ApprovalFilter(), Window(10)).items
     assert (row.reminders, row.escalation, row.next_notice_at) == (
         [{"before_seconds": DAY}, {"before_seconds": 3600}],
-        {"after_seconds": DAY + 7200, "account_id": "boss"},
+        {
+            "after_seconds": DAY + 7200,
+            "account_id": "boss",
+            "group_leader_of": None,
+            "mode": "reassign",
+        },
         ESCALATED,
     )
     assert instances_owing_notices(services.store, ESCALATED - timedelta(seconds=1), 10) == []
@@ -236,3 +243,74 @@ def test_a_store_of_release_0_1_0_carries_on_with_none(upgraded: Services) -> No
     instance_id = next(iter(old["instances"].values()))
     view = upgraded.approvals.view(principal.tenant_id, instance_id)
     assert (view.reminders, view.escalation, view.reminders_sent) == ([], None, [])
+
+
+def escalating_to(
+    services: Services, root: Principal, to: dict[str, str], mode: str = "reassign"
+) -> str:
+    """An instance of root's, whose task goes after an hour to the target `to` names (an
+    account, or a group's leader)."""
+    fields = DefinitionFields(
+        "Escalating",
+        False,
+        WINDOW,
+        [],
+        escalation={"after_seconds": 3600, **to, "mode": mode},
+        reviewers=DECIDERS,
+    )
+    (target,) = to.values()
+    created = services.directory.create_definition(root, f"to-{target}-{mode}", fields)
+    services.directory.set_published(root, created.id, True, None)
+    return submit(services, root, created.id, f"e-{target}-{mode}")
+
+
+@pytest.mark.parametrize(
+    ("target", "mode", "assignee"),
+    [("boss", "reassign", "boss"), ("boss", "notify", None), ("root", "reassign", None)],
+    ids=["reassigned", "notified", "the-applicant-is-skipped"],
+)
+def test_an_escalation_takes_the_task_to_its_target_with_a_high_priority_exactly_once(
+    services: Services,
+    clock: FakeClock,
+    root: Principal,
+    target: str,
+    mode: str,
+    assignee: str | None,
+) -> None:
+    instance_id = escalating_to(services, root, {"account_id": target}, mode)
+    sweep_at(services, clock, T0 + timedelta(hours=5))  # long after it was due: once
+    sweep_at(services, clock, T0 + timedelta(hours=6))
+    task = services.approvals.instance(root.tenant_id, instance_id).task()
+    assert (task.priority, task.assignee_id) == ("high", assignee)
+    (escalated,) = [
+        e
+        for e in services.approvals.timeline(root.tenant_id, instance_id)
+        if e.type == "ApprovalInstance.Escalated"
+    ]
+    expected_code = "ESCALATION_TARGET_INELIGIBLE" if target == "root" else None
+    assert (escalated.data["to_assignee"], escalated.reason_code) == (
+        assignee,
+        expected_code,
+    )
+    services.projector.catch_up()
+    (row,) = services.store.query(
+        "SELECT priority, assignee_id FROM tasks WHERE instance_id = ?", (instance_id,)
+    )
+    assert tuple(row) == ("high", assignee)
+
+
+def test_an_escalation_to_a_group_s_leader_passes_up_to_the_next_leader_who_may_approve(
+    services: Services, clock: FakeClock, root: Principal
+) -> None:
+    groups = services.groups
+    groups.create(root, "company", GroupFields("公司", ["boss"], "boss", None))
+    groups.create(root, "ops", GroupFields("运营部", ["root"], "root", "company"))
+    instance_id = escalating_to(services, root, {"group_leader_of": "ops"})
+    sweep_at(services, clock, T0 + timedelta(hours=2))
+    task = services.approvals.instance(root.tenant_id, instance_id).task()
+    assert (task.priority, task.assignee_id) == ("high", "boss")  # root applied: passed up
+    services.projector.catch_up()
+    told = services.store.query(
+        "SELECT account_id, kind FROM notifications WHERE instance_id = ?", (instance_id,)
+    )
+    assert ("boss", "TASK_ESCALATED_TO") in [tuple(row) for row in told]

@@ -18,10 +18,12 @@ from tests.support import FakeClock, Opener
 
 DUE = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
 DAILY = {"kind": "cron", "expression": "0 9 * * *"}
-CYCLES_DUE_AT_ONCE = 10_000
-# The pace the defaults are sized for: a scan plans at least this many cycles a second (the
-# bench measures well above it on an idle two-core machine: docs/operations.md, sizing).
-PLANNED_PER_SECOND = 3_000
+# The defaults are sized for 10,000 cycles due at once, planned at 3,000 a second: the scan ends
+# 1 + 10,000 / 3,000 = 4.3 s after they fall due, inside the 5 s grace and budget. `make bench`
+# checks that burst (bench/tick.py); the suite checks a tenth of it at a tenth of the pace,
+# which takes the scan just as long.
+CYCLES_DUE_AT_ONCE = 1_000
+PLANNED_PER_SECOND = 300
 
 
 def daily_schedules(services: Services, clock: FakeClock, count: int) -> list[UUID]:
@@ -49,7 +51,7 @@ def paced(clock: FakeClock, per_second: float) -> Callable[[], float]:
     return timer
 
 
-def test_ten_thousand_cycles_due_at_once_are_registered_on_time_by_the_defaults(
+def test_a_burst_due_at_once_is_registered_on_time_by_the_defaults(
     open_with: Opener,
 ) -> None:
     clock = FakeClock(DUE - timedelta(hours=1))

@@ -24,7 +24,7 @@ from domain.launch import LaunchFailed
 from domain.policy import RunPolicy
 from domain.webhooks import EVENT_TYPES, SubscriptionFields
 from projections.keyset import Window
-from tests.support import FakeClock, Opener, World
+from tests.support import DECIDERS, FakeClock, Opener, World
 from tests.webhook_receiver import receiving
 
 SECRET_KEY = "a test key that is at least thirty-two characters long"
@@ -53,8 +53,9 @@ def deliveries(services: Services, root: Principal, webhook_id: str) -> list[Any
     return services.webhooks.deliveries(root.tenant_id, webhook_id, Window(200)).items
 
 
-# Two launches and four submissions by ann; every instance but the approved one expires.
-EXPECTED = {"approval.submitted": 6, "approval.expired": 5}
+# Two launches and five submissions by ann; every instance but the approved and the rejected
+# one expires; a rejection is a decision too.
+EXPECTED = {"approval.submitted": 7, "approval.expired": 5, "approval.decided": 2}
 
 
 def test_every_event_type_arrives_once_signed(open_with: Opener) -> None:
@@ -83,7 +84,13 @@ def test_every_event_type_arrives_once_signed(open_with: Opener) -> None:
     assert by_type["run.failed"]["data"]["error"]["code"] == "DEFINITION_NOT_FOUND"
     skip_reason = by_type["run.skipped"]["data"]["skip_reason"]
     assert (skip_reason["code"], skip_reason["blocking_status"]) == ("OVERLAP", "PENDING")
-    assert by_type["approval.decided"]["data"]["state"] == "APPROVED"
+    decided = {m["data"]["state"] for m in messages if m["type"] == "approval.decided"}
+    assert decided == {"APPROVED", "REJECTED"}
+    assert by_type["approval.rejected"]["data"]["comment"] == "材料不全"
+    assert by_type["approval.claimed"]["data"]["assignee_id"] == "root"
+    reassigned = by_type["approval.reassigned"]["data"]
+    assert (reassigned["assignee_id"], reassigned["reason"]) == ("rev", "休假")
+    assert by_type["approval.commented"]["data"]["comment"] == "请补充合同"
     assert by_type["approval.expired"]["data"]["decided_by"] == "system:sweeper"
     assert by_type["callback.late"]["data"]["outcome"] == "LATE_OR_CONFLICT"
     assert by_type["callback.mismatched"]["data"]["material_version"] == 99
@@ -128,6 +135,7 @@ def _every_kind_of_event(services: Services, world: World, root: Principal, ann:
             [],
             reminders=[{"before_seconds": 1800}],
             escalation={"after_seconds": 600, "account_id": "root"},
+            reviewers=DECIDERS,
         ),
     ).id
     services.directory.set_published(root, noticed, True, None)
@@ -137,8 +145,16 @@ def _every_kind_of_event(services: Services, world: World, root: Principal, ann:
         return view.id
 
     decided, waiting, expiring = submit("decided"), submit("waiting"), submit("expiring")
-    reminded = submit("reminded", noticed)
+    reminded, rejected = submit("reminded", noticed), submit("rejected")
     approvals.command(root, decided, Command("approve", "a1", {"material_version": 1}))
+    refusal = {"material_version": 1, "comment": "材料不全"}
+    approvals.command(root, rejected, Command("reject", "r1", refusal))
+    services.directory.create_account(root, "rev", "Rev", ["operator"])
+    approvals.command(root, waiting, Command("claim", "c1", {}))
+    approvals.command(
+        root, waiting, Command("reassign", "m1", {"assignee_id": "rev", "reason": "休假"})
+    )
+    approvals.command(ann, waiting, Command("comment", "n1", {"comment": "请补充合同"}))
     signed = {"contract_id": "c-1", "occurred_at": clock(), "source": "esign"}
     approvals.command(root, decided, Command("sign", "s1", {**signed, "material_version": 1}))
     approvals.command(root, waiting, Command("sign", "s2", {**signed, "material_version": 99}))

@@ -192,3 +192,23 @@ def test_log_lines_carry_an_iso_time_with_its_offset_and_the_level_setting_holds
     [line] = [json.loads(text) for text in written.getvalue().splitlines()]
     assert (line["level"], line["message"]) == ("WARNING", "at the level")
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", line["time"])
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://mail.example.com", "smtp://", "smtp://mail.example.com:70000", "smtp://h?tls=1"],
+)
+def test_a_bad_smtp_url_is_refused_naming_the_forms_it_takes(url: str) -> None:
+    with pytest.raises(ConfigError, match=r"CRONLEDGER_SMTP_URL.*smtps://"):
+        Settings.from_env({"CRONLEDGER_SMTP_URL": url})
+
+
+def test_the_smtp_password_is_never_shown() -> None:
+    url = "smtp://mailer:hunter2-pass@mail.example.com:587?starttls=true"
+    settings = Settings.from_env({"CRONLEDGER_SMTP_URL": url})
+    shown = {e.name: e.value for e in effective(settings, {"CRONLEDGER_SMTP_URL": url})}
+    assert shown["smtp_url"] == "smtp://mailer:***@mail.example.com:587?starttls=true"
+    assert "hunter2" not in repr(settings)
+    with pytest.raises(ConfigError) as refused:
+        Settings.from_env({"CRONLEDGER_SMTP_URL": "smtp://mailer:hunter2-pass@h:99999"})
+    assert "hunter2" not in str(refused.value)

@@ -1,6 +1,7 @@
 """The console's Chinese catalogues: each committed .mo is its .po compiled (`make
-translations`), and every text the console's templates and Python mark has a Chinese
-translation in some area's catalogue (web/console/translations/<area>/).
+translations`), the shared one of web/translations too, and every text the console's templates
+and Python mark has a Chinese translation in some area's catalogue
+(web/console/translations/<area>/).
 
 A .mo is compared with its .po by what it translates, not byte for byte: compiling writes the
 time of compilation into the header of a .po that names none.
@@ -18,6 +19,8 @@ from babel.messages.pofile import read_po
 
 CONSOLE = Path(__file__).resolve().parents[2] / "web" / "console"
 CATALOGUES = sorted((CONSOLE / "translations").glob("*/zh/LC_MESSAGES/messages.po"))
+# And the words of problems and field errors, which the console shows too (web/language.py).
+SHARED = CONSOLE.parent / "translations" / "zh" / "LC_MESSAGES" / "messages.po"
 METHODS = [("**.py", "python"), ("templates/**.html", "jinja2.ext:babel_extract")]
 KEYWORDS = {**DEFAULT_KEYWORDS, "lazy_gettext": None}
 
@@ -27,7 +30,7 @@ def catalogue(po: Path) -> Catalog:
         return read_po(source, locale="zh")
 
 
-@pytest.mark.parametrize("po", CATALOGUES, ids=lambda po: po.parts[-4])
+@pytest.mark.parametrize("po", [*CATALOGUES, SHARED], ids=lambda po: po.parts[-4])
 def test_each_committed_mo_is_its_po_compiled_now(po: Path) -> None:
     read = catalogue(po)
     assert not read.fuzzy, f"{po} is marked fuzzy: pybabel compile would skip it"

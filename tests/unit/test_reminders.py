@@ -123,7 +123,7 @@ def test_the_aggregate_refuses_a_second_one() -> None:
     with pytest.raises(InvalidState, match="already recorded"):
         subject.remind(DAY, DEADLINE - timedelta(hours=2), SWEEPER)
     subject.escalate(DEADLINE - timedelta(hours=2), SWEEPER)
-    with pytest.raises(InvalidState, match="already escalated to boss"):
+    with pytest.raises(InvalidState, match="already escalated at"):
         subject.escalate(DEADLINE - timedelta(hours=2), SWEEPER)
     with pytest.raises(InvalidState, match="not due until"):
         subject.remind(3600, DEADLINE - timedelta(hours=2), SWEEPER)

@@ -17,11 +17,16 @@ AREAS = (
     "schedules",
     "runs",
     "approvals",
+    "tasks",
     "timelines",
     "operations",
     "directory",
+    "groups",
     "callback_sources",
     "webhooks",
+    "notifications",
+    "bulk",
+    "lists",
 )
 
 
@@ -30,19 +35,34 @@ def install(app: Flask) -> None:
         approvals,
         callback_sources,
         directory,
+        lists,
         live,
+        notifications,
         operations,
         runs,
         schedules,
         session,
         shell,
+        tasks,
         timelines,
         webhooks,
     )
 
     console = shell.console_blueprint()
-    for area in (session, schedules, runs, approvals, timelines, operations, directory, live):
+    for area in (
+        session,
+        schedules,
+        runs,
+        tasks,
+        approvals,
+        timelines,
+        operations,
+        directory,
+        live,
+    ):
         console.register_blueprint(area.bp)
     console.register_blueprint(callback_sources.bp)
     console.register_blueprint(webhooks.bp)
+    console.register_blueprint(notifications.bp)
+    console.register_blueprint(lists.bp)
     shell.install(app, console)

@@ -1,8 +1,9 @@
 """Who is signed in to the console, and what they may do.
 
 `viewer()` is the signed-in account as the directory stands now: a session that was signed
-out or has expired, or whose token was revoked or account deactivated, ends at its next
-request (within a second when another process made that change).
+out or has expired, or whose token was revoked, password set again or account deactivated, ends
+at its next request (within a second when another process made that change). A session begun
+with a one-time password opens no page but the one that changes it (and signing out).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from flask import current_app, g, session
+from flask import current_app, g, request, session
 from flask_babel import gettext as _
 from werkzeug.exceptions import Forbidden
 
@@ -20,10 +21,19 @@ from domain.directory import Principal
 
 R = TypeVar("R")
 SESSION_FIELD = "sid"  # the cookie keeps the session's random secret, never a token
+CHANGE_DUE_FIELD = "password_change"  # signed in with a one-time password: change it
+# What a session with a one-time password may open besides the page that changes it.
+WHILE_CHANGING = frozenset(
+    {"console.session.change_password", "console.session.sign_out", "console.language"}
+)
 
 
 class SignInNeeded(Exception):
     """No working session: the console sends the browser to the sign-in page."""
+
+
+class PasswordChangeNeeded(Exception):
+    """Signed in with a one-time password: the console sends the browser to change it."""
 
 
 def viewer_or_none() -> Principal | None:
@@ -43,6 +53,7 @@ def _session_principal() -> Principal | None:
     principal = sessions().principal(secret)
     if principal is None:
         session.pop(SESSION_FIELD)
+        session.pop(CHANGE_DUE_FIELD, None)
     return principal
 
 
@@ -55,10 +66,13 @@ def session_check() -> Callable[[], Principal | None]:
 
 
 def viewer() -> Principal:
-    """The signed-in account, or SignInNeeded."""
+    """The signed-in account, or SignInNeeded (PasswordChangeNeeded: it signed in with a
+    one-time password, and this is not the page that changes it)."""
     principal = viewer_or_none()
     if principal is None:
         raise SignInNeeded()
+    if session.get(CHANGE_DUE_FIELD) and request.endpoint not in WHILE_CHANGING:
+        raise PasswordChangeNeeded()
     return principal
 
 

@@ -22,63 +22,78 @@ from cronledger.application.approvals import CommandResult
 from domain.approvals import (
     APPROVE,
     APPROVED,
-    CONFLICT,
+    CLAIM,
+    COMMENT,
     EXPIRED,
     EXTEND,
-    EXTENDED,
-    FORBIDDEN,
-    LATE_OR_CONFLICT,
-    NOT_DUE,
-    OBSERVED,
-    RULE_BROKEN,
-    SELF_APPROVAL,
+    REASSIGN,
+    REJECT,
+    REJECTED,
+    REVIEWING,
     SIGN,
-    STALE_MATERIAL,
     SWEEP,
+    UNCLAIM,
     WAITING_REVIEW,
     WITHDRAW,
     WITHDRAWN,
     Command,
     Parties,
+    Review,
     offset_minutes_of,
     refusal_of,
 )
 from domain.directory import Principal
 from domain.errors import DomainError, ValidationFailed
-from domain.permissions import APPROVAL_LIST
-from projections.approvals import APPROVAL_ORDER, ApprovalFilter, ApprovalRow
-from web.api import services
+from domain.permissions import APPROVAL_LIST, DIRECTORY_MANAGE
+from domain.reviewers import (
+    ASSIGNED,
+    BY_ANYONE,
+    BY_CANDIDATE,
+    CLOSED,
+    FIRST_TASK,
+    HIGH,
+    NORMAL,
+    OPEN,
+    Task,
+)
+from projections.approvals import APPROVAL_LISTING, ApprovalFilter, ApprovalRow
+from web.api import as_message, services
 from web.console.access import signed_in
-from web.console.clock import viewer_zone
+from web.console.clock import relative, typed_instant, viewer_zone, zone_name
+from web.console.code_words import OUTCOME_LABELS
+from web.console.lists import (
+    account_names,
+    definition_names,
+    list_view,
+    read_picker,
+    schedule_names,
+)
 from web.console.live import caught_up, live_url, shown_position
 from web.console.reason_words import reason_words
+from web.console.runs import TRIGGER_LABELS
 from web.freshness import wanted_position
 from web.paging import window
 from web.problems import STATUS_OF_CODE, Problem
-from web.schemas.approvals import ApprovalListQuery, ApproveIn, ExtendDeadlineIn, WithdrawIn
+from web.schemas.approvals import (
+    ApprovalListQuery,
+    ApproveIn,
+    ClaimIn,
+    CommentIn,
+    ExtendDeadlineIn,
+    ReassignIn,
+    RejectIn,
+    WithdrawIn,
+)
 
 bp = Blueprint("approvals", __name__, url_prefix="/approvals")
 
-STATES = (WAITING_REVIEW, APPROVED, WITHDRAWN, EXPIRED)
+STATES = (WAITING_REVIEW, APPROVED, REJECTED, WITHDRAWN, EXPIRED)
 STATE_LABELS = {
     WAITING_REVIEW: lazy_gettext("Waiting for review"),
     APPROVED: lazy_gettext("Approved"),
+    REJECTED: lazy_gettext("Rejected"),
     WITHDRAWN: lazy_gettext("Withdrawn"),
     EXPIRED: lazy_gettext("Expired"),
-}
-OUTCOME_LABELS = {
-    APPROVED: lazy_gettext("Approved"),
-    WITHDRAWN: lazy_gettext("Withdrawn"),
-    EXPIRED: lazy_gettext("Expired: the deadline had passed"),
-    EXTENDED: lazy_gettext("Deadline extended"),
-    OBSERVED: lazy_gettext("Recorded as an observation"),
-    NOT_DUE: lazy_gettext("Not due"),
-    CONFLICT: lazy_gettext("Lost: the instance was already decided"),
-    LATE_OR_CONFLICT: lazy_gettext("Late: the instance was already decided"),
-    STALE_MATERIAL: lazy_gettext("Refused: the material has changed"),
-    SELF_APPROVAL: lazy_gettext("Refused: no self-approval"),
-    FORBIDDEN: lazy_gettext("Refused: not allowed"),
-    RULE_BROKEN: lazy_gettext("Refused: breaks a deadline rule"),
 }
 COMMAND_LABELS = {
     APPROVE: lazy_gettext("approve"),
@@ -86,7 +101,18 @@ COMMAND_LABELS = {
     EXTEND: lazy_gettext("extend the deadline"),
     SIGN: lazy_gettext("signing callback"),
     SWEEP: lazy_gettext("deadline expiry"),
+    REJECT: lazy_gettext("reject"),
+    CLAIM: lazy_gettext("claim"),
+    UNCLAIM: lazy_gettext("unclaim"),
+    REASSIGN: lazy_gettext("reassign"),
+    COMMENT: lazy_gettext("comment"),
 }
+TASK_STATES = {
+    OPEN: lazy_gettext("claimable"),
+    ASSIGNED: lazy_gettext("claimed"),
+    CLOSED: lazy_gettext("closed"),
+}
+PRIORITIES = {NORMAL: lazy_gettext("normal"), HIGH: lazy_gettext("high")}
 DEADLINE_SOURCES = {
     "definition": lazy_gettext("the definition's review window"),
     "explicit": lazy_gettext("given at submission"),
@@ -94,9 +120,11 @@ DEADLINE_SOURCES = {
 }
 FILTERS = ("state", "applicant_id", "definition_id", "schedule_id", "deadline_from", "deadline_to")
 INSTANTS = ("deadline_from", "deadline_to")
-PAGING = ("page", "page_size")
+PAGING = ("q", "sort", "page", "page_size")
+PICKED = {"applicant_id": "accounts", "definition_id": "definitions", "schedule_id": "schedules"}
 ANY_STATE = ""  # the state filter's "any" choice
-FIELDS = ("new_deadline_at", "reason")  # the command forms' fields a message is shown beside
+# The command forms' fields a message is shown beside.
+FIELDS = ("new_deadline_at", "reason", "comment", "assignee_id")
 BEHIND = "inbox-behind"  # the event that has the inbox fetch its rows again (index.html)
 
 
@@ -107,7 +135,10 @@ def _labels() -> dict[str, Any]:
         "outcome_label": lambda outcome: OUTCOME_LABELS.get(outcome, outcome),
         "command_label": lambda kind: COMMAND_LABELS.get(kind, kind),
         "deadline_source": lambda source: DEADLINE_SOURCES.get(source, source),
+        "task_state_label": lambda state: TASK_STATES.get(state, state),
+        "priority_label": lambda priority: PRIORITIES.get(priority, priority),
         "time_left": time_left,
+        "trigger_labels": TRIGGER_LABELS,
         "states": STATES,
     }
 
@@ -126,7 +157,6 @@ def index(principal: Principal) -> tuple[str, int]:
     page = render_template(
         "console/approvals/index.html",
         **rows,
-        chosen=chosen,
         live=live,
         rows_url=url_for(".rows", **_kept(chosen)),
     )
@@ -158,23 +188,53 @@ def _again_if_behind() -> dict[str, str]:
 def _rows(principal: Principal, chosen: dict[str, str]) -> tuple[dict[str, Any], int]:
     """The page of instances the filters ask for (or the filters' errors), as _rows.html
     shows them, and the answer's status."""
+    view = list_view(APPROVAL_LISTING, ".index", args=_kept(chosen), blank_kept=("state",))
+    shown, picked_errors = _read_pickers(principal, chosen)
     query, errors = _inbox_query(chosen)
+    errors = {**errors, **picked_errors}
     page = None
-    if query is not None:
+    if query is not None and not errors:
         wanted = ApprovalFilter(**{name: query[name] for name in FILTERS})
         page = services().approvals.list_page(
-            principal.tenant_id, wanted, window(query, APPROVAL_ORDER)
+            principal.tenant_id, wanted, window(query, APPROVAL_LISTING)
         )
+        view = view.found(page)
+    items = page.items if page else []
     found = {
         "page": page,
+        "view": view,
+        "chosen": chosen,
+        "shown": shown,
         "errors": errors,
         "now": services().ledger.clock(),
-        "zone": viewer_zone().key,
-        "pages": _page_links(chosen, page),
+        "zone": zone_name(viewer_zone()),
+        "applicants": account_names(principal, {item.applicant_id for item in items}),
+        "schedules": schedule_names(principal, {_origin(item, "schedule_id") for item in items}),
         "may": lambda view, kind: may(principal, view, kind),
         "new_command_id": new_command_id,
     }
     return found, 422 if errors else 200
+
+
+def _origin(item: ApprovalRow, name: str) -> str:
+    """The schedule or run that launched the instance (blank if none did)."""
+    return str((item.origin or {}).get(name) or "")
+
+
+def _read_pickers(
+    principal: Principal, chosen: dict[str, str]
+) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The pickers' filters as picked or typed (an id, or a name looked up): their values go
+    to `chosen`; the names they show, and what matched nothing, are returned."""
+    shown, errors = {}, {}
+    for name, kind in PICKED.items():
+        found = read_picker(principal, kind, chosen.get(name, ""))
+        shown[name] = found.shown
+        if found.problem:
+            errors[name] = [found.problem]
+        elif found.value:
+            chosen[name] = found.value
+    return shown, errors
 
 
 def _chosen_filters() -> dict[str, str]:
@@ -206,22 +266,6 @@ def _kept(chosen: dict[str, str]) -> dict[str, Any]:
     return {**chosen, "state": chosen.get("state", ANY_STATE)}
 
 
-def _page_links(chosen: dict[str, str], page: Any) -> dict[str, str | None]:
-    """The previous and the next page's addresses, with the same filters."""
-    if page is None or page.page is None:
-        return {"previous": None, "next": None}
-    number, last = page.page, max(1, -(-page.total // page.page_size))
-
-    def link(to: int) -> str:
-        kept: dict[str, Any] = {**_kept(chosen), "page": to}
-        return url_for(".index", **kept)
-
-    return {
-        "previous": link(number - 1) if number > 1 else None,
-        "next": link(number + 1) if number < last else None,
-    }
-
-
 # -- an instance --------------------------------------------------------------
 
 
@@ -231,7 +275,10 @@ def detail(principal: Principal, instance_id: str) -> tuple[str, int]:
     return _detail(principal, _view(principal, instance_id))
 
 
-@bp.get("/<instance_id>/<any(approve, withdraw, extend):action>")
+COMMAND_PAGES = "approve, withdraw, extend, reject, claim, unclaim, reassign, comment"
+
+
+@bp.get(f"/<instance_id>/<any({COMMAND_PAGES}):action>")
 def after_command(instance_id: str, action: str) -> Response:
     """A command's address opened again (a bookmark, a reload after the answer): the page."""
     return redirect(url_for(".detail", instance_id=instance_id))
@@ -240,11 +287,51 @@ def after_command(instance_id: str, action: str) -> Response:
 @bp.post("/<instance_id>/approve")
 @signed_in(APPROVAL_LIST)  # as the API: a caller who sees it may ask; the service decides
 def approve(principal: Principal, instance_id: str) -> tuple[str, int]:
+    return _command(principal, instance_id, APPROVE, ApproveIn, _decision_form())
+
+
+@bp.post("/<instance_id>/reject")
+@signed_in(APPROVAL_LIST)
+def reject(principal: Principal, instance_id: str) -> tuple[str, int]:
+    return _command(principal, instance_id, REJECT, RejectIn, _decision_form())
+
+
+@bp.post("/<instance_id>/<any(claim, unclaim):action>")
+@signed_in(APPROVAL_LIST)
+def claim(principal: Principal, instance_id: str, action: str) -> tuple[str, int]:
+    body = {"command_id": request.form.get("command_id", "")}
+    return _command(principal, instance_id, action, ClaimIn, body)
+
+
+@bp.post("/<instance_id>/reassign")
+@signed_in(APPROVAL_LIST)
+def reassign(principal: Principal, instance_id: str) -> tuple[str, int]:
+    assignee = read_picker(principal, "accounts", request.form.get("assignee_id", ""))
     body = {
         "command_id": request.form.get("command_id", ""),
-        "material_version": whole_number(request.form.get("material_version", "")),
+        "assignee_id": assignee.value or assignee.shown,
+        "reason": request.form.get("reason", "").strip(),
     }
-    return _command(principal, instance_id, APPROVE, ApproveIn, body)
+    return _command(principal, instance_id, REASSIGN, ReassignIn, body)
+
+
+@bp.post("/<instance_id>/comment")
+@signed_in(APPROVAL_LIST)
+def comment(principal: Principal, instance_id: str) -> tuple[str, int]:
+    body = {
+        "command_id": request.form.get("command_id", ""),
+        "comment": request.form.get("comment", "").strip(),
+    }
+    return _command(principal, instance_id, COMMENT, CommentIn, body)
+
+
+def _decision_form() -> dict[str, Any]:
+    """An approve's or a reject's form: the material version seen, and the comment typed."""
+    return {
+        "command_id": request.form.get("command_id", ""),
+        "material_version": whole_number(request.form.get("material_version", "")),
+        "comment": request.form.get("comment", "").strip(),
+    }
 
 
 @bp.post("/<instance_id>/withdraw")
@@ -319,7 +406,7 @@ def _detail(
         typed=typed or {},
         problem=problem,
         now=services().ledger.clock(),
-        zone=viewer_zone().key,
+        zone=zone_name(viewer_zone()),
         may=lambda kind: may(principal, view, kind),
         not_yours=approval_interest(principal, view),
         new_command_id=new_command_id,
@@ -331,9 +418,24 @@ def _detail(
             r["before_seconds"]: with_instants(r, "due_at", "at") for r in view.reminders_sent
         },
         scheduled_for=instant((view.origin or {}).get("scheduled_for")),
+        comments=[with_instants(c, "at") for c in view.comments],
+        people=account_names(principal, _people(view)),
+        definitions=definition_names(principal, [view.definition_id]),
+        schedules=schedule_names(principal, [_origin(view, "schedule_id")]),
         form_json=json.dumps(view.form_data, ensure_ascii=False, indent=2),
     )
     return page, status
+
+
+def _people(view: ApprovalRow) -> set[str]:
+    """Whom the instance's page names: its applicant, and its tasks' assignees and
+    candidates."""
+    people = {view.applicant_id}
+    for task in view.tasks:
+        people.update(task.get("candidates") or ())
+        if task.get("assignee_id"):
+            people.add(task["assignee_id"])
+    return people
 
 
 def _view(principal: Principal, instance_id: str) -> ApprovalRow:
@@ -352,15 +454,36 @@ def parties(view: ApprovalRow) -> Parties:
 
 def may(principal: Principal, view: ApprovalRow, kind: str) -> bool:
     """Whether the page offers `kind`: the instance waits and the rule would not refuse the
-    caller outright (permissions, withdraw-your-own, self-approval: the domain's rules)."""
+    caller outright (permissions, reviewers, who holds the task, withdraw-your-own,
+    self-approval: the domain's rules, with the task's candidates as the reviewers)."""
     if view.state != WAITING_REVIEW:
         return False
+    review = review_of(principal, view)
     refused = refusal_of(
-        Command(kind, None), principal.account_id, parties(view), principal.permissions
+        Command(kind, None), principal.account_id, parties(view), principal.permissions, review
     )
     if refused is not None:
         return False
-    return kind != APPROVE or approval_interest(principal, view) is None
+    if kind in REVIEWING and review.task.held_by_other(principal.account_id):
+        return False
+    if kind == CLAIM and review.task.assignee_id == principal.account_id:
+        return False
+    return kind not in REVIEWING or approval_interest(principal, view) is None
+
+
+def review_of(principal: Principal, view: ApprovalRow) -> Review:
+    """The review as the page can tell it: the caller is a reviewer when the task names them
+    (or names nobody: an instance from before reviewers)."""
+    task = Task.of(view.tasks[0]) if view.tasks else Task(FIRST_TASK, None)
+    if task.candidates is None:
+        admission: dict[str, str] | None = {"rule": BY_ANYONE}
+    else:
+        admission = {"rule": BY_CANDIDATE} if principal.account_id in task.candidates else None
+    return Review(
+        task,
+        admission,
+        admin=DIRECTORY_MANAGE in principal.permissions,
+    )
 
 
 def approval_interest(principal: Principal, view: ApprovalRow) -> str | None:
@@ -378,19 +501,10 @@ def lost_to_another(result: CommandResult, sent: Command | None) -> bool:
 
 
 def time_left(deadline: datetime, now: datetime) -> str:
-    """How long until the deadline: "in 2 h 5 min", or "overdue" once it has come."""
-    minutes = int((deadline - now).total_seconds()) // 60
+    """How long until the deadline ("in 2 hours", "2小时后"), or "overdue" once it has come."""
     if deadline <= now:
         return str(_("overdue"))
-    days, rest = divmod(minutes, 24 * 60)
-    hours, minutes = divmod(rest, 60)
-    if days:
-        return str(_("in %(days)d d %(hours)d h", days=days, hours=hours))
-    if hours:
-        return str(_("in %(hours)d h %(minutes)d min", hours=hours, minutes=minutes))
-    if minutes:
-        return str(_("in %(minutes)d min", minutes=minutes))
-    return str(_("in under a minute"))
+    return relative(deadline, now)
 
 
 def new_command_id() -> str:
@@ -402,12 +516,9 @@ def aware_text(text: str) -> str:
     """A datetime-local value as an instant in the viewer's zone; other text as typed (an
     instant with its offset is kept, and the schema reports anything it cannot read)."""
     try:
-        moment = datetime.fromisoformat(text)
+        return typed_instant(text).isoformat()
     except ValueError:
         return text
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=viewer_zone())
-    return moment.isoformat()
 
 
 def whole_number(text: str) -> int | str:
@@ -434,9 +545,10 @@ def with_instants(item: dict[str, Any], *names: str) -> dict[str, Any]:
 def _messages(error: ValidationError) -> dict[str, list[str]]:
     messages = error.messages
     if not isinstance(messages, dict):
-        return {"_schema": [str(m) for m in messages]}
+        return {"_schema": [as_message(m) for m in messages]}
     return {
-        name: [str(m) for m in (v if isinstance(v, list) else [v])] for name, v in messages.items()
+        name: [as_message(m) for m in (v if isinstance(v, list) else [v])]
+        for name, v in messages.items()
     }
 
 

@@ -9,23 +9,27 @@ from collections.abc import Callable
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 from marshmallow import ValidationError
-from werkzeug.exceptions import NotFound as PageNotFound
 from werkzeug.wrappers import Response
 
 from cronledger.application.callback_sources import SourceWithSecret
 from domain.directory import Principal
-from domain.errors import DomainError, NotFound, ValidationFailed
+from domain.errors import DomainError
 from domain.permissions import DIRECTORY_MANAGE
-from projections.callback_sources import CallbackSourceRow
-from projections.keyset import Window
-from web.api import flatten, services
+from projections.callback_sources import CALLBACK_SOURCE_LISTING, CallbackSourceRow
+from web.api import services
 from web.console.access import signed_in
-from web.schemas.base import ReasonBody
+from web.console.forms import (
+    PAGE_SIZE,
+    Errors,
+    confirmed,
+    field_errors,
+    form_version,
+    or_404,
+)
+from web.console.lists import list_view
 from web.schemas.callback_sources import CallbackSourceCreate
 
 bp = Blueprint("callback_sources", __name__, url_prefix="/callback-sources")
-PAGE_SIZE = 50
-Errors = dict[str, list[str]]
 
 
 @bp.get("/")
@@ -43,7 +47,7 @@ def create(principal: Principal) -> tuple[str, int] | str:
         body = CallbackSourceCreate().load(form)
         made = services().callback_sources.create(principal, body["name"], body["description"])
     except (ValidationError, DomainError) as error:
-        return _index_page(principal, form, _field_errors(error), 422)
+        return _index_page(principal, form, field_errors(error), 422)
     return _secret_page(made, _("Callback source %(name)s registered.", name=made.source.name))
 
 
@@ -60,7 +64,7 @@ def rotate(principal: Principal, source_id: str) -> Response | tuple[str, int] |
         ),
         _("Rotate the secret"),
         lambda reason: _secret_page(
-            services().callback_sources.rotate_secret(principal, source_id, _version(), reason),
+            services().callback_sources.rotate_secret(principal, source_id, form_version(), reason),
             _("A new secret was made for %(name)s.", name=found.name),
         ),
     )
@@ -72,7 +76,7 @@ def delete(principal: Principal, source_id: str) -> Response | tuple[str, int] |
     found = _found(principal, source_id)
 
     def deleted(reason: str | None) -> Response:
-        services().callback_sources.delete(principal, source_id, _version(), reason)
+        services().callback_sources.delete(principal, source_id, form_version(), reason)
         flash(_("Callback source %(name)s deleted.", name=found.name), "good")
         return redirect(url_for(".index"))
 
@@ -85,38 +89,35 @@ def delete(principal: Principal, source_id: str) -> Response | tuple[str, int] |
 
 
 def _confirmed(
-    found: CallbackSourceRow,
+    source: CallbackSourceRow,
     question: str,
     action: str,
     command: Callable[[str | None], Response | str],
 ) -> Response | tuple[str, int] | str:
     """A confirmation page (GET), then the command with the reason given (POST)."""
-    errors: Errors = {}
-    if request.method == "POST":
-        reason = request.form.get("reason", "").strip()
-        try:
-            ReasonBody().load({"reason": reason} if reason else {})
-            return command(reason or None)
-        except NotFound as error:
-            raise PageNotFound(error.message) from None
-        except (ValidationError, DomainError) as error:
-            errors = _field_errors(error)
-    page = render_template(
-        "console/callback_sources/confirm.html",
-        source=found,
-        question=question,
-        action=action,
-        errors=errors,
+    return confirmed(
+        lambda errors: render_template(
+            "console/callback_sources/confirm.html",
+            source=source,
+            question=question,
+            action=action,
+            errors=errors,
+        ),
+        command,
     )
-    return page, 422 if errors else 200
 
 
 def _index_page(
     principal: Principal, form: dict[str, str], errors: Errors, status: int = 200
 ) -> tuple[str, int]:
-    page = services().callback_sources.sources(principal.tenant_id, _window())
+    view = list_view(CALLBACK_SOURCE_LISTING, ".index", size=PAGE_SIZE)
+    page = services().callback_sources.sources(principal.tenant_id, view.window)
     html = render_template(
-        "console/callback_sources/index.html", page=page, form=form, errors=errors
+        "console/callback_sources/index.html",
+        page=page,
+        view=view.found(page),
+        form=form,
+        errors=errors,
     )
     return html, status
 
@@ -126,28 +127,4 @@ def _secret_page(made: SourceWithSecret, done: str) -> str:
 
 
 def _found(principal: Principal, source_id: str) -> CallbackSourceRow:
-    try:
-        return services().callback_sources.source(principal.tenant_id, source_id)
-    except NotFound as error:
-        raise PageNotFound(error.message) from None
-
-
-def _window() -> Window:
-    """The page of the list the query asks for (`?page=`, 1 when missing or not a number)."""
-    number = request.args.get("page", "1")
-    return Window(PAGE_SIZE, int(number) if number.isdigit() and int(number) > 0 else 1)
-
-
-def _version() -> int | None:
-    """The version the form was shown at: a change made since is refused, not overwritten."""
-    given = request.form.get("version", "")
-    return int(given) if given.isdigit() else None
-
-
-def _field_errors(error: ValidationError | DomainError) -> Errors:
-    """The messages by field (`_schema` for the form as a whole)."""
-    if isinstance(error, ValidationError):
-        return flatten(error.messages)
-    if isinstance(error, ValidationFailed):
-        return error.errors
-    return {"_schema": [error.message]}
+    return or_404(lambda: services().callback_sources.source(principal.tenant_id, source_id))

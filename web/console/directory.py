@@ -1,5 +1,6 @@
 """The console's directory pages: accounts (roles, activation, tokens) and process definitions
-(publishing, presets), for accounts holding `directory:manage` (docs/console/directory.md)."""
+(publishing, presets, reviewers), for accounts holding `directory:manage`; groups are their own
+module under it (web/console/groups.py) (docs/console/directory.md)."""
 
 from __future__ import annotations
 
@@ -9,24 +10,58 @@ from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
+from flask_babel import lazy_gettext
 from marshmallow import ValidationError
 from werkzeug.exceptions import NotFound as PageNotFound
 from werkzeug.wrappers import Response
 
-from cronledger.application.directory import DefinitionFields
+from domain.approvals import NOTIFY, REASSIGN_TASK
+from domain.credentials import MAX_PASSWORD, MIN_PASSWORD, same_text
 from domain.directory import Principal
-from domain.errors import DomainError, NotFound, ValidationFailed
-from domain.permissions import DIRECTORY_MANAGE, ROLES
-from projections.directory import AccountRow
-from projections.keyset import Window
+from domain.errors import DomainError, InvalidState, NotFound, ValidationFailed
+from domain.messages import Message
+from domain.permissions import APPROVAL_DECIDE, DIRECTORY_MANAGE, ROLES
+from projections.directory import ACCOUNT_LISTING, DEFINITION_LISTING, AccountRow
 from web.api import flatten, services
+from web.console import groups
 from web.console.access import signed_in
-from web.schemas.base import ReasonBody
+from web.console.forms import (
+    PAGE_SIZE,
+    Errors,
+    by_field,
+    confirmed,
+    field_errors,
+    form_version,
+    or_404,
+)
+from web.console.lists import list_view
+from web.console.session import password_errors
+from web.directory import definition_fields
 from web.schemas.directory import AccountCreate, DefinitionCreate
 
 bp = Blueprint("directory", __name__, url_prefix="/directory")
-PAGE_SIZE = 50
-Errors = dict[str, list[str]]
+bp.register_blueprint(groups.bp)  # /directory/groups/
+# The definition form's fields, named as the API's body names them.
+DEFINITION_TEXTS = (
+    "key",
+    "name",
+    "review_window_seconds",
+    "schedule_presets",
+    "reminders",
+    "escalation.after_seconds",
+    "escalation.account_id",
+    "escalation.group_leader_of",
+    "escalation.mode",
+)
+DEFINITION_CHECKS = ("external", "allow_self_approval", "reviewers.applicant_leader")
+DEFINITION_PICKS = ("reviewers.accounts", "reviewers.groups", "reviewers.roles")
+NEW_DEFINITION = {"review_window_seconds": "86400", "escalation.mode": REASSIGN_TASK}
+MODE_WORDS = {
+    REASSIGN_TASK: lazy_gettext("Hand the task to them, with a high priority"),
+    NOTIFY: lazy_gettext("Tell them, and raise the task's priority"),
+}
+# The roles a definition's reviewers may be named by: those that may decide.
+REVIEWER_ROLES = sorted(role for role, granted in ROLES.items() if APPROVAL_DECIDE in granted)
 PRESETS_EXAMPLE = [
     {
         "id": "weekday-morning",
@@ -61,7 +96,7 @@ def create_account(principal: Principal) -> Response | tuple[str, int]:
             principal, body.get("id"), body["name"], body["roles"]
         )
     except (ValidationError, ValidationFailed) as error:
-        return _accounts_page(principal, form, _by_field(_field_errors(error)), 422)
+        return _accounts_page(principal, form, by_field(field_errors(error)), 422)
     flash(_("Account %(id)s created.", id=created.id), "good")
     return redirect(url_for(".account", account_id=created.id))
 
@@ -69,10 +104,12 @@ def create_account(principal: Principal) -> Response | tuple[str, int]:
 def _accounts_page(
     principal: Principal, form: dict[str, Any], errors: Errors, status: int = 200
 ) -> tuple[str, int]:
-    page = services().directory.accounts(principal.tenant_id, _window())
+    view = list_view(ACCOUNT_LISTING, ".index", size=PAGE_SIZE)
+    page = services().directory.accounts(principal.tenant_id, view.window)
     page_html = render_template(
         "console/directory/accounts.html",
         page=page,
+        view=view.found(page),
         roles=sorted(ROLES),
         form=form,
         errors=errors,
@@ -83,9 +120,56 @@ def _accounts_page(
 @bp.get("/accounts/<account_id>")
 @signed_in(DIRECTORY_MANAGE)
 def account(principal: Principal, account_id: str) -> str:
-    found = _found(lambda: services().directory.account(principal.tenant_id, account_id))
+    found = or_404(lambda: services().directory.account(principal.tenant_id, account_id))
     tokens = services().directory.tokens(principal.tenant_id, account_id)
-    return render_template("console/directory/account.html", account=found, tokens=tokens)
+    state = services().directory.account_aggregate(principal.tenant_id, account_id)
+    return render_template(
+        "console/directory/account.html",
+        account=found,
+        tokens=tokens,
+        password_set_at=state.password_set_at,
+        password_must_change=state.password_must_change,
+    )
+
+
+@bp.route("/accounts/<account_id>/password", methods=["GET", "POST"])
+@signed_in(DIRECTORY_MANAGE)
+def set_password(principal: Principal, account_id: str) -> Response | tuple[str, int]:
+    """Give another account a password (one-time by default); one's own is changed on the
+    session's page, with the current one."""
+    if account_id == principal.account_id:
+        return redirect(url_for("console.session.change_password"))
+    found = or_404(lambda: services().directory.account(principal.tenant_id, account_id))
+    errors: Errors = {}
+    must_change = request.method == "GET" or "must_change" in request.form
+    if request.method == "POST":
+        errors = _give_password(principal, account_id, must_change)
+        if not errors:
+            flash(_("A password was set for %(id)s.", id=account_id), "good")
+            return redirect(url_for(".account", account_id=account_id))
+    page = render_template(
+        "console/directory/password.html",
+        account=found,
+        must_change=must_change,
+        errors=errors,
+        min_length=MIN_PASSWORD,
+        max_length=MAX_PASSWORD,
+    )
+    return page, 422 if errors else 200
+
+
+def _give_password(principal: Principal, account_id: str, must_change: bool) -> Errors:
+    """Set the password the form gives; what is wrong with it, by field."""
+    password = request.form.get("password", "")
+    if not same_text(password, request.form.get("password_again", "")):
+        return {"password_again": [_("The two new passwords differ.")]}
+    try:
+        services().credentials.set_password(principal, account_id, password, must_change)
+    except ValidationFailed as failed:
+        return password_errors(failed.errors)
+    except InvalidState as refused:
+        return {"_schema": [refused.message]}
+    return {}
 
 
 @bp.post("/accounts/<account_id>/tokens")
@@ -107,7 +191,7 @@ def issue_token(principal: Principal, account_id: str) -> Response | str:
 def revoke_token(
     principal: Principal, account_id: str, token_id: str
 ) -> Response | tuple[str, int]:
-    found = _found(lambda: services().directory.account(principal.tenant_id, account_id))
+    found = or_404(lambda: services().directory.account(principal.tenant_id, account_id))
     question = _("Revoke this token of %(id)s? Whoever uses it is signed out.", id=account_id)
     return _confirmed(
         found,
@@ -132,7 +216,7 @@ def activate(principal: Principal, account_id: str) -> Response | tuple[str, int
 
 
 def _set_active(principal: Principal, account_id: str, active: bool) -> Response | tuple[str, int]:
-    found = _found(lambda: services().directory.account(principal.tenant_id, account_id))
+    found = or_404(lambda: services().directory.account(principal.tenant_id, account_id))
     if active:
         question = _("Activate %(id)s again? Its tokens work again.", id=account_id)
         action, done = _("Activate"), _("Account %(id)s activated.", id=account_id)
@@ -147,14 +231,14 @@ def _set_active(principal: Principal, account_id: str, active: bool) -> Response
         question,
         action,
         lambda reason: services().directory.set_active(
-            principal, account_id, active, _version(), reason
+            principal, account_id, active, form_version(), reason
         ),
         done,
     )
 
 
 def _confirmed(
-    found: AccountRow,
+    account: AccountRow,
     question: str,
     action: str,
     command: Callable[[str | None], object],
@@ -162,28 +246,25 @@ def _confirmed(
     subject: str = "",
 ) -> Response | tuple[str, int]:
     """A confirmation page (GET), then the command with the reason given (POST)."""
-    errors: Errors = {}
-    if request.method == "POST":
-        reason = request.form.get("reason", "").strip()
-        try:
-            ReasonBody().load({"reason": reason} if reason else {})
-            command(reason or None)
-        except NotFound as error:
-            raise PageNotFound(error.message) from None
-        except (ValidationError, DomainError) as error:
-            errors = _field_errors(error)
-        else:
-            flash(done, "good")
-            return redirect(url_for(".account", account_id=found.id))
-    page = render_template(
-        "console/directory/confirm.html",
-        account=found,
-        question=question,
-        action=action,
-        subject=subject,
-        errors=errors,
+    back = url_for(".account", account_id=account.id)
+
+    def run(reason: str | None) -> Response:
+        command(reason)
+        flash(done, "good")
+        return redirect(back)
+
+    return confirmed(
+        lambda errors: render_template(
+            "console/directory/confirm.html",
+            version=account.version,
+            back=back,
+            question=question,
+            action=action,
+            subject=subject,
+            errors=errors,
+        ),
+        run,
     )
-    return page, 422 if errors else 200
 
 
 # -- definitions ----------------------------------------------------------------------------
@@ -198,19 +279,7 @@ def definitions(principal: Principal) -> str:
 @bp.post("/definitions")
 @signed_in(DIRECTORY_MANAGE)
 def create_definition(principal: Principal) -> Response | tuple[str, int]:
-    form: dict[str, Any] = {
-        name: request.form.get(name, "").strip()
-        for name in (
-            "key",
-            "name",
-            "review_window_seconds",
-            "schedule_presets",
-            "reminders",
-            "escalation_after_seconds",
-            "escalation_to",
-        )
-    }
-    form.update({name: name in request.form for name in ("external", "allow_self_approval")})
+    form = _definition_form()
     given, errors = _definition_body(form)
     try:
         body = DefinitionCreate().load(given)
@@ -219,78 +288,94 @@ def create_definition(principal: Principal) -> Response | tuple[str, int]:
     if not errors:
         try:
             created = services().directory.create_definition(
-                principal, body["key"], _definition_fields(body)
+                principal, body["key"], definition_fields(body)
             )
         except ValidationFailed as failed:
             errors = failed.errors
-    errors = _reminder_errors_together(errors)
     if errors:
-        return _definitions_page(principal, form, errors, 422)
+        return _definitions_page(principal, form, _errors_by_field(errors), 422)
     flash(_("Definition %(key)s created, unpublished.", key=created.key), "good")
     return redirect(url_for(".definitions", _anchor=f"definition-{created.key}"))
 
 
+def _definition_form() -> dict[str, Any]:
+    """The form as sent: its fields are named as the API's body names them (`escalation.mode`
+    for the body's `{"escalation": {"mode": ...}}`)."""
+    form: dict[str, Any] = {name: request.form.get(name, "").strip() for name in DEFINITION_TEXTS}
+    form.update({name: name in request.form for name in DEFINITION_CHECKS})
+    form.update({name: request.form.getlist(name) for name in DEFINITION_PICKS})
+    return form
+
+
 def _definition_body(form: dict[str, Any]) -> tuple[dict[str, Any], Errors]:
     """The form as the API's body (a whole number of seconds, presets parsed from JSON), and
-    what cannot be read as JSON; a field that is no number is passed on for the schema to name."""
-    body = {key: value for key, value in form.items() if value != ""}
+    what cannot be read as JSON; a field that is no number is passed on for the schema to name.
+    The reviewers are always named, so that a new definition naming nobody is refused."""
+    body = {key: value for key, value in form.items() if value != "" and "." not in key}
     window = body.get("review_window_seconds", "")
     if window.isdigit():
         body["review_window_seconds"] = int(window)
-    _notices_body(body)
+    body["reviewers"] = _part(form, "reviewers")
+    _notices_body(form, body)
     if "schedule_presets" not in body:
         return body, {}
     try:
         body["schedule_presets"] = json.loads(body["schedule_presets"])
-    except ValueError as error:
+    except json.JSONDecodeError as error:
         del body["schedule_presets"]
-        return body, {"schedule_presets": [_("This is not JSON: %(why)s", why=str(error))]}
+        not_json = _(
+            "This is not JSON (line %(line)s, column %(column)s).",
+            line=error.lineno,
+            column=error.colno,
+        )
+        return body, {"schedule_presets": [not_json]}
     return body, {}
 
 
-def _notices_body(body: dict[str, Any]) -> None:
-    """Reminders typed as "86400, 3600" and the escalation's two fields, as the API takes them
-    (what is no number is passed on for the schema to name)."""
+def _part(form: dict[str, Any], name: str) -> dict[str, Any]:
+    """The form's fields `name.x`, as the body's object `name` (`{"x": ...}`); those left
+    empty out."""
+    prefix = f"{name}."
+    return {
+        key.removeprefix(prefix): value
+        for key, value in form.items()
+        if key.startswith(prefix) and value != ""
+    }
+
+
+def _notices_body(form: dict[str, Any], body: dict[str, Any]) -> None:
+    """Reminders typed as "86400, 3600" and the escalation, as the API takes them (what is no
+    number is passed on for the schema to name); an escalation only of its mode is none."""
     if "reminders" in body:
         body["reminders"] = [
             {"before_seconds": _number(part.strip())} for part in body["reminders"].split(",")
         ]
-    after, to = body.pop("escalation_after_seconds", None), body.pop("escalation_to", None)
-    if after is not None or to is not None:
-        body["escalation"] = {
-            **({} if after is None else {"after_seconds": _number(after)}),
-            **({} if to is None else {"account_id": to}),
-        }
+    escalation = _part(form, "escalation")
+    if escalation.keys() - {"mode"}:
+        if "after_seconds" in escalation:
+            escalation["after_seconds"] = _number(escalation["after_seconds"])
+        body["escalation"] = escalation
 
 
 def _number(text: str) -> int | str:
     return int(text) if text.isdigit() else text
 
 
-def _reminder_errors_together(errors: Errors) -> Errors:
-    """Each reminder's messages under the one reminders field, naming the reminder."""
+def _errors_by_field(errors: Errors) -> Errors:
+    """Each reminder's messages under the one reminders field, naming the reminder; those of
+    a reviewer list's items under the list."""
     together: Errors = {}
     for name, messages in errors.items():
-        if name.startswith("reminders."):
-            position = int(name.split(".")[1]) + 1
+        parts = name.split(".")
+        if parts[0] == "reminders" and len(parts) > 1:
             together.setdefault("reminders", []).extend(
-                _("Reminder %(n)d: %(message)s", n=position, message=m) for m in messages
+                Message("Reminder {number}: {message}", number=int(parts[1]) + 1, message=m)
+                for m in messages
             )
         else:
-            together.setdefault(name, []).extend(messages)
+            field = ".".join(parts[:2]) if parts[0] == "reviewers" else name
+            together.setdefault(field, []).extend(messages)
     return together
-
-
-def _definition_fields(body: dict[str, Any]) -> DefinitionFields:
-    return DefinitionFields(
-        name=body["name"],
-        external=body["external"],
-        review_window_seconds=body["review_window_seconds"],
-        schedule_presets=body["schedule_presets"],
-        allow_self_approval=body["allow_self_approval"],
-        reminders=body["reminders"],
-        escalation=body["escalation"],
-    )
 
 
 @bp.post("/definitions/<definition_id>/publish")
@@ -308,7 +393,7 @@ def unpublish(principal: Principal, definition_id: str) -> Response:
 def _publish(principal: Principal, definition_id: str, published: bool) -> Response:
     try:
         changed = services().directory.set_published(
-            principal, definition_id, published, _version()
+            principal, definition_id, published, form_version()
         )
     except NotFound as error:
         raise PageNotFound(error.message) from None
@@ -332,13 +417,19 @@ def _publish(principal: Principal, definition_id: str, published: bool) -> Respo
 def _definitions_page(
     principal: Principal, form: dict[str, Any], errors: Errors, status: int = 200
 ) -> tuple[str, int]:
-    page = services().directory.definitions(principal.tenant_id, _window())
+    view = list_view(DEFINITION_LISTING, ".definitions", size=PAGE_SIZE)
+    page = services().directory.definitions(principal.tenant_id, view.window)
     page_html = render_template(
         "console/directory/definitions.html",
         page=page,
+        view=view.found(page),
         definitions=page.items,
-        form=form,
+        form={**NEW_DEFINITION, **form},
         errors=errors,
+        accounts=groups.accounts_to_pick(principal.tenant_id),
+        groups=groups.groups_to_pick(principal.tenant_id),
+        reviewer_roles=REVIEWER_ROLES,
+        mode_words=MODE_WORDS,
         preset_errors=sorted(
             (name, messages)
             for name, messages in errors.items()
@@ -348,42 +439,3 @@ def _definitions_page(
         as_json=lambda value: json.dumps(value, ensure_ascii=False, sort_keys=True),
     )
     return page_html, status
-
-
-# -- shared ---------------------------------------------------------------------------------
-
-
-def _window() -> Window:
-    """The page of a list the query asks for (`?page=`, 1 when missing or not a number)."""
-    number = request.args.get("page", "1")
-    return Window(PAGE_SIZE, int(number) if number.isdigit() and int(number) > 0 else 1)
-
-
-def _version() -> int | None:
-    """The version the form was shown at: a change made since is refused, not overwritten."""
-    given = request.form.get("version", "")
-    return int(given) if given.isdigit() else None
-
-
-def _found(read: Callable[[], AccountRow]) -> AccountRow:
-    try:
-        return read()
-    except NotFound as error:
-        raise PageNotFound(error.message) from None
-
-
-def _field_errors(error: ValidationError | DomainError) -> Errors:
-    """The messages by field (`_schema` for the form as a whole)."""
-    if isinstance(error, ValidationError):
-        return flatten(error.messages)
-    if isinstance(error, ValidationFailed):
-        return error.errors
-    return {"_schema": [error.message]}
-
-
-def _by_field(errors: Errors) -> Errors:
-    """Messages about a list's items (`roles.0`) under the list's own field (`roles`)."""
-    merged: Errors = {}
-    for name, messages in errors.items():
-        merged.setdefault(name.split(".")[0], []).extend(messages)
-    return merged

@@ -3,31 +3,76 @@ projection lag, the last day's charts) and the operations audit (docs/console/op
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from flask import Blueprint, render_template, request
+from flask import Blueprint, render_template, request, url_for
 from flask_babel import gettext as _
-from flask_babel import ngettext
+from flask_babel import lazy_gettext, ngettext
 from marshmallow import ValidationError
 
 from cronledger.application.operations import Hour
+from domain.approvals import WAITING_REVIEW
 from domain.directory import PUBLIC_ID, Principal, account_uuid
 from domain.permissions import AUDIT_READ, SCHEDULE_LIST
-from projections.keyset import Window
-from projections.operations import KINDS, OperationFilter
+from domain.runs import PENDING, RETRY_WAIT
+from projections.operations import (
+    APPROVAL,
+    DEFINITION,
+    KINDS,
+    OPERATION_LISTING,
+    RUN,
+    SCHEDULE,
+    TENANT,
+    OperationFilter,
+)
 from web.api import flatten, services
 from web.console.access import signed_in
 from web.console.charts import Chart, bar_chart, number
-from web.console.clock import viewer_zone
+from web.console.clock import in_viewer_zone, now, typed_instant, viewer_zone, zone_name
+from web.console.lists import account_names, list_view, schedule_names
 from web.schemas.audit import OperationsQuery
 
 bp = Blueprint("operations", __name__, url_prefix="/operations")
 AUDIT_PAGE_SIZE = 50
 # The audit's filters, as the API names them (`aggregate` is the console's own).
 AUDIT_FILTERS = ("actor", "kind", "from", "to", "aggregate")
+# What each kind of operation is called (the kind itself is shown beside it).
+OPERATION_LABELS = {
+    "account.registered": lazy_gettext("Account registered"),
+    "account.renamed": lazy_gettext("Account renamed"),
+    "account.roles_changed": lazy_gettext("Account's roles changed"),
+    "account.deactivated": lazy_gettext("Account deactivated"),
+    "account.activated": lazy_gettext("Account activated"),
+    "account.token_issued": lazy_gettext("API token issued"),
+    "account.token_revoked": lazy_gettext("API token revoked"),
+    "definition.registered": lazy_gettext("Definition registered"),
+    "definition.updated": lazy_gettext("Definition updated"),
+    "definition.published": lazy_gettext("Definition published"),
+    "definition.unpublished": lazy_gettext("Definition unpublished"),
+    "schedule.created": lazy_gettext("Schedule created"),
+    "schedule.updated": lazy_gettext("Schedule updated"),
+    "schedule.enabled": lazy_gettext("Schedule enabled"),
+    "schedule.disabled": lazy_gettext("Schedule disabled"),
+    "schedule.deleted": lazy_gettext("Schedule deleted"),
+    "run.manual": lazy_gettext("Run started by hand"),
+    "run.retried": lazy_gettext("Run retried"),
+    "run.cancelled": lazy_gettext("Run cancelled"),
+    "approval.deadline_extended": lazy_gettext("Review deadline extended"),
+    "tenant.schedules_paused": lazy_gettext("Every schedule paused"),
+    "tenant.schedules_resumed": lazy_gettext("Every schedule resumed"),
+}
+AGGREGATE_LABELS = {
+    SCHEDULE: lazy_gettext("schedule"),
+    RUN: lazy_gettext("run"),
+    APPROVAL: lazy_gettext("approval instance"),
+    "account": lazy_gettext("account"),
+    DEFINITION: lazy_gettext("definition"),
+    TENANT: lazy_gettext("tenant"),
+}
 
 
 @bp.get("/")
@@ -41,15 +86,30 @@ def index(principal: Principal) -> str:
         hours=list(zip(labels, hours, strict=True)),
         lag_chart=bar_chart(lag_chart(labels, hours)),
         outcome_chart=bar_chart(outcome_chart(labels, hours)),
+        outcome_series=OUTCOME_SERIES,
+        lists=figure_lists(),
         duration=duration,
         number=number,
-        zone=viewer_zone().key,
+        zone=zone_name(viewer_zone()),
     )
+
+
+def figure_lists() -> dict[str, str]:
+    """Each figure's list, filtered to what it counts (the page links those the viewer may
+    open); overdue approvals are those still waiting whose deadline is before now."""
+    deadline = in_viewer_zone(now()).strftime("%Y-%m-%dT%H:%M:%S")
+    return {
+        "due": url_for("console.schedules.index", enabled="true"),
+        "pending": url_for("console.runs.index", status=PENDING),
+        "retry": url_for("console.runs.index", status=RETRY_WAIT),
+        "dead-letters": url_for("console.runs.dead_letters"),
+        "overdue": url_for("console.approvals.index", state=WAITING_REVIEW, deadline_to=deadline),
+    }
 
 
 def hour_label(start: datetime) -> str:
     """An hour's start in the viewer's zone: `14:00` (`05:30` where the zone says so)."""
-    return start.astimezone(viewer_zone()).strftime("%H:%M")
+    return in_viewer_zone(start).strftime("%H:%M")
 
 
 def lag_chart(labels: tuple[str, ...], hours: Sequence[Hour]) -> Chart:
@@ -83,23 +143,41 @@ def lag_chart(labels: tuple[str, ...], hours: Sequence[Hour]) -> Chart:
     )
 
 
+@dataclass(frozen=True)
+class Series:
+    """One layer of the outcomes chart: its name, its total in words, its figure in an hour."""
+
+    name: Callable[[], str]
+    total: Callable[[int], str]
+    figure: Callable[[Hour], int]
+
+
+# The outcomes chart's layers, bottom to top (and its table's columns): a series is one line.
+OUTCOME_SERIES = (
+    Series(
+        lambda: _("Succeeded"), lambda n: _("%(n)s succeeded", n=n), lambda h: h.outcomes.succeeded
+    ),
+    Series(lambda: _("Failed"), lambda n: _("%(n)s failed", n=n), lambda h: h.outcomes.failed),
+    Series(
+        lambda: _("Dead-lettered"),
+        lambda n: _("%(n)s dead-lettered", n=n),
+        lambda h: h.outcomes.dead_lettered,
+    ),
+    Series(lambda: _("Skipped"), lambda n: _("%(n)s skipped", n=n), lambda h: h.skipped),
+)
+
+
 def outcome_chart(labels: tuple[str, ...], hours: Sequence[Hour]) -> Chart:
-    succeeded = sum(hour.outcomes.succeeded for hour in hours)
-    failed = sum(hour.outcomes.failed for hour in hours)
-    dead = sum(hour.outcomes.dead_lettered for hour in hours)
+    totals = [series.total(sum(series.figure(hour) for hour in hours)) for series in OUTCOME_SERIES]
     return Chart(
         key="launch-outcomes",
         title=_("Launch outcomes per hour, last 24 hours"),
-        summary=_(
-            "Attempts launched in the last 24 hours: %(succeeded)s succeeded, %(failed)s "
-            "failed, %(dead)s dead-lettered.",
-            succeeded=succeeded,
-            failed=failed,
-            dead=dead,
-        ),
-        series=(_("Succeeded"), _("Failed"), _("Dead-lettered")),
+        summary=_("In the last 24 hours: %(totals)s.", totals=_(", ").join(totals)),
+        series=tuple(series.name() for series in OUTCOME_SERIES),
         labels=labels,
-        values=tuple(tuple(float(n) for n in hour.outcomes) for hour in hours),
+        values=tuple(
+            tuple(float(series.figure(hour)) for series in OUTCOME_SERIES) for hour in hours
+        ),
     )
 
 
@@ -117,27 +195,32 @@ def duration(seconds: float) -> str:
 @signed_in(AUDIT_READ)
 def audit(principal: Principal) -> tuple[str, int]:
     given = {name: request.args.get(name, "").strip() for name in AUDIT_FILTERS}
+    view = list_view(OPERATION_LISTING, size=AUDIT_PAGE_SIZE)
     errors: dict[str, list[str]] = {}
     page = None
     try:
-        wanted, number_of_page = audit_filter(principal, given)
+        wanted = audit_filter(principal, given)
     except ValidationError as error:
         errors = flatten(error.messages)
     else:
-        window = Window(AUDIT_PAGE_SIZE, number_of_page)
-        page = services().operations.list_page(wanted, window)
-    page_links = {name: value for name, value in given.items() if value and not errors.get(name)}
+        page = services().operations.list_page(wanted, view.window)
+        view = view.found(page)
+    items = page.items if page else []
     return render_template(
         "console/operations/audit.html",
         given=given,
         errors=errors,
         page=page,
+        view=view,
         kinds=KINDS,
-        page_links=page_links,
+        actors=account_names(principal, {operation.actor for operation in items}),
+        schedules=schedule_names(principal, {o.schedule_id for o in items if o.schedule_id}),
+        operation_labels=OPERATION_LABELS,
+        aggregate_labels=AGGREGATE_LABELS,
     ), 422 if errors else 200
 
 
-def audit_filter(principal: Principal, given: dict[str, str]) -> tuple[OperationFilter, int]:
+def audit_filter(principal: Principal, given: dict[str, str]) -> OperationFilter:
     """The filter the form asks for, checked as the API checks its query (and `aggregate`);
     ValidationError names every field that is wrong."""
     query: dict[str, Any] = {
@@ -146,7 +229,9 @@ def audit_filter(principal: Principal, given: dict[str, str]) -> tuple[Operation
     for name in ("from", "to"):
         if name in query:
             query[name] = with_offset(query[name])
-    query["page"] = request.args.get("page", "1")
+    for name in ("q", "sort", "page", "page_size"):
+        if request.args.get(name, "").strip():
+            query[name] = request.args[name].strip()
     errors: dict[str, list[str]] = {}
     loaded: dict[str, Any] = {}
     aggregate = None
@@ -160,7 +245,7 @@ def audit_filter(principal: Principal, given: dict[str, str]) -> tuple[Operation
         errors.update(flatten(error.messages))
     if errors:
         raise ValidationError(errors)
-    wanted = OperationFilter(
+    return OperationFilter(
         principal.tenant_id,
         loaded["actor"],
         loaded["kind"],
@@ -168,19 +253,15 @@ def audit_filter(principal: Principal, given: dict[str, str]) -> tuple[Operation
         loaded["until"],
         aggregate,
     )
-    return wanted, loaded["page"] or 1
 
 
 def with_offset(text: str) -> str:
     """A time the browser's `datetime-local` field sends (no offset) in the viewer's zone;
     a time with an offset, or text that is no time at all, as given (the schema says why)."""
     try:
-        instant = datetime.fromisoformat(text)
+        return typed_instant(text).isoformat()
     except ValueError:
         return text
-    if instant.tzinfo is None:
-        instant = instant.replace(tzinfo=viewer_zone())
-    return instant.isoformat()
 
 
 def aggregate_key(principal: Principal, given: str) -> str | None:

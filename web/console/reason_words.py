@@ -6,13 +6,18 @@ shown in the words it was recorded with."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from flask_babel import gettext
+from markupsafe import Markup
 
 from domain import launch
 from domain import reason_codes as codes
 from domain.runs import INTERRUPTED
+from web.console.clock import local_text
+
+INSTANTS = ("deadline", "at")  # parameters that hold an instant, as ISO 8601 text
 
 WORDS: dict[str, Callable[..., str]] = {
     codes.APPROVED_IN_TIME: lambda: gettext("approved before the deadline"),
@@ -50,6 +55,30 @@ WORDS: dict[str, Callable[..., str]] = {
         "the new deadline must be later than the current one, %(deadline)s", deadline=deadline
     ),
     codes.EXTENSION_TOO_FAR: lambda: gettext("the new deadline must be within 30 days of now"),
+    codes.NOT_A_REVIEWER: lambda actor: gettext(
+        "%(actor)s is not a reviewer of this instance", actor=actor
+    ),
+    codes.NOT_THE_ASSIGNEE: lambda command: gettext(
+        "only the task's assignee or an admin may %(command)s it", command=command
+    ),
+    codes.CLAIMED_BY_OTHER: lambda assignee: gettext(
+        "the task is claimed by %(assignee)s", assignee=assignee
+    ),
+    codes.REVIEWER_INELIGIBLE: lambda account: gettext(
+        "%(account)s may not review this instance", account=account
+    ),
+    codes.CLAIMED_IN_TIME: lambda: gettext("the task was claimed"),
+    codes.UNCLAIMED_IN_TIME: lambda: gettext("the task may be claimed again"),
+    codes.REASSIGNED_IN_TIME: lambda assignee: gettext(
+        "the task was reassigned to %(assignee)s", assignee=assignee
+    ),
+    codes.REJECTED_IN_TIME: lambda: gettext("rejected before the deadline"),
+    codes.COMMENTED_IN_TIME: lambda: gettext("comment added"),
+    codes.ASSIGNEE_MAY_NOT_DECIDE: lambda account: gettext(
+        "%(account)s may no longer decide (deactivated, or without the permission): "
+        "the task may be claimed again",
+        account=account,
+    ),
     launch.INITIATOR_NOT_FOUND: lambda: gettext("the initiator is not in the tenant"),
     launch.INITIATOR_INACTIVE: lambda subject: gettext(
         "initiator %(subject)s is inactive", subject=subject
@@ -69,20 +98,42 @@ WORDS: dict[str, Callable[..., str]] = {
         "account %(subject)s, which saved the schedule, may no longer edit schedules",
         subject=subject,
     ),
+    launch.NO_ELIGIBLE_REVIEWER: lambda: gettext(
+        "the definition's reviewers name nobody who may approve this instance"
+    ),
     INTERRUPTED: lambda: gettext("the worker's lease ran out"),
 }
 
 
 def reason_words(code: str | None, params: Mapping[str, Any] | None, recorded: str | None) -> str:
     """The reason in the viewer's language; the recorded words for one without a code (or a
-    code this release does not know)."""
+    code this release does not know), marked as recorded (`as_recorded`)."""
     said = WORDS.get(code or "")
     if said is None or (params is None and recorded is not None):
-        return recorded or ""
-    given = dict(params or {})
+        return as_recorded(recorded) if recorded else ""
+    given = {name: _shown(name, value) for name, value in (params or {}).items()}
     mismatches = given.pop(codes.MISMATCHES, None) or []
     text = str(said(**given))
     if mismatches:
         listed = "; ".join(reason_words(m["code"], m["params"], None) for m in mismatches)
         text = str(gettext("%(reason)s; mismatch: %(mismatches)s", reason=text, mismatches=listed))
     return text
+
+
+def _shown(name: str, value: Any) -> Any:
+    """A parameter as the reason shows it: an instant in the viewer's zone, the rest as kept."""
+    if name not in INSTANTS or not isinstance(value, str):
+        return value
+    try:
+        instant = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    return local_text(instant) if instant.tzinfo else value
+
+
+def as_recorded(words: str) -> Markup:
+    """Words an earlier release recorded, shown as they were and marked so: …（原文）. The
+    service's own words then were English (`lang="en"`); a person's may be in any language."""
+    language = ' lang="en"' if words.isascii() else ""
+    shown = Markup(f'<span class="as-recorded"{language}>%s</span>') % words  # noqa: S704
+    return Markup(gettext("%(words)s (as recorded)")) % {"words": shown}  # noqa: S704

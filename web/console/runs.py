@@ -1,4 +1,4 @@
-"""The console's runs pages (执行记录): the execution log, a run with its attempts, retry and
+"""The console's runs pages (执行日志): the execution log, a run with its attempts, retry and
 cancel, and the dead letters with bulk retry. They update live (web/console/live.py).
 
 They call the services the API's run log calls (web/runs.py): the same filters, the same
@@ -7,7 +7,6 @@ checks, the same refusals.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,9 +19,17 @@ from flask_babel import lazy_gettext
 from marshmallow import ValidationError
 from werkzeug.wrappers import Response
 
-from cronledger.application.directory import Page
+from cronledger.application.bulk import (
+    CANCEL,
+    MAX_BULK,
+    RETRY,
+    RUN_ACTIONS,
+    BulkRequest,
+    act_on_runs,
+)
 from domain.directory import Principal
 from domain.errors import DomainError, NotFound, ValidationFailed
+from domain.messages import Joined, Message
 from domain.permissions import SCHEDULE_EDIT, SCHEDULE_LIST
 from domain.runs import (
     ATTEMPT_FAILED,
@@ -39,13 +46,30 @@ from domain.runs import (
     SKIPPED_MISSED,
     SKIPPED_OVERLAP,
     SUCCEEDED,
+    UNFINISHED,
 )
-from projections.keyset import Window
-from projections.runs import RUN_ORDER, RunDetail, RunFilter, RunRow
-from projections.schedules import ScheduleFilter
+from projections.runs import RUN_LISTING, RunDetail, RunFilter, RunRow
 from web.api import flatten, services
 from web.console.access import signed_in
-from web.console.clock import viewer_zone
+from web.console.bulk import (
+    Confirm,
+    ConfirmRow,
+    Picked,
+    ReportRow,
+    picked,
+    posted_reason,
+    report,
+)
+from web.console.clock import typed_instant
+from web.console.lists import (
+    ListView,
+    Named,
+    account_names,
+    definition_names,
+    list_view,
+    read_picker,
+    schedule_names,
+)
 from web.console.live import caught_up, live_url
 from web.console.overlap_words import blocked_words, overlap_words
 from web.paging import window
@@ -54,63 +78,126 @@ from web.schemas.base import VersionReasonBody
 from web.schemas.runs import RunLogQuery
 
 bp = Blueprint("runs", __name__, url_prefix="/runs")
-PAGE_SIZE = 20
-SCHEDULE_CHOICES = 200  # the schedules the filter offers by name (any other by its id)
-MAX_BULK = 100
 FILTERS = ("schedule_id", "status", "trigger", "planned_from", "planned_to")
 LOCAL_TIMES = ("planned_from", "planned_to")  # typed in the viewer's zone
-
-
-@dataclass(frozen=True)
-class Pager:
-    number: int
-    pages: int
-    total: int
-    previous: str | None
-    next: str | None
+LIST_ARGS = ("q", "sort", "page", "page_size")  # a bulk form's answer keeps them
 
 
 @dataclass
 class Listing:
-    """A run list as a page shows it: the filters as typed, their errors, the page read, and
-    the schedules' names by id."""
+    """A run list as a page shows it: the filters as typed, their errors, the page read (its
+    search, sort and paging in `view`), and the names of its runs' schedules by id.
+
+    The schedule filter is a picker: `schedule_id` is the schedule's id once picked (or
+    typed: a name is looked up), `schedule_shown` its name.
+    """
 
     typed: dict[str, str]
+    view: ListView
     errors: dict[str, list[str]] = field(default_factory=dict)
     runs: list[RunRow] = field(default_factory=list)
-    pager: Pager | None = None
-    names: dict[str, str] = field(default_factory=dict)
+    names: dict[str, Named] = field(default_factory=dict)
+    schedule_shown: str = ""
 
     @property
     def schedule_id(self) -> str:
         return self.typed.get("schedule_id", "")
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What became of one run of a bulk retry: its new status, or why it was refused."""
-
-    run_id: str
-    title: str
-    status: str | None = None
-    refused: str | None = None
-
-
 @bp.get("/")
 @signed_in(SCHEDULE_LIST)
 def index(principal: Principal) -> str:
+    return _log_page(principal, request.args.to_dict())
+
+
+def _log_page(principal: Principal, asked: dict[str, Any], **more: Any) -> str:
+    """The execution log as `asked` filters it; `more`: more for the page (a bulk action's
+    report, its form's errors)."""
     live = live_url()
-    listing = _listing(principal, request.args, "console.runs.index")
-    asked: dict[str, Any] = request.args.to_dict()
+    listing = _listing(principal, asked, "console.runs.index")
     rows_url = url_for("console.runs.rows", **asked)
-    schedule_name = None if listing.errors else listing.names.get(listing.schedule_id)
+    schedule_name = None if listing.errors or not listing.schedule_id else listing.schedule_shown
     return render_template(
         "console/runs/index.html",
         live=live,
         listing=listing,
         rows_url=rows_url,
         schedule_name=schedule_name,
+        **more,
     )
+
+
+@bp.post("/bulk")
+@signed_in(SCHEDULE_EDIT)
+def act_on_picked(principal: Principal) -> tuple[str, int]:
+    """Retry or cancel each picked run, one by one (the API's bulk action); cancel asks first.
+    The log again as it was filtered, with what each got."""
+    action = request.form.get("action", "")
+    if action not in RUN_ACTIONS:
+        abort(400, _("Press one of the actions."))
+    asked = {
+        name: value
+        for name in (*FILTERS, *LIST_ARGS)
+        if (value := request.form.get(f"filter_{name}", "").strip())
+    }
+    chosen, reason, errors = _picked_runs()
+    if errors:
+        return _log_page(principal, asked, errors=errors, reason=reason or ""), 422
+    if action == CANCEL and "confirmed" not in request.form:
+        return _confirm_cancel(principal, chosen, asked), 200
+    rows = _acted(principal, action, chosen, reason)
+    return _log_page(principal, asked, bulk_report=rows), 200
+
+
+def _picked_runs() -> tuple[Picked, str | None, dict[str, list[str]]]:
+    """The runs a bulk form picked, its reason, and what is wrong with the form."""
+    chosen = picked(
+        "run_id",
+        _("Pick at least one run."),
+        _("Pick at most %(count)s runs at a time.", count=MAX_BULK),
+    )
+    errors = dict(chosen.errors)
+    reason = posted_reason(errors)
+    return chosen, reason, errors
+
+
+def _acted(
+    principal: Principal, action: str, chosen: Picked, reason: str | None
+) -> list[ReportRow]:
+    """Each picked run acted on; what each got, as the report shows it."""
+    asked = BulkRequest(action, chosen.ids, chosen.versions, reason)
+    items = act_on_runs(services().runs, principal, asked)
+    return report(action, items, lambda key: url_for("console.runs.detail", run_id=key))
+
+
+def _confirm_cancel(principal: Principal, chosen: Picked, asked: dict[str, Any]) -> str:
+    """The picked runs by title, to cancel, or not."""
+    rows = [ConfirmRow(key, _title_or_id(principal, key), None) for key in chosen.ids]
+    confirm = Confirm(
+        title=_("Cancel %(count)s run(s)?", count=len(rows)),
+        lead=_(
+            "A cancelled run is not attempted again (a retry starts it again). Only runs "
+            "pending or waiting to retry can be cancelled: any other is refused."
+        ),
+        button=_("Cancel these %(count)s run(s)", count=len(rows)),
+        url=url_for("console.runs.act_on_picked"),
+        back=url_for("console.runs.index", **asked),
+        back_words=_("Execution log"),
+        action=CANCEL,
+        field="run_id",
+        rows=rows,
+        hidden={f"filter_{name}": value for name, value in asked.items()},
+        reason=request.form.get("reason", "").strip(),
+    )
+    return render_template("console/bulk_confirm.html", confirm=confirm)
+
+
+def _title_or_id(principal: Principal, run_id: str) -> str:
+    """A run's title; one not found by its id, said so."""
+    try:
+        return str(services().runs.view_by_id(principal.tenant_id, run_id).title)
+    except NotFound:
+        return str(_("%(id)s (not found)", id=run_id))
 
 
 @bp.get("/rows")
@@ -140,20 +227,16 @@ def dead_letter_rows(principal: Principal) -> str:
 @bp.post("/dead-letters/retry")
 @signed_in(SCHEDULE_EDIT)
 def retry_dead_letters(principal: Principal) -> tuple[str, int]:
-    """Retry each run picked, one by one: each is retried or refused on its own."""
-    picked = list(dict.fromkeys(request.form.getlist("run_id")))
-    reason, errors = _reason()
-    if not picked:
-        errors["run_id"] = [_("Pick at least one run.")]
-    elif len(picked) > MAX_BULK:
-        errors["run_id"] = [_("Pick at most %(count)s runs at a time.", count=MAX_BULK)]
-    outcomes = [] if errors else [_retried(principal, run_id, reason) for run_id in picked]
+    """Retry each run picked, one by one (the API's bulk retry): each is retried or refused
+    on its own."""
+    chosen, reason, errors = _picked_runs()
+    rows = [] if errors else _acted(principal, RETRY, chosen, reason)
     live = live_url()
     page = render_template(
         "console/runs/dead_letters.html",
         live=live,
         listing=_dead_letters(principal),
-        outcomes=outcomes,
+        bulk_report=rows,
         errors=errors,
         reason=request.form.get("reason", ""),
     )
@@ -171,7 +254,8 @@ def detail(principal: Principal, run_id: str) -> tuple[str, int]:
 def panel(principal: Principal, run_id: str) -> str:
     """The run's state, actions and attempts alone, re-fetched when the run changes."""
     run, _frozen = _found(principal, run_id)
-    return render_template("console/runs/_panel.html", run=run, errors={}, reason="")
+    done = request.args.get("done")
+    return render_template("console/runs/_panel.html", run=run, errors={}, reason="", done=done)
 
 
 @bp.post("/<run_id>/retry")
@@ -229,6 +313,9 @@ def _detail_page(
         done=request.args.get("done") if status == 200 else None,
         reason=request.form.get("reason", ""),
         schedule_name=_schedule_name(principal, run.schedule_id, frozen),
+        schedules=schedule_names(principal, [run.schedule_id]),
+        definitions=definition_names(principal, [str(frozen.get("definition_id", ""))]),
+        initiators=account_names(principal, [run.initiator_id]),
     )
     return page, status
 
@@ -247,7 +334,7 @@ def _reason() -> tuple[str | None, dict[str, list[str]]]:
     try:
         VersionReasonBody().load({"reason": reason} if reason else {})
     except ValidationError as error:
-        return None, {"reason": [_(m) for m in flatten(error.messages).get("reason", [])]}
+        return None, {"reason": flatten(error.messages).get("reason", [])}
     return reason, {}
 
 
@@ -262,29 +349,21 @@ def _version(errors: dict[str, list[str]]) -> int | None:
     return int(text)
 
 
-def _retried(principal: Principal, run_id: str, reason: str | None) -> Outcome:
-    try:
-        run, _frozen = services().runs.frozen_by_id(principal.tenant_id, run_id)
-    except NotFound:
-        return Outcome(run_id, run_id, refused=_("There is no such run."))
-    try:
-        after = services().runs.retry(principal, UUID(run.schedule_id), run.id, None, reason)
-    except DomainError as refused:
-        return Outcome(run.id, run.title, refused=_refusal(refused))
-    return Outcome(run.id, run.title, status=after.status)
-
-
 def _refusal(refused: DomainError) -> str:
     """A refusal in one line: each field's problems, or the message."""
     if isinstance(refused, ValidationFailed):
-        return "; ".join(f"{name}: {', '.join(m)}" for name, m in sorted(refused.errors.items()))
+        return Joined(
+            "; ",
+            (
+                Message("{field}: {messages}", field=name, messages=Joined(", ", messages))
+                for name, messages in sorted(refused.errors.items())
+            ),
+        )
     return refused.message
 
 
 def _dead_letters(principal: Principal) -> Listing:
-    wanted = {"status": DEAD_LETTER}
-    page = request.args.get("page", "")
-    return _listing(principal, {**wanted, "page": page}, "console.runs.dead_letters", wanted)
+    return _listing(principal, request.args, "console.runs.dead_letters", {"status": DEAD_LETTER})
 
 
 def _listing(
@@ -293,15 +372,14 @@ def _listing(
     endpoint: str,
     fixed: Mapping[str, str] | None = None,
 ) -> Listing:
-    """The tenant's runs that the filters in `args` ask for, a page of them; the filters'
-    errors instead if they are invalid."""
-    listing = Listing({name: args.get(name, "").strip() for name in FILTERS})
-    listing.names = _schedule_names(principal)
-    query = _query(listing, args.get("page", "").strip())
+    """The tenant's runs that the filters in `args` (and the `fixed` ones) ask for, a page of
+    them, searched and sorted as asked; the filters' errors instead if they are invalid."""
+    view = list_view(RUN_LISTING, endpoint, args=args)
+    typed = {name: args.get(name, "").strip() for name in FILTERS}
+    listing = Listing({**typed, **(fixed or {})}, view)
+    _pick_schedule(principal, listing)
+    query = _query(listing)
     if query is None:
-        return listing
-    _check_schedule(principal, listing)
-    if listing.errors:
         return listing
     run_filter = RunFilter(
         schedule_id=query["schedule_id"],
@@ -311,27 +389,43 @@ def _listing(
         planned_to=query["planned_to"],
     )
     try:
-        page = services().runs.list_page(principal.tenant_id, run_filter, window(query, RUN_ORDER))
+        page = services().runs.list_page(
+            principal.tenant_id, run_filter, window(query, RUN_LISTING)
+        )
     except Problem as unavailable:  # the read models are being rebuilt after an upgrade
         listing.errors["_schema"] = [unavailable.detail]
         return listing
     listing.runs = page.items
-    kept: dict[str, Any] = {} if fixed else {k: v for k, v in listing.typed.items() if v}
-    listing.pager = _pager(page, endpoint, kept)
+    listing.view = view.found(page)
+    listing.names = schedule_names(principal, {run.schedule_id for run in page.items})
     return listing
 
 
-def _query(listing: Listing, page: str) -> dict[str, Any] | None:
+def _pick_schedule(principal: Principal, listing: Listing) -> None:
+    """The schedule filter as picked or typed: a schedule of the tenant (a deleted one's id
+    too), by its id or its name."""
+    found = read_picker(principal, "schedules", listing.schedule_id)
+    listing.schedule_shown = found.shown
+    if found.problem:
+        listing.errors["schedule_id"] = [found.problem]
+    elif found.value:
+        listing.typed["schedule_id"] = found.value
+
+
+def _query(listing: Listing) -> dict[str, Any] | None:
     """The filters as the API's run log takes them (its checks, its messages), or None."""
-    given: dict[str, Any] = {"page_size": PAGE_SIZE}
-    if page:
-        given["page"] = page
+    view = listing.view
+    given: dict[str, Any] = {"page_size": view.size, "page": view.number}
+    if view.search:
+        given["q"] = view.search
+    if view.sort:
+        given["sort"] = view.sort
     for name, value in listing.typed.items():
         if not value:
             continue
         if name in LOCAL_TIMES:
             try:
-                given[name] = _instant(value)
+                given[name] = typed_instant(value).isoformat()
             except ValueError:
                 listing.errors[name] = [_("Enter a date and time, e.g. 2026-10-01 09:00.")]
         else:
@@ -340,41 +434,9 @@ def _query(listing: Listing, page: str) -> dict[str, Any] | None:
         query: dict[str, Any] = RunLogQuery().load(given)
     except ValidationError as error:
         for name, messages in flatten(error.messages).items():
-            listing.errors.setdefault(name, [_(m) for m in messages])
+            listing.errors.setdefault(name, messages)
         return None
-    if query["schedule_id"] is not None:
-        listing.typed["schedule_id"] = str(query["schedule_id"])
     return None if listing.errors else query
-
-
-def _instant(typed: str) -> str:
-    """A time typed in the viewer's zone (or with an offset), as an instant with its offset."""
-    instant = datetime.fromisoformat(typed.replace(" ", "T"))
-    if instant.tzinfo is None:
-        instant = instant.replace(tzinfo=viewer_zone())
-    return instant.isoformat()
-
-
-def _check_schedule(principal: Principal, listing: Listing) -> None:
-    """A schedule asked for is the tenant's (a deleted one included); named by its name."""
-    schedule_id = listing.schedule_id
-    if not schedule_id or schedule_id in listing.names:
-        return
-    try:
-        schedule = services().schedules.find(principal.tenant_id, schedule_id)
-    except NotFound:
-        listing.errors["schedule_id"] = [_("There is no such schedule.")]
-        return
-    name = schedule.settings.name
-    listing.names[schedule_id] = _("%(name)s (deleted)", name=name) if schedule.deleted else name
-
-
-def _schedule_names(principal: Principal) -> dict[str, str]:
-    """The names of the tenant's first live schedules, by id."""
-    page = services().schedules.list_page(
-        principal.tenant_id, ScheduleFilter(), Window(SCHEDULE_CHOICES, 1)
-    )
-    return {view.id: view.name for view in page.items}
 
 
 def _schedule_name(principal: Principal, schedule_id: str, frozen: dict[str, Any]) -> str:
@@ -385,18 +447,6 @@ def _schedule_name(principal: Principal, schedule_id: str, frozen: dict[str, Any
         return str(frozen.get("schedule_name", schedule_id))
     name = schedule.settings.name
     return _("%(name)s (deleted)", name=name) if schedule.deleted else name
-
-
-def _pager(page: Page[RunRow], endpoint: str, kept: dict[str, Any]) -> Pager:
-    number = page.page or 1
-    pages = max(1, math.ceil(page.total / page.page_size))
-
-    def link(to: int) -> str | None:
-        if not 1 <= to <= pages or to == number:
-            return None
-        return url_for(endpoint, **{**kept, "page": to})
-
-    return Pager(number, pages, page.total, link(number - 1), link(number + 1))
 
 
 STATUS_LABELS = {
@@ -418,9 +468,23 @@ OUTCOME_LABELS = {
 }
 
 
+# What a run's page says was just done, and the statuses in which that is still news.
+DONE_WHILE = {
+    "queued": frozenset({PENDING}),
+    "retried": UNFINISHED,
+    "cancelled": frozenset({CANCELLED}),
+}
+
+
+def still_news(done: str | None, status: str) -> bool:
+    """Whether the run is still as `done` (queued, retried, cancelled) left it."""
+    return status in DONE_WHILE.get(done or "", frozenset())
+
+
 @bp.context_processor
 def _runs_context() -> dict[str, Any]:
     return {
+        "still_news": still_news,
         "status_labels": STATUS_LABELS,
         "trigger_labels": TRIGGER_LABELS,
         "outcome_labels": OUTCOME_LABELS,

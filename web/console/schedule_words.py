@@ -140,12 +140,20 @@ def _cron_words(expression: str) -> str | None:
 def _times(second: str, minute: str, hour: str) -> tuple[str, bool] | None:
     """When in a day it fires, and whether that repeats through the day."""
     if not second.isdigit():
-        return None
+        return _every_few_seconds(second) if minute == hour == "*" else None
     if NUMBERS.fullmatch(minute) and NUMBERS.fullmatch(hour):
         return _fixed_times(int(second), _numbers(hour), _numbers(minute))
     if int(second) != 0:
         return None
     return _repeating(minute, hour)
+
+
+def _every_few_seconds(second: str) -> tuple[str, bool] | None:
+    """A six-field rule firing through every minute: every second, or every few."""
+    step = STEP.fullmatch(second)
+    if second == "*" or (step and int(step[1]) == 1):
+        return _("every second"), True
+    return (_("every %(n)s seconds", n=step[1]), True) if step else None
 
 
 def _fixed_times(second: int, hours: list[int], minutes: list[int]) -> tuple[str, bool] | None:
@@ -181,8 +189,8 @@ def _repeating(minute: str, hour: str) -> tuple[str, bool] | None:
 def _days(day: str, weekday: str) -> str | None:
     """The days it fires on; None when the console cannot say."""
     any_day, any_weekday = day in ("*", "?"), weekday in ("*", "?")
-    days = [] if any_day else _listed(day, {}, 31)
-    weekdays = [] if any_weekday else _listed(weekday, CRON_DAYS, 7)
+    days = [] if any_day else listed_values(day, {}, 31)
+    weekdays = [] if any_weekday else listed_values(weekday, CRON_DAYS, 7)
     if days is None or weekdays is None:
         return None
     in_month = _("on day %(days)s of every month", days=_joined(map(str, days))) if days else ""
@@ -195,11 +203,11 @@ def _days(day: str, weekday: str) -> str | None:
 def _months(month: str) -> str | None:
     if month in ("*", "?"):
         return ""
-    numbers = _listed(month, CRON_MONTHS, 12)
+    numbers = listed_values(month, CRON_MONTHS, 12)
     return None if numbers is None else _joined(_runs_of(sorted(set(numbers)), MONTHS))
 
 
-def _listed(field: str, names: Mapping[str, int], highest: int) -> list[int] | None:
+def listed_values(field: str, names: Mapping[str, int], highest: int) -> list[int] | None:
     """The values of a field of numbers, names and ranges; None for anything else."""
     values: list[int] = []
     for part in field.lower().split(","):

@@ -1,4 +1,4 @@
-"""The console's schedules pages (定时发起): the list, a schedule's page, the create and edit
+"""The console's schedules pages (定时任务): the list, a schedule's page, the create and edit
 forms with a live preview of the next fires, creation from a definition's preset, enable and
 disable, delete, and run now (docs/console/schedules.md).
 
@@ -9,20 +9,28 @@ the API's request schemas check the typed fields, so no rule is written twice.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any, NamedTuple
+from datetime import UTC, datetime, tzinfo
+from typing import Any
 from uuid import uuid4
 from zoneinfo import available_timezones
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from markupsafe import Markup
 from marshmallow import Schema, ValidationError
+from werkzeug.exceptions import Forbidden
 from werkzeug.wrappers import Response
 
+from cronledger.application.bulk import (
+    DELETE,
+    MAX_BULK,
+    RUN,
+    SCHEDULE_ACTIONS,
+    BulkRequest,
+    act_on_schedules,
+)
 from cronledger.application.schedules import (
     MOVED,
     NEXT_FIRES_SHOWN,
@@ -45,9 +53,20 @@ from domain.schedules import MISFIRE_POLICIES, untemplated
 from domain.triggers import TriggerError, load_zone
 from projections.directory import DefinitionRow
 from projections.keyset import Window
-from projections.schedules import ScheduleFilter, ScheduleRow
-from web.api import services
+from projections.schedules import SCHEDULE_LISTING, ScheduleFilter, ScheduleRow
+from web.api import as_message, services
 from web.console.access import signed_in
+from web.console.bulk import Confirm, ConfirmRow, Picked, picked, posted_reason, report
+from web.console.clock import offset_text
+from web.console.code_words import code
+from web.console.cron_builder import MODES, builder_of
+from web.console.lists import (
+    account_names,
+    definition_names,
+    list_view,
+    read_picker,
+    shown_names,
+)
 from web.console.overlap_words import blocked_words, overlap_words
 from web.console.schedule_words import WEEKDAYS, _, as_written, in_words
 from web.problems import STATUS_OF_CODE
@@ -61,8 +80,6 @@ from web.schemas.schedules import (
 
 bp = Blueprint("schedules", __name__, url_prefix="/schedules")
 
-PAGE_SIZE = 20
-DEFINITIONS_SHOWN = 200  # the definitions a form offers
 FILTERS = ("name", "enabled", "definition_id", "initiator_id", "overlap_policy")
 TRIGGER_INPUTS = ("kind", "expression", "weekdays", "windows", "interval_minutes")
 FORM_INPUTS = (
@@ -151,7 +168,14 @@ def trigger_of(form: ScheduleForm, errors: Errors) -> dict[str, Any]:
     for text in form.windows.replace("\n", ",").split(","):
         start, dash, end = text.strip().partition("-")
         if not dash:
-            errors["windows"] = [_("Write each window as HH:MM-HH:MM, separated by commas.")]
+            errors["windows"] = [
+                Markup(  # noqa: S704 (the catalogue's words, and a code)
+                    _(
+                        "Write each window as %(format)s, separated by commas.",
+                        format=code("HH:MM-HH:MM"),
+                    )
+                )
+            ]
             break
         windows.append({"start": start.strip(), "end": end.strip()})
     if not form.interval_minutes.isdigit():
@@ -167,8 +191,14 @@ def trigger_of(form: ScheduleForm, errors: Errors) -> dict[str, Any]:
 def form_data_of(text: str, errors: Errors) -> Any:
     try:
         value = json.loads(text or "{}")
-    except ValueError as error:
-        errors["form_data"] = [_("This is not JSON: %(problem)s", problem=str(error))]
+    except json.JSONDecodeError as error:
+        errors["form_data"] = [
+            _(
+                "This is not JSON (line %(line)s, column %(column)s).",
+                line=error.lineno,
+                column=error.colno,
+            )
+        ]
         return {}
     if not isinstance(value, dict):
         errors["form_data"] = [_('Write a JSON object, such as {"region": "east"}.')]
@@ -216,7 +246,7 @@ def _flat(messages: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, 
         if isinstance(said, Mapping):
             yield from _flat(said, f"{prefix}{name}.")
         else:
-            yield f"{prefix}{name}", [str(message) for message in said]
+            yield f"{prefix}{name}", [as_message(message) for message in said]
 
 
 def on_form(
@@ -262,12 +292,6 @@ def marked(fires: Sequence[FireTime], zone: tzinfo | None, after: datetime | Non
         shown.append(Fire(fire.at, fire.local, shift))
         before = offset
     return shown
-
-
-def offset_text(offset: timedelta | None) -> str:
-    minutes = int((offset or timedelta()).total_seconds() // 60)
-    sign = "+" if minutes >= 0 else "-"
-    return f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 @dataclass(frozen=True)
@@ -331,9 +355,7 @@ def _helpers() -> dict[str, Any]:
     return {
         "in_words": in_words,
         "as_written": as_written,
-        "zoned": zoned,
         "weekday_of": lambda instant: str(WEEKDAYS[instant.isoweekday() - 1]),
-        "offset_of": lambda instant: offset_text(instant.utcoffset()),
         "run_url": run_url,
         "skip_words": skip_words,
         "status_words": status_words,
@@ -375,21 +397,6 @@ def label_of(name: str) -> str:
         "version": _("Version"),
     }
     return labels.get(name, name)
-
-
-def zoned(instant: datetime | None, timezone: str) -> Markup:
-    """An instant in a schedule's zone, with UTC beside it."""
-    if instant is None:
-        return Markup("—")
-    local = instant.astimezone(load_zone(timezone))
-    return Markup(
-        '<time datetime="{}">{} <span class="offset">{}</span></time> <small class="utc">{}</small>'
-    ).format(
-        instant.astimezone(UTC).isoformat(),
-        local.strftime("%Y-%m-%d %H:%M:%S"),
-        offset_text(local.utcoffset()),
-        instant.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
-    )
 
 
 def run_url(run_id: str, done: str | None = None) -> str:
@@ -446,12 +453,6 @@ def problem_lines(refused: DomainError) -> list[str]:
     return [refused.message]
 
 
-def _definitions(principal: Principal) -> list[DefinitionRow]:
-    """The tenant's definitions (the first DEFINITIONS_SHOWN), for the forms' choices."""
-    window = Window(DEFINITIONS_SHOWN)
-    return services().directory.definitions(principal.tenant_id, window).items
-
-
 def _posted_version() -> int | None:
     text = request.form.get("version", "")
     return int(text) if text.isdigit() else None
@@ -474,35 +475,62 @@ def _reason() -> str | None:
 @bp.get("/")
 @signed_in(SCHEDULE_LIST)
 def index(principal: Principal) -> Shown:
-    typed = {name: request.args.get(name, "").strip() for name in (*FILTERS, "page")}
-    return _index_page(principal, typed)
+    return _index_page(principal, request.args)
+
+
+PICKED_FILTERS = {"definition_id": "definitions", "initiator_id": "accounts"}
 
 
 def _index_page(
-    principal: Principal, typed: dict[str, str], move_errors: Errors | None = None
+    principal: Principal, args: Mapping[str, str], move_errors: Errors | None = None, **more: Any
 ) -> Shown:
-    """The list as `typed` filters it; a bulk move's refusal beside its form (422)."""
+    """The list as the address's filters, search, sort and page ask for it; a bulk form's
+    refusal beside it (422); `more`: more for the page (a bulk action's report)."""
+    view = list_view(SCHEDULE_LISTING, ".index", args=args)
+    typed = {name: args.get(name, "").strip() for name in FILTERS}
     errors: Errors = {}
-    query = _loaded(ScheduleListQuery(), {k: v for k, v in typed.items() if v}, errors)
+    shown_names = {name: _read_picker(principal, name, typed, errors) for name in PICKED_FILTERS}
+    given = {
+        **{name: value for name, value in typed.items() if value},
+        **{name: value for name, value in view.args.items() if name in LIST_ARGS},
+    }
+    query = _loaded(ScheduleListQuery(), given, errors)
     if services().health.phase == REBUILDING:
         abort(503, _("The lists are being rebuilt after an upgrade: try again in a minute."))
     page = None
     if not errors:
         wanted = ScheduleFilter(*(query.get(name) for name in FILTERS))
-        window = Window(PAGE_SIZE, query.get("page") or 1)
-        page = services().schedules.list_page(principal.tenant_id, wanted, window)
+        page = services().schedules.list_page(principal.tenant_id, wanted, view.window)
+        view = view.found(page)
     shown = render_template(
         "console/schedules/index.html",
         typed=typed,
+        shown_names=shown_names,
         errors=errors,
         move_errors=move_errors or {},
         page=page,
-        pages=math.ceil(page.total / PAGE_SIZE) if page else 0,
-        definitions={d.id: d.name for d in _definitions(principal)},
-        filters={name: value for name, value in typed.items() if value and name != "page"},
+        view=view,
+        initiators=account_names(principal, {i.initiator_id for i in page.items} if page else ()),
+        filters={name: value for name, value in view.args.items() if name != "page"},
         still_open=_count_on(principal, SKIP_WHILE_OPEN),
+        request_id=uuid4().hex,
+        **more,
     )
     return (shown, 422) if errors or move_errors else shown
+
+
+LIST_ARGS = ("q", "sort", "page", "page_size")
+
+
+def _read_picker(principal: Principal, name: str, typed: dict[str, str], errors: Errors) -> str:
+    """A picker filter as picked or typed (an id, or a name looked up): its value goes to
+    `typed`, and the name it shows is returned."""
+    found = read_picker(principal, PICKED_FILTERS[name], typed[name])
+    if found.problem:
+        errors[name] = [found.problem]
+    elif found.value:
+        typed[name] = found.value
+    return found.shown
 
 
 def _count_on(principal: Principal, policy: str) -> int:
@@ -516,7 +544,8 @@ def _count_on(principal: Principal, policy: str) -> int:
 def move_overlap_policy(principal: Principal) -> Shown | Response:
     """The picked schedules saved with another overlap policy, each as an ordinary edit (the
     API's bulk move); back to the list as it was filtered, saying what became of them."""
-    filters = {name: request.form.get(f"filter_{name}", "").strip() for name in FILTERS}
+    names = (*FILTERS, *LIST_ARGS)
+    filters = {name: request.form.get(f"filter_{name}", "").strip() for name in names}
     errors: Errors = {}
     body = {
         "schedule_ids": list(dict.fromkeys(request.form.getlist("schedule_id"))),
@@ -531,19 +560,83 @@ def move_overlap_policy(principal: Principal) -> Shown | Response:
         principal, loaded["schedule_ids"], loaded["overlap_policy"]
     )
     counts = Counter(move.outcome for move in moves)
-    flash(
-        _(
-            "%(moved)s schedule(s) now %(policy)s; %(unchanged)s had it already; %(missing)s "
-            "not found.",
-            moved=counts[MOVED],
-            policy=loaded["overlap_policy"],
-            unchanged=counts[UNCHANGED],
-            missing=counts[NOT_FOUND],
-        ),
-        "good",
+    moved = _(
+        "%(moved)s schedule(s) now %(policy)s; %(unchanged)s had it already; %(missing)s "
+        "not found.",
+        moved=counts[MOVED],
+        policy=code(loaded["overlap_policy"]),
+        unchanged=counts[UNCHANGED],
+        missing=counts[NOT_FOUND],
     )
+    flash(Markup(moved), "good")  # noqa: S704 (the catalogue's words, and a code)
     kept: dict[str, Any] = {name: value for name, value in filters.items() if value}
     return redirect(url_for(".index", **kept), 303)
+
+
+@bp.post("/bulk")
+@signed_in(SCHEDULE_EDIT)
+def act_on_picked(principal: Principal) -> Shown:
+    """The action pressed, on each picked schedule as its single action (the API's bulk
+    action); delete asks first. The list again as it was filtered, with what each got."""
+    names = (*FILTERS, *LIST_ARGS)
+    filters = {name: request.form.get(f"filter_{name}", "").strip() for name in names}
+    action = request.form.get("action", "")
+    if action not in SCHEDULE_ACTIONS:
+        abort(400, _("Press one of the actions."))
+    if action == DELETE and not principal.can(SCHEDULE_DELETE):
+        raise Forbidden(_("This page needs the permission %(name)s.", name=SCHEDULE_DELETE))
+    chosen = picked(
+        "schedule_id",
+        _("Pick at least one schedule."),
+        _("Pick at most %(count)s schedules at a time.", count=MAX_BULK),
+    )
+    errors = dict(chosen.errors)
+    reason = None if action == RUN else posted_reason(errors)
+    if errors:
+        return _index_page(principal, filters, errors)
+    if action == DELETE and "confirmed" not in request.form:
+        return _confirm_bulk_delete(principal, chosen, filters)
+    request_id = request.form.get("request_id", "")[:128] or uuid4().hex
+    asked = BulkRequest(
+        action, chosen.ids, chosen.versions, reason, request_id if action == RUN else None
+    )
+    items = act_on_schedules(services().schedules, principal, asked)
+    linked = None if action == DELETE else (lambda key: url_for(".detail", schedule_id=key))
+    return _index_page(principal, filters, bulk_report=report(action, items, linked))
+
+
+def _confirm_bulk_delete(principal: Principal, chosen: Picked, filters: dict[str, str]) -> str:
+    """The picked schedules by name, to delete at the versions the list showed, or not."""
+    rows = [
+        ConfirmRow(key, _name_or_id(principal, key), chosen.versions.get(key)) for key in chosen.ids
+    ]
+    kept: dict[str, Any] = {name: value for name, value in filters.items() if value}
+    confirm = Confirm(
+        title=_("Delete %(count)s schedule(s)?", count=len(rows)),
+        lead=_(
+            "Each stops firing and leaves the list; its runs and its timeline stay readable. A "
+            "schedule with runs still pending, running or waiting to retry is refused until "
+            "they finish or are cancelled."
+        ),
+        button=_("Delete these %(count)s schedule(s)", count=len(rows)),
+        url=url_for(".act_on_picked"),
+        back=url_for(".index", **kept),
+        back_words=_("Schedules"),
+        action=DELETE,
+        field="schedule_id",
+        rows=rows,
+        hidden={f"filter_{name}": value for name, value in kept.items()},
+        reason=request.form.get("reason", "").strip(),
+    )
+    return render_template("console/bulk_confirm.html", confirm=confirm)
+
+
+def _name_or_id(principal: Principal, schedule_id: str) -> str:
+    """A live schedule's name; one not found by its id, said so."""
+    try:
+        return str(services().schedules.view(principal.tenant_id, schedule_id).name)
+    except NotFound:
+        return _("%(id)s (not found)", id=schedule_id)
 
 
 def on_move_form(errors: Errors) -> Errors:
@@ -568,14 +661,34 @@ def new(principal: Principal) -> str:
 @bp.post("/new")
 @signed_in(SCHEDULE_CREATE)
 def create(principal: Principal) -> Shown | Response:
-    form = ScheduleForm.posted()
+    form, not_found = _with_picks(principal, ScheduleForm.posted())
     schedules = services().schedules
     try:
         body = body_of(form)
         created = schedules.create(principal, schedules.settings_from(body), body["enabled"])
     except ValidationFailed as refused:
-        return _form_page(principal, form, _everything_wrong(principal, form, refused)), 422
+        errors = {**_everything_wrong(principal, form, refused), **not_found}
+        return _form_page(principal, form, errors), 422
     return redirect(url_for(".detail", schedule_id=created.id), 303)
+
+
+FORM_PICKERS = {"definition_id": "definitions", "initiator_id": "accounts"}
+
+
+def _with_picks(principal: Principal, form: ScheduleForm) -> tuple[ScheduleForm, Errors]:
+    """The form with its pickers' text read: a definition or an account picked (its id) or
+    typed (an id, or a name looked up); what matched nothing is left as typed, and said."""
+    problems: Errors = {}
+
+    def read(name: str) -> str:
+        found = read_picker(principal, FORM_PICKERS[name], getattr(form, name))
+        if found.problem:
+            problems[name] = [found.problem]
+        return found.value or str(getattr(form, name))
+
+    return replace(form, definition_id=read("definition_id"), initiator_id=read("initiator_id")), (
+        problems
+    )
 
 
 @bp.post("/preview")
@@ -599,7 +712,7 @@ def edit(principal: Principal, schedule_id: str) -> str:
 def update(principal: Principal, schedule_id: str) -> Shown | Response:
     schedules = services().schedules
     view = schedules.view(principal.tenant_id, schedule_id)
-    form, version = ScheduleForm.posted(), _posted_version()
+    (form, not_found), version = _with_picks(principal, ScheduleForm.posted()), _posted_version()
     try:
         if version is None:
             raise ValidationFailed.of("form", _("The form lost the schedule's version: reload it."))
@@ -607,7 +720,7 @@ def update(principal: Principal, schedule_id: str) -> Shown | Response:
         settings = schedules.settings_from(body)
         schedules.update(principal, schedule_id, settings, body["enabled"], version)
     except ValidationFailed as refused:
-        errors = _everything_wrong(principal, form, refused)
+        errors = {**_everything_wrong(principal, form, refused), **not_found}
         return _form_page(principal, form, errors, view, version), 422
     except VersionConflict as refused:
         errors = {"form": problem_lines(refused)}
@@ -638,9 +751,10 @@ def _form_page(
     version: int | None = None,
     stale: bool = False,
 ) -> str:
-    definitions = [Option(d.id, d.name) for d in _definitions(principal) if d.published]
-    if form.definition_id and form.definition_id not in {d.id for d in definitions}:
-        definitions.append(_definition_or_id(principal, form.definition_id))
+    shown = {
+        name: shown_names(principal, kind, [getattr(form, name)]).get(getattr(form, name), "")
+        for name, kind in FORM_PICKERS.items()
+    }
     return render_template(
         "console/schedules/form.html",
         form=form,
@@ -648,23 +762,25 @@ def _form_page(
         view=view,
         version=version,
         stale=stale,
-        definitions=definitions,
+        shown=shown,
         zones=sorted(available_timezones()),
         preview=form_preview(form),
+        builder=builder_of(form.expression),
+        builder_modes=builder_modes(),
     )
 
 
-class Option(NamedTuple):
-    """A choice of a select: the value sent, and the name shown."""
-
-    id: str
-    name: str
-
-
-def _definition_or_id(principal: Principal, definition_id: str) -> Option:
-    """A definition the form names that is not among the published ones (by its id if none)."""
-    found = services().directory.find_definition(principal.tenant_id, definition_id)
-    return Option(definition_id, found.name if found else definition_id)
+def builder_modes() -> list[tuple[str, str]]:
+    """The cron builder's choices, each with its words."""
+    words = {
+        "minutes": _("Every few minutes"),
+        "hourly": _("Every hour"),
+        "daily": _("Every day"),
+        "weekly": _("Every week, on chosen days"),
+        "monthly": _("Every month, on one day"),
+        "advanced": _("Advanced: the expression as written"),
+    }
+    return [(mode, words[mode]) for mode in MODES]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -679,11 +795,11 @@ def detail(principal: Principal, schedule_id: str) -> str:
 
 def _detail_page(principal: Principal, schedule_id: str, problems: Sequence[str] = ()) -> str:
     view = services().schedules.view(principal.tenant_id, schedule_id)
-    definition = services().directory.find_definition(principal.tenant_id, view.definition_id)
     return render_template(
         "console/schedules/detail.html",
         view=view,
-        definition_name=definition.name if definition else view.definition_id,
+        definitions=definition_names(principal, [view.definition_id]),
+        initiators=account_names(principal, [view.initiator_id]),
         fires=marked(view.next_fires, None, None),
         problems=problems,
         request_id=uuid4().hex,
@@ -716,14 +832,34 @@ def disable(principal: Principal, schedule_id: str) -> Shown | Response:
 
 
 def _switch(principal: Principal, schedule_id: str, enabled: bool) -> Shown | Response:
+    """Enable or disable; back to the list the row's toggle was pressed on, else to the
+    schedule's page."""
+
     def act() -> Response:
-        services().schedules.set_enabled(
+        after = services().schedules.set_enabled(
             principal, schedule_id, enabled, _posted_version(), _reason()
         )
-        flash(_("Enabled.") if enabled else _("Disabled."), "good")
-        return redirect(url_for(".detail", schedule_id=schedule_id), 303)
+        back = _back_to_list()
+        if back is None:
+            flash(_("Enabled.") if enabled else _("Disabled."), "good")
+            return redirect(url_for(".detail", schedule_id=schedule_id), 303)
+        name = after.name
+        said = (
+            _("“%(name)s” enabled.", name=name) if enabled else _("“%(name)s” disabled.", name=name)
+        )
+        flash(said, "good")
+        return redirect(back, 303)
 
     return _acting(principal, schedule_id, act)
+
+
+def _back_to_list() -> str | None:
+    """The list a row's form was sent from (its `next`), if it is this area's list."""
+    back = request.form.get("next", "")
+    listed = url_for(".index")
+    if back.startswith(listed) and "//" not in back and "\\" not in back:
+        return back
+    return None
 
 
 @bp.post("/<schedule_id>/run")
@@ -778,14 +914,21 @@ def delete(principal: Principal, schedule_id: str) -> Shown | Response:
 @bp.get("/from-preset")
 @signed_in(SCHEDULE_CREATE)
 def presets(principal: Principal) -> str:
-    offered = [d for d in _definitions(principal) if d.published and d.schedule_presets]
-    chosen_id = request.args.get("definition_id", "")
-    chosen = next((d for d in offered if d.id == chosen_id), None)
+    found = read_picker(principal, "definitions", request.args.get("definition_id", ""))
+    picked_row = None
+    if found.value:
+        picked_row = services().directory.definition(principal.tenant_id, found.value)
+    offers = picked_row is not None and picked_row.published and bool(picked_row.schedule_presets)
+    chosen = picked_row if offers else None
     cards = (
         [(preset, _preset_fires(preset)) for preset in chosen.schedule_presets] if chosen else []
     )
     return render_template(
-        "console/schedules/presets.html", offered=offered, chosen=chosen, cards=cards
+        "console/schedules/presets.html",
+        found=found,
+        picked_row=picked_row,
+        chosen=chosen,
+        cards=cards,
     )
 
 

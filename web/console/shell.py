@@ -4,17 +4,19 @@ error pages."""
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from flask import (
     Blueprint,
     Flask,
     Response,
+    before_render_template,
     current_app,
     g,
     redirect,
@@ -23,9 +25,12 @@ from flask import (
     url_for,
 )
 from flask.sessions import SecureCookieSessionInterface
-from flask_babel import Babel
 from flask_babel import gettext as _
 from flask_wtf.csrf import CSRFError, CSRFProtect
+from jinja2 import Template, pass_eval_context
+from jinja2.filters import do_join
+from jinja2.nodes import EvalContext
+from markupsafe import Markup, escape
 from werkzeug.exceptions import Forbidden, HTTPException, NotFound
 from werkzeug.wrappers import Response as BaseResponse
 
@@ -33,10 +38,21 @@ from cronledger.application.services import Services
 from cronledger.application.sessions import ConsoleSessions
 from cronledger.persistence.connections import store_unavailable
 from domain.errors import DomainError, ValidationFailed
+from domain.messages import Joined, Message
 from domain.permissions import APPROVAL_LIST, AUDIT_READ, DIRECTORY_MANAGE, SCHEDULE_LIST
+from web import language
+from web.api import services
 from web.console import AREAS
-from web.console.access import SignInNeeded, can, viewer, viewer_or_none
+from web.console.access import (
+    PasswordChangeNeeded,
+    SignInNeeded,
+    can,
+    viewer,
+    viewer_or_none,
+)
 from web.console.clock import register_time_filters
+from web.console.code_words import code, labelled, proper
+from web.console.field_words import field_label
 from web.console.reason_words import reason_words
 from web.problems import STATUS_OF_CODE, UNAVAILABLE_RETRY_AFTER_SECONDS
 
@@ -44,7 +60,7 @@ HERE = Path(__file__).parent
 # Where the console opens, by what the account may see, in this order.
 HOME_AREAS = (
     (SCHEDULE_LIST, "console.schedules.index"),
-    (APPROVAL_LIST, "console.approvals.index"),
+    (APPROVAL_LIST, "console.tasks.index"),
     (AUDIT_READ, "console.timelines.index"),
     (DIRECTORY_MANAGE, "console.directory.index"),
 )
@@ -59,6 +75,7 @@ POLICY = (
     "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
     "form-action 'self'; frame-ancestors 'none'"
 )
+CODE_SPAN = re.compile(r"`([^`]+)`")  # a code in a message's words, as the catalogues mark it
 log = logging.getLogger("cronledger.web")
 
 
@@ -84,6 +101,7 @@ def console_blueprint() -> Blueprint:
     bp.after_request(_page_headers)
     bp.context_processor(_shared_context)
     bp.register_error_handler(SignInNeeded, _to_sign_in)
+    bp.register_error_handler(PasswordChangeNeeded, _to_password_change)
     bp.register_error_handler(HTTPException, _http_error_page)
     bp.register_error_handler(DomainError, _domain_error_page)
     bp.register_error_handler(Exception, _unexpected_error_page)
@@ -105,17 +123,55 @@ def install(app: Flask, console: Blueprint) -> None:
         WTF_CSRF_CHECK_DEFAULT=False,  # the API takes bearer tokens: only the console is checked
         WTF_CSRF_TIME_LIMIT=None,  # a form's token lives as long as its session
         BABEL_DEFAULT_LOCALE=LANGUAGES[0],
-        BABEL_TRANSLATION_DIRECTORIES=";".join(_translation_directories()),
     )
     app.session_interface = SessionCookie()
     app.extensions["console_sessions"] = ConsoleSessions(
-        services.ledger, services.directory, timedelta(hours=settings.console_session_hours)
+        services.ledger,
+        services.directory,
+        timedelta(hours=settings.console_session_hours),
+        services.credentials,
     )
     CSRFProtect(app)
-    Babel(app, locale_selector=chosen_language)
+    language.install(app, _page_language, _translation_directories())
     register_time_filters(app)
+    before_render_template.connect(_messages_in_reader_language, app)
+    app.jinja_env.finalize = on_page
+    app.jinja_env.filters["join"] = _joined
+    app.jinja_env.globals.update(  # for the templates' macros too
+        code=code, proper=proper, labelled=labelled, field_label=field_label
+    )
     app.register_blueprint(console)
     app.add_url_rule("/", "root", lambda: redirect(url_for("console.home")))
+
+
+def _messages_in_reader_language(
+    sender: Flask, template: Template, context: dict[str, Any], **extra: Any
+) -> None:
+    """A console page shows the domain's messages in its reader's language: each `Message`
+    of its context (alone, or in a dict, list or tuple: field errors) is said before the page
+    renders (so also where a sentence of the page names it); any other is said as it is
+    printed (the templates' `finalize`: an operation's summary) or joined (`_joined`)."""
+    if (template.name or "").startswith("console/"):
+        context.update((name, on_page(value)) for name, value in context.items())
+
+
+@pass_eval_context
+def _joined(context: EvalContext, value: Iterable[Any], d: str = "", attribute: Any = None) -> str:
+    """Jinja's `join`, each `Message` said first (a field's errors, in an object's list)."""
+    joined: str = do_join(context, [on_page(item) for item in value], d, attribute)
+    return joined  # Markup when an item is: not made a plain str, which would be escaped
+
+
+def on_page(value: Any) -> Any:
+    """`value` with each `Message` in it said, as HTML: its `backticked` codes as <code>."""
+    if isinstance(value, Message | Joined):
+        escaped = str(escape(language.said(value)))
+        return Markup(CODE_SPAN.sub(r"<code>\1</code>", escaped))  # noqa: S704 (escaped)
+    if type(value) is dict:
+        return {key: on_page(item) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(on_page(item) for item in value)
+    return value
 
 
 def _random_key() -> str:
@@ -132,12 +188,17 @@ def _translation_directories() -> Iterable[str]:
     return (str(HERE / "translations" / area) for area in AREAS)
 
 
+def _page_language() -> str | None:
+    """A console page's language; None for the API's answers."""
+    return chosen_language() if "console" in request.blueprints else None
+
+
 def chosen_language() -> str:
     """The language picked in the header (kept in a cookie), else the browser's, else Chinese."""
     picked = request.cookies.get(LANGUAGE_COOKIE)
     if picked in LANGUAGES:
         return picked
-    return request.accept_languages.best_match(LANGUAGES, default=LANGUAGES[0])
+    return language.preferred_language(LANGUAGES)
 
 
 def console_page(wanted: str) -> str:
@@ -175,7 +236,22 @@ def _shared_context() -> dict[str, object]:
         "language": chosen_language(),
         "languages": LANGUAGES,
         "reason_words": reason_words,
+        "unread_notices": _unread_notices,
     }
+
+
+def _unread_notices() -> int | None:
+    """The bell's figure: the signed-in person's unread notices; None without an inbox, or
+    while the store is away (the page says so)."""
+    viewer = viewer_or_none()
+    if viewer is None or not viewer.can(APPROVAL_LIST):
+        return None
+    try:
+        return services().notifications.unread(viewer)
+    except Exception as error:
+        if store_unavailable(error):
+            return None
+        raise
 
 
 def _home() -> BaseResponse:
@@ -215,6 +291,15 @@ def _to_sign_in(error: SignInNeeded) -> BaseResponse:
     back = console_page(page.path + (f"?{page.query}" if page.query else ""))
     target = url_for("console.session.sign_in", next=back)
     return BaseResponse(status=401, headers={"HX-Redirect": target})
+
+
+def _to_password_change(error: PasswordChangeNeeded) -> BaseResponse:
+    """A one-time password is changed before any other page opens (then that page does)."""
+    back = request.full_path.rstrip("?") if request.method in SAFE_METHODS else ""
+    target = url_for("console.session.change_password", next=console_page(back))
+    if request.headers.get("HX-Request"):
+        return BaseResponse(status=401, headers={"HX-Redirect": target})
+    return redirect(target)
 
 
 # -- error pages ----------------------------------------------------------------------------
@@ -271,9 +356,9 @@ def _http_error_page(error: HTTPException) -> BaseResponse:
             "This form's security token is missing or has expired, so nothing was changed. "
             "Reload the page and send the form again."
         )
-        return _error_page(status, message, detail=error.description)
+        return _error_page(status, message, detail=Message.verbatim(error.description or ""))
     if status == 404:
-        where = _("There is no console page at %(path)s.", path=request.path)
+        where = Markup(_("There is no console page at %(path)s.", path=code(request.path)))  # noqa: S704
         return _error_page(status, given or where)
     if status == 429:
         wait = error.response.headers.get("Retry-After", "60") if error.response else "60"

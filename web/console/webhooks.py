@@ -10,6 +10,7 @@ from typing import Any
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 from flask_babel import lazy_gettext
+from markupsafe import Markup
 from marshmallow import ValidationError
 from werkzeug.exceptions import NotFound as PageNotFound
 from werkzeug.wrappers import Response
@@ -19,15 +20,22 @@ from domain.directory import Principal
 from domain.errors import DomainError, NotFound, ValidationFailed
 from domain.permissions import DIRECTORY_MANAGE
 from domain.webhooks import EVENT_TYPES, SubscriptionFields
-from projections.keyset import Window
-from projections.webhooks import WebhookRow
-from web.api import flatten, services
+from projections.webhooks import DELIVERY_LISTING, WEBHOOK_LISTING, WebhookRow
+from web.api import services
 from web.console.access import signed_in
+from web.console.code_words import code
+from web.console.forms import (
+    PAGE_SIZE,
+    Errors,
+    by_field,
+    field_errors,
+    form_version,
+    or_404,
+)
+from web.console.lists import list_view
 from web.schemas.webhooks import WebhookCreate
 
 bp = Blueprint("webhooks", __name__, url_prefix="/webhooks")
-PAGE_SIZE = 50
-Errors = dict[str, list[str]]
 TYPE_WORDS = {
     "run.dead_lettered": lazy_gettext("a run gave up after its last attempt"),
     "run.failed": lazy_gettext("a run failed for good"),
@@ -65,26 +73,26 @@ def create(principal: Principal) -> str | tuple[str, int]:
     try:
         created = services().webhooks.create(principal, _fields(form))
     except (ValidationError, ValidationFailed) as error:
-        return _index_page(principal, form, _field_errors(error), 422)
+        return _index_page(principal, form, by_field(field_errors(error)), 422)
     return _secret_page(created, _("Webhook created. Copy its signing secret now."))
 
 
 @bp.get("/<webhook_id>")
 @signed_in(DIRECTORY_MANAGE)
 def detail(principal: Principal, webhook_id: str) -> str:
-    webhook = _found(lambda: services().webhooks.webhook(principal.tenant_id, webhook_id))
+    webhook = or_404(lambda: services().webhooks.webhook(principal.tenant_id, webhook_id))
     return _detail_page(principal, webhook, _as_form(webhook), {})[0]
 
 
 @bp.post("/<webhook_id>")
 @signed_in(DIRECTORY_MANAGE)
 def update(principal: Principal, webhook_id: str) -> Response | tuple[str, int]:
-    webhook = _found(lambda: services().webhooks.webhook(principal.tenant_id, webhook_id))
+    webhook = or_404(lambda: services().webhooks.webhook(principal.tenant_id, webhook_id))
     form = _form()
     try:
-        services().webhooks.update(principal, webhook_id, _fields(form), _version())
+        services().webhooks.update(principal, webhook_id, _fields(form), form_version())
     except (ValidationError, ValidationFailed) as error:
-        return _detail_page(principal, webhook, form, _field_errors(error), 422)
+        return _detail_page(principal, webhook, form, by_field(field_errors(error)), 422)
     except NotFound as error:
         raise PageNotFound(error.message) from None
     except DomainError as error:
@@ -109,18 +117,23 @@ def redeliver(principal: Principal, webhook_id: str, delivery_id: str) -> Respon
     return _acted(
         webhook_id,
         lambda: services().webhooks.redeliver(principal, webhook_id, delivery_id),
-        _("The message will be sent again, with the same webhook-id."),
+        Markup(  # noqa: S704 (the catalogue's words, and a code)
+            _(
+                "The message will be sent again, with the same %(header)s.",
+                header=code("webhook-id"),
+            )
+        ),
     )
 
 
 @bp.route("/<webhook_id>/rotate", methods=["GET", "POST"])
 @signed_in(DIRECTORY_MANAGE)
 def rotate(principal: Principal, webhook_id: str) -> str | tuple[str, int]:
-    webhook = _found(lambda: services().webhooks.webhook(principal.tenant_id, webhook_id))
+    webhook = or_404(lambda: services().webhooks.webhook(principal.tenant_id, webhook_id))
     errors: Errors = {}
     if request.method == "POST":
         try:
-            rotated = services().webhooks.rotate_secret(principal, webhook_id, _version())
+            rotated = services().webhooks.rotate_secret(principal, webhook_id, form_version())
         except NotFound as error:
             raise PageNotFound(error.message) from None
         except DomainError as error:
@@ -137,12 +150,12 @@ def rotate(principal: Principal, webhook_id: str) -> str | tuple[str, int]:
 @bp.route("/<webhook_id>/delete", methods=["GET", "POST"])
 @signed_in(DIRECTORY_MANAGE)
 def delete(principal: Principal, webhook_id: str) -> Response | str | tuple[str, int]:
-    webhook = _found(lambda: services().webhooks.webhook(principal.tenant_id, webhook_id))
+    webhook = or_404(lambda: services().webhooks.webhook(principal.tenant_id, webhook_id))
     errors: Errors = {}
     if request.method == "POST":
         reason = request.form.get("reason", "").strip() or None
         try:
-            services().webhooks.delete(principal, webhook_id, _version(), reason)
+            services().webhooks.delete(principal, webhook_id, form_version(), reason)
         except NotFound as error:
             raise PageNotFound(error.message) from None
         except DomainError as error:
@@ -160,9 +173,15 @@ def delete(principal: Principal, webhook_id: str) -> Response | str | tuple[str,
 def _index_page(
     principal: Principal, form: dict[str, Any], errors: Errors, status: int = 200
 ) -> tuple[str, int]:
-    page = services().webhooks.webhooks(principal.tenant_id, _window())
+    view = list_view(WEBHOOK_LISTING, ".index", size=PAGE_SIZE)
+    page = services().webhooks.webhooks(principal.tenant_id, view.window)
     html = render_template(
-        "console/webhooks/index.html", page=page, form=form, errors=errors, **_words()
+        "console/webhooks/index.html",
+        page=page,
+        view=view.found(page),
+        form=form,
+        errors=errors,
+        **_words(),
     )
     return html, status
 
@@ -174,11 +193,14 @@ def _detail_page(
     errors: Errors,
     status: int = 200,
 ) -> tuple[str, int]:
-    deliveries = services().webhooks.deliveries(principal.tenant_id, webhook.id, _window())
+    view = list_view(DELIVERY_LISTING, ".detail", size=PAGE_SIZE)
+    view.view_args = {"webhook_id": webhook.id}
+    deliveries = services().webhooks.deliveries(principal.tenant_id, webhook.id, view.window)
     html = render_template(
         "console/webhooks/detail.html",
         webhook=webhook,
         page=deliveries,
+        view=view.found(deliveries),
         form=form,
         errors=errors,
         **_words(),
@@ -246,31 +268,3 @@ def _acted(webhook_id: str, command: Callable[[], object], done: str) -> Respons
     else:
         flash(done, "good")
     return redirect(url_for(".detail", webhook_id=webhook_id))
-
-
-def _window() -> Window:
-    """The page of a list the query asks for (`?page=`, 1 when missing or not a number)."""
-    number = request.args.get("page", "1")
-    return Window(PAGE_SIZE, int(number) if number.isdigit() and int(number) > 0 else 1)
-
-
-def _version() -> int | None:
-    """The version the form was shown at: a change made since is refused, not overwritten."""
-    given = request.form.get("version", "")
-    return int(given) if given.isdigit() else None
-
-
-def _found(read: Callable[[], WebhookRow]) -> WebhookRow:
-    try:
-        return read()
-    except NotFound as error:
-        raise PageNotFound(error.message) from None
-
-
-def _field_errors(error: ValidationError | ValidationFailed) -> Errors:
-    """The messages by field, those of a list's items (`event_types.0`) under the list's."""
-    found = flatten(error.messages) if isinstance(error, ValidationError) else error.errors
-    merged: Errors = {}
-    for name, messages in found.items():
-        merged.setdefault(name.split(".")[0], []).extend(messages)
-    return merged

@@ -11,12 +11,16 @@ from typing import Any
 
 from web.examples import (
     approvals,
+    bulk,
     callback_sources,
     directory,
     evidence,
+    groups,
+    notifications,
     operations,
     runs,
     schedules,
+    tasks,
     webhooks,
 )
 
@@ -27,6 +31,10 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     **approvals.EXAMPLES,
     **operations.EXAMPLES,
     **callback_sources.EXAMPLES,
+    **groups.EXAMPLES,
     **webhooks.EXAMPLES,
+    **tasks.EXAMPLES,
     **evidence.EXAMPLES,
+    **notifications.EXAMPLES,
+    **bulk.EXAMPLES,
 }

@@ -51,6 +51,14 @@ SIGN = {
     "source": "esign",
 }
 
+OPEN_TASK = {
+    "id": "1",
+    "candidates": ["olga", "pei"],
+    "assignee_id": None,
+    "claimed_at": None,
+    "priority": "normal",
+    "state": "OPEN",
+}
 WAITING = {
     "id": SUBMITTED_INSTANCE_ID,
     "definition_id": DEFINITION_ID,
@@ -78,6 +86,9 @@ WAITING = {
     "escalated_account_id": None,
     "escalated_at": None,
     "next_notice_at": None,
+    "reviewers": {"accounts": [], "groups": [], "roles": ["operator"], "applicant_leader": False},
+    "tasks": [OPEN_TASK],
+    "comments": [],
 }
 EXTENDED = {
     **WAITING,
@@ -114,14 +125,47 @@ OBSERVED = {
     ],
     "contract_id": "C-9",
 }
+CLAIMED_TASK = {
+    **OPEN_TASK,
+    "assignee_id": "olga",
+    "claimed_at": "2026-10-01T10:10:00Z",
+    "state": "ASSIGNED",
+}
+CLAIMED = {**OBSERVED, "version": 4, "tasks": [CLAIMED_TASK]}
 APPROVE_WON = {"command_id": "a-1", "kind": "approve", "actor": "olga"}
 APPROVED = {
-    **OBSERVED,
+    **CLAIMED,
     "state": "APPROVED",
     "decided_at": "2026-10-01T10:15:00Z",
     "decided_by": "olga",
     "winning_command": APPROVE_WON,
-    "version": 4,
+    "version": 5,
+    "tasks": [{**CLAIMED_TASK, "state": "CLOSED"}],
+    "comments": [
+        {
+            "author": "olga",
+            "text": "材料齐全，同意开户",
+            "at": "2026-10-01T10:15:00Z",
+            "command": "approve",
+        }
+    ],
+}
+REJECTED = {
+    **CLAIMED,
+    "state": "REJECTED",
+    "decided_at": "2026-10-01T10:15:00Z",
+    "decided_by": "olga",
+    "winning_command": {"command_id": "r-1", "kind": "reject", "actor": "olga"},
+    "version": 5,
+    "tasks": [{**CLAIMED_TASK, "state": "CLOSED"}],
+    "comments": [
+        {
+            "author": "olga",
+            "text": "缺少营业执照副本",
+            "at": "2026-10-01T10:15:00Z",
+            "command": "reject",
+        }
+    ],
 }
 EXPIRY = {"command_id": None, "kind": "sweep", "actor": "system:sweeper"}
 EXPIRED = {
@@ -188,13 +232,27 @@ REMINDED = {
     "submitted_at": "2026-10-01T12:00:00Z",
     "version": 3,
     "reminders": [{"before_seconds": 3600}],
-    "escalation": {"after_seconds": 43200, "account_id": "olga"},
+    "escalation": {
+        "after_seconds": 43200,
+        "account_id": "olga",
+        "group_leader_of": None,
+        "mode": "reassign",
+    },
     "reminders_sent": [
         {"before_seconds": 3600, "due_at": "2026-10-02T11:00:00Z", "at": "2026-10-02T11:00:01Z"}
     ],
     "escalated_account_id": "olga",
     "escalated_at": "2026-10-02T00:00:01Z",
     "next_notice_at": None,
+    "tasks": [
+        {
+            **OPEN_TASK,
+            "assignee_id": "olga",
+            "claimed_at": "2026-10-02T00:00:01Z",
+            "priority": "high",
+            "state": "ASSIGNED",
+        }
+    ],
 }
 
 
@@ -240,7 +298,22 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "with-a-deadline": SUBMIT_OPEN_ACCOUNT,
         "review-window": SUBMIT_RAISE_LIMIT,
     },
-    "ApproveIn": {"approve": {"command_id": "a-1", "material_version": 2}},
+    "ApproveIn": {
+        "approve": {"command_id": "a-1", "material_version": 2},
+        "with-a-comment": {
+            "command_id": "a-1",
+            "material_version": 2,
+            "comment": "材料齐全，同意开户",
+        },
+    },
+    "RejectIn": {
+        "reject": {"command_id": "r-1", "material_version": 2, "comment": "缺少营业执照副本"}
+    },
+    "ClaimIn": {"claim": {"command_id": "c-1"}, "one-task": {"command_id": "c-1", "task_id": "1"}},
+    "ReassignIn": {
+        "reassign": {"command_id": "ra-1", "assignee_id": "pei", "reason": "休假，转给同组同事"}
+    },
+    "CommentIn": {"comment": {"command_id": "n-1", "comment": "客户已补交材料"}},
     "WithdrawIn": {"withdraw": {"command_id": "w-1"}},
     "ExtendDeadlineIn": {"extend": EXTEND},
     "SignCallbackIn": {"signed": SIGN},
@@ -257,6 +330,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "page": 1,
             "page_size": 20,
             "total": 3,
+            "total_capped": False,
             "next_cursor": None,
         },
     },
@@ -267,6 +341,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "EXTENDED", EXTENDED, Reason(codes.DEADLINE_EXTENDED, {"reason": "customer asked"})
         ),
         "callback-observed": _answer("OBSERVED", OBSERVED, Reason(codes.CALLBACK_OBSERVED)),
+        "claimed": _answer("CLAIMED", CLAIMED, Reason(codes.CLAIMED_IN_TIME)),
+        "rejected": _answer("REJECTED", REJECTED, Reason(codes.REJECTED_IN_TIME)),
     },
     "CommandRejectedOut": {
         "lost-already-decided": _lost(
@@ -281,6 +357,12 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "STALE_MATERIAL",
             {**EXTENDED, "version": 3},
             Reason(codes.MATERIAL_STALE, {"offered": 1, "current": 2}),
+        ),
+        "lost-claimed-by-other": _lost(
+            "approve",
+            "CLAIMED_BY_OTHER",
+            CLAIMED,
+            Reason(codes.CLAIMED_BY_OTHER, {"assignee": "olga"}),
         ),
         "command-id-reused": PROBLEMS["COMMAND_ID_REUSED"],
     },

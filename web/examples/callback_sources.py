@@ -36,6 +36,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "page": 1,
             "page_size": 20,
             "total": 1,
+            "total_capped": False,
             "next_cursor": None,
         },
     },

@@ -23,13 +23,20 @@ DEFINITION_FIELDS = {
     "review_window_seconds": 86400,
     "allow_self_approval": False,
     "schedule_presets": [PRESET],
+    "reviewers": {"roles": ["operator"]},
 }
+REVIEWERS = {"accounts": [], "groups": [], "roles": ["operator"], "applicant_leader": False}
 NO_NOTICES: dict[str, Any] = {"reminders": [], "escalation": None}
 # Revision 2: a reminder an hour before each instance's deadline, and after 12 hours waiting an
 # escalation to olga (web/examples/approvals.py `REMINDED`).
 NOTICES = {
     "reminders": [{"before_seconds": 3600}],
-    "escalation": {"after_seconds": 43200, "account_id": "olga"},
+    "escalation": {
+        "after_seconds": 43200,
+        "account_id": "olga",
+        "group_leader_of": None,
+        "mode": "reassign",
+    },
 }
 DEFINITION = {
     "id": DEFINITION_ID,
@@ -44,12 +51,49 @@ DEFINITION = {
     **NO_NOTICES,
     "version": 2,
     "created_at": CREATED_AT,
+    "reviewers": REVIEWERS,
 }
 
 EXAMPLES: dict[str, dict[str, Any]] = {
+    "PasswordIn": {
+        "one-time": {"password": "change-me-at-first-sign-in", "must_change": True},
+        "first-own": {"password": "an admin passphrase of my own"},
+        "own-change": {
+            "current_password": "change-me-at-first-sign-in",
+            "password": "a long walk by the river",
+        },
+    },
+    "PasswordOut": {
+        "reset": {
+            "account_id": "olga",
+            "kind": "set",
+            "must_change": True,
+            "set_at": CREATED_AT,
+            "set_by": "root",
+        },
+        "changed": {
+            "account_id": "olga",
+            "kind": "changed",
+            "must_change": False,
+            "set_at": CREATED_AT,
+            "set_by": "olga",
+        },
+    },
+    "ContactIn": {"english": {"email": "ann@example.com", "language": "en"}},
+    "ContactOut": {
+        "english": {
+            "account_id": "ann",
+            "email": "ann@example.com",
+            "language": "en",
+            "updated_at": CREATED_AT,
+        },
+        "erased": {"account_id": "ann", "email": None, "language": "zh-CN", "updated_at": None},
+    },
     "AccountCreate": {
         "requester": {"id": "ann", "name": "Ann", "roles": ["requester"]},
         "operator": {"id": "olga", "name": "Olga", "roles": ["operator"]},
+        "reviewer": {"id": "vera", "name": "Vera", "roles": ["operator"]},
+        "auditor": {"id": "audrey", "name": "Audrey", "roles": ["auditor"]},
     },
     "AccountUpdate": {
         "rename": {"name": "Ann Lee", "roles": ["requester", "auditor"], "version": 1},
@@ -64,6 +108,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "page": 1,
             "page_size": 20,
             "total": 2,
+            "total_capped": False,
             "next_cursor": None,
         },
     },
@@ -88,11 +133,16 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "DefinitionPatch": {
         "external": {"external": True, "version": 2},
         "reminders-and-escalation": {**NOTICES, "version": 2},
+        "escalation-to-a-group-leader": {
+            "escalation": {"after_seconds": 43200, "group_leader_of": "finance"},
+            "version": 2,
+        },
     },
     "DefinitionOut": {
         "published": DEFINITION,
         "with-reminders-and-escalation": {**DEFINITION, **NOTICES, "revision": 2, "version": 3},
         "created": {**DEFINITION, "published": False, "revision": 0, "version": 1},
+        "from-before-reviewers": {**DEFINITION, "reviewers": None},
     },
     "DefinitionPage": {
         "first-page": {
@@ -100,6 +150,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "page": 1,
             "page_size": 20,
             "total": 1,
+            "total_capped": False,
             "next_cursor": None,
         },
     },

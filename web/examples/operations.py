@@ -54,6 +54,20 @@ PROBLEMS = {
         "this needs the permission workflow:schedule:list",
         "/api/backlog",
     ),
+    "NOT_A_REVIEWER": problem_document(
+        "NOT_A_REVIEWER",
+        403,
+        "Not a reviewer",
+        "ops2 is not a reviewer of this instance",
+        "/api/approvals/5b0e7d52-8f0c-5d3c-9a61-0c2f7f3e9a10/approve",
+    ),
+    "NO_ELIGIBLE_REVIEWER": problem_document(
+        "NO_ELIGIBLE_REVIEWER",
+        422,
+        "No eligible reviewer",
+        "the definition's reviewers name nobody who may approve this instance",
+        "/api/approvals",
+    ),
     "NOT_FOUND": problem_document(
         "NOT_FOUND",
         404,
@@ -89,6 +103,13 @@ PROBLEMS = {
         "Invalid state",
         f"run {MANUAL_RUN_ID} is SUCCEEDED: only FAILED, DEAD_LETTER or CANCELLED runs retry",
         f"{CRON_SCHEDULE_PATH}/runs/{MANUAL_RUN_ID}/retry",
+    ),
+    "GROUP_IS_PARENT": problem_document(
+        "GROUP_IS_PARENT",
+        409,
+        "Group is parent",
+        "group finance is the parent of finance.payables: move or delete them first",
+        "/api/groups/0541a0fc-ebc5-571b-9ba8-99052b457d25",
     ),
     "COMMAND_ID_REUSED": problem_document(
         "COMMAND_ID_REUSED",
@@ -345,6 +366,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "page": 1,
             "page_size": 20,
             "total": 4,
+            "total_capped": False,
             "next_cursor": None,
         },
     },

@@ -167,6 +167,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "page": 1,
             "page_size": 20,
             "total": 3,
+            "total_capped": False,
             "next_cursor": None,
         },
     },

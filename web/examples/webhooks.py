@@ -82,6 +82,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "page": 1,
             "page_size": 20,
             "total": 1,
+            "total_capped": False,
             "next_cursor": None,
         },
     },
@@ -101,6 +102,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "page": 1,
             "page_size": 20,
             "total": 2,
+            "total_capped": False,
             "next_cursor": None,
         },
         "given-up": {
@@ -108,6 +110,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "page": 1,
             "page_size": 1,
             "total": 2,
+            "total_capped": False,
             "next_cursor": "WyJ3ZWJob29rX2RlbGl2ZXJpZXMiLDEyXX42MTE0NmZkZmU2ODU",
         },
     },

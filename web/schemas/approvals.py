@@ -8,10 +8,12 @@ from marshmallow import (
     Schema,
     ValidationError,
     fields,
-    validate,
     validates_schema,
 )
 
+from domain.messages import Message
+from projections.approvals import APPROVAL_LISTING
+from web.schemas import validate
 from web.schemas.base import (
     Choice,
     Described,
@@ -30,15 +32,20 @@ from web.schemas.base import (
     name_field,
     reason_code_field,
     reason_params_field,
+    search_field,
     server_uuid,
+    sort_choices,
+    sort_field,
     strict_int,
 )
-from web.schemas.directory import EscalationOut, ReminderOut, ReminderSentOut
+from web.schemas.directory import EscalationOut, ReminderOut, ReminderSentOut, ReviewersOut
 from web.schemas.enums import (
     APPROVAL_STATE,
     DECIDING_COMMAND,
     DECISION_OUTCOME,
     RUN_TRIGGER,
+    TASK_PRIORITY,
+    TASK_STATE,
     TRIGGER_KIND,
 )
 
@@ -58,9 +65,52 @@ class ApprovalSubmit(KeyedBody):
     )
 
 
+def comment_field(**kwargs: Any) -> fields.String:
+    return fields.String(
+        validate=validate.Length(1, 2000),
+        metadata={"description": "1-2,000 characters, kept on the instance (`comments`)"},
+        **kwargs,
+    )
+
+
+def task_id_field() -> fields.String:
+    return fields.String(
+        validate=validate.Length(1, 64),
+        metadata={"description": "which of the instance's tasks; default: its one task, `1`"},
+    )
+
+
 class ApproveIn(KeyedBody):
     command_id = command_id_field()
     material_version = strict_int(0, 2**31, required=True)
+    comment = comment_field()
+
+
+class RejectIn(KeyedBody):
+    command_id = command_id_field()
+    material_version = strict_int(0, 2**31, required=True)
+    comment = comment_field(required=True)
+
+
+class CommentIn(KeyedBody):
+    command_id = command_id_field()
+    comment = comment_field(required=True)
+
+
+class ClaimIn(KeyedBody):
+    command_id = command_id_field()
+    task_id = task_id_field()
+
+
+class ReassignIn(KeyedBody):
+    command_id = command_id_field()
+    assignee_id = fields.String(
+        required=True,
+        validate=validate.Length(1, 64),
+        metadata={"description": "an account that may approve the instance"},
+    )
+    reason = fields.String(required=True, validate=validate.Length(1, 500))
+    task_id = task_id_field()
 
 
 class WithdrawIn(KeyedBody):
@@ -119,7 +169,12 @@ class OriginOut(OutSchema):
     )
 
 
+APPROVAL_SORT = sort_choices("ApprovalSort", APPROVAL_LISTING)
+
+
 class ApprovalListQuery(PageQuery):
+    q = search_field("title")
+    sort = sort_field(APPROVAL_SORT)
     state = Choice(APPROVAL_STATE, load_default=None, metadata={"description": "its state"})
     applicant_id = id_filter("the applicant's account id")
     definition_id = id_filter("the definition's id")
@@ -137,7 +192,9 @@ class ApprovalListQuery(PageQuery):
     def _check_window(self, data: dict[str, Any], **kwargs: Any) -> None:
         start, end = data.get("deadline_from"), data.get("deadline_to")
         if start is not None and end is not None and end < start:
-            raise ValidationError("must not be before deadline_from", "deadline_to")
+            raise ValidationError(
+                Message("must not be before {field}", field="deadline_from"), "deadline_to"
+            )
 
 
 class ObservationOut(OutSchema):
@@ -220,6 +277,31 @@ class ExtendedDeadlineOut(OutSchema):
     rule_version = rule_version_field()
 
 
+class InstanceTaskOut(OutSchema):
+    """An instance's review work (docs/approvals.md#who-reviews)."""
+
+    id = fields.String()
+    candidates = fields.List(
+        fields.String(),
+        allow_none=True,
+        metadata={
+            "description": "who may claim it, fixed at submission; null: anyone who may "
+            "decide (an instance from before reviewers)"
+        },
+    )
+    assignee_id = fields.String(allow_none=True, metadata={"description": "null: claimable"})
+    claimed_at = instant_text(allow_none=True)
+    priority = Choice(TASK_PRIORITY)
+    state = Choice(TASK_STATE)
+
+
+class CommentOut(OutSchema):
+    author = fields.String()
+    text = fields.String()
+    at = instant_text()
+    command = fields.String(metadata={"description": "approve, reject or comment"})
+
+
 class ApprovalOut(OutSchema):
     id = server_uuid()
     definition_id = server_uuid()
@@ -290,6 +372,13 @@ class ApprovalOut(OutSchema):
             "is left before the deadline, or once decided"
         },
     )
+    reviewers = fields.Nested(
+        ReviewersOut,
+        allow_none=True,
+        metadata={"description": "from the definition at submission; null: anyone who may decide"},
+    )
+    tasks = fields.List(fields.Nested(InstanceTaskOut))
+    comments = fields.List(fields.Nested(CommentOut), metadata={"description": "oldest first"})
 
 
 class CommandOut(OutSchema):

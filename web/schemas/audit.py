@@ -5,17 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import Schema, ValidationError, fields, validates_schema
 
 from cronledger.application.evidence import MAX_CHECKPOINTS
 from domain.evidence import BUNDLE_FORMAT, CHECKPOINT_FORMAT
+from domain.messages import Message
 from projections.operations import (
     APPROVAL,
     DEFINITION,
+    OPERATION_LISTING,
     RUN,
     SCHEDULE,
     Operation,
 )
+from web.schemas import validate
 from web.schemas.base import (
     Choice,
     OutSchema,
@@ -25,7 +28,10 @@ from web.schemas.base import (
     instant_text,
     reason_code_field,
     reason_params_field,
+    search_field,
     server_uuid,
+    sort_choices,
+    sort_field,
 )
 from web.schemas.enums import AGGREGATE_TYPE, OPERATION_KIND
 
@@ -76,7 +82,12 @@ def timeline_of(operation: Operation) -> str:
     return path.format(id=operation.aggregate_id)
 
 
+OPERATION_SORT = sort_choices("OperationSort", OPERATION_LISTING)
+
+
 class OperationsQuery(PageQuery):
+    q = search_field("summary or actor")
+    sort = sort_field(OPERATION_SORT)
     actor = fields.String(
         validate=validate.Length(1, MAX_ACTOR),
         load_default=None,
@@ -91,13 +102,13 @@ class OperationsQuery(PageQuery):
         known = {field.data_key or name for name, field in self.fields.items()}
         unknown = sorted(set(original) - known)
         if unknown:
-            raise ValidationError({name: ["unknown parameter"] for name in unknown})
+            raise ValidationError({name: [Message("unknown parameter")] for name in unknown})
 
     @validates_schema
     def _window(self, data: dict[str, Any], **kwargs: Any) -> None:
         since, until = data.get("since"), data.get("until")
         if since is not None and until is not None and until < since:
-            raise ValidationError("must not be before from", "to")
+            raise ValidationError(Message("must not be before {field}", field="from"), "to")
 
 
 class OperationOut(OutSchema):
@@ -169,7 +180,9 @@ class ConsistencyQuery(Schema):
     @validates_schema
     def _older_first(self, data: dict[str, Any], **kwargs: Any) -> None:
         if data.get("from_size", 0) > data.get("to_size", MAX_TREE_SIZE):
-            raise ValidationError("must not be smaller than from_size", "to_size")
+            raise ValidationError(
+                Message("must not be smaller than {field}", field="from_size"), "to_size"
+            )
 
 
 class CheckpointOut(OutSchema):

@@ -17,12 +17,14 @@ from marshmallow import (
     ValidationError,
     fields,
     missing,
-    validate,
     validates_schema,
 )
 
+from domain.messages import Message
 from domain.reasons import MAX_REASON
+from projections.keyset import ListSpec
 from web.problems import STATUS_OF_CODE
+from web.schemas import validate
 
 MAX_NAME = 200
 
@@ -47,12 +49,16 @@ class UtcDateTime(fields.DateTime):
     def _given(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> datetime:
         """The request time at the offset it was given with."""
         if isinstance(value, str) and len(value) > MAX_DATETIME_LENGTH:
-            raise ValidationError(f"must be at most {MAX_DATETIME_LENGTH} characters long")
+            raise ValidationError(
+                Message("must be at most {count} characters long", count=MAX_DATETIME_LENGTH)
+            )
         parsed = super()._deserialize(value, attr, data, **kwargs)
         if parsed.tzinfo is None or parsed.utcoffset() is None:
-            raise ValidationError("must carry an offset, e.g. 2026-10-01T18:00:00+08:00 or ...Z")
+            raise ValidationError(
+                Message("must carry an offset, e.g. 2026-10-01T18:00:00+08:00 or ...Z")
+            )
         if not EARLIEST <= parsed <= LATEST:
-            raise ValidationError("must lie between the years 1970 and 2999")
+            raise ValidationError(Message("must lie between the years 1970 and 2999"))
         return parsed
 
 
@@ -229,7 +235,7 @@ def _copied(field: fields.Field[Any], **changes: Any) -> fields.Field[Any]:
 
 CURSOR_TEXT = r"^[A-Za-z0-9_-]{1,512}$"  # base64url; the server's are about 150 characters
 
-NOT_A_CURSOR = "is not a cursor of this list: use a next_cursor it answered, as it is"
+NOT_A_CURSOR = Message("is not a cursor of this list: use a next_cursor it answered, as it is")
 
 
 class PageQuery(Schema):
@@ -260,7 +266,45 @@ class PageQuery(Schema):
     @validates_schema(pass_original=True)
     def _one_way_of_paging(self, data: dict[str, Any], original: Any, **kwargs: Any) -> None:
         if "page" in original and "cursor" in original:
-            raise ValidationError("give page or cursor, not both", "cursor")
+            raise ValidationError(Message("give page or cursor, not both"), "cursor")
+
+
+MAX_SEARCH = 200
+
+
+def search_field(what: str) -> fields.String:
+    """A list's `q`: the items whose `what` holds this text, in any case (Chinese too)."""
+    return fields.String(
+        validate=validate.Length(1, MAX_SEARCH),
+        load_default=None,
+        metadata={"description": f"only items whose {what} holds this text, in any case"},
+    )
+
+
+def sort_choices(name: str, spec: ListSpec) -> Choices:
+    """The `sort` values of a list, as a component of the document."""
+    return Choices(
+        name,
+        spec.sorts,
+        f"a field to sort by, `-field` for descending (default `{spec.default_sort}`); any "
+        "other than the default pages by number only (docs/api.md#sorting)",
+    )
+
+
+def sort_field(choices: Choices) -> Choice:
+    """A list's `sort`: one of its sortable fields, `-` first for descending."""
+    return Choice(
+        choices,
+        load_default=None,
+        metadata={"description": "the order; equal values in a stable order of their own"},
+    )
+
+
+def list_query(name: str, spec: ListSpec, searched: str) -> type[Schema]:
+    """The query of a list with no filters of its own: paging, `q` on `searched`, `sort`."""
+    choices = sort_choices(name.removesuffix("ListQuery") + "Sort", spec)
+    fields_of = {"q": search_field(searched), "sort": sort_field(choices)}
+    return type(name, (PageQuery,), fields_of)
 
 
 class VersionBody(StrictSchema):
@@ -349,8 +393,9 @@ class ProblemOut(OutSchema):
     )
 
 
-def page_of(item: type[Schema]) -> type[Schema]:
-    """A page of items: `{"items", "page", "page_size", "total", "next_cursor"}`."""
+def page_of(item: type[Schema], **more: fields.Field[Any]) -> type[Schema]:
+    """A page of items: `{"items", "page", "page_size", "total", "next_cursor"}`, and the
+    list's `more` fields."""
     name = item.__name__.removesuffix("Out") + "Page"
     return OutSchema.from_dict(
         {
@@ -359,11 +404,20 @@ def page_of(item: type[Schema]) -> type[Schema]:
                 allow_none=True, metadata={"description": "the page's number; null by cursor"}
             ),
             "page_size": fields.Integer(),
-            "total": fields.Integer(metadata={"description": "every item the filters match"}),
+            "total": fields.Integer(
+                metadata={
+                    "description": "every item the filters match, counted up to 10,000 "
+                    "(more: `total_capped`)"
+                }
+            ),
+            "total_capped": fields.Boolean(
+                metadata={"description": "true when more than `total` (10,000) items match"}
+            ),
             "next_cursor": fields.String(
                 allow_none=True,
                 metadata={"description": "`?cursor=` for the page after; null on the last page"},
             ),
+            **more,
         },
         name=name,
     )
@@ -410,7 +464,7 @@ class KeyedBody(StrictSchema):
     @validates_schema(pass_original=True, skip_on_field_errors=False)
     def _key_given(self, data: dict[str, Any], original: Any, **kwargs: Any) -> None:
         if self.key_field not in original:
-            raise ValidationError("Missing data for required field.", self.key_field)
+            raise ValidationError(Message("Missing data for required field."), self.key_field)
 
 
 def id_filter(description: str) -> fields.String:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from marshmallow import (
     fields,
-    validate,
 )
 
 from domain.callback_sources import MAX_DESCRIPTION, SOURCE_NAME, SOURCE_NAME_RULE
-from web.schemas.base import OutSchema, StrictSchema, UtcDateTime, server_uuid
+from projections.callback_sources import CALLBACK_SOURCE_LISTING
+from web.schemas import validate
+from web.schemas.base import OutSchema, StrictSchema, UtcDateTime, list_query, server_uuid
 
 
 class CallbackSourceCreate(StrictSchema):
@@ -43,3 +44,8 @@ class CallbackSourceSecretOut(CallbackSourceOut):
             "in this answer only; null on a replay of the request"
         },
     )
+
+
+CallbackSourceListQuery = list_query(
+    "CallbackSourceListQuery", CALLBACK_SOURCE_LISTING, "name or description"
+)

@@ -7,13 +7,16 @@ from typing import Any
 from marshmallow import (
     ValidationError,
     fields,
-    validate,
     validates_schema,
 )
 
+from domain.credentials import MAX_PASSWORD, MIN_PASSWORD
 from domain.directory import MAX_REMINDERS, PUBLIC_ID
+from domain.messages import Message
 from domain.permissions import ROLES
 from domain.reasons import MAX_REASON
+from projections.directory import ACCOUNT_LISTING, DEFINITION_LISTING
+from web.schemas import validate
 from web.schemas.base import (
     Choice,
     Described,
@@ -22,6 +25,7 @@ from web.schemas.base import (
     UtcDateTime,
     form_data_field,
     instant_text,
+    list_query,
     merge_patch_of,
     name_field,
     replacing,
@@ -30,7 +34,7 @@ from web.schemas.base import (
     strict_int,
     with_reason,
 )
-from web.schemas.enums import ROLE
+from web.schemas.enums import ESCALATION_MODE, LANGUAGE, PASSWORD_KIND, ROLE
 
 PRESET_ID = r"^[a-z][a-z0-9_-]{0,63}$"
 
@@ -67,7 +71,7 @@ class TenantOut(OutSchema):
 
 class AccountCreate(StrictSchema):
     id = fields.String(
-        validate=validate.Regexp(PUBLIC_ID, error="use 1-64 letters, digits, . _ @ -")
+        validate=validate.Regexp(PUBLIC_ID, error=Message("use 1-64 letters, digits, . _ @ -"))
     )
     name = name_field(required=True)
     roles = fields.List(Choice(ROLE), required=True, validate=validate.Length(max=len(ROLES)))
@@ -142,9 +146,28 @@ class EscalationIn(StrictSchema):
         metadata={"description": "how long an instance waits for review, from its submission"},
     )
     account_id = fields.String(
-        required=True,
+        load_default=None,
         validate=validate.Regexp(PUBLIC_ID),
-        metadata={"description": "the account it is escalated to, one of the tenant's"},
+        metadata={
+            "description": "the account it is escalated to, one of the tenant's (name this "
+            "or group_leader_of)"
+        },
+    )
+    group_leader_of = fields.String(
+        load_default=None,
+        validate=validate.Length(1, 64),
+        metadata={
+            "description": "a group key: escalated to the group's leader, or when they may "
+            "not approve the instance, the next leader up its parents"
+        },
+    )
+    mode = Choice(
+        ESCALATION_MODE,
+        load_default="reassign",
+        metadata={
+            "description": "reassign (default): the task goes to the account, with a high "
+            "priority; notify: the priority rises and the account is told"
+        },
     )
 
 
@@ -154,7 +177,20 @@ class ReminderOut(OutSchema):
 
 class EscalationOut(OutSchema):
     after_seconds = fields.Integer(metadata={"description": "how long waiting, from submission"})
-    account_id = fields.String(metadata={"description": "the account it is escalated to"})
+    account_id = fields.String(
+        allow_none=True, metadata={"description": "the account it is escalated to"}
+    )
+    group_leader_of = fields.String(
+        dump_default=None,
+        allow_none=True,
+        metadata={"description": "the group whose leader (walking up) it is escalated to"},
+    )
+    mode = Choice(
+        ESCALATION_MODE,
+        dump_default=None,
+        allow_none=True,
+        metadata={"description": "null: saved before release 0.13.0, which only notifies"},
+    )
 
 
 class ReminderSentOut(OutSchema):
@@ -169,7 +205,38 @@ class ReminderSentOut(OutSchema):
 
 NOTICES_FIXED = "fixed on each instance when it starts, as its deadline is"
 
-NOTICES_KEPT = ("reminders", "escalation")  # a PUT leaving them out keeps them (0.7.0 added them)
+# A PUT leaving them out keeps them (0.7.0 added the notices, 0.13.0 the reviewers).
+KEPT_WHEN_LEFT_OUT = ("reminders", "escalation", "reviewers")
+
+
+class ReviewersIn(StrictSchema):
+    """Who reviews a definition's instances (docs/approvals.md#who-reviews): any mix."""
+
+    accounts = fields.List(
+        fields.String(validate=validate.Length(1, 64)),
+        load_default=list,
+        validate=validate.Length(max=200),
+        metadata={"description": "account ids of the tenant"},
+    )
+    groups = fields.List(
+        fields.String(validate=validate.Length(1, 64)),
+        load_default=list,
+        validate=validate.Length(max=50),
+        metadata={"description": "group keys: their members at the time of each command"},
+    )
+    roles = fields.List(
+        fields.String(validate=validate.Length(1, 64)),
+        load_default=list,
+        validate=validate.Length(max=10),
+        metadata={"description": "role names: every account holding one"},
+    )
+    applicant_leader = strict_bool(
+        load_default=False,
+        metadata={
+            "description": "the leader of the applicant's group (walking up when the "
+            "applicant leads it)"
+        },
+    )
 
 
 class DefinitionFieldsIn(StrictSchema):
@@ -201,6 +268,15 @@ class DefinitionFieldsIn(StrictSchema):
         load_default=None,
         metadata={"description": f"null: none; {NOTICES_FIXED}; a PUT leaving it out keeps it"},
     )
+    reviewers = fields.Nested(
+        ReviewersIn,
+        load_default=None,
+        metadata={
+            "description": "who reviews its instances, fixed on each when it starts; a PUT "
+            "leaving it out keeps it (definitions from before release 0.13.0 have none: "
+            "anyone who may decide)"
+        },
+    )
 
     @validates_schema
     def unique_presets(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -208,17 +284,35 @@ class DefinitionFieldsIn(StrictSchema):
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise ValidationError(
-                f"duplicate preset id(s): {', '.join(duplicates)}", "schedule_presets"
+                Message("duplicate preset id(s): {ids}", ids=", ".join(duplicates)),
+                "schedule_presets",
             )
 
 
 class DefinitionCreate(DefinitionFieldsIn):
     key = fields.String(required=True, validate=validate.Regexp(DEFINITION_KEY))
+    reviewers = fields.Nested(
+        ReviewersIn,
+        required=True,
+        metadata={
+            "description": 'who reviews its instances, fixed on each when it starts ({"roles": '
+            '["operator"]}: anyone holding the role)'
+        },
+    )
 
 
-DefinitionUpdate = replacing(DefinitionFieldsIn, "DefinitionUpdate", NOTICES_KEPT)
+DefinitionUpdate = replacing(DefinitionFieldsIn, "DefinitionUpdate", KEPT_WHEN_LEFT_OUT)
 
 DefinitionPatch = merge_patch_of(DefinitionUpdate, "DefinitionPatch")
+
+
+class ReviewersOut(OutSchema):
+    """Who reviews: accounts, members of groups, holders of roles, the applicant's leader."""
+
+    accounts = fields.List(fields.String())
+    groups = fields.List(fields.String(), metadata={"description": "group keys"})
+    roles = fields.List(fields.String())
+    applicant_leader = fields.Boolean()
 
 
 class DefinitionOut(OutSchema):
@@ -238,5 +332,66 @@ class DefinitionOut(OutSchema):
     allow_self_approval = fields.Boolean()
     reminders = fields.List(fields.Nested(ReminderOut))
     escalation = fields.Nested(EscalationOut, allow_none=True)
+    reviewers = fields.Nested(
+        ReviewersOut, allow_none=True, metadata={"description": "null: anyone who may decide"}
+    )
     version = fields.Integer()
     created_at = UtcDateTime()
+
+
+class PasswordIn(StrictSchema):
+    password = fields.String(
+        required=True,
+        validate=validate.Length(max=MAX_PASSWORD),
+        metadata={
+            "description": f"the new password: {MIN_PASSWORD} to {MAX_PASSWORD} characters, "
+            "not the account's id or name; only its argon2id hash is kept, outside the log"
+        },
+    )
+    must_change = strict_bool(
+        load_default=False,
+        metadata={
+            "description": "a one-time password, changed at the account's next sign-in "
+            "(a directory manager's, for another account)"
+        },
+    )
+    current_password = fields.String(
+        load_default=None,
+        validate=validate.Length(max=MAX_PASSWORD),
+        metadata={
+            "description": "the account's own change: its current password (when it has one)"
+        },
+    )
+
+
+class PasswordOut(OutSchema):
+    """What the log recorded: that a password was set, never the password."""
+
+    account_id = fields.String()
+    kind = Choice(PASSWORD_KIND)
+    must_change = fields.Boolean()
+    set_at = UtcDateTime()
+    set_by = fields.String(metadata={"description": "the account that set it"})
+
+
+class ContactIn(StrictSchema):
+    email = fields.Email(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Length(max=254),
+        metadata={"description": "where the account's notices are emailed; null: none"},
+    )
+    language = Choice(LANGUAGE, load_default="zh-CN")
+
+
+class ContactOut(OutSchema):
+    account_id = fields.String()
+    email = fields.String(allow_none=True)
+    language = Choice(LANGUAGE)
+    updated_at = UtcDateTime(
+        allow_none=True, metadata={"description": "null: none were given, or they were erased"}
+    )
+
+
+AccountListQuery = list_query("AccountListQuery", ACCOUNT_LISTING, "id or name")
+DefinitionListQuery = list_query("DefinitionListQuery", DEFINITION_LISTING, "key or name")

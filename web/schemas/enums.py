@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+from cronledger.application.bulk import BULK_OUTCOMES, RUN_ACTIONS, SCHEDULE_ACTIONS
 from cronledger.application.schedules import MOVE_OUTCOMES
 from domain.approvals import (
     APPROVE,
     APPROVED,
+    CLAIMED,
+    COMMENTED,
     CONFLICT,
+    ESCALATION_MODES,
     EXPIRED,
     EXTENDED,
     LATE_OR_CONFLICT,
     OBSERVED,
+    REASSIGNED,
+    REJECT,
+    REJECTED,
     SELF_APPROVAL,
     STALE_MATERIAL,
     SWEEP,
+    TAKEN,
+    UNCLAIMED,
     WAITING_REVIEW,
     WITHDRAW,
     WITHDRAWN,
 )
+from domain.credentials import PASSWORD_KINDS
+from domain.notices import LANGUAGES
 from domain.overlap import LEGACY_SKIP, OVERLAP_POLICIES
 from domain.permissions import ROLES
+from domain.reviewers import ASSIGNED, CLOSED, HIGH, NORMAL, OPEN
 from domain.runs import (
     ATTEMPT_FAILED,
     ATTEMPT_SUCCEEDED,
@@ -30,6 +42,7 @@ from domain.runs import (
 )
 from domain.schedules import MISFIRE_POLICIES
 from projections.operations import APPROVAL, DEFINITION, KINDS, RUN, SCHEDULE, TENANT
+from projections.tasks import SCOPES
 from web.schemas.base import Choices
 
 RUN_STATUS = Choices("RunStatus", RUN_STATUSES, "a run's status (docs/api.md#runs)")
@@ -41,7 +54,31 @@ RUN_TRIGGER = Choices(
 )
 
 APPROVAL_STATE = Choices(
-    "ApprovalState", (WAITING_REVIEW, APPROVED, WITHDRAWN, EXPIRED), "an instance's state"
+    "ApprovalState",
+    (WAITING_REVIEW, APPROVED, REJECTED, WITHDRAWN, EXPIRED),
+    "an instance's state",
+)
+
+TASK_STATE = Choices(
+    "TaskState",
+    (OPEN, ASSIGNED, CLOSED),
+    "a review task's state: claimable, held by its assignee, or closed with the instance",
+)
+
+ESCALATION_MODE = Choices(
+    "EscalationMode",
+    ESCALATION_MODES,
+    "what an escalation does: take the task to its account (`reassign`), or raise the task's "
+    "priority and tell the account (`notify`)",
+)
+
+TASK_PRIORITY = Choices("TaskPriority", (NORMAL, HIGH), "a review task's priority")
+
+TASK_SCOPE = Choices(
+    "TaskScope",
+    SCOPES,
+    "a reviewer's lists: assigned to them (我的待办), claimable by them (待领取), decided by "
+    "them (我已处理)",
 )
 
 DECISION_OUTCOME = Choices(
@@ -52,18 +89,24 @@ DECISION_OUTCOME = Choices(
         EXPIRED,
         EXTENDED,
         OBSERVED,
+        REJECTED,
+        CLAIMED,
+        UNCLAIMED,
+        REASSIGNED,
+        COMMENTED,
         STALE_MATERIAL,
         SELF_APPROVAL,
         CONFLICT,
         LATE_OR_CONFLICT,
+        TAKEN,
     ),
-    "what a command got (docs/approvals.md): the first five are accepted (200) but `EXPIRED`, "
-    "which a late command gets (409) as the rest do",
+    "what a command got (docs/approvals.md): those up to `COMMENTED` are accepted (200) but "
+    "`EXPIRED`, which a late command gets (409) as the rest do",
 )
 
 DECIDING_COMMAND = Choices(
     "DecidingCommand",
-    (APPROVE, WITHDRAW, SWEEP),
+    (APPROVE, REJECT, WITHDRAW, SWEEP),
     "the kind of command that decided an instance (`sweep`: the deadline's expiry)",
 )
 
@@ -97,6 +140,25 @@ OVERLAP_MOVE_OUTCOME = Choices(
     "it already (`UNCHANGED`), or no live schedule of the tenant has the id (`NOT_FOUND`)",
 )
 
+SCHEDULE_BULK_ACTION = Choices(
+    "ScheduleBulkAction",
+    SCHEDULE_ACTIONS,
+    "what a bulk action does to each schedule, as its single action: `enable`, `disable`, `run` "
+    "(run now) or `delete`",
+)
+
+RUN_BULK_ACTION = Choices(
+    "RunBulkAction", RUN_ACTIONS, "what a bulk action does to each run: `retry` or `cancel`"
+)
+
+BULK_OUTCOME = Choices(
+    "BulkOutcome",
+    BULK_OUTCOMES,
+    "what a bulk action's command did to one item: `DONE`; `UNCHANGED` (it was so already, or "
+    "run now's repeat answered the run it registered before: nothing recorded); or `REFUSED`, "
+    "as the single action would be refused (`code`, `detail`, `errors`)",
+)
+
 MISFIRE_POLICY = Choices(
     "MisfirePolicy",
     MISFIRE_POLICIES,
@@ -122,4 +184,17 @@ ATTEMPT_OUTCOME = Choices(
     "AttemptOutcome",
     (ATTEMPT_SUCCEEDED, ATTEMPT_FAILED, INTERRUPTED),
     "how an attempt ended (`INTERRUPTED`: its worker's lease ran out)",
+)
+
+PASSWORD_KIND = Choices(
+    "PasswordKind",
+    PASSWORD_KINDS,
+    "`set`: the account had none; `changed`: by the account itself; `reset`: by a directory "
+    "manager",
+)
+
+LANGUAGE = Choices(
+    "Language",
+    LANGUAGES,
+    "the language a person's notices are emailed in: `zh-CN` (the default) or `en`",
 )

@@ -10,6 +10,8 @@ from marshmallow import (
     validates_schema,
 )
 
+from domain.messages import Message
+from projections.runs import RUN_LISTING
 from web.schemas.base import (
     Choice,
     KeyedBody,
@@ -21,7 +23,10 @@ from web.schemas.base import (
     form_data_field,
     instant_text,
     reason_params_field,
+    search_field,
     server_uuid,
+    sort_choices,
+    sort_field,
     strict_int,
 )
 from web.schemas.enums import ATTEMPT_OUTCOME, RUN_STATUS, RUN_TRIGGER
@@ -37,7 +42,12 @@ class RunNowIn(KeyedBody):
     )
 
 
+RUN_SORT = sort_choices("RunSort", RUN_LISTING)
+
+
 class RunListQuery(PageQuery):
+    q = search_field("title, or its schedule's name when it was registered,")
+    sort = sort_field(RUN_SORT)
     status = Choice(RUN_STATUS, load_default=None, metadata={"description": "its status"})
 
 
@@ -51,7 +61,9 @@ class RunLogQuery(RunListQuery):
     def _check_window(self, data: dict[str, Any], **kwargs: Any) -> None:
         start, end = data.get("planned_from"), data.get("planned_to")
         if start is not None and end is not None and end < start:
-            raise ValidationError("must not be before planned_from", "planned_to")
+            raise ValidationError(
+                Message("must not be before {field}", field="planned_from"), "planned_to"
+            )
 
 
 class ErrorOut(OutSchema):

@@ -8,10 +8,11 @@ from typing import Any
 from marshmallow import (
     Schema,
     fields,
-    validate,
 )
 
 from domain.overlap import DEFAULT_OVERLAP_POLICY, policy_named
+from projections.schedules import SCHEDULE_LISTING
+from web.schemas import validate
 from web.schemas.base import (
     MAX_NAME,
     Choice,
@@ -27,7 +28,10 @@ from web.schemas.base import (
     merge_patch_of,
     name_field,
     replacing,
+    search_field,
     server_uuid,
+    sort_choices,
+    sort_field,
     strict_bool,
     strict_int,
 )
@@ -230,7 +234,12 @@ class PreviewOut(OutSchema):
     local_times = fields.List(LocalDateTime())
 
 
+SCHEDULE_SORT = sort_choices("ScheduleSort", SCHEDULE_LISTING)
+
+
 class ScheduleListQuery(PageQuery):
+    q = search_field("name")
+    sort = sort_field(SCHEDULE_SORT)
     name = name_field(load_default=None, metadata={"description": "the exact name"})
     enabled = fields.Boolean(
         truthy={"true"}, falsy={"false"}, load_default=None, metadata={"description": "true, false"}

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from marshmallow import fields, validate
+from marshmallow import fields
 
 from domain.webhooks import DELIVERY_STATUSES, EVENT_TYPES, MAX_DESCRIPTION, MAX_URL
+from projections.webhooks import DELIVERY_LISTING, WEBHOOK_LISTING
+from web.schemas import validate
 from web.schemas.base import (
     Choice,
     Choices,
     OutSchema,
     StrictSchema,
     UtcDateTime,
+    list_query,
     page_of,
     replacing,
     server_uuid,
@@ -118,3 +121,7 @@ class DeliveryOut(OutSchema):
 
 WebhookPage = page_of(WebhookOut)
 DeliveryPage = page_of(DeliveryOut)
+
+
+WebhookListQuery = list_query("WebhookListQuery", WEBHOOK_LISTING, "URL or description")
+DeliveryListQuery = list_query("DeliveryListQuery", DELIVERY_LISTING, "event type or message id")

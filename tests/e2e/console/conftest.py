@@ -21,7 +21,7 @@ from werkzeug.test import TestResponse
 
 from tests.e2e.helpers import answers
 from tests.processes import free_port, run_cli, started
-from tests.support import Api, fresh_postgres_url, needed
+from tests.support import Api, add_reviewer, fresh_postgres_url, needed
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # What a sandboxed, offline machine needs: no background fetches of Google's services.
@@ -85,10 +85,12 @@ def console_store(
 
 @pytest.fixture(scope="module")
 def site(console_store: str, chromium_ready: None) -> Iterator[Site]:
-    """`cronledger serve` with its loops, quick retries, and a tenant `demo` with admin `admin`."""
+    """`cronledger serve` with its loops, quick retries, and a tenant `demo` with admin `admin`
+    (and the operator who reviews what the admin submits and schedules)."""
     booted = run_cli(console_store, "bootstrap", "--tenant", "demo", "--admin", "admin")
     assert booted.returncode == 0, booted.stderr
     token = booted.stdout.strip().splitlines()[-1]
+    add_reviewer(console_store, token)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     quick = {
@@ -126,6 +128,15 @@ def sign_in(page: Any, site: Site, token: str | None = None, then: str = "/conso
     page.fill("#token", token or site.token)
     page.click("form.sign-in button[type=submit]")
     page.wait_for_url(f"**{then}*")
+
+
+def pick(page: Any, field: str, typed: str, option: str | None = None) -> None:
+    """Type into a type-ahead picker (`field` is its input's selector) and pick the first
+    option it offers that shows what was typed and `option`."""
+    page.fill(field, "")
+    page.locator(field).press_sequentially(typed)
+    offered = page.get_by_role("option").filter(has_text=typed)
+    offered.filter(has_text=option or typed).first.click()
 
 
 def check_accessible(page: Any) -> None:

@@ -11,10 +11,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
-from tests.e2e.helpers import account
-from tests.support import Api, FakeClock
+from tests.e2e.helpers import account, with_reviewer
+from tests.support import DECIDERS, Api, FakeClock
 
-WINDOW_SECONDS = 2 * 3600 + 5 * 60  # the definition's review window: "in 2 h 5 min"
+WINDOW_SECONDS = 2 * 3600 + 5 * 60  # the definition's review window: "in 2 hours"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 COMMAND_ID = re.compile(r'name="command_id" value="([^"]+)"')
 
@@ -55,6 +55,7 @@ def send(browser: FlaskClient, page: str, action: str, **fields: Any) -> Any:
 @pytest.fixture
 def instance(admin: Api, services: Services) -> dict[str, Any]:
     """An instance submitted by `root` (who may withdraw it, not approve it), waiting."""
+    with_reviewer(admin)
     definition = admin.post(
         "/api/definitions",
         {
@@ -62,6 +63,7 @@ def instance(admin: Api, services: Services) -> dict[str, Any]:
             "name": "Review",
             "external": False,
             "review_window_seconds": WINDOW_SECONDS,
+            "reviewers": DECIDERS,
         },
     ).json
     admin.post(f"/api/definitions/{definition['id']}/publish")
@@ -93,9 +95,9 @@ def test_the_inbox_shows_the_time_left_in_both_languages_then_overdue(
     page = english.get("/console/approvals/")
     assert page.status_code == 200
     assert "合同 A" in page.text
-    assert "in 2 h 5 min" in page.text
+    assert "in 2 hours" in page.text
     assert f"/console/approvals/{instance['id']}/approve" in page.text
-    assert "2小时5分钟后" in chinese.get("/console/approvals/").text
+    assert "2小时后" in chinese.get("/console/approvals/").text
     clock.advance(WINDOW_SECONDS)  # the deadline is inclusive; no sweeper runs here
     assert "overdue" in english.get("/console/approvals/").text
     assert "已超时" in chinese.get("/console/approvals/").text
@@ -152,7 +154,7 @@ def test_a_second_approve_loses_naming_the_winning_command(
     assert lost.status_code == 409
     assert "Your approve lost" in lost.text
     assert "CONFLICT" in lost.text
-    assert f"approve by olga, command id {winner['command_id']}, at" in lost.text
+    assert f"approve by olga, command id <code>{winner['command_id']}</code>, at" in lost.text
     assert "2026-10-01 09:01:00 UTC" in lost.text
 
 

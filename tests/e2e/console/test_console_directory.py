@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.error import HTTPError
+
+import pytest
 
 from tests.e2e.console.conftest import (
     Site,
@@ -42,7 +45,7 @@ def test_a_new_token_is_shown_once_signs_in_elsewhere_and_ends_its_session_when_
     admin.click("text=Create the account")
     admin.wait_for_url("**/console/directory/accounts/carol")
     expect(admin.locator(".notice.good")).to_have_text("Account carol created.")
-    expect(admin.locator("#account-roles")).to_have_text("auditor")
+    expect(admin.locator("#account-roles")).to_have_text("Auditor (auditor)")
 
     admin.click("text=Issue a new token")
     expect(admin.locator("#token-warning")).to_contain_text("shown only this once")
@@ -113,6 +116,7 @@ def test_definitions_are_created_with_presets_and_published(site: Site, browser:
     expect(page.locator("#definition-key")).to_have_value("morning")  # what was typed stays
 
     page.fill("#definition-window", "7200")
+    page.check("input[name='reviewers.roles'][value=operator]")
     page.click("text=Create the definition")
     card = page.locator("#definition-morning")
     expect(card).to_contain_text("Unpublished")
@@ -132,3 +136,58 @@ def test_definitions_are_created_with_presets_and_published(site: Site, browser:
     expect(chinese.locator("#definition-morning")).to_contain_text("已发布，版本 1")
     expect(chinese.locator("#definition-morning h3")).to_have_text("预设")
     check_accessible(chinese)
+
+
+REVIEWER_WORDS = {
+    "en": {
+        "create": "Create the definition",
+        "shown": ("group leader", "the members of the groups"),
+        "escalation": "after 3600 s waiting; they are told, and the task's priority rises",
+    },
+    "zh": {
+        "create": "创建流程定义",
+        "shown": ("申请人所在组的负责人", "用户组的成员"),
+        "escalation": "等待 3600 秒后升级给 {boss}；通知对方，并提高任务优先级",
+    },
+}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_definition_form_names_reviewers_and_the_escalation_mode(
+    site: Site, browser: Any, language: str
+) -> None:
+    from playwright.sync_api import expect
+
+    words, boss, key = REVIEWER_WORDS[language], f"boss-{language}", f"loan-{language}"
+    site.api("POST", "/api/accounts", {"id": boss, "name": "Boss", "roles": ["operator"]})
+    group = {"key": f"risk-{language}", "name": "风控部", "members": [boss], "leader_id": boss}
+    site.api("POST", "/api/groups", group)
+    page = new_page(browser, language)
+    sign_in(page, site, then=DEFINITIONS)
+    page.fill("#definition-key", key)
+    page.fill("#definition-name", "贷款审批")
+    page.get_by_role("button", name=words["create"]).click()
+    expect(page.locator("#reviewers-error")).to_be_visible()  # a new one names its reviewers
+    with pytest.raises(HTTPError):  # nothing was created
+        site.api("GET", f"/api/definitions/by-key/{key}")
+    page.goto(f"{site.url}{DEFINITIONS}")
+    page.fill("#definition-key", key)
+    page.fill("#definition-name", "贷款审批")
+    page.check(f"input[name='reviewers.groups'][value='{group['key']}']")
+    page.check("input[name='reviewers.applicant_leader']")
+    page.fill("#definition-escalation-after", "3600")
+    page.select_option("#definition-escalation-to", boss)
+    page.check("input[name='escalation.mode'][value=notify]")
+    check_accessible(page)
+    fits_narrow(page)
+    if language == "en":
+        page.evaluate("document.getElementById('new-definition').scrollIntoView()")
+        screenshot(page, "definition-reviewers")
+    page.get_by_role("button", name=words["create"]).click()
+    card = page.locator(f"#definition-{key}")
+    for shown in words["shown"]:
+        expect(card.locator(".reviewers-shown")).to_contain_text(shown)
+    expect(card.locator(".escalation-shown")).to_contain_text(words["escalation"].format(boss=boss))
+    made = site.api("GET", f"/api/definitions/by-key/{key}")
+    assert made["reviewers"]["groups"] == [group["key"]]
+    assert (made["escalation"]["account_id"], made["escalation"]["mode"]) == (boss, "notify")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
-from flask import Flask
+from flask import Flask, get_template_attribute
+from werkzeug.test import TestResponse
 
 from tests.e2e.console.conftest import Console
 from tests.e2e.helpers import account
@@ -63,7 +65,7 @@ def test_an_account_is_created_with_roles_and_listed(console: Console, admin: Ap
     assert admin.get("/api/accounts/ann").json["roles"] == ["auditor", "operator"]
     page = console.page(ACCOUNTS, headers=ENGLISH)
     row = page.split('id="account-ann"', 1)[1].split("</tr>", 1)[0]
-    assert "auditor, operator" in row
+    assert 'Auditor (<code class="code">auditor</code>), Operator (<code' in row
     assert "Active" in row
 
 
@@ -73,7 +75,7 @@ def test_a_refused_account_is_explained_next_to_its_fields(console: Console) -> 
     )
     assert answer.status_code == 422
     page = answer.get_data(as_text=True)
-    assert "already exists" in field_error(page, "id")
+    assert "编号为 root 的账号已存在" in field_error(page, "id")
     assert 'value="Again"' in page  # what was typed stays
     answer = console.post(
         "/console/directory/accounts", {"id": "bad id!", "name": "", "roles": ["boss"]}
@@ -140,7 +142,7 @@ def test_deactivating_asks_first_and_a_refusal_is_shown(console: Console, admin:
     assert "last active admin" in last_admin.get_data(as_text=True)
     stale = console.post("/console/directory/accounts/ann/deactivate", {"version": "1"})
     assert stale.status_code == 422
-    assert "reload it" in stale.get_data(as_text=True)
+    assert "请重新加载" in stale.get_data(as_text=True)
     assert admin.get("/api/accounts/ann").json["active"] is True
 
 
@@ -153,6 +155,7 @@ def test_a_definition_is_created_with_presets_published_and_shown(
             "key": "daily",
             "name": "Daily check",
             "review_window_seconds": "3600",
+            "reviewers.roles": ["admin", "operator"],
             "allow_self_approval": "on",
             "schedule_presets": json.dumps([PRESET]),
         },
@@ -192,6 +195,7 @@ def test_a_refused_definition_names_each_wrong_field(console: Console, admin: Ap
             "key": "x",
             "name": "X",
             "review_window_seconds": "60",
+            "reviewers.roles": ["operator"],
             "schedule_presets": json.dumps([bad_trigger]),
         },
     )
@@ -220,3 +224,125 @@ def test_the_directory_in_chinese(console: Console) -> None:
     chinese = {"Accept-Language": "zh-CN"}
     assert "新建账号" in console.page(ACCOUNTS, headers=chinese)
     assert "新建流程定义" in console.page(DEFINITIONS, headers=chinese)
+
+
+def new_definition(console: Console, key: str, **fields: Any) -> TestResponse:
+    """The new-definition form sent with `fields` (named as the form names them)."""
+    form = {"key": key, "name": key.title(), "review_window_seconds": "7200", **fields}
+    return console.post(DEFINITIONS, {"escalation.mode": "reassign", **form})
+
+
+def test_a_new_definition_must_name_its_reviewers(console: Console, admin: Api) -> None:
+    answer = new_definition(console, "nobody")
+    assert answer.status_code == 422
+    page = answer.get_data(as_text=True)
+    assert "请至少指定一个审批人" in field_error(page, "reviewers")
+    assert 'aria-describedby="reviewers-hint reviewers-error"' in page
+    assert admin.get("/api/definitions").json["total"] == 0
+    chinese = new_definition(console, "nobody", headers={"Accept-Language": "zh-CN"})
+    assert "至少指定一项" in chinese.get_data(as_text=True)
+    made = new_definition(console, "leader", **{"reviewers.applicant_leader": "on"})
+    assert made.status_code == 302
+    assert admin.get("/api/definitions/by-key/leader").json["reviewers"] == {
+        "accounts": [],
+        "groups": [],
+        "roles": [],
+        "applicant_leader": True,
+    }
+
+
+def test_reviewers_and_the_escalation_are_sent_and_shown(console: Console, admin: Api) -> None:
+    for person in ("ann", "boss"):
+        account(admin, person, ["operator"])
+    admin.post("/api/groups", {"key": "finance", "name": "财务部", "members": ["ann"]})
+    form = console.page(DEFINITIONS, headers=ENGLISH)
+    for offered in (
+        'name="reviewers.accounts" value="ann"',
+        'name="reviewers.groups" value="finance"',
+        'name="reviewers.roles" value="operator"',
+        '<option value="finance">财务部 (finance)</option>',
+        'name="escalation.mode" value="reassign" checked',
+    ):
+        assert offered in form, offered
+    assert 'name="reviewers.roles" value="requester"' not in form  # a role that may not decide
+    made = new_definition(
+        console,
+        "loan",
+        **{
+            "reviewers.accounts": ["ann"],
+            "reviewers.groups": ["finance"],
+            "reviewers.roles": ["operator"],
+            "reviewers.applicant_leader": "on",
+            "escalation.after_seconds": "3600",
+            "escalation.account_id": "boss",
+            "escalation.mode": "notify",
+        },
+    )
+    assert made.status_code == 302, made.get_data(as_text=True)
+    definition = admin.get("/api/definitions/by-key/loan").json
+    assert definition["reviewers"] == {
+        "accounts": ["ann"],
+        "groups": ["finance"],
+        "roles": ["operator"],
+        "applicant_leader": True,
+    }
+    assert (definition["escalation"]["account_id"], definition["escalation"]["mode"]) == (
+        "boss",
+        "notify",
+    )
+    card = console.page(DEFINITIONS, headers=ENGLISH).split('id="definition-loan"', 1)[1]
+    shown = card.split('class="reviewers-shown">', 1)[1].split("</dd>", 1)[0]
+    for part in (
+        "<code>ann</code>",
+        ">finance<",
+        '<code class="code">operator</code>',
+        "group leader",
+    ):
+        assert part in shown, part
+    escalation = card.split('class="escalation-shown">', 1)[1].split("</dd>", 1)[0]
+    assert "to boss after 3600 s waiting; they are told" in escalation
+
+
+def test_the_form_sends_the_body_the_api_takes(console: Console, admin: Api) -> None:
+    """The escalation to a group's leader, sent by the form and as the API's body, has the same
+    outcome: the form's fields are the body's."""
+    account(admin, "ann", ["operator"])
+    admin.post("/api/groups", {"key": "finance", "name": "Finance", "members": ["ann"]})
+    escalation = {"after_seconds": 3600, "group_leader_of": "finance", "mode": "notify"}
+    body = {
+        "key": "by-api",
+        "name": "By API",
+        "external": False,
+        "review_window_seconds": 7200,
+        "reviewers": {"groups": ["finance"], "applicant_leader": True},
+        "escalation": escalation,
+    }
+    by_api = admin.post("/api/definitions", body)
+    by_form = new_definition(
+        console,
+        "by-form",
+        **{
+            "reviewers.groups": ["finance"],
+            "reviewers.applicant_leader": "on",
+            **{f"escalation.{name}": str(value) for name, value in escalation.items()},
+        },
+    )
+    if by_api.status_code == 201:
+        assert by_form.status_code == 302, by_form.get_data(as_text=True)
+        made = admin.get("/api/definitions/by-key/by-form").json
+        assert (made["reviewers"], made["escalation"]) == (
+            by_api.json["reviewers"],
+            by_api.json["escalation"],
+        )
+    else:
+        assert (by_api.status_code, by_form.status_code) == (422, 422)
+        page = by_form.get_data(as_text=True)
+        for field in by_api.json["errors"]:
+            assert field_error(page, field.replace(".", "-")), field
+
+
+def test_reviewers_from_before_are_anyone_who_may_decide(app: Flask) -> None:
+    for language, words in (("en", "anyone who may decide"), ("zh-CN", "任何有审批权限的人")):
+        with app.test_request_context(headers={"Accept-Language": language}):
+            shown = get_template_attribute("console/directory/_words.html", "reviewers_shown")
+            assert str(shown(None)) == words

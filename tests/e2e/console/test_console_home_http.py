@@ -14,7 +14,7 @@ from tests.support import Api
     ("roles", "landing"),
     [
         (["operator"], "/console/schedules/"),
-        (["requester"], "/console/approvals/"),
+        (["requester"], "/console/tasks/"),  # the approvals area opens on my tasks
         (["integration"], None),
     ],
 )

@@ -17,7 +17,7 @@ from tests.e2e.console.conftest import (
     screenshot,
     sign_in,
 )
-from tests.support import wait_until
+from tests.support import DECIDERS, wait_until
 
 DASHBOARD = "/console/operations/"
 AUDIT = "/console/operations/audit"
@@ -29,7 +29,13 @@ def launched(site: Site) -> dict[str, str]:
     definition = site.api(
         "POST",
         "/api/definitions",
-        {"key": "ops-daily", "name": "Daily", "external": False, "review_window_seconds": 3600},
+        {
+            "key": "ops-daily",
+            "name": "Daily",
+            "external": False,
+            "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
+        },
     )
     site.api("POST", f"/api/definitions/{definition['id']}/publish", {})
     schedule = site.api(
@@ -126,7 +132,7 @@ def test_the_audit_lists_operations_and_filters_them_to_one_aggregate(
     sign_in(page, site, then=f"{AUDIT}?aggregate={launched['schedule_id']}")
     rows = page.locator("#audit-table tbody tr")
     expect(rows).to_have_count(1)
-    assert cells(rows.first)[1:3] == ["admin", "schedule.created"]
+    assert cells(rows.first)[1:3] == ["admin", "Schedule created\nschedule.created"]
     expect(page.locator("#aggregate")).to_have_value(launched["schedule_id"])
 
     page.click("text=Clear")

@@ -31,4 +31,5 @@ def test_an_interruption_reads_in_chinese_and_an_older_failure_in_its_recorded_w
     with app.test_request_context(), force_locale("zh"):
         interrupted = reason_words("INTERRUPTED", {}, "the worker's lease ran out")
         older = reason_words("INITIATOR_INACTIVE", None, "initiator ann is inactive")
-    assert (interrupted, older) == ("执行进程的租约已过期", "initiator ann is inactive")
+    recorded = '<span class="as-recorded" lang="en">initiator ann is inactive</span>（原文）'
+    assert (interrupted, older) == ("执行进程的租约已过期", recorded)

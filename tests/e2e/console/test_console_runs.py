@@ -8,6 +8,7 @@ round, such a run is dead-lettered in about a second.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 from uuid import uuid4
@@ -23,7 +24,7 @@ from tests.e2e.console.conftest import (
     screenshot,
     sign_in,
 )
-from tests.support import wait_until
+from tests.support import DECIDERS, wait_until
 
 NEVER_SOON = {"kind": "cron", "expression": "0 0 1 1 *"}  # the tick registers nothing here
 LIVE_SECONDS = 20_000  # milliseconds a live change may take: a worker's tick, a stream's poll
@@ -41,7 +42,13 @@ def world(site: Site) -> World:
     definition = site.api(
         "POST",
         "/api/definitions",
-        {"key": "runs-page", "name": "Runs page", "external": False, "review_window_seconds": 3600},
+        {
+            "key": "runs-page",
+            "name": "Runs page",
+            "external": False,
+            "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
+        },
     )
     site.api("POST", f"/api/definitions/{definition['id']}/publish", {})
     for account_id in ("ann", "bob"):
@@ -143,7 +150,7 @@ def test_a_dead_letter_retried_elsewhere_succeeds_live_in_chinese(
     attempts = page.locator("table.attempts tbody tr")
     expect(attempts).to_have_count(2)
     expect(attempts.first).to_contain_text("SAVER_INACTIVE")
-    expect(attempts.first).to_contain_text("最后保存该定时发起的账号已停用")
+    expect(attempts.first).to_contain_text("最后保存该定时任务的账号已停用")
     expect(page.get_by_role("button", name="补发")).to_be_visible()
     page.evaluate("window.notReloaded = true")
     retry_by_api(site, run_id)
@@ -179,8 +186,9 @@ def test_retry_on_the_run_page_is_refused_next_to_its_cause_then_accepted(
     check_accessible(page)
     set_active(site, "bob", True)
     page.get_by_role("button", name="Retry", exact=True).click()
-    expect(page.locator("#run-done")).to_contain_text("Retry accepted")
+    page.wait_for_url(re.compile(r"done=retried"))
     expect(status_of(page)).to_have_attribute("data-status", "SUCCEEDED", timeout=LIVE_SECONDS)
+    expect(page.locator("#run-done")).to_have_count(0)  # "Retry accepted" is no news once done
     page.context.close()
 
 
@@ -199,10 +207,12 @@ def test_dead_letters_are_retried_in_bulk_each_reported(
     fits_narrow(page)
     screenshot(page, "dead-letters")
     page.get_by_role("button", name="Retry the runs picked").click()
-    outcomes = page.locator(".outcomes")
-    expect(outcomes.locator(f'li[data-run="{launches}"]')).to_have_class("retried")
-    expect(outcomes.locator(f'li[data-run="{refused}"]')).to_have_class("refused")
-    expect(outcomes.locator(f'li[data-run="{refused}"]')).to_contain_text("initiator_id")
+    report = page.locator("#bulk-report")
+    expect(report.locator(f'tr[data-item="{launches}"]')).to_have_attribute("data-outcome", "DONE")
+    refusal = report.locator(f'tr[data-item="{refused}"]')
+    expect(refusal).to_have_attribute("data-outcome", "REFUSED")
+    expect(refusal).to_contain_text("VALIDATION_FAILED")
+    expect(refusal).to_contain_text("initiator_id")
     expect(page.locator(f'#dead-rows tr[data-run="{launches}"]')).to_have_count(
         0, timeout=LIVE_SECONDS
     )
@@ -211,7 +221,7 @@ def test_dead_letters_are_retried_in_bulk_each_reported(
     set_active(site, "bob", True)
     page.get_by_role("button", name="Retry the runs picked").click()  # nothing picked
     expect(page.locator("#run_id-error")).to_have_text("Pick at least one run.")
-    expect(page.locator(".outcomes")).to_have_count(0)
+    expect(page.locator("#bulk-report")).to_have_count(0)
     page.context.close()
 
 
@@ -226,9 +236,12 @@ def test_the_execution_log_filters_and_shows_a_new_run_live(
     sign_in(page, site, then="/console/runs/")
     expect(page.locator("h1")).to_have_text("Execution log")
     rows = page.locator("#run-rows tbody tr")
-    page.select_option("#schedule_id", label="Filtered")
+    page.locator("#schedule_id").press_sequentially("Filt")
+    page.get_by_role("option", name="Filtered").click()
     page.get_by_role("button", name="Filter", exact=True).click()
     expect(page.locator("h1")).to_have_text("Runs of Filtered")
+    assert f"schedule_id={created['id']}" in page.url
+    expect(page.locator("#schedule_id")).to_have_value("Filtered")
     expect(rows).to_have_count(2)
     page.select_option("#status", "DEAD_LETTER")
     page.get_by_role("button", name="Filter", exact=True).click()
@@ -269,9 +282,40 @@ def test_the_per_schedule_view_is_reachable_from_a_run_in_chinese(
     run_id = run_now(site, created["id"])
     page = new_page(browser, "zh")
     sign_in(page, site, then=f"/console/runs/{run_id}")
-    page.get_by_role("link", name="每日核对 的执行记录").click()
-    expect(page.locator("h1")).to_have_text("每日核对 的执行记录")
+    page.get_by_role("link", name="每日核对 的执行日志").click()
+    expect(page.locator("h1")).to_have_text("每日核对 的执行日志")
     expect(page.locator(f'#run-rows tr[data-run="{run_id}"]')).to_have_count(1)
     assert f"schedule_id={created['id']}" in page.url
     check_accessible(page)
+    page.context.close()
+
+
+def test_the_schedule_picker_offers_what_is_typed_and_is_worked_by_keyboard_in_chinese(
+    site: Site, browser: Any, world: World
+) -> None:
+    tag = uuid4().hex[:6]
+    first, second = (schedule(site, world, f"财务月结 {tag} {n}") for n in ("A", "B"))
+    schedule(site, world, f"人事 {tag}")
+    run_id = run_now(site, second["id"])
+    run_now(site, first["id"])
+    page = new_page(browser, "zh")
+    sign_in(page, site, then="/console/runs/")
+    picker = page.locator("#schedule_id")
+    expect(picker).to_have_attribute("role", "combobox")
+    picker.press_sequentially(f"财务月结 {tag}")
+    options = page.locator("#schedule_id-options [role=option]")
+    expect(options).to_have_text([f"财务月结 {tag} A", f"财务月结 {tag} B"])
+    expect(picker).to_have_attribute("aria-expanded", "true")
+    check_accessible(page)  # the combobox with its list open
+    picker.press("ArrowDown")
+    picker.press("ArrowDown")
+    expect(picker).to_have_attribute("aria-activedescendant", "schedule_id-option-1")
+    picker.press("Enter")  # picks the option: the form is not sent yet
+    expect(picker).to_have_value(f"财务月结 {tag} B")
+    expect(picker).to_have_attribute("aria-expanded", "false")
+    page.get_by_role("button", name="筛选", exact=True).click()
+    expect(page.locator("h1")).to_have_text(f"财务月结 {tag} B 的执行日志")
+    expect(page.locator("#run-rows tbody tr")).to_have_count(1)
+    expect(page.locator(f'#run-rows tr[data-run="{run_id}"]')).to_have_count(1)
+    assert f"schedule_id={second['id']}" in page.url
     page.context.close()

@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 
 from tests.e2e.console.conftest import CSRF_META, Console
 from tests.e2e.helpers import account, other_tenant
-from tests.support import Api
+from tests.support import DECIDERS, Api
 from web.console.shell import LANGUAGE_COOKIE
 
 SECONDS = 5
@@ -61,7 +61,13 @@ def frames(client: FlaskClient) -> Iterator[Iterator[dict[str, str]]]:
 def new_definition(api: Api, key: str) -> str:
     created = api.post(
         "/api/definitions",
-        {"key": key, "name": key, "external": False, "review_window_seconds": 3600},
+        {
+            "key": key,
+            "name": key,
+            "external": False,
+            "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
+        },
     )
     assert created.status_code == 201, created.json
     return str(created.json["id"])

@@ -1,4 +1,4 @@
-"""The schedules pages (定时发起) in a real browser, on each store: the live preview with its
+"""The schedules pages (定时任务) in a real browser, on each store: the live preview with its
 daylight-saving shift marked, errors beside their fields, a preset confirmed and created
 disabled, enable, run now, the list with its filters, and forms refused without their CSRF
 token or from another origin."""
@@ -20,9 +20,11 @@ from tests.e2e.console.conftest import (
     check_accessible,
     fits_narrow,
     new_page,
+    pick,
     screenshot,
     sign_in,
 )
+from tests.support import DECIDERS
 
 SCHEDULES = "/api/workflows/schedules"
 SCHEDULE_PAGE = re.compile(r"/console/schedules/[0-9a-f-]{36}$")
@@ -48,6 +50,7 @@ def published(site: Site) -> dict[str, Any]:
             "name": "Daily",
             "external": False,
             "review_window_seconds": 3600,
+            "reviewers": DECIDERS,
             "schedule_presets": [PRESET],
         },
     )
@@ -79,7 +82,7 @@ def test_the_preview_marks_a_daylight_saving_shift_while_the_user_types(
     sign_in(page, site, then="/console/schedules/new")
     name = unique("berlin")
     page.fill("#name", name)
-    page.select_option("#definition_id", published["id"])
+    pick(page, "#definition_id", "Dai", published["name"])
     page.fill("#timezone", "Europe/Berlin")
     page.fill("#preview_after", "2027-03-26T12:00")
     page.fill("#expression", "30 2 * * *")
@@ -114,7 +117,7 @@ def test_each_validation_error_is_shown_next_to_its_field_with_the_input_kept(
     sign_in(page, site, then="/console/schedules/new")
     name = unique("broken")
     page.fill("#name", name)
-    page.select_option("#definition_id", published["id"])
+    pick(page, "#definition_id", published["name"])
     page.fill("#expression", "61 * * * *")
     page.fill("#timezone", "Mars/Olympus_Mons")
     page.fill("#form_data", "[1, 2]")
@@ -139,7 +142,7 @@ def test_a_preset_is_shown_confirmed_and_created_disabled_then_enabled_and_run_n
     zh = language == "zh"
     page = new_page(browser, language)
     sign_in(page, site, then="/console/schedules/from-preset")
-    page.select_option("#definition_id", published["id"])
+    pick(page, "#definition_id", published["name"])
     page.click("form.filters button[type=submit]")
     card = page.locator("article.preset", has_text="Morning check")
     expect(card).to_contain_text("0 8 * * MON-FRI")
@@ -170,12 +173,11 @@ def test_a_preset_is_shown_confirmed_and_created_disabled_then_enabled_and_run_n
 
     page.click("form.run-now button[type=submit]")
     page.wait_for_url(RUN_PAGE)
-    expect(page.locator("main")).to_contain_text(
-        "已加入执行队列" if zh else re.compile("queued", re.IGNORECASE)
-    )
+    assert page.url.endswith("?done=queued")
     page.evaluate("window.notReloaded = true")
     run_status = page.locator("#run-panel [data-status]").first
     expect(run_status).to_have_attribute("data-status", "SUCCEEDED", timeout=LIVE_MS)
+    expect(page.locator("#run-done")).to_have_count(0)  # "queued" (已加入执行队列) has passed
     assert page.evaluate("window.notReloaded") is True  # the page changed live, not reloaded
     run_id = RUN_PAGE.search(page.url)[0].rsplit("/", 1)[1]  # type: ignore[index]
     run = site.api("GET", f"/api/workflows/runs/{run_id}")
@@ -207,7 +209,8 @@ def test_the_list_shows_each_schedule_and_filters_it(
     expect(row).to_contain_text("Asia/Shanghai")
     expect(row).to_contain_text("admin")
     expect(row).to_contain_text("Enabled")
-    expect(row).to_contain_text("UTC+08:00")  # the next fire, in the schedule's zone and UTC
+    expect(row).to_contain_text("Beijing time")  # the next fire, in the schedule's zone
+    expect(row.locator("time")).to_have_attribute("title", re.compile(r" UTC$"))  # on hover
     expect(row).to_contain_text(on["next_fire_at"][:10])
     other = page.locator("table.schedules tbody tr", has_text=off["name"])
     expect(other).to_contain_text("every 30 minutes from 09:00 to 12:00")
@@ -216,10 +219,10 @@ def test_the_list_shows_each_schedule_and_filters_it(
     fits_narrow(page)
     screenshot(page, "schedules-list")
 
-    page.fill("form.filters #name", on["name"])
+    page.fill("form.filters #q", on["name"][-6:].upper())
     page.click("form.filters button[type=submit]")
     expect(page.locator("table.schedules tbody tr")).to_have_count(1)
-    expect(page.locator(".count")).to_contain_text("1 schedule")
+    expect(page.locator(".list-total")).to_contain_text("1 in all")
     page.goto(f"{site.url}/console/schedules/?enabled=false&initiator_id=admin")
     expect(page.locator("table.schedules tbody tr", has_text=off["name"])).to_have_count(1)
     expect(page.locator("table.schedules tbody tr", has_text=on["name"])).to_have_count(0)

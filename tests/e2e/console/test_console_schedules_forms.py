@@ -202,7 +202,7 @@ def test_the_list_pages_and_refuses_a_bad_filter_beside_it(
         admin.post(SCHEDULES, {**body, "name": f"s{number:02d}"})
     second = console.get("/console/schedules/?page=2")
     assert second.text.count("<tr>") == 2  # the header's and one schedule's
-    assert "Page 2 of 2" in second.text
+    assert "21 in all · page 2 of 2" in second.text
     refused = console.get("/console/schedules/?page=0")
     assert refused.status_code == 422
     assert 'id="page-error"' in refused.text
@@ -219,7 +219,7 @@ def test_the_overlap_policies_are_offered_by_name_with_the_default_chosen(
     client: FlaskClient, admin: Api, language: str, words: str
 ) -> None:
     page = Console(client, admin.token, language).get("/console/schedules/new").text
-    default = f'<option value="skip_while_launching" selected>{words} (skip_while_launching)'
+    default = f'<option value="skip_while_launching" selected>{words}</option>'
     assert default in page
     assert 'value="allow"' in page
     assert 'value="skip_while_open"' in page
@@ -232,13 +232,13 @@ def test_schedules_on_skip_while_open_are_found_and_moved_from_the_list_in_chine
     new = admin.post(SCHEDULES, {**body, "name": "new", "overlap_policy": "allow"}).json
     chinese = Console(client, admin.token, "zh")
     listed = chinese.get("/console/schedules/").text
-    assert "有 1 个定时发起在更早的审批等待审核时跳过每个周期" in listed
+    assert "有 1 个定时任务在更早的审批等待审核时跳过每个周期" in listed
     assert listed.count("<code title=") == 2  # each row names its policy
     only_old = chinese.get("/console/schedules/?overlap_policy=skip_while_open").text
     assert (f'value="{old["id"]}"' in only_old, f'value="{new["id"]}"' in only_old) == (True, False)
     refused = chinese.post("/console/schedules/overlap-policy", {"to_policy": "allow"})
     assert refused.status_code == 422
-    assert "请至少选择一个定时发起。" in refused.text
+    assert "请至少选择一个定时任务。" in refused.text
     moved = chinese.post(
         "/console/schedules/overlap-policy",
         {
@@ -250,7 +250,9 @@ def test_schedules_on_skip_while_open_are_found_and_moved_from_the_list_in_chine
     assert moved.status_code == 303
     assert moved.location.endswith("/console/schedules/?overlap_policy=skip_while_open")
     after = chinese.get(moved.location).text
-    assert "2 个定时发起已改为 skip_while_launching；0 个原本就是；0 个未找到。" in after
+    assert (
+        "2 个定时任务已改为 <code>skip_while_launching</code>；0 个原本就是；0 个未找到。" in after
+    )
     assert "在更早的审批等待审核时跳过每个周期" not in after
     for schedule in (old, new):
         saved = admin.get(f"{SCHEDULES}/{schedule['id']}").json

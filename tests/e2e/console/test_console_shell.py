@@ -49,7 +49,7 @@ def test_sign_in_in_chinese_and_the_language_picked_is_remembered(site: Site, br
     fits_narrow(page)
     sign_in(page, site, then="/console/runs/")
     assert page.get_by_role("button", name="退出登录").is_visible()
-    assert page.get_by_role("link", name="定时发起").is_visible()
+    assert page.get_by_role("link", name="定时任务").is_visible()
 
     page.get_by_role("button", name="English").click()
     page.wait_for_selector("html[lang=en]")

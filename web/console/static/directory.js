@@ -16,3 +16,18 @@
     }
   });
 })();
+
+// A group's form: only the members ticked may be chosen as its leader; unticking the leader
+// leaves the group without one.
+(function () {
+  "use strict";
+  document.addEventListener("change", function (event) {
+    var box = event.target;
+    var leader = box.form && box.form.querySelector("select[data-members='" + box.name + "']");
+    if (!leader || box.type !== "checkbox") { return; }
+    var option = leader.querySelector("option[value='" + CSS.escape(box.value) + "']");
+    if (!option) { return; }
+    option.disabled = !box.checked;
+    if (!box.checked && option.selected) { leader.value = ""; }
+  });
+})();

@@ -1,0 +1,82 @@
+"""The fields of the resources on the log, as a person reads them: a label in the reader's
+language beside the field's own name (which the API and the events use), for the timelines'
+"as it was at" states."""
+
+from __future__ import annotations
+
+from flask_babel import lazy_gettext
+
+FIELD_LABELS = {
+    "account_id": lazy_gettext("Account id"),
+    "active": lazy_gettext("Active"),
+    "allow_self_approval": lazy_gettext("Self-approval allowed"),
+    "answers": lazy_gettext("Commands answered"),
+    "applicant_id": lazy_gettext("Applicant"),
+    "attempts": lazy_gettext("Attempts"),
+    "blocked_by": lazy_gettext("Blocked by run"),
+    "blocking_instance_id": lazy_gettext("Blocking instance"),
+    "blocking_status": lazy_gettext("Blocking run's status"),
+    "comments": lazy_gettext("Comments"),
+    "contract_id": lazy_gettext("Contract"),
+    "created_at": lazy_gettext("Created"),
+    "deadline_policy": lazy_gettext("How the deadline was set"),
+    "decided_at": lazy_gettext("Decided"),
+    "definition_id": lazy_gettext("Definition"),
+    "definition_revision": lazy_gettext("Definition revision"),
+    "deleted": lazy_gettext("Deleted"),
+    "enabled": lazy_gettext("Enabled"),
+    "escalated": lazy_gettext("Escalated"),
+    "escalation": lazy_gettext("Escalation"),
+    "extensions": lazy_gettext("Deadline extensions"),
+    "external": lazy_gettext("External"),
+    "finished_at": lazy_gettext("Finished"),
+    "form_data": lazy_gettext("Form data"),
+    "frozen": lazy_gettext("Values frozen at registration"),
+    "instance_id": lazy_gettext("Approval instance"),
+    "key": lazy_gettext("Key"),
+    "last_error": lazy_gettext("Last error"),
+    "material_version": lazy_gettext("Material version"),
+    "max_attempts": lazy_gettext("Attempts per round"),
+    "missed_until": lazy_gettext("Missed until"),
+    "name": lazy_gettext("Name"),
+    "next_attempt_at": lazy_gettext("Next attempt"),
+    "next_fire_at": lazy_gettext("Next fire"),
+    "observations": lazy_gettext("Observed callbacks"),
+    "origin": lazy_gettext("Launched by"),
+    "planned_at": lazy_gettext("Planned for"),
+    "published": lazy_gettext("Published"),
+    "registered_at": lazy_gettext("Registered"),
+    "reminders": lazy_gettext("Reminders"),
+    "reminders_sent": lazy_gettext("Reminders sent"),
+    "request_id": lazy_gettext("Request id"),
+    "review_deadline_at": lazy_gettext("Review deadline"),
+    "review_deadline_offset_minutes": lazy_gettext("Deadline's offset (minutes)"),
+    "review_window_seconds": lazy_gettext("Review window (seconds)"),
+    "reviewers": lazy_gettext("Reviewers"),
+    "revision": lazy_gettext("Revision"),
+    "revisions": lazy_gettext("Revisions"),
+    "roles": lazy_gettext("Roles"),
+    "round_start": lazy_gettext("Round's first attempt"),
+    "schedule_id": lazy_gettext("Schedule"),
+    "schedule_presets": lazy_gettext("Schedule presets"),
+    "settings": lazy_gettext("Settings"),
+    "skipped_count": lazy_gettext("Cycles skipped"),
+    "state": lazy_gettext("State"),
+    "status": lazy_gettext("Status"),
+    "submission_fingerprint": lazy_gettext("Submission fingerprint"),
+    "submitted_at": lazy_gettext("Submitted"),
+    "tasks": lazy_gettext("Tasks"),
+    "tenant_id": lazy_gettext("Tenant"),
+    "title": lazy_gettext("Title"),
+    "tokens": lazy_gettext("Tokens"),
+    "trigger": lazy_gettext("Started by"),
+    "triggered_by": lazy_gettext("Started by whom"),
+    "updated_at": lazy_gettext("Updated"),
+    "updated_by": lazy_gettext("Updated by"),
+    "winning_command": lazy_gettext("Winning command"),
+}
+
+
+def field_label(name: str) -> str:
+    """A field's label; its own name for a field this release has no label for."""
+    return str(FIELD_LABELS.get(name, name))
