@@ -64,6 +64,8 @@ BOUNDS: dict[str, Bounds] = {
     "pool_overflow": Bounds(0, 1000),
     "streams_per_process": Bounds(0, 5000),  # 0: this process serves no event stream
     "web_workers": Bounds(1, 64),
+    "idle_connection_seconds": Bounds(1, 3600),
+    "connections_per_address": Bounds(1, 100_000),
     "console_session_hours": Bounds(1, 720),
     "webhook_max_attempts": Bounds(1, 100),
     "webhook_retry_base_seconds": Bounds(0, DAY, above_low=True),
@@ -243,6 +245,10 @@ class Settings:
     streams_per_process: int = 100
     stream_replay_positions: int = 1000
     refusals_per_minute: int = 120
+    # The web server's connections (docs/security.md#connections): how long one that is not
+    # being answered may stay silent, and how many of those one client address may hold.
+    idle_connection_seconds: float = 75.0
+    connections_per_address: int = 50
     # The store's connections (docs/operations.md#connections-and-timeouts).
     connect_timeout_seconds: float = 2.0
     statement_timeout_seconds: float = 30.0

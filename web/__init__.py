@@ -82,6 +82,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     console.install(app)
     app.before_request(_start_request)
     refusal_budget(app, services.settings.refusals_per_minute)  # checked after the request id
+    app.before_request(_refuse_double_slashes)  # a refusal like any other: after the budget
     app.after_request(_log_request)
     app.after_request(_tell_api_version)
     return app
@@ -90,6 +91,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 def _start_request() -> None:
     g.request_id = _request_id(request.headers.get("X-Request-ID", ""))
     g.started = time.perf_counter()
+
+
+def _refuse_double_slashes() -> None:
     if "//" in requested_path():  # routing reads a leading `//` as `/`: never answer it
         raise NotFound()
 

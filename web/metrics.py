@@ -1,13 +1,15 @@
 """`GET /metrics`: Prometheus text, no authentication (aggregate figures, no tenant data).
 
 Besides the process's figures (cronledger.application.metrics), the web layer counts its
-requests by method, route template (never the raw path: its cardinality is bounded) and status,
-and the store errors its requests met.
+requests by method, route template and status, and the store errors its requests met. Every
+label has a bounded set of values: a route template (never the raw path), and a method HTTP
+defines (any other is `OTHER`), so that no client can add series.
 """
 
 from __future__ import annotations
 
 import time
+from http import HTTPMethod
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, g, request
@@ -19,6 +21,8 @@ from cronledger.application.services import Services
 
 bp = Blueprint("metrics", __name__)
 UNMATCHED = "unmatched"  # the route of a request no rule matched (404, or refused before routing)
+KNOWN_METHODS = frozenset(HTTPMethod.__members__)  # GET, POST, ... (RFC 9110 and PATCH)
+OTHER_METHOD = "OTHER"  # the label of every other method a client sends
 
 
 class HttpMeters:
@@ -44,11 +48,17 @@ class HttpMeters:
 
     def answered(self, response: Response) -> Response:
         route = request.url_rule.rule if request.url_rule is not None else UNMATCHED
-        self.requests.labels(request.method, route, str(response.status_code)).inc()
+        method = method_label(request.method)
+        self.requests.labels(method, route, str(response.status_code)).inc()
         started = g.get("metrics_started")
         if started is not None:
-            self.duration.labels(request.method, route).observe(time.perf_counter() - started)
+            self.duration.labels(method, route).observe(time.perf_counter() - started)
         return response
+
+
+def method_label(method: str) -> str:
+    """A request's method as its series name it: a method HTTP defines, else `OTHER`."""
+    return method if method in KNOWN_METHODS else OTHER_METHOD
 
 
 def install(app: Flask, services: Services) -> None:

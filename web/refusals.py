@@ -4,8 +4,9 @@ Every command, accepted or rejected, is an event, so a client that keeps sending
 lose (or tokens that fail) would otherwise grow the log and load the service without limit.
 Each answer from 400 to 499 (but 429) costs the caller one unit of a per-minute budget; once it
 is spent, every request of that caller answers 429 `TOO_MANY_REQUESTS` with `Retry-After` until
-the minute has passed. A caller is its bearer token, or its address when it sends none. The
-counts live in the web process's memory, so each process keeps its own.
+the minute has passed. A caller is its bearer token, or its address when it sends none. Every
+request counts, whether a route matches it or not (a made-up path or method is refused like any
+other request). The counts live in the web process's memory, so each process keeps its own.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from flask_limiter import Limiter, RequestLimit
 from domain.messages import Message
 from web.problems import problem
 
+UNMATCHED = "unmatched"  # what the budget calls a request no route matched
+
 
 def refusal_budget(app: Flask, per_minute: int) -> Limiter:
     """Rate-limit the app's callers by how often they are refused."""
@@ -30,6 +33,8 @@ def refusal_budget(app: Flask, per_minute: int) -> Limiter:
         application_limits_deduct_when=is_refusal,
         storage_uri="memory://",
         on_breach=too_many_refusals,
+        # Flask-Limiter names a request by its endpoint, and skips one that has none.
+        request_identifier=lambda: request.endpoint or UNMATCHED,
     )
 
 

@@ -53,13 +53,8 @@ class ProblemChannel(HTTPChannel):  # type: ignore[misc]
     error_task_class = ProblemErrorTask
 
 
-def answer_refusals_as_problems(server: Any) -> None:
-    """Make each listening server of `server` (as `waitress.create_server` returns it) answer
-    its own refusals with problem documents."""
-    servers = (
-        [s for s in server.map.values() if isinstance(s, BaseWSGIServer)]
-        if isinstance(server, MultiSocketServer)
-        else [server]
-    )
-    for each in servers:
-        each.channel_class = ProblemChannel
+def listening_servers(server: Any) -> list[Any]:
+    """Each listening server of `server`, as `waitress.create_server` returns it."""
+    if isinstance(server, MultiSocketServer):
+        return [s for s in server.map.values() if isinstance(s, BaseWSGIServer)]
+    return [server]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import threading
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 from cronledger.cli.base import log
 
 API_CONNECTIONS = 100  # connections a web process keeps open for API clients (waitress's default)
+IDLE_CHECKS = 3  # searches for silent connections within CRONLEDGER_IDLE_CONNECTION_SECONDS
 
 
 def run_alone(services: Services, loop: Loop, probes: Flask | None) -> None:
@@ -114,13 +116,15 @@ def serve_web(
     import waitress
 
     from web import MAX_BODY_BYTES, create_app
+    from web.connection_cap import cap_connections_per_address
     from web.probes import attach_probes
-    from web.server_errors import answer_refusals_as_problems
 
     app = create_app({"SERVICES": services})
     if probes is not None:
         attach_probes(probes, services, app.extensions["metrics"])
-    streams = services.settings.streams_per_process
+    settings = services.settings
+    streams = settings.streams_per_process
+    idle = math.ceil(settings.idle_connection_seconds)  # waitress counts whole seconds
     where: dict[str, Any] = {"sockets": [sock]} if sock else {"host": host, "port": port}
     server = waitress.create_server(
         app,
@@ -132,8 +136,12 @@ def serve_web(
         # a longer body is 413 before it is buffered (waitress refuses from this size on)
         max_request_body_size=MAX_BODY_BYTES + 1,
         channel_request_lookahead=1,  # keeps reading, so a stream sees its client leave
+        channel_timeout=idle,  # a connection not being answered, silent this long, is closed
+        cleanup_interval=max(1, idle // IDLE_CHECKS),
     )
-    answer_refusals_as_problems(server)  # waitress's own 413 and 400 too
+    # One address holds a bounded share of the connections; waitress's own 413 and 400 too
+    # are problem documents.
+    cap_connections_per_address(server, settings.connections_per_address, app.extensions["metrics"])
 
     shutdown = Shutdown(services, loops, server)
     stop_on_signals(shutdown.begin)

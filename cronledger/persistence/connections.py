@@ -2,24 +2,27 @@
 
 Every PostgreSQL connection a process opens (eventsourcing's pool, the read models' pool, the
 listener, the locks) carries `application_name` (`cronledger-<kind>`) and the same timeouts,
-so `pg_stat_activity` tells the processes apart and nothing waits without bound.
+so `pg_stat_activity` tells the processes apart and nothing waits without bound. The pools'
+connections also give up a statement whose server stopped answering (`WatchfulConnection`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import select
 import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from eventsourcing import persistence as es_persistence
 from eventsourcing.postgres import PostgresFactory
 from eventsourcing.utils import Environment, EnvType
 from psycopg import pq
+from psycopg.abc import PQGen
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from cronledger.config import Settings
@@ -27,6 +30,7 @@ from cronledger.persistence.recorders import SnapshotRecorder
 
 UNACKNOWLEDGED_SECONDS = 5  # a server silent this long after being sent something is gone
 CONNINFO = "POSTGRES_CONNINFO"  # our addition to eventsourcing's settings: `connection_kwargs`
+RV = TypeVar("RV")
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,7 @@ class NamedPostgresFactory(PostgresFactory):
         kwargs = pool.kwargs
         assert isinstance(kwargs, dict)  # as eventsourcing makes its pool
         kwargs.update(conninfo_to_dict(self.env.get(CONNINFO) or ""))
+        pool.connection_class = WatchfulConnection  # the pool is not open yet: all are watchful
         # eventsourcing's pool takes no check of ours (its POSTGRES_PRE_PING's waits unbounded)
         connect_timeout = float(self.env.get(self.POSTGRES_CONNECT_TIMEOUT) or 2)
         pool._check = answering_within(connect_timeout)
@@ -168,6 +173,65 @@ def answering_within(seconds: float) -> Callable[[psycopg.Connection[Any]], None
             raise
 
     return check
+
+
+class WatchfulConnection(psycopg.Connection[Any]):
+    """A connection that gives up a statement once its server has said nothing for the connect
+    timeout and does not accept a new connection within the connect timeout either (a frozen
+    server, a stuck proxy, an unreachable host): the connection is closed and the statement
+    raises `OperationalError`, a 503 for a request. A slow statement of a server that still
+    answers goes on (to the statement timeout, which the server enforces).
+
+    TCP cannot tell: a frozen server's kernel still acknowledges what is sent, and the server
+    timeouts need the server. psycopg waits for the server through `wait`, which wakes every
+    tenth of a second; the statement's generator is watched there.
+    """
+
+    def wait(self, gen: PQGen[RV], *args: Any, **kwargs: Any) -> RV:
+        return super().wait(self._watched(gen), *args, **kwargs)
+
+    def _watched(self, gen: PQGen[RV]) -> PQGen[RV]:
+        """`gen`, given up when the server is silent past the connect timeout and frozen."""
+        patience = float(self._params.get("connect_timeout") or 2)
+        try:
+            state = next(gen)
+            heard = time.monotonic()
+            while True:
+                ready = yield state
+                if ready:
+                    heard = time.monotonic()
+                elif time.monotonic() - heard >= patience:
+                    self._give_up_unless_answering()
+                    heard = time.monotonic()
+                state = gen.send(ready)
+        except StopIteration as done:
+            result: RV = done.value
+            return result
+
+    @functools.cached_property
+    def _params(self) -> dict[str, str]:
+        """This connection's parameters (its server, credentials and timeouts), read once:
+        reading them costs a third of a short statement."""
+        return {
+            option.keyword.decode(): option.val.decode()
+            for option in self.pgconn.info
+            if option.val is not None
+        }
+
+    def _give_up_unless_answering(self) -> None:
+        """Close this connection and raise, unless the server takes a new connection within
+        the connect timeout (or answers it at all, if only to refuse it)."""
+        params = self._params
+        try:
+            psycopg.connect(make_conninfo("", **params)).close()
+        except psycopg.errors.ConnectionTimeout:
+            self.pgconn.finish()  # broken: the pool drops it
+            raise psycopg.OperationalError(
+                "the server stopped answering during a statement: gave up after "
+                f"{params.get('connect_timeout')} s of silence and a connect timeout"
+            ) from None
+        except psycopg.Error:
+            pass  # it answered
 
 
 def _wait(socket: int, deadline: float, writing: bool = False) -> None:

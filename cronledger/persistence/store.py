@@ -24,7 +24,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
 
 from cronledger.config import ConfigError
-from cronledger.persistence.connections import Limits, answering_within
+from cronledger.persistence.connections import Limits, WatchfulConnection, answering_within
 
 URL_VARIABLE = "CRONLEDGER_DATABASE_URL"
 URL_FORMS = "sqlite:///relative/path, sqlite:////absolute/path or postgresql://user@host:port/db"
@@ -162,6 +162,7 @@ class Store:
             limits = self.limits
             self._pool = ConnectionPool(
                 self.conninfo(search_path=True),
+                connection_class=WatchfulConnection,
                 kwargs={"autocommit": True},
                 min_size=limits.pool_size,
                 max_size=limits.pool_size + limits.pool_overflow,

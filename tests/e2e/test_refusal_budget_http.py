@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import string
 from collections.abc import Iterator
 
 import pytest
@@ -11,8 +13,11 @@ from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from tests.e2e.helpers import account, assert_problem
 from tests.support import Api, FakeClock
+from web.metrics import KNOWN_METHODS
 
 BUDGET = 3
+SCRAPER = {"REMOTE_ADDR": "192.0.2.9"}  # the operator's scrapes: another caller
+DOUBLED_SLASH = {"PATH_INFO": "//api/definitions"}  # a route's path, never answered
 
 
 @pytest.fixture
@@ -49,3 +54,39 @@ def test_callers_without_a_token_spend_their_addresss_budget(client: FlaskClient
     for _ in range(BUDGET):
         assert_problem(client.get("/api/accounts"), 401, "UNAUTHENTICATED")
     assert_problem(client.get("/api/accounts"), 429, "TOO_MANY_REQUESTS")
+
+
+def made_up_methods(count: int) -> list[str]:
+    """`count` methods no one defined, from 3 to 4,000 letters long."""
+    rng = random.Random(32)
+    made_up = (
+        "".join(rng.choices(string.ascii_uppercase, k=rng.choice((3, 9, 150, 4000))))
+        for _ in range(count * 2)
+    )
+    return [method for method in made_up if method not in KNOWN_METHODS][:count]
+
+
+def series(client: FlaskClient) -> set[str]:
+    """Every series `/metrics` shows: its name and labels."""
+    scraped = client.get("/metrics", environ_base=SCRAPER)
+    assert scraped.status_code == 200
+    samples = (line for line in scraped.text.splitlines() if line and not line.startswith("#"))
+    return {sample.rpartition(" ")[0] for sample in samples}
+
+
+def test_made_up_methods_and_paths_spend_the_budget_and_add_no_series(
+    client: FlaskClient,
+) -> None:
+    series(client)  # its own series are shown from the next scrape on
+    assert client.open("/api/x", method="BREW").status_code == 404
+    assert client.open("/api/definitions", method="BREW").status_code == 405
+    assert client.get("/", environ_overrides=DOUBLED_SLASH).status_code == 404
+    assert_problem(client.open("/api/x", method="BREW"), 429, "TOO_MANY_REQUESTS")
+    throttled = client.get("/", environ_overrides=DOUBLED_SLASH)  # its `instance` is a URL
+    assert (throttled.status_code, throttled.json["code"]) == (429, "TOO_MANY_REQUESTS")  # type: ignore[index]
+    before = series(client)
+    assert 'method="OTHER"' in "".join(before)
+
+    for method in made_up_methods(500):
+        assert_problem(client.open("/api/x", method=method), 429, "TOO_MANY_REQUESTS")
+    assert series(client) == before

@@ -2,7 +2,8 @@
 cut and restore, to take the database away from running processes without touching the server.
 
 - `pause()`: connections are still accepted but nothing is forwarded either way (a server that
-  stopped answering); new ones are held, unconnected, until `restore()`.
+  stopped answering), from the moment it returns; new ones are held, unconnected, until
+  `restore()`.
 - `cut()`: every connection open through the proxy is closed (a server that went down).
 - `refuse()`: new connections are reset as soon as they are accepted (a server stopped).
 - `restore()`: forwarding resumes; held connections are connected to the server then.
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 POLL_SECONDS = 0.05
+PAUSE_SECONDS = 5  # the longest `pause()` waits for bytes being passed on
 CHUNK = 65536
 
 
@@ -34,6 +36,8 @@ class Proxy:
         self.refusing = threading.Event()
         self.closed = threading.Event()
         self.lock = threading.Lock()
+        self.passing = threading.Condition()  # guards `transfers`: bytes being passed on now
+        self.transfers = 0
         self.sockets: set[socket.socket] = set()
         self.servers: set[socket.socket] = set()  # the sockets to `upstream` among them
         self.accepted = 0  # connections accepted so far, paused or not
@@ -41,7 +45,10 @@ class Proxy:
         self.acceptor.start()
 
     def pause(self) -> None:
-        self.forwarding.clear()
+        """From when this returns, no byte is passed on (those being passed on are, first)."""
+        with self.passing:
+            self.forwarding.clear()
+            self.passing.wait_for(lambda: self.transfers == 0, timeout=PAUSE_SECONDS)
 
     def refuse(self) -> None:
         self.refusing.set()
@@ -126,10 +133,24 @@ class Proxy:
                 continue
             readable, _, _ = select.select(list(peers), [], [], POLL_SECONDS)
             for sock in readable:
-                data = sock.recv(CHUNK)
-                if not data:
+                if not self._pass_on(sock, peers[sock]):
                     return
-                peers[sock].sendall(data)
+
+    def _pass_on(self, sock: socket.socket, peer: socket.socket) -> bool:
+        """What `sock` has for `peer`, unless paused; False once `sock` has closed."""
+        with self.passing:
+            if not self.forwarding.is_set():
+                return True
+            self.transfers += 1
+        try:
+            data = sock.recv(CHUNK)
+            if data:
+                peer.sendall(data)
+            return bool(data)
+        finally:
+            with self.passing:
+                self.transfers -= 1
+                self.passing.notify_all()
 
 
 def _close(sock: socket.socket) -> None:

@@ -3,8 +3,10 @@ proxy, and a SQLite file locked by another writer or full.
 
 While the store is away, `/healthz` says 503 and every API request answers a 503 `UNAVAILABLE`
 problem document within the connect timeout (never a hang), and a refused command writes
-nothing. When it comes back, every process serves again by itself, and the cycles that fell due
-meanwhile are registered by their misfire policy, each planned instant exactly once.
+nothing. A request whose statement the server was running when it froze is answered the same,
+within three connect timeouts (issue 32, item 5). When it comes back, every process serves again
+by itself, and the cycles that fell due meanwhile are registered by their misfire policy, each
+planned instant exactly once.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,7 +32,7 @@ from tests.e2e.helpers import answers, request
 from tests.faults.conftest import Proxied
 from tests.faults.proxy import Proxy
 from tests.processes import Child, free_port, run_cli, started
-from tests.support import DECIDERS, Api
+from tests.support import DECIDERS, Api, wait_until
 from web import create_app
 
 EVERY_SECOND = {"kind": "cron", "expression": "* * * * * *"}
@@ -219,6 +222,61 @@ def launched(direct: Store, schedule_id: str, after: datetime | None = None) -> 
         (schedule_id,),
     )
     return any(after is None or row[0] >= after for row in rows)
+
+
+# A request in flight: its statement waits for a lock the test holds (the server answering all
+# along), then the store freezes, then the lock is released: the server runs the statement, but
+# its answer never comes back through the proxy.
+IN_FLIGHT = {
+    "read": ("GET", "/api/definitions", None),
+    "command": ("POST", "/api/definitions", {**DEFINITION, "key": "in-flight"}),
+}
+
+
+@pytest.mark.parametrize("request_kind", list(IN_FLIGHT))
+def test_a_request_in_flight_when_the_store_freezes_is_answered_503(
+    proxied: Proxied, request_kind: str
+) -> None:
+    settings = Settings(database_url=proxied.url, lock_timeout_seconds=60, pool_size=1)
+    services = open_services(settings, kind="web")
+    api = Api(
+        create_app({"SERVICES": services, "TESTING": True}).test_client(),
+        services.directory.bootstrap("acme", "root").token,
+    )
+    method, path, body = IN_FLIGHT[request_kind]
+    table = "definitions" if method == "GET" else services.ledger.events_table
+    direct = Store.from_url(proxied.direct_url).dedicated(search_path=True)
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            with direct.transaction():
+                direct.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+                in_flight = pool.submit(api.call, method, path, body)
+                wait_until(lambda: waiting_for_a_lock(direct, proxied.proxy), "a statement waiting")
+                proxied.proxy.pause()
+            answered = in_flight.result(timeout=AWAY_ANSWER_SECONDS)  # about 4 s (6 s: command)
+        finally:
+            proxied.proxy.restore()
+    assert_unavailable(answered.status_code, answered.json)
+    assert api.get("/api/definitions").json["items"] == []  # type: ignore[index]
+    direct.close()
+    services.close()
+
+
+def test_a_slow_statement_of_a_server_that_answers_runs_on(proxied: Proxied) -> None:
+    """Silent past the connect timeout (2 s), the server still takes new connections: the
+    statement is not given up."""
+    store = Store.from_url(proxied.url)
+    try:
+        assert store.query("SELECT 1 FROM pg_sleep(3)") == [(1,)]
+    finally:
+        store.close()
+
+
+def waiting_for_a_lock(direct: Any, proxy: Proxy) -> bool:
+    """Whether a connection through `proxy` runs a statement waiting for a lock."""
+    ports = list(proxy.server_ports())
+    statement = "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'relation'"
+    return bool(direct.execute(f"{statement} AND client_port = ANY(%s)", (ports,)).fetchone()[0])
 
 
 # SQLite: another writer holding the file, and a file that cannot grow.
