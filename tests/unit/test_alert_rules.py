@@ -158,7 +158,7 @@ def histogram(
 class Incident:
     """What changes after `history` minutes of good service, and for how long before the alerts
     are read. Rules are evaluated every `evaluation` minutes: each evaluation of the objectives'
-    windows reads up to a day of samples, so the long incidents are evaluated every 5 minutes
+    windows reads up to 3 days of samples, so the long incidents are evaluated every 5 minutes
     (promtool takes about 10 ms an evaluation); an alert's `for` is never longer."""
 
     minutes: int
