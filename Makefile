@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 8000
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: install tools translations run check test soak lint audit-deps bench clean
+.PHONY: install tools translations run check test soak lint audit-deps bench lock alerts clean
 
 # What serving needs, and nothing more (make run). A new venv's own pip and setuptools have
 # known vulnerabilities (make audit-deps): upgraded.
@@ -102,6 +102,32 @@ $(VENV)/.bench-installed: $(STAMP)
 
 bench: install $(VENV)/.bench-installed
 	$(BIN)/python -m bench
+
+# deploy/requirements.lock: every dependency of the image (deploy/Containerfile), pinned with the
+# hashes of its files, for the image's Python on Linux. Run after changing pyproject.toml's
+# dependencies (the other pins stay), or `make lock LOCK_FLAGS=--upgrade` to take the newest
+# releases within the ranges; then `make test`, and commit it. tests/e2e/test_deploy.py checks
+# that it pins what pyproject.toml asks for.
+$(VENV)/.lock-installed: $(SERVE_STAMP)
+	$(PIP) -e '.[lock]'
+	touch $@
+
+LOCK_FLAGS ?=
+lock: $(VENV)/.lock-installed
+	$(BIN)/uv pip compile pyproject.toml --quiet --generate-hashes $(LOCK_FLAGS) \
+	  --python-version 3.11 --python-platform linux --output-file deploy/requirements.lock
+
+# deploy/alerts.yml with its runbook links at your copy of docs/operations.md: the file links to
+# RUNBOOK_PLACEHOLDER, a base that exists nowhere; `make alerts RUNBOOK_BASE=https://...` writes
+# var/alerts.yml (or ALERTS_OUT) with RUNBOOK_BASE in its place, for Prometheus to load.
+RUNBOOK_PLACEHOLDER := https://cronledger.example.invalid/docs/operations.md
+ALERTS_OUT ?= var/alerts.yml
+alerts:
+	@case "$(RUNBOOK_BASE)" in https://*|http://*) ;; \
+	  *) echo "set RUNBOOK_BASE to the absolute URL of docs/operations.md" >&2; exit 2;; esac
+	mkdir -p "$$(dirname '$(ALERTS_OUT)')"
+	sed 's|$(RUNBOOK_PLACEHOLDER)#|$(RUNBOOK_BASE)#|' deploy/alerts.yml > '$(ALERTS_OUT)'
+	@echo "wrote $(ALERTS_OUT): runbook links at $(RUNBOOK_BASE)"
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -20,12 +20,13 @@ from cronledger.version import installed_version
 from tests.e2e.helpers import samples
 from tests.support import T0, WAIT_SECONDS, Api, FakeClock, Opener, World
 from tests.two_commits import TwoCommitWorker
-from tests.unit.test_alert_rules import alert_rules
+from tests.unit.test_alert_rules import rules
 from tick.loops import Loop
 from web import create_app
 
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}
 METRIC = re.compile(r"\b(?:cronledger|process|python)_[a-z0-9_]+\b")
+BUCKET = re.compile(r'\b([a-z0-9_]+)_bucket\{le=~"([^"]+)"\}')
 SUFFIXES = ("_bucket", "_count", "_sum", "_total", "_created", "_info")
 
 
@@ -223,11 +224,23 @@ def test_every_metric_an_alert_uses_is_on_metrics(client: FlaskClient, admin: Ap
     families = list(text_string_to_metric_families(client.get("/metrics").get_data(as_text=True)))
     exported = {f.name for f in families} | {s.name for f in families for s in f.samples}
 
-    used = {name for rule in alert_rules() for name in METRIC.findall(rule["expr"])}
+    used = {name for rule in rules() for name in METRIC.findall(rule["expr"])}
 
     assert used, "no alert names a metric"
     missing = {name for name in used if name not in exported and _family(name) not in exported}
     assert missing == set()
+
+
+def test_every_bucket_an_objective_counts_from_is_exported(client: FlaskClient) -> None:
+    """The objectives' rules count a histogram's observations up to one bound (`le=~"5|5.0"`):
+    the histogram must have that bucket, or the share of late ones is never measured."""
+    exported = scrape(client)
+    used = {(name, matcher) for rule in rules() for name, matcher in BUCKET.findall(rule["expr"])}
+
+    assert {name for name, _ in used} >= {"cronledger_registration_lag_seconds"}
+    for name, matcher in used:
+        bounds = {dict(labels)["le"] for sample, labels in exported if sample == f"{name}_bucket"}
+        assert any(re.fullmatch(matcher, bound) for bound in bounds), (name, matcher, bounds)
 
 
 def _family(sample: str) -> str:
