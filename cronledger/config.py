@@ -72,6 +72,8 @@ BOUNDS: dict[str, Bounds] = {
     "webhook_connect_timeout_seconds": Bounds(0, 300, above_low=True),
     "webhook_read_timeout_seconds": Bounds(0, 300, above_low=True),
     "webhook_response_bytes": Bounds(0, 10_000_000),
+    "webhook_attempt_deadline_seconds": Bounds(0, 300, above_low=True),
+    "webhooks_per_tenant": Bounds(1, 10_000),
     "checkpoint_every_events": Bounds(1, 10_000_000),
     "checkpoint_every_seconds": Bounds(1, 7 * DAY),
 }
@@ -262,7 +264,7 @@ class Settings:
     secret_key: str = dataclasses.field(default="", repr=False)
     console_session_hours: int = 12
     # Outbound webhooks (docs/webhooks.md): where they may go, how often and how long they are
-    # tried, and how much of an answer is read.
+    # tried, how much of an answer is read, and how many subscriptions a tenant may have.
     webhook_allow_private: bool = False
     webhook_allow_http: bool = False
     webhook_max_attempts: int = 8
@@ -270,6 +272,8 @@ class Settings:
     webhook_connect_timeout_seconds: float = 5.0
     webhook_read_timeout_seconds: float = 10.0
     webhook_response_bytes: int = 65_536
+    webhook_attempt_deadline_seconds: float = 15.0  # one attempt, whole: connect to body
+    webhooks_per_tenant: int = 50
     # Evidence for third parties (docs/audit.md): the Ed25519 key checkpoints are signed with
     # ("": beside a SQLite file, else var/cronledger-signing-key.pem), and how often the log's
     # Merkle tree is signed: after so many events, or so long after the last checkpoint.

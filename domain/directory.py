@@ -284,6 +284,18 @@ class Tenant(Aggregate):
         if key not in self.group_keys:
             self.group_keys.append(key)
 
+    class WebhookAdded(Aggregate.Event):
+        """Recorded with each new webhook subscription of the tenant, so that creations in one
+        tenant happen one after the other: two at once cannot pass the tenant's cap."""
+
+        webhook_id: UUID
+        at: datetime
+        actor: str
+
+    @event(WebhookAdded)
+    def webhook_added(self, webhook_id: UUID, at: datetime, actor: str) -> None:
+        """Changes nothing here: the subscription's own events say what it is."""
+
     def remove_admin(
         self, account_id: str, active_admins: Collection[str], at: datetime, actor: str
     ) -> None:

@@ -18,7 +18,7 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 from domain.directory import NAMESPACE
-from domain.errors import InvalidState, ValidationFailed
+from domain.errors import DomainError, InvalidState, ValidationFailed
 from domain.messages import Message
 
 RUN_DEAD_LETTERED = "run.dead_lettered"
@@ -129,6 +129,28 @@ def checked_event_types(event_types: Sequence[str]) -> list[str]:
     if not event_types:
         raise ValidationFailed.of("event_types", Message("name at least one type"))
     return [kind for kind in EVENT_TYPES if kind in event_types]
+
+
+class TooManyWebhooks(DomainError):
+    """A tenant that has as many subscriptions as it may have asked for another."""
+
+    code = "TOO_MANY_WEBHOOKS"
+
+    def __init__(self, count: int, cap: int) -> None:
+        super().__init__(
+            Message(
+                "the tenant has {count} webhook subscriptions and may have {cap} at most "
+                "(CRONLEDGER_WEBHOOKS_PER_TENANT): delete one it no longer needs, then try again",
+                count=count,
+                cap=cap,
+            )
+        )
+
+
+def check_room_for_webhook(count: int, cap: int) -> None:
+    """A tenant with `count` live subscriptions may make another only below `cap`."""
+    if count >= cap:
+        raise TooManyWebhooks(count, cap)
 
 
 @dataclass(frozen=True)

@@ -359,6 +359,12 @@ def webhook_row(store: Store, tenant_id: UUID, webhook_id: UUID) -> WebhookRow |
     return WebhookRow.of(rows[0]) if rows else None
 
 
+def live_webhook_count(store: Store, tenant_id: UUID) -> int:
+    """How many live subscriptions (enabled or not) the tenant has."""
+    rows = store.query("SELECT COUNT(*) FROM webhooks WHERE tenant_id = ?", (str(tenant_id),))
+    return int(rows[0][0])
+
+
 def delivery_page(store: Store, subscription_id: UUID, window: Window) -> Slice[DeliveryRow]:
     """One page of a subscription's messages (newest first unless sorted), and how many."""
     where = ("subscription_id = ?", [str(subscription_id)])
@@ -376,18 +382,29 @@ def enabled_subscriptions(store: Store) -> list[SubscriptionRow]:
     ]
 
 
-def due_deliveries(store: Store, now: datetime, limit: int) -> list[UUID]:
+class Due(NamedTuple):
+    """A message due now, and whose tenant it is."""
+
+    delivery_id: UUID
+    tenant_id: UUID
+
+
+def due_deliveries(store: Store, now: datetime, limit: int, per_tenant: int) -> list[Due]:
     """Messages due now, at most one per subscription: each enabled subscription's oldest
-    waiting message, if its time has come (a later one never overtakes it)."""
+    waiting message, if its time has come (a later one never overtakes it). At most
+    `per_tenant` of each tenant, taken in turns: every tenant's longest due first, then every
+    tenant's second, and so on, so that no tenant fills the `limit` alone."""
     rows = store.query(
-        "SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.subscription_id "
+        "SELECT id, tenant_id FROM (SELECT d.id, d.tenant_id, d.due_at, d.position, "
+        "ROW_NUMBER() OVER (PARTITION BY d.tenant_id ORDER BY d.due_at, d.position) AS turn "
+        "FROM webhook_deliveries d JOIN webhooks w ON w.id = d.subscription_id "
         "WHERE w.enabled AND d.due_at IS NOT NULL AND d.due_at <= ? AND d.position = ("
         "SELECT MIN(e.position) FROM webhook_deliveries e "
-        "WHERE e.subscription_id = d.subscription_id AND e.due_at IS NOT NULL) "
-        "ORDER BY d.due_at, d.position LIMIT ?",
-        (now, limit),
+        "WHERE e.subscription_id = d.subscription_id AND e.due_at IS NOT NULL)) due "
+        "WHERE turn <= ? ORDER BY turn, due_at, position LIMIT ?",
+        (now, per_tenant, limit),
     )
-    return [UUID(row[0]) for row in rows]
+    return [Due(UUID(delivery_id), UUID(tenant_id)) for delivery_id, tenant_id in rows]
 
 
 def waiting_deliveries(store: Store) -> tuple[int, datetime | None]:

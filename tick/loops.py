@@ -19,7 +19,7 @@ class Loop:
     logged and counted and the loop goes on.
 
     `health` hears a beat after every iteration, each failure, and the loop's end, however it
-    ends.
+    ends (after `finish`, which lets the notifier record the messages it was sending).
     """
 
     name: str
@@ -29,6 +29,7 @@ class Loop:
     pause: Callable[[float], object] | None = None  # waits up to `interval`; may return early
     health: Health = field(default_factory=Health)
     on_failure: Callable[[str, Exception], object] | None = None  # told the loop's name, error
+    finish: Callable[[], object] | None = None  # run once the loop has ended, however it ended
 
     def run(self) -> None:
         log.info("loop started", extra={"loop": self.name, "interval": self.interval})
@@ -38,6 +39,7 @@ class Loop:
                 self._iterate()
                 (self.pause or self.stop.wait)(self.interval)
         finally:
+            self._finish()
             self.health.stopped(self.name)
             log.info("loop stopped", extra={"loop": self.name})
 
@@ -50,6 +52,14 @@ class Loop:
                 self.on_failure(self.name, error)
             log.exception("loop iteration failed", extra={"loop": self.name})
         self.health.beat(self.name)
+
+    def _finish(self) -> None:
+        if self.finish is None:
+            return
+        try:
+            self.finish()
+        except Exception:
+            log.exception("loop's finish failed", extra={"loop": self.name})
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, name=self.name, daemon=True)

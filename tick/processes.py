@@ -86,8 +86,9 @@ def every_loop(services: Services) -> list[Loop]:
 
 
 def notifier_loop(services: Services, interval: float) -> Loop:
-    """Schedules and sends webhook messages, and emails notices, every `interval`; stopping it
-    lets the messages being sent finish and be recorded."""
+    """Schedules and sends webhook messages, and emails notices, every `interval` (sooner when
+    a message being sent finishes); stopping it lets the messages being sent finish, each
+    within its attempt deadline, and be recorded."""
     notifier, mailer = Notifier.of(services), services.mailer
 
     def work() -> None:
@@ -99,6 +100,8 @@ def notifier_loop(services: Services, interval: float) -> Loop:
         interval,
         work,
         stop=notifier.stopping,
+        pause=notifier.pause,
         health=services.health,
         on_failure=services.meters.database_error,
+        finish=notifier.finish_sending,
     )

@@ -226,7 +226,8 @@ CONFLICTS = {
         "`VERSION_CONFLICT`: the subscription is not at the `version` given.",
     ),
     "create_webhook": "`INVALID_STATE`: the service has no `CRONLEDGER_SECRET_KEY` to derive "
-    "its secret from.",
+    "its secret from; `TOO_MANY_WEBHOOKS`: the tenant has as many subscriptions as "
+    "`CRONLEDGER_WEBHOOKS_PER_TENANT` allows.",
     "ping_webhook": "`INVALID_STATE`: the subscription is disabled.",
     "redeliver_webhook": "`INVALID_STATE`: the message is waiting to be sent already.",
     "submit_approval": "`COMMAND_ID_REUSED`: this account's `command_id` (or "

@@ -10,18 +10,27 @@ Then it sends what is due, at most one message per subscription at a time, oldes
 attempt is claimed on the log (with a lease) before it is sent and its outcome recorded after,
 so a notifier killed in between leaves the attempt claimed; once the lease has run out the
 message is sent again, with the same `webhook-id`.
+
+An attempt ends at its deadline (CRONLEDGER_WEBHOOK_ATTEMPT_DEADLINE_SECONDS), from the address's
+check to the answer, however slowly the receiver drips it. Attempts are sent beside each other
+and recorded as each ends: the notifier never waits for a slow one before it sends others, and
+one tenant has at most TENANT_SHARE of the SENDERS at once, so one tenant's slow receivers
+cost that tenant alone.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import os
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -35,6 +44,7 @@ from cronledger.application.services import Services
 from cronledger.application.webhooks import (
     CARRY_TENANT,
     TOLD_BY,
+    Destination,
     Webhooks,
     delivery_source,
     payload_of,
@@ -56,9 +66,12 @@ log = logging.getLogger("tick.notifier")
 POSITION = "webhook-notifier"  # the notifier's row in `projection_positions`
 BATCH = 2000  # events read at once
 SAVE_CHUNK = 500  # deliveries scheduled per transaction
-SENDS_PER_PASS = 50  # messages claimed at once (each of a different subscription)
-SENDERS = 8  # messages sent at once
-LEASE_MARGIN_SECONDS = 5.0  # a claim lasts the timeouts and this
+SENDERS = 16  # attempts under way at once, each of a different subscription
+TENANT_SHARE = 4  # of which one tenant's, at most
+SENDS_PER_PASS = 50  # due messages looked at once, at most TENANT_SHARE of each tenant
+ROUND_SECONDS = 0.5  # while attempts are under way, how often the log and what is due are read
+BUSY_SECONDS = 10.0  # the longest one `work` goes on while attempts keep it busy
+LEASE_MARGIN_SECONDS = 5.0  # a claim lasts the attempt deadline and this
 USER_AGENT = f"cronledger/{installed_version()}"
 
 
@@ -67,6 +80,7 @@ class Claim:
     """An attempt this notifier holds: what to send, where, and with which secret."""
 
     delivery_id: UUID
+    tenant_id: UUID
     number: int
     message_id: str
     payload: dict[str, Any]
@@ -92,19 +106,46 @@ class Notifier:
             write=settings.webhook_read_timeout_seconds,
             pool=settings.webhook_connect_timeout_seconds,
         )
-        self.attempt_seconds = (
-            settings.webhook_connect_timeout_seconds + settings.webhook_read_timeout_seconds
-        )
-        self.lease = timedelta(seconds=self.attempt_seconds + LEASE_MARGIN_SECONDS)
+        self.tls = httpx.create_ssl_context(trust_env=False)  # shared: making one costs more
+        # than sending a message to a nearby receiver
+        self.deadline = settings.webhook_attempt_deadline_seconds
+        self.too_late = f"no complete answer within the attempt deadline ({self.deadline:g} s)"
+        self.lease = timedelta(seconds=self.deadline + LEASE_MARGIN_SECONDS)
         self.response_bytes = settings.webhook_response_bytes
         self.name = name or f"notifier:{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:6]}"
         self.stopping = threading.Event()
+        self.senders = ThreadPoolExecutor(SENDERS, "notifier-send")
+        # Where hosts are resolved: a slow lookup holds its thread, never its attempt's end.
+        self.resolvers = ThreadPoolExecutor(SENDERS, "notifier-resolve")
+        self.sending: dict[Future[Response], Claim] = {}  # the attempts under way
 
     def work(self) -> None:
-        """One loop iteration: schedule what the log tells, then send what is due."""
-        while self.schedule() and not self.stopping.is_set():
-            pass
-        self.deliver()
+        """One loop iteration: schedule what the log tells and send what is due, a batch of the
+        log and a round of sends at a time, until the notifier is at the log's end and nothing
+        is due or being sent; or for BUSY_SECONDS at most (what is being sent then goes on, and
+        is recorded by the next call, or by `finish_sending`)."""
+        began = time.monotonic()
+        while not self.stopping.is_set():
+            self._record_finished()
+            at_the_end = self.schedule() < BATCH
+            self._start_due()
+            if (at_the_end and not self.sending) or time.monotonic() - began > BUSY_SECONDS:
+                return
+            if at_the_end:  # wait for an attempt to end, or for the next round
+                wait(self.sending, ROUND_SECONDS, FIRST_COMPLETED)
+
+    def pause(self, seconds: float) -> None:
+        """The loop's wait between two calls of `work`: cut short by an attempt that ends (its
+        outcome is then recorded at once), or by a stop when nothing is being sent."""
+        if self.sending:
+            wait(self.sending, seconds, FIRST_COMPLETED)
+        else:
+            self.stopping.wait(seconds)
+
+    def finish_sending(self) -> None:
+        """Wait for what is being sent (each within its attempt deadline), and record it."""
+        wait(self.sending)
+        self._record_finished()
 
     # -- scheduling --------------------------------------------------------------------------
 
@@ -205,36 +246,28 @@ class Notifier:
 
     # -- delivering --------------------------------------------------------------------------
 
-    def deliver(self) -> int:
-        """Send what is due, pass after pass while messages keep going out; how many attempts
-        were made."""
-        made = 0
-        while not self.stopping.is_set():
-            attempts = self.deliver_once()
-            made += attempts
-            if not attempts:
-                break
-        return made
-
-    def deliver_once(self) -> int:
-        """Claim the due messages (one per subscription), send them at once, record each
-        outcome as it comes; how many attempts were made."""
+    def _start_due(self) -> None:
+        """Claim due messages (one per subscription) and start sending them, while senders
+        are free and their tenants have fewer than TENANT_SHARE being sent."""
+        if len(self.sending) >= SENDERS:
+            return
         self.projector.catch_up()
         now = self.ledger.clock()
-        claims = [
-            claim
-            for delivery_id in due_deliveries(self.ledger.store, now, SENDS_PER_PASS)
-            if (claim := self._claim(delivery_id, now)) is not None
-        ]
-        if not claims:
-            return 0
-        with ThreadPoolExecutor(min(SENDERS, len(claims)), "notifier-send") as pool:
-            sending: dict[Future[Response], Claim] = {
-                pool.submit(self.send, claim): claim for claim in claims
-            }
-            for done in as_completed(sending):
-                self._record(sending[done], done.result())
-        return len(claims)
+        shares = Counter(claim.tenant_id for claim in self.sending.values())
+        for due in due_deliveries(self.ledger.store, now, SENDS_PER_PASS, TENANT_SHARE):
+            if len(self.sending) >= SENDERS:
+                return
+            if shares[due.tenant_id] >= TENANT_SHARE:
+                continue
+            claim = self._claim(due.delivery_id, now)
+            if claim is not None:
+                shares[claim.tenant_id] += 1
+                self.sending[self.senders.submit(self.send, claim)] = claim
+
+    def _record_finished(self) -> None:
+        """Record the outcome of every attempt that has finished."""
+        for future in [future for future in self.sending if future.done()]:
+            self._record(self.sending.pop(future), future.result())
 
     def _claim(self, delivery_id: UUID, now: datetime) -> Claim | None:
         """Start the delivery's next attempt under this notifier's lease, if it is still due.
@@ -255,17 +288,65 @@ class Notifier:
             self.ledger.save(delivery)
         except (IntegrityError, DomainError):  # another notifier claimed it first
             return None
-        url = subscription.url
-        return Claim(delivery.id, number, delivery.message_id, delivery.payload, url, secret)
+        return Claim(
+            delivery.id,
+            delivery.tenant_id,
+            number,
+            delivery.message_id,
+            delivery.payload,
+            subscription.url,
+            secret,
+        )
 
     def send(self, claim: Claim) -> Response:
-        """One attempt: the URL checked again, the message signed and posted to the checked
-        address; what came back (a 2xx is delivered, anything else failed)."""
+        """One attempt, ended at the attempt deadline whatever the receiver does: the URL
+        checked again, the message signed and posted to the checked address; what came back
+        (a 2xx is delivered, anything else failed)."""
         started = time.perf_counter()
+        return asyncio.run(self._attempt(claim, started))
+
+    async def _attempt(self, claim: Claim, started: float) -> Response:
+        """The attempt, or why it failed."""
         try:
-            destination = self.webhooks.guard.destination(claim.url)
+            ends_at = asyncio.get_running_loop().time() + self.deadline
+            return await self._post(claim, started, ends_at)
+        except TimeoutError:
+            return Response(None, _since(started), self.too_late)
         except ValidationFailed as refused:
             return Response(None, 0.0, f"refused: {' '.join(refused.errors['url'])}")
+        except httpx.TimeoutException:
+            return Response(None, _since(started), "no answer within the timeouts")
+        except httpx.HTTPError as error:
+            return Response(None, _since(started), f"{type(error).__name__}: {error}")
+
+    async def _post(self, claim: Claim, started: float, ends_at: float) -> Response:
+        """The address checked, the message posted and the answer read, all by `ends_at`: once
+        the status has come, only the reading of the body is cut short."""
+        async with asyncio.timeout_at(ends_at):
+            destination = await asyncio.get_running_loop().run_in_executor(
+                self.resolvers, self.webhooks.guard.destination, claim.url
+            )
+        async with self._client() as client:
+            request = self._request(client, claim, destination)
+            async with asyncio.timeout_at(ends_at):
+                response = await client.send(request, stream=True)
+            verdict = self._answer(response, started)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(ends_at):
+                    await self._read_some(response)
+            await response.aclose()
+            return verdict
+
+    def _client(self) -> httpx.AsyncClient:
+        """A client that follows no redirect and no proxy of the environment."""
+        return httpx.AsyncClient(
+            timeout=self.timeout, verify=self.tls, follow_redirects=False, trust_env=False
+        )
+
+    def _request(
+        self, client: httpx.AsyncClient, claim: Claim, destination: Destination
+    ) -> httpx.Request:
+        """The message, signed now, to the checked address (TLS still checks the name)."""
         body = json.dumps(claim.payload, ensure_ascii=False, separators=(",", ":"))
         sent_at = self.ledger.clock().astimezone(UTC)
         headers = {
@@ -276,26 +357,16 @@ class Notifier:
             "webhook-timestamp": str(int(sent_at.timestamp())),
             "webhook-signature": Webhook(claim.secret).sign(claim.message_id, sent_at, body),
         }
-        tls = {"sni_hostname": destination.host} if claim.url.startswith("https:") else {}
-        try:
-            with httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False) as c:
-                request = c.build_request(
-                    "POST", destination.pinned_url, content=body.encode(), headers=headers
-                )
-                request.extensions.update(tls)
-                return self._answer(c.send(request, stream=True), started)
-        except httpx.TimeoutException:
-            return Response(None, _since(started), "no answer within the timeouts")
-        except httpx.HTTPError as error:
-            return Response(None, _since(started), f"{type(error).__name__}: {error}")
+        request = client.build_request(
+            "POST", destination.pinned_url, content=body.encode(), headers=headers
+        )
+        if claim.url.startswith("https:"):
+            request.extensions["sni_hostname"] = destination.host
+        return request
 
     def _answer(self, response: httpx.Response, started: float) -> Response:
-        """The receiver's status; at most `response_bytes` of its body are read."""
+        """The receiver's verdict, from its status (a 2xx is delivered)."""
         latency = _since(started)
-        try:
-            self._read_some(response, started)
-        finally:
-            response.close()
         status = response.status_code
         if 200 <= status < 300:
             return Response(status, latency, None)
@@ -304,11 +375,12 @@ class Notifier:
             return Response(status, latency, f"redirect to {where[:200]} not followed")
         return Response(status, latency, f"the receiver answered {status}")
 
-    def _read_some(self, response: httpx.Response, started: float) -> None:
+    async def _read_some(self, response: httpx.Response) -> None:
+        """At most `response_bytes` of the answer's body are read."""
         read = 0
-        for chunk in response.iter_raw():
+        async for chunk in response.aiter_raw():
             read += len(chunk)
-            if read >= self.response_bytes or _since(started) > self.attempt_seconds:
+            if read >= self.response_bytes:
                 return
 
     def _record(self, claim: Claim, response: Response) -> None:

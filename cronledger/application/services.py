@@ -141,7 +141,7 @@ def open_services(
         health=health,
         callback_sources=CallbackSources(ledger, settings.secret_key),
         groups=groups,
-        webhooks=Webhooks(ledger, settings),
+        webhooks=Webhooks(ledger, projector, settings),
         notifications=Notifications(ledger),
         contacts=Contacts(ledger, directory),
         credentials=Credentials(ledger, directory),

@@ -31,7 +31,7 @@ from domain.approvals import (
     SIGN,
     STATE_AFTER,
 )
-from domain.directory import Principal, check_expected_version
+from domain.directory import Principal, Tenant, check_expected_version
 from domain.errors import NotFound, ValidationFailed
 from domain.idempotency import KeyedRequest
 from domain.messages import Message
@@ -66,14 +66,17 @@ from domain.webhooks import (
     SubscriptionFields,
     WebhookDelivery,
     WebhookSubscription,
+    check_room_for_webhook,
     checked_event_types,
     checked_url,
 )
+from projections.engine import Projector
 from projections.keyset import Window
 from projections.webhooks import (
     DeliveryRow,
     WebhookRow,
     delivery_page,
+    live_webhook_count,
     webhook_page,
     webhook_row,
 )
@@ -360,8 +363,15 @@ class WebhookWithSecret:
 class Webhooks:
     """Subscriptions' commands and queries, and what the notifier needs to sign and send."""
 
-    def __init__(self, ledger: Ledger, settings: Settings, resolve: Resolver = socket.getaddrinfo):
+    def __init__(
+        self,
+        ledger: Ledger,
+        projector: Projector,
+        settings: Settings,
+        resolve: Resolver = socket.getaddrinfo,
+    ):
         self.ledger = ledger
+        self.projector = projector
         self.settings = settings
         self.guard = AddressGuard(
             settings.webhook_allow_http, settings.webhook_allow_private, resolve
@@ -379,8 +389,9 @@ class Webhooks:
     def create(
         self, actor: Principal, fields: SubscriptionFields, request: KeyedRequest | None = None
     ) -> WebhookWithSecret:
-        """A new subscription and its secret; a repeat of a keyed `request` stops with
-        `AlreadyCreated`."""
+        """A new subscription and its secret, saved with an event of its tenant (so creations
+        in one tenant take turns) while the tenant has fewer than CRONLEDGER_WEBHOOKS_PER_TENANT;
+        a repeat of a keyed `request` stops with `AlreadyCreated`."""
         if not self.settings.secret_key:
             raise SecretKeyMissing()
         checked = self._checked(fields)
@@ -390,6 +401,10 @@ class Webhooks:
         self, actor: Principal, fields: SubscriptionFields, request: KeyedRequest | None
     ) -> WebhookWithSecret:
         check_key(self.ledger, request)
+        tenant = self.ledger.find(Tenant, actor.tenant_id, "tenant", actor.tenant_id)
+        self.projector.catch_up()  # every subscription made before the tenant's version read
+        count = live_webhook_count(self.ledger.store, actor.tenant_id)
+        check_room_for_webhook(count, self.settings.webhooks_per_tenant)
         at = self.ledger.clock()
         subscription = WebhookSubscription(
             tenant_id=actor.tenant_id,
@@ -401,8 +416,9 @@ class Webhooks:
             at=at,
             actor=actor.account_id,
         )
+        tenant.webhook_added(subscription.id, at, actor.account_id)
         record = key_record(request, "webhook", str(subscription.id), at)
-        self.ledger.save(subscription, record)
+        self.ledger.save(subscription, tenant, record)
         return self._with_secret(subscription)
 
     def _with_secret(self, subscription: WebhookSubscription) -> WebhookWithSecret:

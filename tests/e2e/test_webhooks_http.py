@@ -87,6 +87,39 @@ def test_the_secret_is_answered_once_and_kept_nowhere(admin: Api, services: Serv
         assert shown.removeprefix("whsec_").encode() not in stored
 
 
+def test_subscriptions_beyond_the_tenant_s_cap_are_refused_in_either_language(
+    open_with: Opener, clock: FakeClock
+) -> None:
+    services = open_with(
+        clock,
+        secret_key=SECRET_KEY,
+        webhook_allow_private=True,
+        webhook_allow_http=True,
+        webhooks_per_tenant=2,
+    )
+    client = create_app({"SERVICES": services, "TESTING": True}).test_client()
+    admin = Api(client, services.directory.bootstrap("acme", "root").token)
+    first = admin.post("/api/webhooks", BODY, headers={"Idempotency-Key": "first"}).json["id"]
+    assert admin.post("/api/webhooks", BODY).status_code == 201
+
+    refused = assert_problem(admin.post("/api/webhooks", BODY), 409, "TOO_MANY_WEBHOOKS")
+    assert refused["detail"] == (
+        "the tenant has 2 webhook subscriptions and may have 2 at most "
+        "(CRONLEDGER_WEBHOOKS_PER_TENANT): delete one it no longer needs, then try again"
+    )
+    chinese = admin.post("/api/webhooks", BODY, headers={"Accept-Language": "zh-CN"})
+    problem = assert_problem(chinese, 409, "TOO_MANY_WEBHOOKS")
+    assert problem["title"] == "Webhook 过多"
+    assert problem["detail"].startswith("该租户已有 2 个 Webhook 订阅，最多只能有 2 个")
+    assert admin.get("/api/webhooks").json["total"] == 2
+    again = admin.post("/api/webhooks", BODY, headers={"Idempotency-Key": "first"})
+    assert (again.status_code, again.json["id"]) == (201, first)  # a repeat, not a new one
+
+    assert other_tenant(services, client).post("/api/webhooks", BODY).status_code == 201
+    assert admin.delete(f"/api/webhooks/{first}", json={}).status_code == 204
+    assert admin.post("/api/webhooks", BODY).status_code == 201
+
+
 def test_a_subscription_is_replaced_and_deleted_at_its_version(admin: Api) -> None:
     webhook_id = admin.post("/api/webhooks", BODY).json["id"]
     changed = {**BODY, "event_types": ["ping", "approval.expired"], "enabled": False}

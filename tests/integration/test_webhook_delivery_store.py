@@ -24,8 +24,9 @@ from domain.launch import LaunchFailed
 from domain.policy import RunPolicy
 from domain.webhooks import EVENT_TYPES, SubscriptionFields
 from projections.keyset import Window
-from tests.support import DECIDERS, FakeClock, Opener, World
+from tests.support import DECIDERS, FakeClock, Opener, World, wait_until
 from tests.webhook_receiver import receiving
+from tick.processes import notifier_loop
 
 SECRET_KEY = "a test key that is at least thirty-two characters long"
 EVERY_MINUTE = {"kind": "cron", "expression": "* * * * *"}
@@ -244,6 +245,25 @@ def test_a_receiver_that_never_answers_is_given_up_then_redelivered_by_hand(
     (delivered,) = deliveries(services, world.root, made.webhook.id)
     assert (delivered.status, delivered.attempts) == ("DELIVERED", 4)
     assert {r.message_id for r in received} == {ping.message_id}
+
+
+def test_a_stopped_notifier_loop_records_the_attempt_it_was_sending(open_with: Opener) -> None:
+    clock = now_clock()
+    services = open_with(clock, **{**SETTINGS, "webhook_read_timeout_seconds": 30})
+    world = World(services, clock)
+    answer = threading.Event()
+    with receiving() as receiver:
+        receiver.answer(answer)  # held until the loop has been asked to stop
+        made = subscribe(services, world.root, receiver.url, "ping")
+        services.webhooks.ping(world.root, made.webhook.id)
+        loop = notifier_loop(services, 0.05)
+        running = loop.start()
+        wait_until(receiver.entered.is_set, "the message reached the receiver")
+        loop.stop.set()
+        answer.set()
+        running.join()
+    (delivery,) = deliveries(services, world.root, made.webhook.id)
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("DELIVERED", 1, 200)
 
 
 def test_a_redirect_is_not_followed(open_with: Opener) -> None:

@@ -19,7 +19,7 @@ from cronledger.application.webhooks import WebhookWithSecret
 from domain.directory import Principal
 from domain.errors import DomainError, NotFound, ValidationFailed
 from domain.permissions import DIRECTORY_MANAGE
-from domain.webhooks import EVENT_TYPES, SubscriptionFields
+from domain.webhooks import EVENT_TYPES, SubscriptionFields, TooManyWebhooks
 from projections.webhooks import DELIVERY_LISTING, WEBHOOK_LISTING, WebhookRow
 from web.api import services
 from web.console.access import signed_in
@@ -74,6 +74,8 @@ def create(principal: Principal) -> str | tuple[str, int]:
         created = services().webhooks.create(principal, _fields(form))
     except (ValidationError, ValidationFailed) as error:
         return _index_page(principal, form, by_field(field_errors(error)), 422)
+    except TooManyWebhooks as error:
+        return _index_page(principal, form, {"_schema": [error.message]}, 409)
     return _secret_page(created, _("Webhook created. Copy its signing secret now."))
 
 

@@ -111,6 +111,14 @@ PROBLEMS = {
         "group finance is the parent of finance.payables: move or delete them first",
         "/api/groups/0541a0fc-ebc5-571b-9ba8-99052b457d25",
     ),
+    "TOO_MANY_WEBHOOKS": problem_document(
+        "TOO_MANY_WEBHOOKS",
+        409,
+        "Too many webhooks",
+        "the tenant has 50 webhook subscriptions and may have 50 at most "
+        "(CRONLEDGER_WEBHOOKS_PER_TENANT): delete one it no longer needs, then try again",
+        "/api/webhooks",
+    ),
     "COMMAND_ID_REUSED": problem_document(
         "COMMAND_ID_REUSED",
         409,

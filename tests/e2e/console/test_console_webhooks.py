@@ -25,8 +25,9 @@ from tests.e2e.console.conftest import (
 )
 from tests.e2e.helpers import account, answers
 from tests.processes import free_port, run_cli, started
-from tests.support import Api, FakeClock
+from tests.support import Api, FakeClock, Opener
 from tests.webhook_receiver import Receiver, receiving
+from web import create_app
 
 WEBHOOKS = "/console/webhooks/"
 ENGLISH = {"Accept-Language": "en"}
@@ -91,6 +92,30 @@ def test_the_secret_is_shown_once_and_the_url_is_checked(console: Console, admin
     (new,) = SECRET.findall(rotated.get_data(as_text=True))
     assert new != secret
     assert admin.get(f"/api/webhooks/{webhook['id']}").json["generation"] == 2
+
+
+def test_a_webhook_beyond_the_tenant_s_cap_is_refused_on_the_form(
+    open_with: Opener, clock: FakeClock
+) -> None:
+    services = open_with(
+        clock,
+        secret_key=SECRET_KEY,
+        webhook_allow_private=True,
+        webhook_allow_http=True,
+        webhooks_per_tenant=1,
+    )
+    console = Console(create_app({"SERVICES": services, "TESTING": True}).test_client())
+    console.sign_in(services.directory.bootstrap("acme", "root").token)
+    assert console.post(WEBHOOKS, form("http://127.0.0.1:9/h", "ping")).status_code == 200
+    refused = console.post(WEBHOOKS, form("http://127.0.0.1:9/other", "ping"))
+    assert refused.status_code == 409
+    page = refused.get_data(as_text=True)
+    assert "该租户已有 1 个 Webhook 订阅，最多只能有 1 个" in page
+    assert 'value="http://127.0.0.1:9/other"' in page  # the form keeps what was typed
+    english = console.post(WEBHOOKS, form("http://127.0.0.1:9/other", "ping"), headers=ENGLISH)
+    assert "the tenant has 1 webhook subscriptions and may have 1 at most" in english.get_data(
+        as_text=True
+    )
 
 
 def test_a_webhook_is_edited_pinged_redelivered_and_deleted(
