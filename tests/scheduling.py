@@ -62,6 +62,7 @@ MEASURED: dict[str, float] = {
     "faults/test_connections_cut.py": 60,
     "e2e/test_pauses_cli.py": 60,
     "e2e/console/test_console_schedules_forms.py": 60,
+    "integration/test_webhook_fairness_store.py": 60,
 }
 STORE_FIXTURES = frozenset({"store_url", "bare_store_url", "console_store"})
 
