@@ -48,7 +48,7 @@ def test_liveness_lists_the_loops_beating(client: FlaskClient, services: Service
     thread = loop.start()
     try:
         wait_until(lambda: services.health.loop_names() == ["sweeper"], "the loop registered")
-        assert client.get("/livez").json == {"status": "ok", "loops": ["sweeper"]}
+        assert client.get("/livez").json == {"status": "ok", "phase": "ready", "loops": ["sweeper"]}
     finally:
         loop.stop.set()
         thread.join()
