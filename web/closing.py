@@ -4,7 +4,8 @@ A socket closed while input it has not read waits in it is reset (TCP RST), and 
 destroy an answer the client has not read yet. So a server is closed in steps: it accepts the
 connections already queued on its socket, then stops accepting (a client connecting later is
 refused: it knows nothing was sent); each connection, once it has answered what it was asked
-and sent all of it, is taken from the server, half-closed (the client reads its end) and read,
+and sent all of it and has been quiet a moment (a client that just connected sends its request
+first), is taken from the server, half-closed (the client reads its end) and read,
 the bytes dropped, until the client closes its side or `LINGER_SECONDS` pass; only then is it
 closed. Everything that touches the server's connections runs in its own loop's thread.
 """
@@ -22,6 +23,8 @@ from typing import Any
 LINGER_SECONDS = 2.0  # the longest a half-closed connection is read for its client's close
 LOOK_SECONDS = 0.05
 IN_LOOP_SECONDS = 5.0  # the longest a step waits for the server's loop to run it
+QUIET_SECONDS = 0.1  # a connection with nothing to answer is closed once this quiet...
+QUIET_FOR_AT_MOST = 1.0  # ...for this long after the server stopped accepting; then at once
 MOST_QUEUED = 4096  # connections a listening socket may queue (its backlog), and more
 
 
@@ -33,8 +36,11 @@ def close_gracefully(server: Any, remaining: Callable[[], float]) -> None:
     lingering = Lingering()
     try:
         in_loop(server, lambda: stop_accepting(server))
+        stopped = time.time()  # waitress's clock for a connection's last activity
         while True:
-            lingering.add(in_loop(server, lambda: take_idle(server)))
+            now = time.time()
+            quiet = now - QUIET_SECONDS if now - stopped < QUIET_FOR_AT_MOST else now
+            lingering.add(in_loop(server, lambda: take_idle(server, quiet)))
             if not connections(server) or remaining() <= 0:
                 break
             lingering.read(min(LOOK_SECONDS, remaining()))
@@ -81,12 +87,13 @@ def connections(server: Any) -> list[Any]:
     return [c for c in server._map.copy().values() if isinstance(c, HTTPChannel)]
 
 
-def take_idle(server: Any) -> list[socket.socket]:
-    """The sockets of the connections with nothing to answer or send, taken from the server."""
+def take_idle(server: Any, quiet_since: float) -> list[socket.socket]:
+    """The sockets of the connections with nothing to answer or send and no activity since
+    `quiet_since`, taken from the server."""
     taken = []
     for channel in connections(server):
         busy = channel.requests or channel.request is not None or channel.total_outbufs_len
-        if busy or channel.socket is None:
+        if busy or channel.socket is None or channel.last_activity > quiet_since:
             continue
         sock = channel.socket
         channel.del_channel()  # the loop no longer reads it; its socket is ours now

@@ -117,7 +117,19 @@ def get_liveness() -> dict[str, Any]:
     health = _health()
     if dead := health.dead_loops():
         raise Problem("UNAVAILABLE", f"loops stopped or stalled: {', '.join(dead)}")
-    return {"status": "ok", "phase": health.phase, "loops": health.loop_names()}
+    return {"status": "ok", "phase": _phase(health), "loops": health.loop_names()}
+
+
+def _serving() -> bool:
+    """Whether the process serves: a probe server's services are handed over once its API
+    server listens or its loop runs (`attach_probes`); an API server's app has them from the
+    start."""
+    return "store_check" in current_app.extensions
+
+
+def _phase(health: Health) -> str:
+    """The process's phase, as its probes tell it: starting until it serves."""
+    return STARTING if health.ready and not _serving() else health.phase
 
 
 @bp.get("/readyz")
@@ -136,9 +148,9 @@ def _readiness() -> dict[str, Any]:
     health = _health()
     if not health.ready:
         raise Problem("UNAVAILABLE", f"not ready: {health.why_not_ready()}")
-    check: StoreCheck | None = current_app.extensions.get("store_check")
-    if check is None:  # the probe server's, before `attach_probes`: open, not serving yet
+    if not _serving():
         raise Problem("UNAVAILABLE", f"not ready: {STARTING}: {NOT_SERVING_YET}")
+    check = cast(StoreCheck, current_app.extensions["store_check"])
     services = cast(Services, current_app.extensions["cronledger"])
     if problem := check.problem():
         raise Problem("UNAVAILABLE", problem)
