@@ -18,6 +18,7 @@ import select
 import socket
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 LINGER_SECONDS = 2.0  # the longest a half-closed connection is read for its client's close
@@ -40,7 +41,7 @@ def close_gracefully(server: Any, remaining: Callable[[], float]) -> None:
         while True:
             now = time.time()
             quiet = now - QUIET_SECONDS if now - stopped < QUIET_FOR_AT_MOST else now
-            lingering.add(in_loop(server, lambda: take_idle(server, quiet)))
+            lingering.add(in_loop(server, partial(take_idle, server, quiet)))
             if not connections(server) or remaining() <= 0:
                 break
             lingering.read(min(LOOK_SECONDS, remaining()))
