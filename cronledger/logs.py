@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import IO
 
 from pythonjsonlogger.json import JsonFormatter
 
@@ -29,12 +30,18 @@ def json_formatter() -> logging.Formatter:
     )
 
 
-def configure_logging(level: str = "INFO") -> None:
-    """Every logger of the process to standard error, from `level` (CRONLEDGER_LOG_LEVEL) up;
-    a line written in a trace names it (`trace_id`, `span_id`)."""
-    handler = logging.StreamHandler(sys.stderr)
+def json_handler(stream: IO[str]) -> logging.Handler:
+    """One JSON line a record on `stream`; a line written in a trace names it (`trace_id`,
+    `span_id`)."""
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(json_formatter())
     handler.addFilter(TraceFields())
+    return handler
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """Every logger of the process to standard error, from `level` (CRONLEDGER_LOG_LEVEL) up."""
+    handler = json_handler(sys.stderr)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -59,17 +59,22 @@ def configure_tracing(kind: str, environ: Mapping[str, str] = os.environ) -> boo
 
 
 def install(provider: TracerProvider) -> None:
-    """`provider` records this process's spans, store calls (psycopg, sqlite3) included."""
+    """`provider` records this process's spans, store calls included."""
+    trace.set_tracer_provider(provider)
+    trace_store_calls(provider)
+
+
+def trace_store_calls(provider: TracerProvider) -> None:
+    """Each statement on a connection opened from now on is a span (psycopg, sqlite3)."""
     from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
     from opentelemetry.instrumentation.sqlite3 import SQLite3Instrumentor
 
-    trace.set_tracer_provider(provider)
     PsycopgInstrumentor().instrument(tracer_provider=provider)
     SQLite3Instrumentor().instrument(tracer_provider=provider)
 
 
-def uninstall() -> None:
-    """Store calls no longer traced (tests: the provider itself stays, as the API keeps it)."""
+def stop_tracing_store_calls() -> None:
+    """Connections opened from now on are not traced (tests: the provider stays, once set)."""
     from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
     from opentelemetry.instrumentation.sqlite3 import SQLite3Instrumentor
 
@@ -134,11 +139,13 @@ def span_in(
 
 class TraceFields(logging.Filter):
     """Every log line written in a trace names it: `trace_id` and `span_id` (a line that names
-    its own `trace_id`, a launch's, keeps it)."""
+    a trace of its own keeps it, without the span)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         span_context = trace.get_current_span().get_span_context()
-        if span_context.is_valid and not hasattr(record, "trace_id"):
-            record.trace_id = f"{span_context.trace_id:032x}"
-            record.span_id = f"{span_context.span_id:016x}"
+        if span_context.is_valid:
+            trace_id = f"{span_context.trace_id:032x}"
+            if getattr(record, "trace_id", trace_id) == trace_id:
+                record.trace_id = trace_id
+                record.span_id = f"{span_context.span_id:016x}"
         return True

@@ -1,0 +1,168 @@
+"""Traces (issue 32, item 10): a request's W3C `traceparent` names the trace of its spans, its
+store calls, its log lines and the runs it starts; each run's launch continues that trace.
+
+The spans reach OpenTelemetry's in-memory exporter: a tracer provider is the process's once set,
+so one is set for the session, recording only while a test asks for `spans`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+
+from cronledger import tracing
+from cronledger.application.launches import Worker
+from cronledger.logs import json_handler
+from tests.support import T0, Api, FakeClock, Opener, World
+from web import create_app
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
+TRACEPARENT = f"00-{TRACE_ID}-{CALLER_SPAN}-01"
+
+
+class WhileAsked(SimpleSpanProcessor):
+    """Exports the spans that end while a test asks for them; drops the others."""
+
+    asked = False
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.asked:
+            super().on_end(span)
+
+
+@pytest.fixture(scope="session")
+def recorder() -> tuple[WhileAsked, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    processor = WhileAsked(exporter)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    trace.set_tracer_provider(provider)
+    return processor, exporter
+
+
+@pytest.fixture
+def spans(recorder: tuple[WhileAsked, InMemorySpanExporter]) -> Iterator[InMemorySpanExporter]:
+    """The spans that end during the test, store calls on connections it opens included
+    (ask for it before the services, which open their connections as they start)."""
+    processor, exporter = recorder
+    exporter.clear()
+    tracing.trace_store_calls(trace.get_tracer_provider())
+    processor.asked = True
+    try:
+        yield exporter
+    finally:
+        processor.asked = False
+        tracing.stop_tracing_store_calls()
+        exporter.clear()
+
+
+@pytest.fixture
+def log_lines() -> Iterator[io.StringIO]:
+    """The process's log as it writes it (cronledger/logs.py), JSON lines."""
+    stream = io.StringIO()
+    handler = json_handler(stream)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    level, root.level = root.level, logging.INFO
+    try:
+        yield stream
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+def hex_trace(span: ReadableSpan) -> str:
+    assert span.context is not None
+    return f"{span.context.trace_id:032x}"
+
+
+def hex_span(span: ReadableSpan) -> str:
+    assert span.context is not None
+    return f"{span.context.span_id:016x}"
+
+
+def written(stream: io.StringIO, message: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    return [line for line in lines if line["message"] == message]
+
+
+def test_a_request_and_the_launch_of_the_run_it_started_are_one_trace(
+    spans: InMemorySpanExporter, open_with: Opener, log_lines: io.StringIO
+) -> None:
+    clock = FakeClock(T0)
+    world = World(open_with(clock), clock)
+    api = Api(create_app({"SERVICES": world.services, "TESTING": True}).test_client(), world.token)
+    path = f"/api/workflows/schedules/{world.schedule}"
+
+    started = api.post(f"{path}/run", {"request_id": "r1"}, headers={"traceparent": TRACEPARENT})
+    assert started.status_code == 202, started.json
+    Worker.of(world.services).drain()
+
+    (request,) = [s for s in spans.get_finished_spans() if s.kind == SpanKind.SERVER]
+    assert (hex_trace(request), request.parent and f"{request.parent.span_id:016x}") == (
+        TRACE_ID,
+        CALLER_SPAN,
+    )
+    store_calls = [s for s in spans.get_finished_spans() if s.kind == SpanKind.CLIENT]
+    assert {hex_trace(s) for s in store_calls if s.parent == request.context}, "no store call"
+    (launch,) = [s for s in spans.get_finished_spans() if s.name == "launch run"]
+    assert hex_trace(launch) == TRACE_ID
+    assert launch.parent is not None
+    assert launch.parent.span_id == request.context.span_id  # type: ignore[union-attr]
+    assert launch.attributes is not None
+    assert launch.attributes["cronledger.run_id"] == started.json["id"]
+    assert launch.attributes["cronledger.outcome"] == "succeeded"
+
+    world.services.projector.catch_up()
+    assert api.get(f"{path}/runs/{started.json['id']}").json["trace_id"] == TRACE_ID
+    (request_line,) = [
+        line for line in written(log_lines, "request") if line["route"].endswith("/run")
+    ]
+    (launch_line,) = written(log_lines, "launch succeeded")
+    assert request_line["trace_id"] == launch_line["trace_id"] == TRACE_ID
+    assert launch_line["span_id"] == hex_span(launch)
+
+
+def test_a_run_started_without_a_trace_launches_in_a_trace_of_its_own(
+    spans: InMemorySpanExporter, open_with: Opener
+) -> None:
+    clock = FakeClock(T0)
+    world = World(open_with(clock), clock)
+    run_id = world.run_now()  # no request, no trace
+    Worker.of(world.services).drain()
+    (launch,) = [s for s in spans.get_finished_spans() if s.name == "launch run"]
+    assert hex_trace(launch) == run_id.replace("-", "")
+    assert world.run(run_id).trace_id == run_id.replace("-", "")
+
+
+@pytest.mark.parametrize(
+    "traceparent",
+    [
+        "not a traceparent",
+        f"00-{'0' * 32}-{CALLER_SPAN}-01",  # an all-zero trace id is invalid
+        f"ff-{TRACE_ID}-{CALLER_SPAN}-01",  # version ff is forbidden
+    ],
+)
+def test_a_traceparent_that_is_not_one_is_ignored(
+    spans: InMemorySpanExporter, open_with: Opener, traceparent: str
+) -> None:
+    clock = FakeClock(T0)
+    world = World(open_with(clock), clock)
+    api = Api(create_app({"SERVICES": world.services, "TESTING": True}).test_client(), world.token)
+    path = f"/api/workflows/schedules/{world.schedule}/run"
+    started = api.post(path, {"request_id": "r1"}, headers={"traceparent": traceparent})
+    assert started.status_code == 202, started.json
+    (request,) = [s for s in spans.get_finished_spans() if s.kind == SpanKind.SERVER]
+    assert request.parent is None  # a trace of its own
+    assert started.json["trace_id"] == hex_trace(request) != TRACE_ID
