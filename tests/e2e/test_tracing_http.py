@@ -10,11 +10,16 @@ from __future__ import annotations
 import io
 import json
 import logging
+import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -23,6 +28,8 @@ from opentelemetry.trace import SpanKind
 from cronledger import tracing
 from cronledger.application.launches import Worker
 from cronledger.logs import json_handler
+from tests.e2e.helpers import answers
+from tests.processes import free_port, started
 from tests.support import T0, Api, FakeClock, Opener, World
 from web import create_app
 
@@ -166,3 +173,54 @@ def test_a_traceparent_that_is_not_one_is_ignored(
     (request,) = [s for s in spans.get_finished_spans() if s.kind == SpanKind.SERVER]
     assert request.parent is None  # a trace of its own
     assert started.json["trace_id"] == hex_trace(request) != TRACE_ID
+
+
+class Collector:
+    """An OTLP/HTTP collector on loopback: the spans exported to it, by trace id."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[str, str]] = []  # (trace id, span name)
+        received = self.spans
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = ExportTraceServiceRequest.FromString(body)
+                for resource in request.resource_spans:
+                    for scope in resource.scope_spans:
+                        received.extend((s.trace_id.hex(), s.name) for s in scope.spans)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+
+def test_a_served_process_exports_its_spans_to_the_collector_named(store_url: str) -> None:
+    """`OTEL_EXPORTER_OTLP_ENDPOINT` set: the process's spans (its requests' and their store
+    calls') reach that collector, in the caller's trace."""
+    collector = Collector()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_BSP_SCHEDULE_DELAY": "100"}
+    try:
+        with started(store_url, "serve", "--port", str(port), **env) as child:
+            child.wait_for(lambda: answers(f"{base}/readyz"), "serving")
+            asked = urllib.request.Request(
+                f"{base}/api/accounts", headers={"traceparent": TRACEPARENT}
+            )
+            with pytest.raises(urllib.error.HTTPError):  # 401: no token, a request all the same
+                urllib.request.urlopen(asked, timeout=10)
+            child.wait_for(
+                lambda: any(trace_id == TRACE_ID for trace_id, _ in collector.spans),
+                "the request's spans exported",
+            )
+    finally:
+        collector.server.shutdown()
+    names = {name for trace_id, name in collector.spans if trace_id == TRACE_ID}
+    assert "GET /api/accounts" in names, names
