@@ -9,6 +9,7 @@ event streams cannot hold up. Each phase of the process answers for itself
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -28,6 +29,7 @@ from web.problems import Problem, register_error_handlers
 from web.schemas.ops import HealthOut, LivenessOut
 
 bp = Blueprint("probes", __name__)
+log = logging.getLogger("cronledger.web.probes")
 STORE_TIMEOUT_SECONDS = 1.0  # readiness is refused when the store takes longer to answer
 # What a probe server says between its services' opening and their serving (an API server
 # listening, a loop running): the process is starting still.
@@ -170,7 +172,10 @@ class ProbeServer:
         from web.closing import close_gracefully
 
         deadline = time.monotonic() + CLOSE_SECONDS
-        close_gracefully(self.server, lambda: deadline - time.monotonic())
+        try:
+            close_gracefully(self.server, lambda: deadline - time.monotonic())
+        except Exception:  # its loop had ended, say: the process exits all the same
+            log.warning("the probe server did not close cleanly", exc_info=True)
         self.thread.join(max(deadline - time.monotonic(), 0.0))
 
 
