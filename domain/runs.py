@@ -82,8 +82,8 @@ def manual_run_uuid(schedule_id: UUID, account_id: str, request_id: str) -> UUID
 
 
 def run_trace_id(run_id: UUID, traceparent: str | None) -> str:
-    """A run's trace id (32 hex digits, W3C): that of the trace it was started under, if a
-    request brought one (`traceparent`), else its own id's."""
+    """A run's trace id (32 hex digits, W3C): that of the trace it was started under (the
+    request's `traceparent`), if any, else its own id's."""
     return traceparent.split("-")[1] if traceparent else run_id.hex
 
 

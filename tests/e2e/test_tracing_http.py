@@ -1,8 +1,8 @@
 """Traces (issue 32, item 10): a request's W3C `traceparent` names the trace of its spans, its
 store calls, its log lines and the runs it starts; each run's launch continues that trace.
 
-The spans reach OpenTelemetry's in-memory exporter: a tracer provider is the process's once set,
-so one is set for the session, recording only while a test asks for `spans`.
+The spans reach OpenTelemetry's in-memory exporter, through a tracer provider that is the
+process's for the test only (OpenTelemetry's test utilities reset it after).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.test.globals_test import reset_trace_globals
 from opentelemetry.trace import SpanKind
 
 from cronledger import tracing
@@ -38,40 +38,20 @@ CALLER_SPAN = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{CALLER_SPAN}-01"
 
 
-class WhileAsked(SimpleSpanProcessor):
-    """Exports the spans that end while a test asks for them; drops the others."""
-
-    asked = False
-
-    def on_end(self, span: ReadableSpan) -> None:
-        if self.asked:
-            super().on_end(span)
-
-
-@pytest.fixture(scope="session")
-def recorder() -> tuple[WhileAsked, InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    processor = WhileAsked(exporter)
-    provider = TracerProvider()
-    provider.add_span_processor(processor)
-    trace.set_tracer_provider(provider)
-    return processor, exporter
-
-
 @pytest.fixture
-def spans(recorder: tuple[WhileAsked, InMemorySpanExporter]) -> Iterator[InMemorySpanExporter]:
+def spans() -> Iterator[InMemorySpanExporter]:
     """The spans that end during the test, store calls on connections it opens included
     (ask for it before the services, which open their connections as they start)."""
-    processor, exporter = recorder
-    exporter.clear()
-    tracing.trace_store_calls(trace.get_tracer_provider())
-    processor.asked = True
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reset_trace_globals()
+    tracing.install(provider)
     try:
         yield exporter
     finally:
-        processor.asked = False
         tracing.stop_tracing_store_calls()
-        exporter.clear()
+        reset_trace_globals()  # later tests run as a process without a collector does
 
 
 @pytest.fixture
@@ -139,6 +119,26 @@ def test_a_request_and_the_launch_of_the_run_it_started_are_one_trace(
     (launch_line,) = written(log_lines, "launch succeeded")
     assert request_line["trace_id"] == launch_line["trace_id"] == TRACE_ID
     assert launch_line["span_id"] == hex_span(launch)
+
+
+def test_without_a_collector_the_callers_trace_still_names_the_run_and_the_log_lines(
+    open_with: Opener, log_lines: io.StringIO
+) -> None:
+    """No tracer provider (no collector named): nothing is recorded, and the `traceparent`
+    still goes into the run, its launch's log lines and the request's; a request without one
+    starts a run whose trace is its own id, as before."""
+    clock = FakeClock(T0)
+    world = World(open_with(clock), clock)
+    api = Api(create_app({"SERVICES": world.services, "TESTING": True}).test_client(), world.token)
+    path = f"/api/workflows/schedules/{world.schedule}/run"
+    traced = api.post(path, {"request_id": "r1"}, headers={"traceparent": TRACEPARENT}).json
+    plain = api.post(path, {"request_id": "r2"}).json
+    Worker.of(world.services).drain()
+    assert (traced["trace_id"], plain["trace_id"]) == (TRACE_ID, plain["id"].replace("-", ""))
+    launched = {line["run_id"]: line["trace_id"] for line in written(log_lines, "launch succeeded")}
+    assert launched == {traced["id"]: TRACE_ID, plain["id"]: plain["trace_id"]}
+    requests = [line for line in written(log_lines, "request") if line["route"].endswith("/run")]
+    assert [line.get("trace_id") for line in requests] == [TRACE_ID, None]
 
 
 def test_a_run_started_without_a_trace_launches_in_a_trace_of_its_own(

@@ -126,8 +126,9 @@ class RunOut(OutSchema):
     )
     trace_id = fields.String(
         metadata={
-            "description": "a W3C trace id: that of the request that started the run (its "
-            "`traceparent`), else the run's own; on every log line of its launch"
+            "description": "a W3C trace id: that of the request that started the run, if it "
+            "was in one (its `traceparent`), else the run's own id's; on every log line of "
+            "its launch"
         }
     )
     skipped_count = fields.Integer()
