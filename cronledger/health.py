@@ -1,7 +1,9 @@
 """What a process knows of its own health: its loops' heartbeats and the phase it is in.
 
 One `Health` per process, shared by its loops (which beat), its start-up (which says what it
-waits for), its probes (`/livez`, `/readyz`) and its metrics. Times are monotonic seconds.
+waits for), its shutdown, its probes (`/livez`, `/readyz`) and its metrics. Times are monotonic
+seconds. The phases, in order (docs/operations.md#health): starting, migrating, rebuilding,
+ready, draining, stopped.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-STARTING = "starting"
+STARTING = "starting"  # opening the store, or open and not serving yet
 MIGRATING = "migrating"  # waiting for, or holding, the migration lock
 REBUILDING = "rebuilding"  # read models being rebuilt after an upgrade
 READY = "ready"
 DRAINING = "draining"  # asked to stop: still serving, no longer ready
+STOPPED = "stopped"  # its loops and server have stopped: the process is about to exit
+STOPPING = frozenset({DRAINING, STOPPED})
+PHASES = (STARTING, MIGRATING, REBUILDING, READY, DRAINING, STOPPED)
 MISSED_BEATS = 3  # a loop is dead once it has missed this many of its intervals...
 STALL_SECONDS = 60.0  # ...and gone this long without a beat: a long catch-up is not a death
 
@@ -37,7 +42,7 @@ class Health:
 
     monotonic: Callable[[], float] = time.monotonic
     phase: str = STARTING
-    detail: str = ""  # what the phase waits for or how far it got, e.g. "rebuilding runs: 40%"
+    detail: str = "opening the store"  # what the phase waits for or how far it got
     loops: dict[str, LoopBeat] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -71,7 +76,7 @@ class Health:
         """The loops that stopped, or missed their heartbeat, while the process is not stopping."""
         now = self.monotonic()
         with self._lock:
-            if self.phase == DRAINING:
+            if self.phase in STOPPING:
                 return []
             return sorted(
                 name
@@ -86,7 +91,8 @@ class Health:
 
     @property
     def draining(self) -> bool:
-        return self.phase == DRAINING
+        """Asked to stop (draining, or stopped already)."""
+        return self.phase in STOPPING
 
     def why_not_ready(self) -> str:
         """The phase and what it waits for, e.g. `rebuilding: runs 40%`."""

@@ -18,7 +18,6 @@ import signal
 import socket
 import threading
 import time
-import traceback
 from collections import deque
 from collections.abc import Callable
 from types import FrameType
@@ -81,7 +80,7 @@ class Supervisor:
         except SystemExit as exit:
             return exit.code if isinstance(exit.code, int) else 1
         except BaseException:
-            traceback.print_exc()
+            log.exception("web worker failed", extra={"worker": index})
             return 1
         finally:
             logging.shutdown()

@@ -81,6 +81,12 @@ def manual_run_uuid(schedule_id: UUID, account_id: str, request_id: str) -> UUID
     return uuid5(NAMESPACE, f"schedule/{schedule_id}/account/{account_id}/manual/{request_id}")
 
 
+def run_trace_id(run_id: UUID, traceparent: str | None) -> str:
+    """A run's trace id (32 hex digits, W3C): that of the trace it was started under (the
+    request's `traceparent`), if any, else its own id's."""
+    return traceparent.split("-")[1] if traceparent else run_id.hex
+
+
 def legacy_manual_run_uuid(schedule_id: UUID, request_id: str) -> UUID:
     """How release 0.1.0 named a manual run, whoever asked: such runs are found by it."""
     return uuid5(NAMESPACE, f"schedule/{schedule_id}/manual/{request_id}")
@@ -132,10 +138,10 @@ class Run(Aggregate):
     `skip_while_open` and keeps more of what blocked a skipped run: its status then
     (`blocking_status`) and the instance waiting for review (`blocking_instance_id`). Version 6
     keeps with each error (`last_error`, an attempt's `error`) the values its code names
-    (`params`).
+    (`params`). Version 7 keeps the trace context it was started under (`traceparent`).
     """
 
-    class_version = 6
+    class_version = 7
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -172,6 +178,11 @@ class Run(Aggregate):
                 error.setdefault("params", {} if error["code"] == INTERRUPTED else None)
 
     @staticmethod
+    def upcast_v6_v7(state: dict[str, Any]) -> None:
+        """A snapshot before version 7 was of a run started under no trace of a caller's."""
+        state["traceparent"] = None
+
+    @staticmethod
     def create_id(
         schedule_id: UUID, planned_at: datetime, request_id: str | None, actor: str
     ) -> UUID:
@@ -181,9 +192,11 @@ class Run(Aggregate):
 
     class Registered(Aggregate.Created):
         """Version 2 added `definition_revision` to `frozen` (1 before: see Definition);
-        version 3 names the overlap policy `skip` `skip_while_open` in `frozen`."""
+        version 3 names the overlap policy `skip` `skip_while_open` in `frozen`; version 4 adds
+        `traceparent`, the W3C trace context of the request that started the run (None: none
+        came, or the tick registered it)."""
 
-        class_version = 3
+        class_version = 4
         tenant_id: UUID
         schedule_id: UUID
         planned_at: datetime
@@ -196,12 +209,17 @@ class Run(Aggregate):
         max_attempts: int
         at: datetime
         actor: str
+        traceparent: str | None
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["frozen"] = frozen_at_first_revision(state["frozen"])
 
         upcast_v2_v3 = staticmethod(frozen_overlap_renamed)
+
+        @staticmethod
+        def upcast_v3_v4(state: dict[str, Any]) -> None:
+            state["traceparent"] = None
 
     @event(Registered)
     def __init__(
@@ -218,6 +236,7 @@ class Run(Aggregate):
         max_attempts: int,
         at: datetime,
         actor: str,
+        traceparent: str | None,
     ) -> None:
         self.tenant_id = tenant_id
         self.schedule_id = schedule_id
@@ -231,6 +250,7 @@ class Run(Aggregate):
         self.max_attempts = max_attempts
         self.registered_at = at
         self.triggered_by: str | None = actor
+        self.traceparent = traceparent
         self.finished_at = at if status == SKIPPED_MISSED else None
         self.attempts: list[dict[str, Any]] = []
         self.next_attempt_at = at if status == PENDING else None
@@ -264,9 +284,16 @@ class Run(Aggregate):
 
     @property
     def trace_id(self) -> str:
-        """The run's trace id, on its record and on every log line of its launch: its id as 32
-        hex digits (a W3C trace id), so every attempt and every process shares it."""
-        return self.id.hex
+        """The run's trace id, on its record and on every log line of its launch: the trace of
+        the request that started it, else its id as 32 hex digits (a W3C trace id), so every
+        attempt and every process shares it."""
+        return run_trace_id(self.id, self.traceparent)
+
+    @property
+    def launch_traceparent(self) -> str:
+        """The trace context its launches continue: the request's that started it, else one
+        made of its id (a trace of its own)."""
+        return self.traceparent or f"00-{self.id.hex}-{self.id.hex[16:]}-01"
 
     @property
     def started_at(self) -> datetime | None:

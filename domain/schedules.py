@@ -358,11 +358,19 @@ class Schedule(Aggregate):
         self._plan_advanced(next_fire_at=plan.next_fire_at, cycles=len(runs), at=now, actor=actor)
         return runs
 
-    def manual_run(self, request_id: str, at: datetime, actor: str, policy: RunPolicy) -> Run:
+    def manual_run(
+        self,
+        request_id: str,
+        at: datetime,
+        actor: str,
+        policy: RunPolicy,
+        traceparent: str | None = None,
+    ) -> Run:
         """A cycle planned at the time the request was accepted, recorded on the schedule's own
-        history too (save both together); the plan stays as it is."""
+        history too (save both together); the plan stays as it is. It keeps the trace context
+        of the request (`traceparent`), which its launches continue."""
         self.check_not_deleted()
-        run = self._run(at, Cycle(at), request_id, "manual", policy, at, actor)
+        run = self._run(at, Cycle(at), request_id, "manual", policy, at, actor, traceparent)
         self._run_requested(run_id=str(run.id), request_id=request_id, at=at, actor=actor)
         return run
 
@@ -375,6 +383,7 @@ class Schedule(Aggregate):
         policy: RunPolicy,
         at: datetime,
         actor: str,
+        traceparent: str | None = None,
     ) -> Run:
         settings = self.settings
         frozen = {
@@ -405,6 +414,7 @@ class Schedule(Aggregate):
             max_attempts=policy.max_attempts,
             at=at,
             actor=actor,
+            traceparent=traceparent,
         )
 
     def _plan_after_edit(

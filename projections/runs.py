@@ -29,6 +29,7 @@ from domain.runs import (
     SKIPPED_OVERLAP,
     UNFINISHED,
     Run,
+    run_trace_id,
     skip_reason_of,
 )
 from domain.triggers import local_or_none
@@ -151,7 +152,7 @@ class RunsProjection(Projection):
                 frozen["schedule_revision"],
                 event.actor,
                 event.request_id,
-                event.originator_id.hex,
+                run_trace_id(event.originator_id, event.traceparent),
                 frozen["definition_revision"],
                 frozen.get("timezone"),
                 json_text(frozen["form_data"]),

@@ -272,7 +272,8 @@ class World:
     ) -> None:
         self.services, self.clock = services, clock
         directory = services.directory
-        root = directory.authenticate(directory.bootstrap("acme", "root").token)
+        self.token = directory.bootstrap("acme", "root").token  # the admin's, for the API
+        root = directory.authenticate(self.token)
         assert root is not None
         self.root: Principal = root
         directory.create_account(root, "ann", "Ann", ["requester"])

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cronledger.health import Health
+from cronledger.logs import Outage
+from cronledger.tracing import tracer
 
 log = logging.getLogger("cronledger.loops")
 
@@ -16,7 +18,9 @@ log = logging.getLogger("cronledger.loops")
 @dataclass
 class Loop:
     """`work` every `interval` seconds (or sooner, when `pause` returns early); a failure is
-    logged and counted and the loop goes on.
+    counted and the loop goes on. Failures in a row are one outage, logged with its first
+    error's trace and again, with their count, when the loop works again: not a line per
+    iteration.
 
     `health` hears a beat after every iteration, each failure, and the loop's end, however it
     ends (after `finish`, which lets the notifier record the messages it was sending).
@@ -30,6 +34,16 @@ class Loop:
     health: Health = field(default_factory=Health)
     on_failure: Callable[[str, Exception], object] | None = None  # told the loop's name, error
     finish: Callable[[], object] | None = None  # run once the loop has ended, however it ended
+    outage: Outage = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.outage = Outage(
+            log,
+            "loop iteration failed",
+            "loop recovered",
+            {"loop": self.name},
+            monotonic=self.health.monotonic,
+        )
 
     def run(self) -> None:
         log.info("loop started", extra={"loop": self.name, "interval": self.interval})
@@ -41,16 +55,20 @@ class Loop:
         finally:
             self._finish()
             self.health.stopped(self.name)
+            self.outage.ended("loop stopped while failing")
             log.info("loop stopped", extra={"loop": self.name})
 
     def _iterate(self) -> None:
         try:
-            self.work()
+            with tracer().start_as_current_span(f"{self.name} iteration"):  # its store calls'
+                self.work()
         except Exception as error:
             self.health.failed(self.name)
             if self.on_failure is not None:
                 self.on_failure(self.name, error)
-            log.exception("loop iteration failed", extra={"loop": self.name})
+            self.outage.failed()
+        else:
+            self.outage.succeeded()
         self.health.beat(self.name)
 
     def _finish(self) -> None:

@@ -51,6 +51,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     from web.refusals import refusal_budget
 
     app = Flask(__name__)
+    traced(app)
     app.url_map.merge_slashes = False  # `//` is 404 naming the path meant, never a redirect
     app.config.update(MAX_CONTENT_LENGTH=MAX_BODY_BYTES, JSON_SORT_KEYS=False)
     app.config.update(config or {})
@@ -86,6 +87,15 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.after_request(_log_request)
     app.after_request(_tell_api_version)
     return app
+
+
+def traced(app: Flask) -> None:
+    """Each request in the trace its `traceparent` names (a new one without), as a span when
+    tracing is on (cronledger/tracing.py); probes and scrapes are left out."""
+    from opentelemetry.instrumentation.flask import FlaskInstrumentor
+
+    untraced = ",".join(f"{re.escape(route)}$" for route in sorted(QUIET_ROUTES))
+    FlaskInstrumentor.instrument_app(app, excluded_urls=untraced)  # type: ignore[no-untyped-call]
 
 
 def _start_request() -> None:

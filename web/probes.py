@@ -3,21 +3,25 @@
 They read the process's `Health` (its phase, its loops' heartbeats) and, for readiness, one
 short query on a connection of their own, never the API's pool. `probe_app` serves them, with
 `/metrics`, on a small server of their own (`--metrics-port`), which busy API threads and open
-event streams cannot hold up.
+event streams cannot hold up. Each phase of the process answers for itself
+(docs/operations.md#health): starting (and migrating, rebuilding), ready, draining, stopped.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
 from flask import Blueprint, Flask, current_app, g
 from prometheus_client import CollectorRegistry
 
 from cronledger.application.services import Services
-from cronledger.health import Health
+from cronledger.health import STARTING, Health
 from cronledger.version import installed_version
 from web import language
 from web.api import endpoint
@@ -25,7 +29,12 @@ from web.problems import Problem, register_error_handlers
 from web.schemas.ops import HealthOut, LivenessOut
 
 bp = Blueprint("probes", __name__)
+log = logging.getLogger("cronledger.web.probes")
 STORE_TIMEOUT_SECONDS = 1.0  # readiness is refused when the store takes longer to answer
+# What a probe server says between its services' opening and their serving (an API server
+# listening, a loop running): the process is starting still.
+NOT_SERVING_YET = "the store is open; the process does not serve yet"
+CLOSE_SECONDS = 2.0  # the longest a probe server's last answers are waited for at exit
 
 
 class StoreCheck:
@@ -110,7 +119,19 @@ def get_liveness() -> dict[str, Any]:
     health = _health()
     if dead := health.dead_loops():
         raise Problem("UNAVAILABLE", f"loops stopped or stalled: {', '.join(dead)}")
-    return {"status": "ok", "loops": health.loop_names()}
+    return {"status": "ok", "phase": _phase(health), "loops": health.loop_names()}
+
+
+def _serving() -> bool:
+    """Whether the process serves: a probe server's services are handed over once its API
+    server listens or its loop runs (`attach_probes`); an API server's app has them from the
+    start."""
+    return "store_check" in current_app.extensions
+
+
+def _phase(health: Health) -> str:
+    """The process's phase, as its probes tell it: starting until it serves."""
+    return STARTING if health.ready and not _serving() else health.phase
 
 
 @bp.get("/readyz")
@@ -127,18 +148,42 @@ def get_health() -> dict[str, Any]:
 
 def _readiness() -> dict[str, Any]:
     health = _health()
-    check: StoreCheck | None = current_app.extensions.get("store_check")
-    if not health.ready or check is None:  # None: the services are not handed over yet
+    if not health.ready:
         raise Problem("UNAVAILABLE", f"not ready: {health.why_not_ready()}")
+    if not _serving():
+        raise Problem("UNAVAILABLE", f"not ready: {STARTING}: {NOT_SERVING_YET}")
+    check = cast(StoreCheck, current_app.extensions["store_check"])
     services = cast(Services, current_app.extensions["cronledger"])
     if problem := check.problem():
         raise Problem("UNAVAILABLE", problem)
     return {"status": "ok", "store": services.store.kind, "version": installed_version()}
 
 
-def serve_probes(app: Flask, host: str, port: int) -> None:
+@dataclass
+class ProbeServer:
+    """A process's probe server: its app, and the waitress server answering it."""
+
+    app: Flask
+    server: Any
+    thread: threading.Thread
+
+    def close(self) -> None:
+        """Stop answering, each answer under way sent first (the process is exiting)."""
+        from web.closing import close_gracefully
+
+        deadline = time.monotonic() + CLOSE_SECONDS
+        try:
+            close_gracefully(self.server, lambda: deadline - time.monotonic())
+        except Exception:  # its loop had ended, say: the process exits all the same
+            log.warning("the probe server did not close cleanly", exc_info=True)
+        self.thread.join(max(deadline - time.monotonic(), 0.0))
+
+
+def serve_probes(app: Flask, host: str, port: int) -> ProbeServer:
     """Answer `app` on `host:port` from a thread and a small server of their own."""
     import waitress
 
     server = waitress.create_server(app, host=host, port=port, threads=2, ident="cronledger")
-    threading.Thread(target=server.run, name="probes", daemon=True).start()
+    thread = threading.Thread(target=server.run, name="probes", daemon=True)
+    thread.start()
+    return ProbeServer(app, server, thread)

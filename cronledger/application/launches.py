@@ -16,8 +16,8 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Collection, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache, partial
@@ -26,11 +26,13 @@ from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
+from opentelemetry.trace import StatusCode
 
 from cronledger.application.reviews import Reviewing
 from cronledger.application.services import Services
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger
+from cronledger.tracing import span_in
 from domain.approvals import Parties
 from domain.directory import Account, Definition, account_uuid
 from domain.errors import NoEligibleReviewer
@@ -147,8 +149,26 @@ class Worker:
         )
         for claim, outcome in zip(claims, outcomes, strict=True):
             report.count(outcome)
-            self._log_outcome(claim, outcome)
+            with self._launch_span(claim, outcome):
+                self._log_outcome(claim, outcome)
         return report
+
+    @contextmanager
+    def _launch_span(self, claim: Claim, outcome: str) -> Iterator[None]:
+        """The launch as a span of the run's trace (the request's that started it, or the
+        run's own), linked to the poll that made it; its log lines are written in it."""
+        run = claim.run
+        attributes: dict[str, str | int] = {
+            "cronledger.run_id": str(run.id),
+            "cronledger.schedule_id": str(run.schedule_id),
+            "cronledger.tenant_id": str(run.tenant_id),
+            "cronledger.attempt": claim.number,
+            "cronledger.outcome": outcome,
+        }
+        with span_in("launch run", run.launch_traceparent, attributes) as span:
+            if outcome != "succeeded":
+                span.set_status(StatusCode.ERROR, run.error_code)
+            yield
 
     def _runs(self, run_ids: Sequence[UUID]) -> list[Run]:
         """The runs as the log has them now, in the order asked."""

@@ -18,10 +18,28 @@ from prometheus_client.registry import Collector
 
 from cronledger.persistence.ledger import Recorded
 from domain.approvals import EXPIRED, ApprovalInstance
+from domain.launch import ATTEMPT_MESSAGES, NO_ELIGIBLE_REVIEWER
 from domain.runs import ATTEMPT_FAILED, ATTEMPT_SUCCEEDED, DEAD_LETTER, INTERRUPTED, Run
 from domain.webhooks import FAILED as GIVEN_UP
 
 REGISTRATION_LAG_BUCKETS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
+# From a run's planned instant to its launch: a worker polls every second, a retry waits
+# seconds to minutes, an outage may hold runs for an hour.
+LAUNCH_LAG_BUCKETS = (
+    0.5,
+    1.0,
+    2.0,
+    5.0,
+    10.0,
+    15.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    1800.0,
+    3600.0,
+)
 EXPIRY_LAG_BUCKETS = (1.0, 5.0, 30.0, 60.0, 300.0, 3600.0)
 WEBHOOK_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 DATABASE_ERRORS = (psycopg.Error, sqlite3.Error, PersistenceError)
@@ -35,6 +53,14 @@ OUTCOME_OF_WEBHOOK_EVENT = {
     "WebhookDelivery.AttemptFailed": "failed",
     "WebhookDelivery.AttemptInterrupted": "interrupted",
 }
+# Where a store error can surface: a loop's name (tick/processes.py), a request, a scrape.
+DATABASE_ERROR_SOURCES = ("api", "metrics", "notifier", "projections", "sweeper", "tick", "worker")
+# Every (outcome, error code) an attempt can end with; "" is a success's code.
+ATTEMPT_LABELS = (
+    (ATTEMPT_SUCCEEDED, ""),
+    *((ATTEMPT_FAILED, code) for code in (*ATTEMPT_MESSAGES, NO_ELIGIBLE_REVIEWER)),
+    (INTERRUPTED, INTERRUPTED),
+)
 
 
 def is_database_error(error: BaseException) -> bool:
@@ -43,7 +69,9 @@ def is_database_error(error: BaseException) -> bool:
 
 
 class Meters:
-    """This process's counters, fed by the ledger after each committed save."""
+    """This process's counters, fed by the ledger after each committed save. Every label a
+    counter can take that is known in advance is there at 0 from the start, so that
+    `increase()` sees the first one."""
 
     def __init__(self) -> None:
         self.attempts = Counter(
@@ -61,6 +89,13 @@ class Meters:
             "cronledger_registration_lag_seconds",
             "Seconds from a cycle's planned instant to its registration by this process",
             buckets=REGISTRATION_LAG_BUCKETS,
+            registry=None,
+        )
+        self.launch_lag = Histogram(
+            "cronledger_run_launch_lag_seconds",
+            "Seconds from a run's planned instant to its launch (the attempt that created its "
+            "approval instance) by this process, retries included",
+            buckets=LAUNCH_LAG_BUCKETS,
             registry=None,
         )
         self.expiry_lag = Histogram(
@@ -94,12 +129,22 @@ class Meters:
             ["source"],
             registry=None,
         )
+        self._start_at_zero()
+
+    def _start_at_zero(self) -> None:
+        for outcome, code in ATTEMPT_LABELS:
+            self.attempts.labels(outcome, code)
+        for webhook_outcome in OUTCOME_OF_WEBHOOK_EVENT.values():
+            self.webhook_attempts.labels(webhook_outcome)
+        for source in DATABASE_ERROR_SOURCES:
+            self.database_errors.labels(source)
 
     def collectors(self) -> list[Collector]:
         return [
             self.attempts,
             self.dead_lettered,
             self.registration_lag,
+            self.launch_lag,
             self.expiry_lag,
             self.webhook_attempts,
             self.webhook_given_up,
@@ -118,18 +163,21 @@ class Meters:
             if isinstance(event, Run.Registered):
                 self.registration_lag.observe((event.at - event.planned_at).total_seconds())
             elif type(event).__qualname__ in OUTCOME_OF_ATTEMPT_EVENT:
-                self._attempt_ended(event)
+                self._attempt_ended(event, aggregate)
             elif isinstance(event, ApprovalInstance.CommandHandled) and event.outcome == EXPIRED:
                 self._expired(event, aggregate)
             elif type(event).__qualname__ in OUTCOME_OF_WEBHOOK_EVENT:
                 self._webhook_attempt_ended(event)
 
-    def _attempt_ended(self, event: Any) -> None:
+    def _attempt_ended(self, event: Any, aggregate: object) -> None:
         outcome = OUTCOME_OF_ATTEMPT_EVENT[type(event).__qualname__]
         code = "" if outcome == ATTEMPT_SUCCEEDED else event.code
         self.attempts.labels(outcome, code).inc()
         if event.status == DEAD_LETTER:
             self.dead_lettered.inc()
+        if outcome == ATTEMPT_SUCCEEDED and isinstance(aggregate, Run):
+            lag = (event.at - aggregate.planned_at).total_seconds()
+            self.launch_lag.observe(max(lag, 0.0))
 
     def _webhook_attempt_ended(self, event: Any) -> None:
         self.webhook_attempts.labels(OUTCOME_OF_WEBHOOK_EVENT[type(event).__qualname__]).inc()

@@ -27,6 +27,7 @@ from psycopg_pool import ConnectionPool
 
 from cronledger.application.meters import is_database_error
 from cronledger.application.services import Services
+from cronledger.logs import Outage
 from cronledger.version import installed_version
 from projections.approvals import overdue_backlog
 from projections.engine import undecodable_count
@@ -172,6 +173,9 @@ class StoreCollector(Collector):
         self._lock = threading.Lock()
         self._figures: list[Metric] = []
         self._measured_at: datetime | None = None
+        self._unreadable = Outage(  # under the lock: one scrape measures at a time
+            log, "metrics could not read the store", "metrics read the store again"
+        )
 
     def collect(self) -> Iterator[Metric]:
         if not self._lock.acquire(blocking=False):
@@ -194,13 +198,15 @@ class StoreCollector(Collector):
 
     def _measured(self, now: datetime) -> list[Metric]:
         try:
-            return [*self._measure(now)]
+            figures = [*self._measure(now)]
         except Exception as error:
             if not is_database_error(error):
                 raise
             self.services.meters.database_error("metrics", error)
-            log.warning("metrics could not read the store", exc_info=error)
+            self._unreadable.failed(logging.WARNING)
             return []
+        self._unreadable.succeeded()
+        return figures
 
     def _measure(self, now: datetime) -> Iterator[Metric]:
         store = self.services.store
@@ -262,19 +268,40 @@ class StoreCollector(Collector):
             ),
         ):
             yield GaugeMetricFamily(f"cronledger_{name}", help_text, value=value)
-        yield self._projection_lag()
+        yield from self._projection_lag(now)
 
-    def _projection_lag(self) -> Metric:
-        """The log's head minus each projection's position: what is written but not applied."""
-        family = GaugeMetricFamily(
+    def _projection_lag(self, now: datetime) -> Iterator[Metric]:
+        """The log's head minus each projection's position (what is written but not applied),
+        and how long the first event it has not applied has waited."""
+        events = GaugeMetricFamily(
             "cronledger_projection_lag_events",
             "Events on the log a projection has not applied yet",
             labels=["projection"],
         )
+        seconds = GaugeMetricFamily(
+            "cronledger_projection_lag_seconds",
+            "Seconds since the first event a projection has not applied yet was recorded "
+            "(0 when it has applied them all)",
+            labels=["projection"],
+        )
         head = self.services.ledger.recorder.max_notification_id() or 0
-        for name, position in sorted(self.services.projector.positions().items()):
-            family.add_metric([name], max(head - position, 0))
-        return family
+        positions = self.services.projector.positions()
+        recorded = {p: self._recorded_at(p + 1) for p in set(positions.values()) if p < head}
+        for name, position in sorted(positions.items()):
+            events.add_metric([name], max(head - position, 0))
+            seconds.add_metric([name], _age(recorded.get(position), now))
+        yield from (events, seconds)
+
+    def _recorded_at(self, position: int) -> datetime | None:
+        """When the event at `position` of the log was recorded (one read through the log's
+        index); None if it is gone or cannot be decoded."""
+        ledger = self.services.ledger
+        found = ledger.recorder.select_notifications(start=position, limit=1)
+        if not found:
+            return None
+        event = ledger.decode(found[0])
+        at = getattr(event, "at", None) or getattr(event, "timestamp", None)
+        return at if isinstance(at, datetime) else None
 
 
 def _age(since: datetime | None, now: datetime) -> float:

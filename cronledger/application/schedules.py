@@ -16,6 +16,7 @@ from cronledger.application.idempotency import Outcome, check_key, key_record
 from cronledger.application.runs import Runs
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger, TimelineEntry
+from cronledger.tracing import current_traceparent
 from domain.directory import Principal, check_expected_version
 from domain.errors import InFlight, NotFound, ValidationFailed
 from domain.idempotency import KeyedRequest
@@ -364,7 +365,9 @@ class Schedules:
         check_expected_version("schedule", schedule.revision, version)
         at = self.ledger.clock()
         self._checked(actor.tenant_id, schedule.settings, at)
-        run = schedule.manual_run(request_id, at, actor.account_id, self.policy)
+        run = schedule.manual_run(
+            request_id, at, actor.account_id, self.policy, traceparent=current_traceparent()
+        )
         self.ledger.save(schedule, run)
         return Outcome(RunDetail.of_aggregate(run))
 

@@ -31,6 +31,7 @@ from eventsourcing.domain import Aggregate, DomainEventProtocol
 from eventsourcing.persistence import Notification
 
 from cronledger.health import Health
+from cronledger.logs import Outage
 from cronledger.persistence.ledger import Ledger, TimelineEntry, Undecodable, timeline_entry
 from domain.approvals import ApprovalInstance
 from domain.directory import Account, ApiToken, Definition, Principal, Tenant, TenantRegistry
@@ -290,6 +291,11 @@ class LogTail(LogReader):
     def __init__(self, ledger: Ledger, health: Health) -> None:
         super().__init__(ledger)
         self.health = health
+        self._unreadable = Outage(
+            log,
+            "the event streams cannot read the log; trying again",
+            "the event streams read the log again",
+        )
         self._kept: Kept | None = None  # None while stopped
         self._changed = threading.Condition()  # who follows, whether the thread runs
         self._followers: set[threading.Event] = set()
@@ -367,8 +373,9 @@ class LogTail(LogReader):
         try:
             found, position, more = super().read(kept.position, self.BATCH)
         except Exception:  # the store is away: streams wait, and it is tried again
-            log.warning("the event streams cannot read the log; trying again", exc_info=True)
+            self._unreadable.failed(logging.WARNING)
             return False
+        self._unreadable.succeeded()
         events, after = kept.events + tuple(found), kept.after
         if len(events) > self.KEPT:
             after, events = events[-self.KEPT - 1].position, events[-self.KEPT :]

@@ -29,6 +29,7 @@ from cronledger.logs import configure_logging
 from cronledger.persistence.ledger import TimelineEntry, jsonable
 from cronledger.persistence.store import redacted_url
 from cronledger.printable import printable, printable_json
+from cronledger.tracing import configure_tracing, flush
 from cronledger.version import installed_version
 from domain.directory import SYSTEM_ACTOR, Principal, tenant_uuid
 from domain.errors import DomainError
@@ -58,6 +59,8 @@ def opened(read_only: bool = False, health: Health | None = None) -> Iterator[Se
         settings = Settings.from_env()
         configure_logging(settings.log_level)
         kind = _process_kind()
+        if kind != "cli":
+            configure_tracing(kind)
         services = (
             open_existing(settings, kind=kind)
             if read_only
@@ -76,6 +79,22 @@ def opened(read_only: bool = False, health: Health | None = None) -> Iterator[Se
         raise click.ClickException(printable(error.message)) from None
     finally:
         services.close()
+        flush()  # the spans not exported yet
+
+
+@contextmanager
+def start_errors_logged() -> Iterator[None]:
+    """A long-running process that cannot start says why as a log line, in the log's format
+    (docs/operations.md#logs), not as text a log collector cannot read; then it exits, 1 (2
+    for unusable input, as every command)."""
+    try:
+        yield
+    except click.ClickException as error:
+        log.error("cannot start: %s", error.format_message(), extra={"exit_code": error.exit_code})
+        raise SystemExit(error.exit_code) from None
+    except Exception:
+        log.exception("cannot start", extra={"exit_code": 1})
+        raise SystemExit(1) from None
 
 
 def _process_kind() -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
 import click
@@ -25,8 +25,8 @@ from tick.processes import (
 )
 
 if TYPE_CHECKING:
-    from flask import Flask
-from cronledger.cli.base import checked_settings, main, opened
+    from web.probes import ProbeServer
+from cronledger.cli.base import checked_settings, main, opened, start_errors_logged
 from cronledger.cli.server import run_alone, serve_web
 
 
@@ -65,18 +65,26 @@ def probe_options(command: Callable[..., None]) -> Callable[..., None]:
 
 
 @contextmanager
-def running(metrics_host: str, metrics_port: int | None) -> Iterator[tuple[Services, Flask | None]]:
-    """A long-running process's services, and its probe server's app if it has one. The probes
-    listen first, so that `/readyz` tells what the start waits for (migration lock, rebuild)."""
+def running(
+    metrics_host: str, metrics_port: int | None
+) -> Iterator[tuple[Services, ProbeServer | None]]:
+    """A long-running process's services, and its probe server if it has one. The probes
+    listen first, so that `/readyz` tells what the start waits for (migration lock, rebuild),
+    and close last, once the answers they are giving are sent."""
     health = Health()
     probes = None
     if metrics_port is not None:
         from web.probes import probe_app, serve_probes
 
-        probes = probe_app(health)
-        serve_probes(probes, metrics_host, metrics_port)
-    with opened(health=health) as services:
-        yield services, probes
+        probes = serve_probes(probe_app(health), metrics_host, metrics_port)
+    try:
+        with ExitStack() as stack:
+            with start_errors_logged():
+                services = stack.enter_context(opened(health=health))
+            yield services, probes
+    finally:
+        if probes is not None:
+            probes.close()
 
 
 @main.command()
@@ -109,7 +117,8 @@ def web(
     metrics_port: int | None,
 ) -> None:
     """Run the web API alone, in one process or in several sharing its port."""
-    settings = checked_settings()
+    with start_errors_logged():
+        settings = checked_settings()
     count = workers or settings.web_workers
     if count == 1:
         with running(metrics_host, metrics_port) as (services, probes):
@@ -123,12 +132,8 @@ def web(
 
     def serve_one(index: int) -> int:
         probe_port = None if metrics_port is None else metrics_port + index
-        try:
-            with running(metrics_host, probe_port) as (services, probes):
-                serve_web(services, host, port, threads, [], probes, sock)
-        except click.ClickException as error:
-            error.show()
-            return error.exit_code
+        with running(metrics_host, probe_port) as (services, probes):
+            serve_web(services, host, port, threads, [], probes, sock)
         return 0
 
     sys.exit(Supervisor(count, serve_one, settings.shutdown_grace_seconds).run())

@@ -16,42 +16,50 @@ import click
 from cronledger.application.services import (
     Services,
 )
-from cronledger.health import DRAINING
+from cronledger.cli.base import log
+from cronledger.health import DRAINING, STOPPED
 from tick.loops import Loop, stop_on_signals
+from web.closing import close_gracefully
 
 if TYPE_CHECKING:
-    from flask import Flask
-from cronledger.cli.base import log
+    from web.probes import ProbeServer
 
 API_CONNECTIONS = 100  # connections a web process keeps open for API clients (waitress's default)
 IDLE_CHECKS = 3  # searches for silent connections within CRONLEDGER_IDLE_CONNECTION_SECONDS
 
 
-def run_alone(services: Services, loop: Loop, probes: Flask | None) -> None:
+def run_alone(services: Services, loop: Loop, probes: ProbeServer | None) -> None:
+    """One loop in this thread until a signal stops it; with a probe server, ready once the
+    loop runs, and answering until the drain's end."""
     if probes is not None:
         from cronledger.application.metrics import registry_for
         from web.probes import attach_probes
 
-        attach_probes(probes, services, registry_for(services))
-    stop_on_signals(Shutdown(services, [loop]).begin)
+        attach_probes(probes.app, services, registry_for(services))
+    shutdown = Shutdown(services, [loop])
+    stop_on_signals(shutdown.begin)
     loop.run()
+    shutdown.finished(answering_probes=probes is not None)
 
 
 class Shutdown:
-    """SIGTERM or SIGINT: not ready at once, every loop asked to stop at the same time, a web
-    server serving on for CRONLEDGER_DRAIN_SECONDS then closing once its requests are answered;
+    """SIGTERM or SIGINT: not ready at once (draining), every loop asked to stop at the same
+    time, a web server serving on for CRONLEDGER_DRAIN_SECONDS then closing once its requests
+    are answered (web/closing.py: no connection reset); stopped once the loops and server have;
     after CRONLEDGER_SHUTDOWN_GRACE_SECONDS the process exits, whatever is left undone."""
 
     def __init__(self, services: Services, loops: list[Loop], server: Any = None) -> None:
         self.health, self.settings = services.health, services.settings
         self.loops, self.server = loops, server
         self.deadline: float | None = None
+        self.drain_end: float | None = None
 
     def begin(self) -> None:
         if self.deadline is not None:
             return
         grace = self.settings.shutdown_grace_seconds
         self.deadline = time.monotonic() + grace
+        self.drain_end = time.monotonic() + self.settings.drain_seconds
         self.health.enter(DRAINING, "shutting down")
         log.info("shutting down", extra={"drain_seconds": self.settings.drain_seconds})
         for loop in self.loops:
@@ -70,29 +78,21 @@ class Shutdown:
         for thread in threads:
             thread.join(self.remaining())
 
-    def _drain(self) -> None:
-        from waitress import wasyncore
+    def finished(self, answering_probes: bool) -> None:
+        """The loops and the server have stopped: the phase says so. A process answering
+        probes keeps answering (stopped) until its drain's end, so that whatever asks sees it
+        stop rather than vanish."""
+        self.health.enter(STOPPED, "the loops and the server have stopped; exiting")
+        log.info("stopped")
+        if answering_probes and self.drain_end is not None:
+            time.sleep(min(max(self.drain_end - time.monotonic(), 0.0), self.remaining()))
 
-        server = self.server
+    def _drain(self) -> None:
         time.sleep(min(self.settings.drain_seconds, self.remaining()))
         try:
-            server.trigger.pull_trigger(lambda: wasyncore.dispatcher.close(server))  # no new client
-            while _answering(server) and self.remaining() > 0:
-                time.sleep(0.05)
-        except Exception:  # the server is closed below all the same
+            close_gracefully(self.server, self.remaining)
+        except Exception:  # the server is closed all the same (close_gracefully's last step)
             log.exception("draining failed: closing the server now")
-        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))  # ends server.run
-
-
-def _answering(server: Any) -> bool:
-    """Whether a connection of the server still reads, runs or writes a request."""
-    from waitress.channel import HTTPChannel
-
-    return any(
-        channel.requests or channel.request is not None or channel.total_outbufs_len
-        for channel in server._map.copy().values()  # a copy taken at once: the map changes
-        if isinstance(channel, HTTPChannel)
-    )
 
 
 def _exit_anyway(grace: float) -> None:
@@ -107,12 +107,12 @@ def serve_web(
     port: int,
     threads: int,
     loops: list[Loop],
-    probes: Flask | None,
+    probes: ProbeServer | None,
     sock: socket.socket | None = None,
 ) -> None:
     """Serve the API with `threads` threads, and each event stream the process allows with a
     thread of its own beside them; on `sock` (a worker's shared socket) if given, else on a
-    socket of its own bound to `host:port`."""
+    socket of its own bound to `host:port`. The probe server says ready once it listens."""
     import waitress
 
     from web import MAX_BODY_BYTES, create_app
@@ -120,8 +120,6 @@ def serve_web(
     from web.probes import attach_probes
 
     app = create_app({"SERVICES": services})
-    if probes is not None:
-        attach_probes(probes, services, app.extensions["metrics"])
     settings = services.settings
     streams = settings.streams_per_process
     idle = math.ceil(settings.idle_connection_seconds)  # waitress counts whole seconds
@@ -142,6 +140,8 @@ def serve_web(
     # One address holds a bounded share of the connections; waitress's own 413 and 400 too
     # are problem documents.
     cap_connections_per_address(server, settings.connections_per_address, app.extensions["metrics"])
+    if probes is not None:
+        attach_probes(probes.app, services, app.extensions["metrics"])
 
     shutdown = Shutdown(services, loops, server)
     stop_on_signals(shutdown.begin)
@@ -157,3 +157,4 @@ def serve_web(
     finally:
         shutdown.begin()  # no-op after a signal
         shutdown.join(loop_threads)
+        shutdown.finished(answering_probes=False)  # its drain is over

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from cronledger.logs import Outage
 from cronledger.persistence.ledger import Ledger
 
 log = logging.getLogger("cronledger.persistence.wakeup")
@@ -28,6 +29,11 @@ class AppendWakeup:
         self.channel: str | None = getattr(ledger.recorder, "channel_name", None)
         self.stop = stop
         self._connection: psycopg.Connection[Any] | None = None
+        self._lost = Outage(
+            log,
+            "lost the notification connection; polling until it is back",
+            "the notification connection is back",
+        )
 
     def wait(self, timeout: float) -> None:
         """Up to `timeout` seconds; less if events are appended, or once `stop` is set."""
@@ -38,10 +44,11 @@ class AppendWakeup:
         try:
             while not self.stop.is_set() and (left := deadline - time.monotonic()) > 0:
                 listening = self._listening(self.channel)
+                self._lost.succeeded()
                 for _ in listening.notifies(timeout=min(left, STOP_SEEN_WITHIN), stop_after=1):
                     return  # an append
         except psycopg.Error:
-            log.warning("lost the notification connection; polling until it is back")
+            self._lost.failed(logging.WARNING)
             self.close()
             self.stop.wait(max(0.0, deadline - time.monotonic()))
 

@@ -12,7 +12,15 @@ import pytest
 from flask.testing import FlaskClient
 
 from cronledger.application.services import Services
-from cronledger.health import DRAINING, MIGRATING, READY, REBUILDING, Health
+from cronledger.health import (
+    DRAINING,
+    MIGRATING,
+    READY,
+    REBUILDING,
+    STARTING,
+    STOPPED,
+    Health,
+)
 from domain.directory import account_uuid
 from tests.e2e.helpers import assert_problem
 from tests.support import POSTGRES_URL, Api, principal_of, wait_until
@@ -48,7 +56,7 @@ def test_liveness_lists_the_loops_beating(client: FlaskClient, services: Service
     thread = loop.start()
     try:
         wait_until(lambda: services.health.loop_names() == ["sweeper"], "the loop registered")
-        assert client.get("/livez").json == {"status": "ok", "loops": ["sweeper"]}
+        assert client.get("/livez").json == {"status": "ok", "phase": "ready", "loops": ["sweeper"]}
     finally:
         loop.stop.set()
         thread.join()
@@ -139,6 +147,11 @@ def test_readiness_waits_at_most_a_second_for_a_store_that_hangs(
         (MIGRATING, "waiting for the migration lock", "migrating: waiting for the migration lock"),
         (REBUILDING, "runs: 40%", "rebuilding: runs: 40%"),
         (DRAINING, "shutting down", "draining: shutting down"),
+        (
+            STOPPED,
+            "the loops and the server have stopped; exiting",
+            "stopped: the loops and the server have stopped; exiting",
+        ),
     ],
 )
 def test_readiness_says_what_the_process_waits_for(
@@ -150,6 +163,55 @@ def test_readiness_says_what_the_process_waits_for(
     assert client.get("/livez").status_code == 200
     services.health.enter(READY)
     assert client.get("/readyz").status_code == 200
+
+
+def test_a_probe_server_says_each_phase_of_a_process_from_its_start_to_its_exit(
+    services: Services,
+) -> None:
+    """What `--metrics-port` answers: starting while the store opens, starting still once it
+    is open but nothing serves yet (never "not ready: ready"), ready, draining, stopped; and
+    alive all along."""
+    from cronledger.application.metrics import registry_for
+    from web.probes import attach_probes, probe_app
+
+    health = services.health  # as `running` shares it with the services it opens
+    probes = probe_app(health).test_client()
+    asked = []
+    for phase, detail, attach in (
+        (STARTING, "opening the store", False),  # a process just started
+        (READY, "", False),  # the store open, the server or loop not started yet
+        (READY, "", True),  # serving
+        (DRAINING, "shutting down", True),
+        (STOPPED, "the loops and the server have stopped; exiting", True),
+    ):
+        health.enter(phase, detail)
+        if attach:
+            attach_probes(probes.application, services, registry_for(services))
+        ready, live = probes.get("/readyz"), probes.get("/livez")
+        assert live.status_code == 200
+        asked.append((ready.status_code, ready.json.get("detail"), live.json["phase"]))
+    assert asked == [
+        (503, "not ready: starting: opening the store", "starting"),
+        (503, "not ready: starting: the store is open; the process does not serve yet", "starting"),
+        (200, None, "ready"),
+        (503, "not ready: draining: shutting down", "draining"),
+        (503, "not ready: stopped: the loops and the server have stopped; exiting", "stopped"),
+    ]
+
+
+def test_a_stopping_process_is_alive_whatever_its_loops(
+    client: FlaskClient, services: Services
+) -> None:
+    """A loop that ends because the process stops is no death: liveness stays 200 (an
+    orchestrator must not restart a process that is exiting by itself)."""
+    loop = Loop("worker", 0.05, lambda: None, health=services.health)
+    thread = loop.start()
+    wait_until(lambda: services.health.loop_names() == ["worker"], "the loop registered")
+    services.health.enter(DRAINING, "shutting down")
+    loop.stop.set()
+    thread.join()
+    services.health.enter(STOPPED, "the loops and the server have stopped; exiting")
+    assert client.get("/livez").json == {"status": "ok", "phase": "stopped", "loops": ["worker"]}
 
 
 def test_lists_and_single_reads_wait_out_a_rebuild_of_the_read_models(

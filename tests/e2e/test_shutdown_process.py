@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import threading
 import time
 import urllib.request
@@ -92,7 +93,10 @@ def test_a_loop_process_answers_probes_and_metrics_on_its_port(
     with started(store_url, command, "--metrics-port", str(probes)) as child:
         child.wait_for(lambda: answers(f"{local(probes)}/livez"), "answering its probes")
         child.wait_for(lambda: status_of(f"{local(probes)}/readyz") == 200, "ready")
-        assert request(f"{local(probes)}/livez") == (200, {"status": "ok", "loops": [command]})
+        assert request(f"{local(probes)}/livez") == (
+            200,
+            {"status": "ok", "phase": "ready", "loops": [command]},
+        )
         assert request(f"{local(probes)}/healthz")[1]["status"] == "ok"
         with urllib.request.urlopen(f"{local(probes)}/metrics", timeout=10) as scrape:
             assert b"cronledger_build_info" in scrape.read()
@@ -147,3 +151,89 @@ def test_probes_answer_while_every_api_thread_is_held(store_url: str, token: str
         for thread in stuck:
             thread.join(STREAM_SECONDS)
         assert answered == [200, 200]
+
+
+def probe(url: str) -> tuple[int, Any]:
+    """A probe's status and answer; (0, the error) when nothing answers."""
+    try:
+        return request(url)
+    except OSError as error:
+        return 0, repr(error)
+
+
+def test_a_draining_loop_process_says_so_until_it_exits(store_url: str) -> None:
+    """After SIGTERM a loop process's probe port answers on (draining while its loop ends,
+    stopped after) until the drain's end, then the process exits cleanly."""
+    probes = local(free_port())
+    env = {"CRONLEDGER_DRAIN_SECONDS": "5"}
+    with started(store_url, "worker", "--metrics-port", probes.rpartition(":")[2], **env) as child:
+        child.wait_for(lambda: probe(f"{probes}/readyz")[0] == 200, "ready")
+        child.process.send_signal(signal.SIGTERM)
+        status, body = probe(f"{probes}/readyz")
+        assert status == 503, body
+        assert body["detail"].startswith(("not ready: draining:", "not ready: stopped:")), body
+        child.wait_for(lambda: child.logged('"loop stopped"'), "the loop stopped")
+        assert probe(f"{probes}/readyz")[1]["detail"] == (
+            "not ready: stopped: the loops and the server have stopped; exiting"
+        )
+        assert probe(f"{probes}/livez") == (
+            200,
+            {"status": "ok", "phase": "stopped", "loops": ["worker"]},
+        )
+        assert child.process.wait(STOP_SECONDS) == 0
+    assert errors_logged(child) == []
+
+
+def test_a_just_started_web_worker_says_it_is_starting_until_it_serves(store_url: str) -> None:
+    """From its start to its first 200, each worker's probe port says which phase it is in,
+    never `not ready: ready`."""
+    from tests.e2e.test_web_workers import two_free_ports
+
+    port, first = free_port(), two_free_ports()
+    probe_urls = [f"{local(first + i)}/readyz" for i in (0, 1)]
+    said: list[str] = []
+
+    def both_ready() -> bool:
+        answers = [probe(url) for url in probe_urls]
+        said.extend(body["detail"] for status, body in answers if status == 503)
+        return all(status == 200 for status, _ in answers)
+
+    command = ("web", "--workers", "2", "--port", str(port), "--metrics-port", str(first))
+    with started(store_url, *command) as child:
+        child.wait_for(both_ready, "both workers ready")
+    assert said, "no worker was ever seen starting"
+    assert all(
+        detail.startswith(("not ready: starting:", "not ready: migrating:")) for detail in said
+    ), said
+
+
+def test_the_drain_answers_the_connections_waiting_to_be_accepted(store_url: str) -> None:
+    """Connections the server had not accepted yet when it stopped accepting (they waited in
+    its socket's queue: the server was at its connection limit) are answered, not reset."""
+    port = free_port()
+    env = {"CRONLEDGER_STREAMS_PER_PROCESS": "0", "CRONLEDGER_DRAIN_SECONDS": "0"}
+    with started(store_url, "web", "--port", str(port), **env) as child:
+        child.wait_for(lambda: answers(f"{local(port)}/livez"), "serving")
+        idle = []
+        while not child.logged("reached the connection limit") and len(idle) < 200:
+            idle.append(socket.create_connection(("127.0.0.1", port)))
+            time.sleep(0.01)
+        assert child.logged("reached the connection limit"), child.describe()
+        queued = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        for sock in queued:
+            sock.sendall(b"GET /livez HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+        child.process.send_signal(signal.SIGTERM)
+        answered = [read_all(sock) for sock in queued]
+        for sock in idle + queued:
+            sock.close()
+        assert child.process.wait(STOP_SECONDS) == 0
+    assert all(answer.startswith(b"HTTP/1.1 200 ") for answer in answered), answered
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """What the server sends until it closes the connection (a reset raises)."""
+    sock.settimeout(STOP_SECONDS)
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)

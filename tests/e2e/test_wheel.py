@@ -7,6 +7,7 @@ dependency the wheel forgot fails here instead of on a user's machine.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -80,15 +81,50 @@ def run(args: list[str], cwd: Path, timeout: float, **env: str) -> str:
 
 
 def imported_modules(source: Path) -> set[str]:
-    """The top-level names every module of the packages imports (relative imports aside)."""
+    """The modules every module of the packages imports, in full (relative imports aside); of
+    `from a import b`, both `a` and `a.b` (which may be a name, not a module)."""
     names: set[str] = set()
     for path in (p for package in PACKAGES for p in (source / package).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
-                names.update(alias.name.split(".")[0] for alias in node.names)
+                names.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names.add(node.module.split(".")[0])
+                names.add(node.module)
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
+
+
+def imported_distributions(modules: set[str]) -> set[str]:
+    """The distributions that install those modules, stdlib's and ours aside. A namespace
+    package's (`opentelemetry`, which many distributions share) is the one whose files hold the
+    module imported."""
+    providers = metadata.packages_distributions()
+    found = set()
+    for module in modules:
+        top = module.split(".")[0]
+        if top in sys.stdlib_module_names or top in PACKAGES:
+            continue
+        names = providers.get(top, [top])
+        if len(names) == 1:
+            found.add(canonicalize_name(names[0]))
+        elif origin := module_file(module):
+            found.update(canonicalize_name(n) for n in names if installs(n, origin))
+    return found
+
+
+def module_file(module: str) -> Path | None:
+    """Where `module` is installed; None for a name that is not a module, or a namespace."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError:
+        return None
+    origin = spec.origin if spec is not None else None
+    return Path(origin).resolve() if origin and origin != "namespace" else None
+
+
+def installs(distribution: str, path: Path) -> bool:
+    files = metadata.distribution(distribution).files or []
+    return any(Path(str(f.locate())).resolve() == path for f in files)
 
 
 def required_distributions(wheel: Path) -> set[str]:
@@ -158,9 +194,8 @@ def test_the_wheel_holds_every_file_of_the_packages_and_nothing_else(
 
 def test_every_imported_distribution_is_declared(wheel: Path, source: Path) -> None:
     """A dependency that only arrives through another one (click through flask) is not enough."""
-    third_party = imported_modules(source) - set(sys.stdlib_module_names) - set(PACKAGES)
-    providers = metadata.packages_distributions()
-    imported = {canonicalize_name(providers.get(name, [name])[0]) for name in third_party}
+    imported = imported_distributions(imported_modules(source))
+    assert "opentelemetry-instrumentation-flask" in imported  # a namespace package's, found
     assert imported - required_distributions(wheel) == set()
 
 

@@ -120,3 +120,29 @@ def test_they_skip_as_before_until_moved_to_the_default(upgraded: Services) -> N
 def test_the_upgraded_log_verifies_and_replays(upgraded: Services) -> None:
     assert upgraded.audit.verify(lambda _: None).found is None
     assert upgraded.audit.replay(lambda _: None) == []
+
+
+def test_its_runs_keep_their_own_trace_and_a_new_run_takes_its_requests(
+    upgraded: Services,
+) -> None:
+    """Run.Registered before version 4 (and every Run snapshot before 7) read with no trace of
+    a caller's: each run's trace is its own id, on its record and its launches, as before; a
+    run started now under a request's `traceparent` keeps that trace; no stored byte moves."""
+    before = stored_bytes(upgraded)
+    acme = api_of(upgraded)
+    daily = SCHEDULES["daily"]
+    for name in ("pending", "launched", "skipped"):
+        run = upgraded.ledger.repository.get(UUID(FACTS["runs"][name]))
+        assert isinstance(run, Run)
+        assert (run.traceparent, run.trace_id) == (None, run.id.hex)
+        answer = acme.get(f"{PATH}/{daily}/runs/{run.id}").json
+        assert answer["trace_id"] == run.id.hex
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    started = acme.post(
+        f"{PATH}/{daily}/run",
+        {"request_id": "after-the-upgrade"},
+        headers={"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"},
+    )
+    assert started.status_code == 202, started.json
+    assert started.json["trace_id"] == trace_id
+    assert stored_bytes(upgraded)[: len(before)] == before

@@ -34,6 +34,7 @@ REGISTERED_FIELDS = (
     "max_attempts",
     "at",
     "actor",
+    "traceparent",
 )
 RECORD = (
     "schedule_version, triggered_by, request_id, trace_id, started_at, duration_seconds, "

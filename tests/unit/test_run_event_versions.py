@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from domain.launch import LaunchFailed
 from domain.overlap import Blocker
-from domain.runs import Run
+from domain.runs import Run, run_trace_id
 from tests.support import stored_by_an_older_release
 from tests.unit.helpers import LEASE, POLICY, T0, new_run
 
@@ -72,3 +72,17 @@ def test_a_snapshot_before_version_6_keeps_its_errors_words_without_their_values
             {"error": None},
         ],
     }
+
+
+def test_a_run_registered_before_version_4_was_started_under_no_callers_trace() -> None:
+    run = new_run()
+    registered = next(e for e in run.collect_events() if isinstance(e, Run.Registered))
+    older = stored_by_an_older_release(registered, "traceparent")
+    assert older.traceparent is None
+    assert run_trace_id(older.originator_id, older.traceparent) == older.originator_id.hex
+
+
+def test_a_snapshot_before_version_7_is_of_a_run_under_no_callers_trace() -> None:
+    state: dict[str, object] = {}
+    Run.upcast_v6_v7(state)
+    assert state == {"traceparent": None}

@@ -330,8 +330,13 @@ OPERATIONS = [
 
 EXAMPLES: dict[str, dict[str, Any]] = {
     "LivenessOut": {
-        "serve": {"status": "ok", "loops": ["projections", "sweeper", "tick", "worker"]},
-        "web": {"status": "ok", "loops": []},
+        "serve": {
+            "status": "ok",
+            "phase": "ready",
+            "loops": ["notifier", "projections", "sweeper", "tick", "worker"],
+        },
+        "web": {"status": "ok", "phase": "ready", "loops": []},
+        "worker-draining": {"status": "ok", "phase": "draining", "loops": ["worker"]},
     },
     "HealthOut": {
         "sqlite": {"status": "ok", "store": "sqlite", "version": "0.2.0"},

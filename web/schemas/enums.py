@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cronledger.application.bulk import BULK_OUTCOMES, RUN_ACTIONS, SCHEDULE_ACTIONS
 from cronledger.application.schedules import MOVE_OUTCOMES
+from cronledger.health import PHASES
 from domain.approvals import (
     APPROVE,
     APPROVED,
@@ -179,6 +180,9 @@ AGGREGATE_TYPE = Choices(
 )
 
 STORE = Choices("Store", ("sqlite", "postgresql"), "the kind of store the service runs on")
+PHASE = Choices(
+    "ProcessPhase", PHASES, "where a process is, from its start to its exit (docs/operations.md)"
+)
 
 ATTEMPT_OUTCOME = Choices(
     "AttemptOutcome",

@@ -16,7 +16,7 @@ from cronledger.application.approvals import UNREADABLE as SWEEP_UNREADABLE
 from cronledger.application.approvals import VERSION_CONFLICT as SWEEP_VERSION_CONFLICT
 from cronledger.application.backlog import GAUGE, Backlog
 from web.schemas.base import Choice, OutSchema
-from web.schemas.enums import STORE
+from web.schemas.enums import PHASE, STORE
 
 
 class HealthOut(OutSchema):
@@ -27,6 +27,13 @@ class HealthOut(OutSchema):
 
 class LivenessOut(OutSchema):
     status = fields.String(metadata={"description": "`ok` (a stopped or stalled loop is 503)"})
+    phase = Choice(
+        PHASE,
+        metadata={
+            "description": "where the process is: starting, migrating, rebuilding (the start "
+            "waits), ready, draining (asked to stop, still serving), stopped (about to exit)"
+        },
+    )
     loops = fields.List(
         fields.String(),
         metadata={"description": "the loops this process runs, each beating (none in `web`)"},

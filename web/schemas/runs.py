@@ -124,7 +124,13 @@ class RunOut(OutSchema):
     error_code = fields.String(
         allow_none=True, metadata={"description": "the last error's code, unless it succeeded"}
     )
-    trace_id = fields.String(metadata={"description": "on every log line of its launch"})
+    trace_id = fields.String(
+        metadata={
+            "description": "a W3C trace id: that of the request that started the run, if it "
+            "was in one (its `traceparent`), else the run's own id's; on every log line of "
+            "its launch"
+        }
+    )
     skipped_count = fields.Integer()
     missed_until = UtcDateTime(allow_none=True)
     skip_reason = fields.Nested(
