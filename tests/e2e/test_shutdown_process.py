@@ -211,7 +211,11 @@ def test_the_drain_answers_the_connections_waiting_to_be_accepted(store_url: str
     """Connections the server had not accepted yet when it stopped accepting (they waited in
     its socket's queue: the server was at its connection limit) are answered, not reset."""
     port = free_port()
-    env = {"CRONLEDGER_STREAMS_PER_PROCESS": "0", "CRONLEDGER_DRAIN_SECONDS": "0"}
+    env = {
+        "CRONLEDGER_STREAMS_PER_PROCESS": "0",
+        "CRONLEDGER_DRAIN_SECONDS": "0",
+        "CRONLEDGER_CONNECTIONS_PER_ADDRESS": "1000",  # this one address fills the server
+    }
     with started(store_url, "web", "--port", str(port), **env) as child:
         child.wait_for(lambda: answers(f"{local(port)}/livez"), "serving")
         idle = []
