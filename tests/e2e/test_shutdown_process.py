@@ -169,7 +169,11 @@ def test_a_draining_loop_process_says_so_until_it_exits(store_url: str) -> None:
     with started(store_url, "worker", "--metrics-port", probes.rpartition(":")[2], **env) as child:
         child.wait_for(lambda: probe(f"{probes}/readyz")[0] == 200, "ready")
         child.process.send_signal(signal.SIGTERM)
-        status, body = probe(f"{probes}/readyz")
+        # the signal is handled by the main thread, the probe by another: wait for the first
+        status, body = child.wait_for(
+            lambda: (answer := probe(f"{probes}/readyz"))[0] != 200 and answer,
+            "the probe no longer ready",
+        )
         assert status == 503, body
         assert body["detail"].startswith(("not ready: draining:", "not ready: stopped:")), body
         child.wait_for(lambda: child.logged('"loop stopped"'), "the loop stopped")

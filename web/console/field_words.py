@@ -69,6 +69,7 @@ FIELD_LABELS = {
     "tenant_id": lazy_gettext("Tenant"),
     "title": lazy_gettext("Title"),
     "tokens": lazy_gettext("Tokens"),
+    "traceparent": lazy_gettext("Trace context"),
     "trigger": lazy_gettext("Started by"),
     "triggered_by": lazy_gettext("Started by whom"),
     "updated_at": lazy_gettext("Updated"),
