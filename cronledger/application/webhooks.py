@@ -118,11 +118,29 @@ class Destination:
         return urlsplit(self.url).netloc
 
 
+NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052's well-known prefix
+
+
+def wrapped_ipv4(address: Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries inside it: IPv4-mapped (::ffff:a.b.c.d),
+    6to4 (2002::/16), both of Teredo's (2001::/32) and NAT64's (64:ff9b::/96)."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return []
+    carried = [address.ipv4_mapped, address.sixtofour, *(address.teredo or ())]
+    if address in NAT64:
+        carried.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return [a for a in carried if a is not None]
+
+
 def refusal_of(address: Address) -> Message | None:
-    """Why a message may not go to `address` unless private ones are allowed, or None."""
-    mapped = getattr(address, "ipv4_mapped", None)
-    if mapped is not None:
-        return refusal_of(mapped)
+    """Why a message may not go to `address` unless private ones are allowed, or None. An IPv6
+    address that wraps an IPv4 one is refused for what it wraps as well as for itself."""
+    for carried in wrapped_ipv4(address):
+        refused = refusal_of(carried)
+        if refused is not None:
+            return Message(
+                "{address} wrapped in IPv6: {refused}", address=str(carried), refused=refused
+            )
     if address.is_loopback:
         return Message("a loopback address")
     if address.is_link_local:

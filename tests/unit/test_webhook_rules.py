@@ -64,7 +64,37 @@ def test_addresses_that_are_not_public_are_refused(address: str) -> None:
     assert refusal_of(ipaddress.ip_address(address)) is not None
 
 
-@pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"])
+WRAPPED = [
+    ("2002:7f00:1::", "127.0.0.1"),
+    ("2002:a9fe:a9fe::", "169.254.169.254"),
+    ("2002:a00:1::", "10.0.0.1"),
+    ("2002:c0a8:101:1::5", "192.168.1.1"),
+    ("2001:0:4136:e378:8000:63bf:80ff:fffe", "127.0.0.1"),
+    ("64:ff9b::a9fe:a9fe", "169.254.169.254"),
+    ("::ffff:7f00:1", "127.0.0.1"),
+]
+
+
+@pytest.mark.parametrize(("address", "wrapped"), WRAPPED)
+def test_ipv6_that_wraps_a_refused_ipv4_address_is_refused_for_it(
+    address: str, wrapped: str
+) -> None:
+    """6to4, Teredo, NAT64 and IPv4-mapped forms: `ipaddress` calls 2002:7f00:1:: global."""
+    refused = refusal_of(ipaddress.ip_address(address))
+    assert refused is not None
+    assert refused.startswith(f"{wrapped} wrapped in IPv6")
+
+
+def test_a_6to4_url_that_wraps_loopback_is_refused_as_a_webhook_target() -> None:
+    guard = AddressGuard(False, False, resolving("2002:7f00:1::"))
+    with pytest.raises(ValidationFailed, match="url") as refused:
+        guard.destination("https://[2002:7f00:1::]/x")
+    assert "127.0.0.1 wrapped in IPv6: a loopback address" in refused.value.errors["url"][0]
+
+
+@pytest.mark.parametrize(
+    "address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "2002:808:808::1"]
+)
 def test_public_addresses_are_taken(address: str) -> None:
     assert refusal_of(ipaddress.ip_address(address)) is None
 
