@@ -29,9 +29,7 @@ from cronledger.persistence.ledger import (
     UNDECODABLE,
     Ledger,
     TimelineEntry,
-    Undecodable,
     jsonable,
-    timeline_entry,
 )
 from domain.directory import account_uuid, tenant_uuid
 from domain.errors import DomainError, InvalidState, NotFound
@@ -252,7 +250,8 @@ class Audit:
             for _ in log:  # the tree and the checkpoints go on past the chain's head or break
                 pass
             walk.finish()
-        breaks = [b for b in (chain_break, walk.found, macs.found) if b is not None]
+        # At one position, the MAC's finding first: it says whether the key wrote the event.
+        breaks = [b for b in (macs.found, chain_break, walk.found) if b is not None]
         found = min(breaks, key=lambda b: b.position) if breaks else _unproven(walk.unproven)
         return Verification(
             head,
@@ -393,10 +392,10 @@ class MacWalk:
             self.found = Break(position, problem)
 
     def _timed(self, notification: Notification, skew: float) -> None:
-        event = self.ledger.decode(notification)
-        if isinstance(event, Undecodable):
+        """Events that record when they were accepted (`at`, the service's clock) only."""
+        at = getattr(self.ledger.decode(notification), "at", None)
+        if not isinstance(at, datetime):
             return
-        at = timeline_entry(notification.id, event).at
         if self.previous is not None:
             gap = (self.previous[1] - at).total_seconds()
             if gap > skew:

@@ -150,7 +150,7 @@ class Evidence:
                 problem = "its event is no longer on the log"
             else:
                 stored = (str(key_id), bytes(mac)) if key_id is not None else None
-                event = (originator_id, int(version), str(topic), bytes(state))
+                event = (originator_id, int(version), str(topic), state)
                 problem = event_problem(keys, int(position), event, stored)
             if problem is not None:
                 self._refuse(Break(int(position), problem))

@@ -67,10 +67,11 @@ def table_statements(kind: str, prefix: str = "") -> list[str]:
 
 
 def event_message(
-    position: int, originator_id: UUID | str, version: int, topic: str, state: bytes
+    position: int, originator_id: UUID | str, version: int, topic: str, state: object
 ) -> bytes:
     """The canonical bytes a MAC covers: fixed-width numbers, the id's 16 bytes, the topic's
-    length before it, the state last."""
+    length before it, the state last (tagged: bytes, or what an edit of the database stored
+    instead, which never matches)."""
     topic_bytes = topic.encode()
     return b"".join(
         (
@@ -80,9 +81,15 @@ def event_message(
             version.to_bytes(8, "big", signed=True),
             len(topic_bytes).to_bytes(4, "big"),
             topic_bytes,
-            state,
+            _tagged(state),
         )
     )
+
+
+def _tagged(state: object) -> bytes:
+    if isinstance(state, bytes | bytearray | memoryview):
+        return b"\x00" + bytes(state)
+    return b"\x01" + f"{type(state).__name__}:{state!r}".encode()
 
 
 def as_uuid(originator_id: UUID | str) -> UUID:
@@ -126,7 +133,7 @@ def boundary_problem(keys: EventKeys, boundary: Boundary) -> str | None:
 def event_problem(
     keys: EventKeys,
     position: int,
-    event: tuple[UUID | str, int, str, bytes],
+    event: tuple[UUID | str, int, str, object],
     stored: tuple[str, bytes] | None,
 ) -> str | None:
     """What is wrong with one event at or above the boundary (None: it is authenticated)."""
@@ -164,7 +171,7 @@ class Authenticator:
     boundary_table: bool = False
 
     def macs(
-        self, positions: Sequence[int], events: Iterable[tuple[UUID | str, int, str, bytes]]
+        self, positions: Sequence[int], events: Iterable[tuple[UUID | str, int, str, object]]
     ) -> tuple[list[int], list[str], list[bytes]]:
         """The rows of `event_macs` for events written at `positions`, as three columns."""
         if self.keys is None:

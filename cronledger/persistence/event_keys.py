@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cronledger.persistence.store import Store
+if TYPE_CHECKING:
+    from cronledger.persistence.store import Store
 
 DEFAULT_POSTGRESQL_KEYS = "var/cronledger-event-keys"
 KEYS_FORMAT = "cronledger-event-keys/1"
