@@ -54,7 +54,7 @@ def history(store_url: str) -> Services:
 def root_rows(store: Store, table: str) -> list[tuple[int, int]]:
     stored_id = ROOT.hex if store.kind == "sqlite" else ROOT
     rows = store.query(
-        f"SELECT {store.position_column}, originator_version FROM {table} "  # noqa: S608
+        f"SELECT {store.position_column}, originator_version FROM {table} "
         "WHERE originator_id = ? ORDER BY originator_version",
         (stored_id,),
     )
@@ -78,17 +78,17 @@ def appended(store: Store, table: str) -> int:
     its time four minutes before the event logged before it."""
     pos = store.position_column
     position, version = root_rows(store, table)[-1]
-    topic, state = store.query(f"SELECT topic, state FROM {table} WHERE {pos} = ?", (position,))[0]  # noqa: S608
+    topic, state = store.query(f"SELECT topic, state FROM {table} WHERE {pos} = ?", (position,))[0]
     forged = json.dumps(earlier(json.loads(bytes(state)), timedelta(minutes=4))).encode()
     execute(
         store,
         (
-            f"INSERT INTO {table} (originator_id, originator_version, topic, state) "  # noqa: S608
+            f"INSERT INTO {table} (originator_id, originator_version, topic, state) "
             f"SELECT originator_id, ?, ?, ? FROM {table} WHERE {pos} = ?",
             (version + 1, topic, forged, position),
         ),
     )
-    return int(store.query(f"SELECT MAX({pos}) FROM {table}")[0][0])  # noqa: S608
+    return int(store.query(f"SELECT MAX({pos}) FROM {table}")[0][0])
 
 
 def inserted(store: Store, table: str) -> int:
@@ -101,7 +101,7 @@ def altered(store: Store, table: str) -> int:
     """root's first event edited: still valid JSON, one more space at its end."""
     position = root_rows(store, table)[0][0]
     pos = store.position_column
-    state = bytes(store.query(f"SELECT state FROM {table} WHERE {pos} = ?", (position,))[0][0])  # noqa: S608
+    state = bytes(store.query(f"SELECT state FROM {table} WHERE {pos} = ?", (position,))[0][0])
     execute(store, (f"UPDATE {table} SET state = ? WHERE {pos} = ?", (state + b" ", position)))
     return position
 
@@ -175,7 +175,8 @@ def test_a_forged_append_gives_a_skew_warning_and_no_checkpoint_covers_it(
     services.projector.catch_up()
     signed = services.evidence.checkpoint(force=True)
     services.close()
-    assert signed is not None and signed.position == before  # the prefix before it
+    assert signed is not None
+    assert signed.position == before
 
     found = verified(store_url, 1)
     assert found["skew_warnings"] == [
@@ -215,7 +216,8 @@ def test_events_under_an_old_and_a_new_key_verify_and_an_unknown_key_is_named(
     rotated = run_cli(store_url, "rotate-event-key")
     assert rotated.returncode == 0, rotated.stderr
     keys = load_event_keys(event_keys_file(store_url))
-    assert keys is not None and len(keys.keys) == 2
+    assert keys is not None
+    assert len(keys.keys) == 2
     services = open_services(settings(store_url), FakeClock())
     services.directory.bootstrap("gamma", "chief")
     last = services.ledger.recorder.max_notification_id()
