@@ -97,7 +97,6 @@ class Evidence:
         self.clock = clock
         self.policy = policy
         self.refused: Break | None = None  # the first event the signer last stopped before
-        self.refusals = 0  # events refused so far (each logged once)
         self._logged: set[int] = set()
 
     def checkpoint(self, force: bool = False) -> Checkpoint | None:
@@ -161,7 +160,6 @@ class Evidence:
         self.refused = found
         if found.position not in self._logged:
             self._logged.add(found.position)
-            self.refusals += 1
             log.error(
                 "an event fails its authentication: no checkpoint is signed over it",
                 extra={"position": found.position, "problem": found.problem},
