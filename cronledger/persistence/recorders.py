@@ -159,12 +159,12 @@ class CheckingSQLiteRecorder(SQLiteApplicationRecorder):
         unchanged: Unchanged = (),
         **kwargs: Any,
     ) -> Sequence[int] | None:
+        ids = super()._insert_events(c, stored_events, **kwargs)  # first: the write lock
         authenticator = self.authenticator
         if authenticator.keys is None and authenticator.boundary_table:
             c.execute(f"SELECT 1 FROM {BOUNDARY_TABLE}")  # noqa: S608
             if c.fetchone() is not None:
-                raise NoEventKeys()
-        ids = super()._insert_events(c, stored_events, **kwargs)
+                raise NoEventKeys()  # nothing written: the transaction is rolled back
         if ids and authenticator.keys is not None:
             c.executemany(
                 f"INSERT INTO {MAC_TABLE} (position, key_id, mac) VALUES (?, ?, ?)",  # noqa: S608
