@@ -76,6 +76,7 @@ BOUNDS: dict[str, Bounds] = {
     "webhooks_per_tenant": Bounds(1, 10_000),
     "checkpoint_every_events": Bounds(1, 10_000_000),
     "checkpoint_every_seconds": Bounds(1, 7 * DAY),
+    "audit_clock_skew_seconds": Bounds(0, DAY),
 }
 BOUNDS_OF_TYPE = {float: Bounds(0, DAY, above_low=True), int: Bounds(1, 1_000_000)}
 
@@ -170,6 +171,7 @@ TEXT_RULES: dict[str, tuple[Callable[[str], str], str]] = {
     "log_level": (_log_level, f"one of {', '.join(LOG_LEVELS)}"),
     "secret_key": (_secret_key, f"at least {MIN_SECRET_KEY} characters"),
     "signing_key_file": (_path, "a file path"),
+    "event_keys_file": (_path, "a file path"),
     "smtp_url": (
         _smtp_url,
         "smtp://user:password@host:port (?starttls=true for STARTTLS) or "
@@ -280,6 +282,11 @@ class Settings:
     signing_key_file: str = ""
     checkpoint_every_events: int = 10_000
     checkpoint_every_seconds: float = 3600.0
+    # The secret keys events are authenticated with when written ("": beside a SQLite file,
+    # else var/cronledger-event-keys), and how far an event's time may fall before the time of
+    # the event logged before it until `audit verify` warns.
+    event_keys_file: str = ""
+    audit_clock_skew_seconds: float = 5.0
     # Notices by email (docs/configuration.md#email): the SMTP server ("": no email) and the
     # sender's address.
     smtp_url: str = dataclasses.field(default="", repr=False)

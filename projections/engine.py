@@ -40,8 +40,9 @@ POSITIONS_DDL = (
 )
 SCHEMA_TABLE = "cronledger_schema"  # the versions whose tables were made (`Projector.migrate`)
 # Bump when `create_tables` changes in a way no projection's layout shows (2: the tables
-# outside the log that `Projection.outside_ddl` names).
-SCHEMA_REVISION = 2
+# outside the log that `Projection.outside_ddl` names; 3: the events' MACs and the position
+# they start at, made with the events table).
+SCHEMA_REVISION = 3
 UNDECODABLE_DDL = (
     "CREATE TABLE IF NOT EXISTS undecodable_events ("
     "position BIGINT PRIMARY KEY, originator_id TEXT NOT NULL, originator_version BIGINT NOT NULL, "

@@ -45,6 +45,7 @@ def environment(store_url: str, **env: str) -> dict[str, str]:
         "CRONLEDGER_DATABASE_URL": store_url,
         "CRONLEDGER_DRAIN_SECONDS": DRAIN_SECONDS,
         "CRONLEDGER_SIGNING_KEY_FILE": str(signing_key_file(store_url)),
+        "CRONLEDGER_EVENT_KEYS_FILE": str(event_keys_file(store_url)),
     }
     whole = {**TEST_POOLS, **os.environ, **base, **env}
     note_secret("secret key", whole.get("CRONLEDGER_SECRET_KEY", ""))
@@ -58,6 +59,13 @@ def signing_key_file(store_url: str) -> Path:
         return Path(f"{Store.from_url(store_url).sqlite_path}.signing-key.pem")
     name = hashlib.sha256(store_url.encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / "cronledger-test-keys" / f"{name}.pem"
+
+
+def event_keys_file(store_url: str) -> Path:
+    """The event keys of a test store: a SQLite store's default, else beside its signing key."""
+    if store_url.startswith("sqlite:"):
+        return Path(f"{Store.from_url(store_url).sqlite_path}.event-keys")
+    return signing_key_file(store_url).with_suffix(".event-keys")
 
 
 def run_cli(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:

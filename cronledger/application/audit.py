@@ -15,7 +15,22 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import Notification
 
 from cronledger.application.directory import Directory
-from cronledger.persistence.ledger import UNDECODABLE, Ledger, TimelineEntry, jsonable
+from cronledger.persistence.event_auth import (
+    BOUNDARY_DELETED,
+    Boundary,
+    any_mac,
+    boundary_problem,
+    event_problem,
+    macs_between,
+    read_boundary,
+)
+from cronledger.persistence.event_keys import KEYS_VARIABLE, EventKeys
+from cronledger.persistence.ledger import (
+    UNDECODABLE,
+    Ledger,
+    TimelineEntry,
+    jsonable,
+)
 from domain.directory import account_uuid, tenant_uuid
 from domain.errors import DomainError, InvalidState, NotFound
 from domain.evidence import Checkpoint
@@ -42,6 +57,26 @@ class ChainHead:
 
 
 @dataclass(frozen=True)
+class Skew:
+    """An event recorded `seconds` before the event logged before it (at `previous`)."""
+
+    position: int
+    previous: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Authentication:
+    """What the events' MACs say: how many were checked, under which keys, from which position
+    (None: the store does not authenticate its events), and the range written before."""
+
+    authenticated: int = 0
+    key_ids: tuple[str, ...] = ()
+    authenticated_from: int | None = None
+    unauthenticated: tuple[int, int] | None = None  # first and last position
+
+
+@dataclass(frozen=True)
 class Verification:
     """The heads that were checked against the log, and where the log first broke, if it did.
 
@@ -55,6 +90,21 @@ class Verification:
     tree: TreeHead = EMPTY_TREE
     proven: int = 0
     unproven: tuple[Checkpoint, ...] = ()
+    authentication: Authentication = Authentication()
+    skews: tuple[Skew, ...] = ()
+
+
+class NoEventKeysToVerify(DomainError):
+    code = "UNAVAILABLE"
+
+    def __init__(self) -> None:
+        super().__init__(
+            Message(
+                "this store authenticates its events and this process has no event key to "
+                "check them with: set {variable} to the service's event key file",
+                variable=KEYS_VARIABLE,
+            )
+        )
 
 
 Read = Callable[[UUID, int, int], list[TimelineEntry]]  # an aggregate's events in a range
@@ -89,10 +139,13 @@ class NotYetRecorded(DomainError):
 
 
 class Audit:
-    def __init__(self, ledger: Ledger, directory: Directory, projector: Projector) -> None:
+    def __init__(
+        self, ledger: Ledger, directory: Directory, projector: Projector, skew: float = 5.0
+    ) -> None:
         self.ledger = ledger
         self.directory = directory
         self.projector = projector
+        self.skew = skew  # seconds an event's time may fall before its predecessor's, unwarned
 
     def resolve(self, key: str, tenant: str | None = None) -> UUID:
         """The log id behind a key: a log id itself, or an account id (in one tenant or any).
@@ -178,8 +231,9 @@ class Audit:
         return replay(self.ledger, all_projections(), progress)
 
     def verify(self, progress: Progress) -> Verification:
-        """Recompute the hash chain and the Merkle tree from the log, in one pass; where either
-        first stops matching, if anywhere, and which signed checkpoints the log still gives.
+        """Recompute the hash chain and the Merkle tree from the log, and check each event's
+        MAC, in one pass; where the log first stops matching, if anywhere, which signed
+        checkpoints it still gives, and the events recorded earlier than the one before them.
 
         The heads and checkpoints are read first: every link and leaf up to the heads (and any
         added meanwhile) is checked, and every checkpoint signed by then.
@@ -190,14 +244,24 @@ class Audit:
             sql = Sql(store.kind, connection)
             head, tree = _chain_head(sql), tree_head(sql)
             walk = TreeWalk(stored_leaves(sql), signed_checkpoints(sql))
-            log = walk.through(self._log(progress))
+            macs = MacWalk(self.ledger, self.ledger.event_keys, read_boundary(sql), any_mac(sql))
+            log = walk.through(macs.through(self._log(progress), self.skew))
             chain_break = first_break(log, stored_links(sql))
             for _ in log:  # the tree and the checkpoints go on past the chain's head or break
                 pass
             walk.finish()
-        breaks = [b for b in (chain_break, walk.found) if b is not None]
+        # At one position, the MAC's finding first: it says whether the key wrote the event.
+        breaks = [b for b in (macs.found, chain_break, walk.found) if b is not None]
         found = min(breaks, key=lambda b: b.position) if breaks else _unproven(walk.unproven)
-        return Verification(head, found, tree, walk.proven, tuple(walk.unproven))
+        return Verification(
+            head,
+            found,
+            tree,
+            walk.proven,
+            tuple(walk.unproven),
+            macs.summary(),
+            tuple(macs.skews),
+        )
 
     def _log(self, progress: Progress) -> Iterator[Notification]:
         start = 1
@@ -262,6 +326,89 @@ class TreeWalk:
             self.found = Break(self.expected[0], "an event was deleted (its leaf has no event)")
         self.unproven.extend(self.pending)
         self.pending.clear()
+
+
+class MacWalk:
+    """Each event's MAC checked as the log passes (those at or above the boundary), the range
+    written before the boundary, and each event's time against its predecessor's."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        keys: EventKeys | None,
+        boundary: Boundary | None,
+        first_mac: int | None,
+    ) -> None:
+        self.ledger = ledger
+        self.keys = keys
+        self.boundary = boundary
+        self.found: Break | None = None
+        if boundary is None and first_mac is not None:
+            self.found = Break(first_mac, BOUNDARY_DELETED)
+        elif boundary is not None:
+            if keys is None:
+                raise NoEventKeysToVerify()
+            problem = boundary_problem(keys, boundary)
+            if problem is not None:
+                self.found = Break(boundary.position, problem)
+        self.authenticated = 0
+        self.key_ids: set[str] = set()
+        self.legacy: tuple[int, int] | None = None
+        self.macs: dict[int, tuple[str, bytes]] = {}
+        self.read_to = 0
+        self.skews: list[Skew] = []
+        self.previous: tuple[int, datetime] | None = None
+
+    def through(self, log: Iterable[Notification], skew: float) -> Iterator[Notification]:
+        for notification in log:
+            self._timed(notification, skew)
+            self.add(notification)
+            yield notification
+
+    def add(self, notification: Notification) -> None:
+        position = notification.id
+        if self.boundary is None or position < self.boundary.position:
+            self.legacy = (self.legacy[0] if self.legacy else position, position)
+            return
+        assert self.keys is not None
+        if position > self.read_to:
+            self.read_to = position + LOG_PAGE - 1
+            with self.ledger.store.connect() as connection:
+                self.macs = macs_between(
+                    Sql(self.ledger.store.kind, connection), position, self.read_to
+                )
+        stored = self.macs.get(position)
+        event = (
+            notification.originator_id,
+            notification.originator_version,
+            notification.topic,
+            notification.state,
+        )
+        problem = event_problem(self.keys, position, event, stored)
+        if problem is None and stored is not None:
+            self.authenticated += 1
+            self.key_ids.add(stored[0])
+        elif self.found is None and problem is not None:
+            self.found = Break(position, problem)
+
+    def _timed(self, notification: Notification, skew: float) -> None:
+        """Events that record when they were accepted (`at`, the service's clock) only."""
+        at = getattr(self.ledger.decode(notification), "at", None)
+        if not isinstance(at, datetime):
+            return
+        if self.previous is not None:
+            gap = (self.previous[1] - at).total_seconds()
+            if gap > skew:
+                self.skews.append(Skew(notification.id, self.previous[0], gap))
+        self.previous = (notification.id, at)
+
+    def summary(self) -> Authentication:
+        return Authentication(
+            self.authenticated,
+            tuple(sorted(self.key_ids)),
+            self.boundary.position if self.boundary else None,
+            self.legacy,
+        )
 
 
 def _unproven(checkpoints: list[Checkpoint]) -> Break | None:

@@ -14,12 +14,14 @@ from uuid import UUID
 
 from cronledger.application.operations import auditable
 from cronledger.clock import Clock
+from cronledger.persistence.event_auth import MAC_TABLE, event_problem, read_boundary
 from cronledger.persistence.ledger import Ledger
 from cronledger.persistence.signing_key import SigningKey
 from domain.errors import DomainError, InvalidState, ValidationFailed
 from domain.evidence import BUNDLE_FORMAT, Checkpoint
 from domain.merkle import consistency_proof, inclusion_proof, root
 from domain.messages import Message
+from projections.chain import Break
 from projections.engine import Projector, Sql
 from projections.merkle import (
     checkpoint_of_size,
@@ -32,6 +34,7 @@ from projections.merkle import (
 
 log = logging.getLogger("cronledger.application.evidence")
 MAX_CHECKPOINTS = 1000  # a page of `GET /api/audit/checkpoints`
+NO_KEY_TO_CHECK = "this process has no event key to check it with"
 
 
 class NoSigningKey(DomainError):
@@ -42,6 +45,23 @@ class NoSigningKey(DomainError):
             Message(
                 "this process has no signing key, so it signs no checkpoint: run `cronledger "
                 "migrate` (it makes one) or set CRONLEDGER_SIGNING_KEY_FILE (docs/audit.md)"
+            )
+        )
+
+
+class UnauthenticatedEvent(DomainError):
+    """An event the signer will not vouch for: no checkpoint or bundle covers it."""
+
+    code = "INVALID_STATE"
+
+    def __init__(self, found: Break) -> None:
+        super().__init__(
+            Message(
+                "the event at position {position} fails its authentication ({problem}): no "
+                "checkpoint is signed over it and no evidence bundle vouches for it; "
+                "`cronledger audit verify` reports the log",
+                position=found.position,
+                problem=found.problem,
             )
         )
 
@@ -76,10 +96,15 @@ class Evidence:
         self.key = key
         self.clock = clock
         self.policy = policy
+        self.refused: Break | None = None  # the first event the signer last stopped before
+        self._logged: set[int] = set()
 
     def checkpoint(self, force: bool = False) -> Checkpoint | None:
         """Sign the tree as the projection has it, if the policy (or `force`) says it is time;
-        the checkpoint signed, or None. Two processes signing one size keep the first."""
+        the checkpoint signed, or None. Two processes signing one size keep the first.
+
+        Only the tree's longest prefix whose events are authenticated is signed (those
+        written before the store authenticated its events count as such)."""
         if self.key is None:
             return None
         with self._sql() as sql:
@@ -87,14 +112,64 @@ class Evidence:
             last = latest_checkpoint(sql)
             if head.size == 0 or (last is not None and last.tree_size >= head.size):
                 return None
-            if not (force or last is None or self._due(last, head.size)):
+            size = self._authenticated_size(sql, last.tree_size if last else 0, head.size)
+            if size == 0 or (last is not None and last.tree_size >= size):
                 return None
-            signed = self._signed(head.size, head.root, head.position)
+            if not (force or last is None or self._due(last, size)):
+                return None
+            if size == head.size:
+                signed = self._signed(head.size, head.root, head.position)
+            else:
+                signed = self._signed(size, *self._prefix(sql, size))
             record_checkpoint(sql, signed)
         log.info(
             "checkpoint signed", extra={"tree_size": signed.tree_size, "key_id": signed.key_id}
         )
         return signed
+
+    def _authenticated_size(self, sql: Sql, start: int, size: int) -> int:
+        """How many of the tree's first `size` leaves may be signed: up to the first event at
+        or above the boundary (from leaf `start` on) whose MAC is missing or wrong."""
+        self.refused = None
+        boundary = read_boundary(sql)
+        if boundary is None:
+            return size
+        pos, keys = self.ledger.store.position_column, self.ledger.event_keys
+        rows = sql.execute(
+            "SELECT l.leaf, l.position, e.originator_id, e.originator_version, e.topic, "  # noqa: S608
+            f"e.state, m.key_id, m.mac FROM merkle_leaves l LEFT JOIN {self.ledger.events_table}"
+            f" e ON e.{pos} = l.position LEFT JOIN {MAC_TABLE} m ON m.position = l.position "
+            "WHERE l.leaf >= ? AND l.leaf < ? AND l.position >= ? ORDER BY l.leaf",
+            (start, size, boundary.position),
+        ).fetchall()
+        for leaf, position, originator_id, version, topic, state, key_id, mac in rows:
+            if keys is None:
+                problem: str | None = NO_KEY_TO_CHECK
+            elif originator_id is None:
+                problem = "its event is no longer on the log"
+            else:
+                stored = (str(key_id), bytes(mac)) if key_id is not None else None
+                event = (originator_id, int(version), str(topic), state)
+                problem = event_problem(keys, int(position), event, stored)
+            if problem is not None:
+                self._refuse(Break(int(position), problem))
+                return int(leaf)
+        return size
+
+    def _refuse(self, found: Break) -> None:
+        self.refused = found
+        if found.position not in self._logged:
+            self._logged.add(found.position)
+            log.error(
+                "an event fails its authentication: no checkpoint is signed over it",
+                extra={"position": found.position, "problem": found.problem},
+            )
+
+    def _prefix(self, sql: Sql, size: int) -> tuple[bytes, int]:
+        """The root of the tree's first `size` leaves, and the position of the last."""
+        prefix_root = with_stored_nodes(sql, lambda nodes: root(nodes, size))
+        row = sql.execute("SELECT position FROM merkle_leaves WHERE leaf = ?", (size - 1,))
+        return prefix_root, int(row.fetchone()[0])
 
     def _due(self, last: Checkpoint, size: int) -> bool:
         if size - last.tree_size >= self.policy.events:
@@ -167,8 +242,9 @@ class Evidence:
         self.projector.catch_up()
         with self._sql() as sql:
             leaves = _leaves_of(sql, aggregate_id)
-        checkpoint = self._covering(max((leaf for leaf, *_ in leaves), default=-1) + 1)
         events = self._stored_events(aggregate_id)
+        self._bundle_check(aggregate_id, events)
+        checkpoint = self._covering(max((leaf for leaf, *_ in leaves), default=-1) + 1)
         in_tree = {row[1]: row for row in leaves}
         with self._sql() as sql:
             proofs = with_stored_nodes(
@@ -210,14 +286,48 @@ class Evidence:
             bundle["deleted"].append({"leaf_index": leaf, "position": position, "version": version})
         return bundle
 
+    def _bundle_check(self, aggregate_id: UUID, events: list[tuple[int, int, str, bytes]]) -> None:
+        """Refuse a bundle any of whose events at or above the boundary fails its MAC."""
+        store = self.ledger.store
+        with self._sql() as sql:
+            boundary = read_boundary(sql)
+            if boundary is None:
+                return
+            pos = store.position_column
+            macs = {
+                int(p): (str(k), bytes(m))
+                for p, k, m in sql.execute(
+                    f"SELECT e.{pos}, m.key_id, m.mac FROM {self.ledger.events_table} e "  # noqa: S608
+                    f"JOIN {MAC_TABLE} m ON m.position = e.{pos} WHERE e.originator_id = ?",
+                    (aggregate_id.hex if store.kind == "sqlite" else aggregate_id,),
+                ).fetchall()
+            }
+        keys = self.ledger.event_keys
+        for position, version, topic, state in events:
+            if position < boundary.position:
+                continue
+            problem = (
+                NO_KEY_TO_CHECK
+                if keys is None
+                else event_problem(
+                    keys, position, (aggregate_id, version, topic, state), macs.get(position)
+                )
+            )
+            if problem is not None:
+                self._refuse(Break(position, problem))
+                raise UnauthenticatedEvent(Break(position, problem))
+
     def _covering(self, size: int) -> Checkpoint:
-        """The latest signed checkpoint, signed anew first if it does not reach `size` leaves."""
+        """The latest signed checkpoint, signed anew first if it does not reach `size` leaves;
+        refused when an unauthenticated event stops the signer short of them."""
         latest = self.latest()
         if latest is None or latest.tree_size < size:
             if self.key is None:
                 raise NoSigningKey()
             self.checkpoint(force=True)
             latest = self.latest()
+            if (latest is None or latest.tree_size < size) and self.refused is not None:
+                raise UnauthenticatedEvent(self.refused)
         assert latest is not None
         return latest
 

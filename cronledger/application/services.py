@@ -33,6 +33,8 @@ from cronledger.clock import Clock, system_clock
 from cronledger.config import Settings
 from cronledger.health import Health
 from cronledger.persistence.connections import Limits
+from cronledger.persistence.event_auth import NoEventKeys
+from cronledger.persistence.event_keys import event_keys_path, load_event_keys
 from cronledger.persistence.ledger import Ledger
 from cronledger.persistence.signing_key import load_signing_key, signing_key_path
 from cronledger.persistence.store import Store, redacted_url
@@ -120,7 +122,12 @@ def open_services(
     """
     health = health or Health()
     store = Store.from_url(settings.database_url, Limits.of(settings, kind))
-    ledger, projector = migrated(store, clock, all_projections(), health)
+    keys = load_event_keys(event_keys_path(settings.event_keys_file, store))
+    ledger, projector = migrated(store, clock, all_projections(), health, keys)
+    if keys is None and kind in SERVING_KINDS and ledger.authentication_boundary() is not None:
+        ledger.close()
+        store.close()
+        raise NoEventKeys()
     rebuild_outdated(ledger, projector, health, background=kind in SERVING_KINDS)
     ledger.after_save = lambda position: projector.catch_up(until=position)
     directory = Directory(ledger, settings.timezone)
@@ -131,7 +138,7 @@ def open_services(
         ledger=ledger,
         projector=projector,
         directory=directory,
-        audit=Audit(ledger, directory, projector),
+        audit=Audit(ledger, directory, projector, settings.audit_clock_skew_seconds),
         evidence=_evidence(settings, ledger, projector, clock),
         schedules=Schedules(ledger, directory, runs, settings),
         runs=runs,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from cronledger.clock import Clock
 from cronledger.health import MIGRATING, READY, REBUILDING, Health
+from cronledger.persistence.event_keys import EventKeys
 from cronledger.persistence.ledger import Ledger
 from cronledger.persistence.store import Store
 from projections.engine import Projection, Projector, schema_current, schema_version
@@ -28,11 +29,16 @@ PROGRESS_REPORT_SECONDS = 5.0
 
 
 def migrated(
-    store: Store, clock: Clock, projections: Sequence[Projection], health: Health
+    store: Store,
+    clock: Clock,
+    projections: Sequence[Projection],
+    health: Health,
+    event_keys: EventKeys | None = None,
 ) -> tuple[Ledger, Projector]:
-    """The ledger and its projector on a store holding this version's tables."""
+    """The ledger and its projector on a store holding this version's tables; a migration with
+    `event_keys` starts authenticating events, if the store did not yet."""
     if schema_current(store, projections):
-        ledger = Ledger(store, clock, create_tables=False)
+        ledger = Ledger(store, clock, create_tables=False, event_keys=event_keys)
         return ledger, Projector(ledger, projections)
 
     def waiting(why: str) -> None:
@@ -43,11 +49,12 @@ def migrated(
     with store.migration_lock(waiting):
         version = schema_version(store.kind, projections)
         health.enter(MIGRATING, f"migrating the store to schema version {version}")
-        ledger = Ledger(store, clock)
+        ledger = Ledger(store, clock, event_keys=event_keys)
         projector = Projector(ledger, projections)
         if not schema_current(store, projections):
             log.info("migrating the store", extra={"schema_version": version})
             projector.migrate()
+            ledger.start_authentication()
     return ledger, projector
 
 

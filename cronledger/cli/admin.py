@@ -8,7 +8,7 @@ import os
 import sqlite3
 import sys
 from dataclasses import asdict
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,14 @@ import click
 from cronledger.config import ConfigError, Settings, effective, unknown_variables
 from cronledger.persistence.backup import BackupRefused, backup_sqlite, pg_dump_command
 from cronledger.persistence.connections import Limits
+from cronledger.persistence.event_keys import (
+    EventKeyError,
+    EventKeys,
+    create_event_keys,
+    event_keys_path,
+    load_event_keys,
+    rotate_event_keys,
+)
 from cronledger.persistence.signing_key import (
     SigningKey,
     SigningKeyError,
@@ -33,6 +41,7 @@ if TYPE_CHECKING:
     pass
 from cronledger.cli.base import (
     NothingToRead,
+    checked_settings,
     console_actor,
     console_principal,
     main,
@@ -47,14 +56,62 @@ from cronledger.cli.processes import projections, tick
 
 @main.command()
 def migrate() -> None:
-    """Migrate the store for this release, rebuild outdated read models and make the signing
-    key of checkpoints if there is none (safe to repeat: a key is never replaced)."""
+    """Migrate the store for this release, rebuild outdated read models, make the signing key
+    of checkpoints and the event keys if there are none (safe to repeat: a key is never
+    replaced), and authenticate events from here on if the store did not yet."""
     with opened() as services:
         click.echo(f"store ready ({services.store.kind})")
         path = signing_key_path(services.settings.signing_key_file, services.store)
         key, created = _signing_key(path)
+        keys_path = event_keys_path(services.settings.event_keys_file, services.store)
+        keys, keys_created = _event_keys(keys_path)
+        services.ledger.use_event_keys(keys)
+        boundary = services.ledger.start_authentication()
     made = " created" if created else ""
     click.echo(f"signing key {printable(str(path))}{made} (key id {key.key_id})")
+    made = " created" if keys_created else ""
+    ids = ", ".join(k.key_id for k in keys.keys)
+    click.echo(f"event keys {printable(str(keys_path))}{made} (key ids {ids})")
+    if boundary is not None:
+        click.echo(f"events are authenticated from position {boundary.position} on")
+
+
+def _event_keys(path: Path) -> tuple[EventKeys, bool]:
+    """The keys in `path`, made now if there are none; and whether they were made now."""
+    try:
+        found = load_event_keys(path)
+        return (found, False) if found is not None else (create_event_keys(path, now()), True)
+    except EventKeyError as error:
+        raise click.ClickException(printable(str(error))) from None
+    except OSError as error:
+        raise click.ClickException(
+            f"cannot create the event keys {printable(str(path))}: {error.strerror}"
+        ) from None
+
+
+@main.command("rotate-event-key")
+def rotate_event_key() -> None:
+    """Add a new event key: events are authenticated with it from now on (each process once
+    restarted), the older keys kept to verify the events written before."""
+    settings = checked_settings()
+    try:
+        store = Store.from_url(settings.database_url, Limits.of(settings, "cli"))
+        path = event_keys_path(settings.event_keys_file, store)
+        keys = rotate_event_keys(path, now())
+    except (ConfigError, EventKeyError) as error:
+        raise click.ClickException(printable(str(error))) from None
+    except OSError as error:
+        raise click.ClickException(
+            f"cannot rewrite the event keys {printable(str(path))}: {error.strerror}"
+        ) from None
+    click.echo(
+        f"event keys {printable(str(path))}: new key id {keys.writer.key_id} writes from now "
+        f"on ({len(keys.keys)} keys kept); restart every process so each writes with it"
+    )
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _signing_key(path: Path) -> tuple[SigningKey, bool]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cronledger.application.audit import Authentication, Verification
 from cronledger.persistence.ledger import jsonable
 from cronledger.printable import printable, printable_json
 from domain.triggers import TriggerError, load_zone
@@ -123,7 +124,8 @@ def replay(as_json: bool) -> None:
 @audit.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
 def verify(as_json: bool) -> None:
-    """Recompute the hash chain over the log; name the first position that no longer matches."""
+    """Recompute the hash chain and the Merkle tree over the log and check each event's MAC;
+    name the first position that no longer matches, and warn of events out of time order."""
     with opened(read_only=True) as services, progress_bar(services, "verify") as advance:
         verification = services.audit.verify(advance)
     found, head, tree = verification.found, verification.head, verification.tree
@@ -141,8 +143,37 @@ def verify(as_json: bool) -> None:
             "proven": verification.proven,
             "unproven": [c.as_json() for c in verification.unproven],
         }
-        click.echo(json.dumps({"intact": found is None, "break": broken, **vouched, **checkpoints}))
-    elif found is None:
+        document = {
+            "intact": found is None,
+            "break": broken,
+            **vouched,
+            **checkpoints,
+            "authentication": _authentication_json(verification.authentication),
+            "skew_warnings": [
+                {"position": s.position, "previous_position": s.previous, "seconds": s.seconds}
+                for s in verification.skews
+            ],
+        }
+        click.echo(json.dumps(document))
+    else:
+        _verification_text(verification)
+    if found is not None:
+        sys.exit(1)
+
+
+def _authentication_json(found: Authentication) -> dict[str, Any]:
+    legacy = found.unauthenticated
+    return {
+        "authenticated_from": found.authenticated_from,
+        "authenticated": found.authenticated,
+        "key_ids": list(found.key_ids),
+        "unauthenticated": {"from": legacy[0], "to": legacy[1]} if legacy else None,
+    }
+
+
+def _verification_text(verification: Verification) -> None:
+    found, head, tree = verification.found, verification.head, verification.tree
+    if found is None:
         click.echo(
             f"the log matches its hash chain and its Merkle tree: {head.events} events checked, "
             f"up to position {head.position}; chain head {head.hash}; tree of {tree.size} "
@@ -157,5 +188,27 @@ def verify(as_json: bool) -> None:
                 f"signed checkpoint of tree size {checkpoint.tree_size} (signed "
                 f"{printable(checkpoint.signed_at)}) is not the tree the log gives now"
             )
-    if found is not None:
-        sys.exit(1)
+    click.echo(_authentication_text(verification.authentication))
+    for skew in verification.skews:
+        click.echo(
+            f"warning: the event at position {skew.position} was recorded {skew.seconds:g} s "
+            f"before the event logged before it (position {skew.previous}): a clock that "
+            "stepped back, or an event written out of turn"
+        )
+
+
+def _authentication_text(found: Authentication) -> str:
+    legacy = found.unauthenticated
+    before = (
+        f"; positions {legacy[0]} to {legacy[1]} were written before, unauthenticated "
+        "(the hash chain and any checkpoint signed over them still cover them)"
+        if legacy
+        else ""
+    )
+    if found.authenticated_from is None:
+        return f"this store does not authenticate its events (`cronledger migrate` starts){before}"
+    keys = ", ".join(found.key_ids) or "none"
+    return (
+        f"events authenticated from position {found.authenticated_from}: "
+        f"{found.authenticated} checked (key ids {keys}){before}"
+    )

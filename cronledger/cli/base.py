@@ -26,6 +26,8 @@ from cronledger.application.services import (
 from cronledger.config import ConfigError, Settings
 from cronledger.health import Health
 from cronledger.logs import configure_logging
+from cronledger.persistence.event_auth import NoEventKeys
+from cronledger.persistence.event_keys import EventKeyError
 from cronledger.persistence.ledger import TimelineEntry, jsonable
 from cronledger.persistence.store import redacted_url
 from cronledger.printable import printable, printable_json
@@ -66,8 +68,8 @@ def opened(read_only: bool = False, health: Health | None = None) -> Iterator[Se
             if read_only
             else open_services(settings, health=health, kind=kind)
         )
-    except ConfigError as error:
-        raise click.ClickException(str(error)) from None
+    except (ConfigError, EventKeyError, NoEventKeys) as error:
+        raise click.ClickException(printable(str(error))) from None
     except NoLog as error:
         raise NothingToRead(str(error)) from None
     except (psycopg.OperationalError, persistence.OperationalError) as error:
@@ -77,6 +79,8 @@ def opened(read_only: bool = False, health: Health | None = None) -> Iterator[Se
         yield services
     except DomainError as error:
         raise click.ClickException(printable(error.message)) from None
+    except NoEventKeys as error:
+        raise click.ClickException(str(error)) from None
     finally:
         services.close()
         flush()  # the spans not exported yet

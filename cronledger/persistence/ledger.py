@@ -24,6 +24,15 @@ from psycopg import sql
 
 from cronledger.clock import Clock
 from cronledger.persistence.connections import store_unavailable
+from cronledger.persistence.event_auth import (
+    BOUNDARY_TABLE,
+    INSERT_BOUNDARY,
+    Authenticator,
+    Boundary,
+    boundary_row,
+    read_boundary,
+)
+from cronledger.persistence.event_keys import EventKeys
 from cronledger.persistence.store import Store
 from cronledger.persistence.transcoding import LogTranscoder
 from domain.approvals import ApprovalInstance
@@ -117,9 +126,17 @@ class Ledger(Application[UUID]):
         ApprovalInstance: 50,
     }
 
-    def __init__(self, store: Store, clock: Clock, create_tables: bool = True) -> None:
-        """With `create_tables` off, nothing is created: for commands that only read the log."""
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        create_tables: bool = True,
+        event_keys: EventKeys | None = None,
+    ) -> None:
+        """With `create_tables` off, nothing is created: for commands that only read the log.
+        `event_keys` authenticate the events this process writes (None: it has none)."""
         self.store = store
+        self.event_keys = event_keys
         self.clock = clock
         self.after_save: Callable[[int], object] | None = None
         # Told of each committed save's events with their aggregates (this process's meters).
@@ -132,6 +149,35 @@ class Ledger(Application[UUID]):
         self.events_table = table_of(self.recorder)
         assert self.snapshots is not None  # snapshotting_intervals turn snapshots on
         self.snapshots_table = table_of(self.snapshots.recorder)
+        self.recorder.authenticator = Authenticator(  # type: ignore[attr-defined]
+            event_keys, store.has_table(BOUNDARY_TABLE)
+        )
+
+    def use_event_keys(self, keys: EventKeys) -> None:
+        """Authenticate this process's writes with `keys` from now on."""
+        self.event_keys = keys
+        self.recorder.authenticator.keys = keys  # type: ignore[attr-defined]
+
+    def authentication_boundary(self) -> Boundary | None:
+        """Where the store authenticates its events from (None: it does not)."""
+        if not self.store.has_table(BOUNDARY_TABLE):
+            return None
+        with self.store.connect() as connection:
+            return read_boundary(_Native(self.store, connection))
+
+    def start_authentication(self) -> Boundary | None:
+        """Authenticate events from the next position on, unless the store does already (it
+        needs this process's keys); the boundary then in force."""
+        if self.event_keys is not None:
+            with self.store.connect() as connection:
+                _start_authentication(
+                    _Native(self.store, connection),
+                    self.events_table,
+                    self.event_keys,
+                    self.clock(),
+                )
+            self.recorder.authenticator.boundary_table = True  # type: ignore[attr-defined]
+        return self.authentication_boundary()
 
     def save(
         self,
@@ -403,6 +449,37 @@ class Ledger(Application[UUID]):
 
     def _loaded_id(self, stored: Any) -> UUID:
         return UUID(hex=stored) if self.store.kind == "sqlite" else stored
+
+
+class _Native:
+    """A DB-API connection taking `?` placeholders on both stores."""
+
+    def __init__(self, store: Store, connection: Any) -> None:
+        self.kind = store.kind
+        self.store = store
+        self.connection = connection
+
+    def execute(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        return self.connection.execute(*self.store.native(statement, params))
+
+
+def _start_authentication(sql: _Native, events: str, keys: EventKeys, now: datetime) -> None:
+    """The boundary recorded after the log's last event, under the append lock (no event is
+    written meanwhile), if there is none yet."""
+    position = "rowid" if sql.kind == "sqlite" else "notification_id"
+    if sql.kind == "sqlite":
+        sql.execute("BEGIN IMMEDIATE")
+    else:
+        sql.execute("BEGIN")
+        sql.execute(f"LOCK TABLE {events} IN EXCLUSIVE MODE")
+    try:
+        if read_boundary(sql) is None:
+            last = sql.execute(f"SELECT MAX({position}) FROM {events}").fetchone()[0]  # noqa: S608
+            sql.execute(INSERT_BOUNDARY, boundary_row(keys, int(last or 0) + 1, now))
+    except BaseException:
+        sql.execute("ROLLBACK")
+        raise
+    sql.execute("COMMIT")
 
 
 @contextmanager

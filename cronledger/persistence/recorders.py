@@ -1,6 +1,7 @@
-"""eventsourcing's recorders with three changes: binary appends on PostgreSQL, appends that
-commit only while the aggregates a command read are still as it read them (`unchanged=`), and
-on PostgreSQL one retry at most instead of ten (`_retried_once`)."""
+"""eventsourcing's recorders with four changes: binary appends on PostgreSQL, appends that
+commit only while the aggregates a command read are still as it read them (`unchanged=`), on
+PostgreSQL one retry at most instead of ten (`_retried_once`), and each event's MAC written in
+the transaction that appends it (cronledger/persistence/event_auth.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from psycopg import Cursor
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Identifier
 from psycopg_pool import PoolTimeout
+
+from cronledger.persistence.event_auth import (
+    BOUNDARY_TABLE,
+    MAC_TABLE,
+    Authenticator,
+    NoEventKeys,
+    table_statements,
+)
 
 Unchanged = Sequence[tuple[UUID, int]]  # aggregate id, the version the command read
 F = TypeVar("F", bound=Callable[..., Any])
@@ -83,6 +92,19 @@ class BinaryAppendRecorder(PostgresApplicationRecorder):
             "SELECT originator_id, MAX(originator_version) AS version FROM {schema}.{table}"
             " WHERE originator_id = ANY(%s) GROUP BY originator_id"
         ).format(**names)
+        self.authenticator = Authenticator()
+        schema = Identifier(self.datastore.schema)
+        self.insert_macs_statement = SQL(
+            "INSERT INTO {schema}.{macs} (position, key_id, mac) "
+            "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bytea[])"
+        ).format(schema=schema, macs=Identifier(MAC_TABLE))
+        self.boundary_statement = SQL("SELECT EXISTS (SELECT 1 FROM {schema}.{table})").format(
+            schema=schema, table=Identifier(BOUNDARY_TABLE)
+        )
+        self.sql_create_statements.extend(
+            SQL(statement).format(schema=schema)
+            for statement in table_statements("postgresql", "{schema}.")
+        )
 
     def _insert_events(
         self,
@@ -93,6 +115,11 @@ class BinaryAppendRecorder(PostgresApplicationRecorder):
         **kwargs: Any,
     ) -> None:
         """Take the append lock first, so what is checked stays true until the commit."""
+        if self.authenticator.keys is None and self.authenticator.boundary_table:
+            curs.execute(self.boundary_statement)
+            row = curs.fetchone()
+            if row is not None and next(iter(row.values())):
+                raise NoEventKeys()
         if unchanged:
             self._lock_table(curs)
             curs.execute(self.latest_versions_statement, ([i for i, _ in unchanged],))
@@ -101,9 +128,28 @@ class BinaryAppendRecorder(PostgresApplicationRecorder):
             )
         super()._insert_events(curs, stored_events, **kwargs)
 
+    def _fetch_ids_after_insert_events(
+        self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        """The new events' positions, and their MACs written in the same transaction."""
+        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+        if ids and self.authenticator.keys is not None:
+            macs = self.authenticator.macs(ids, _parts(stored_events))
+            curs.execute(self.insert_macs_statement, macs)
+        return ids
+
+
+def _parts(stored_events: Sequence[StoredEvent]) -> list[tuple[Any, int, str, bytes]]:
+    return [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
+
 
 class CheckingSQLiteRecorder(SQLiteApplicationRecorder):
     """eventsourcing's recorder; the check runs after the inserts, under the write lock."""
+
+    authenticator = Authenticator()  # replaced by the ledger's
+
+    def construct_create_table_statements(self) -> list[str]:
+        return [*super().construct_create_table_statements(), *table_statements("sqlite")]
 
     def _insert_events(
         self,
@@ -113,7 +159,17 @@ class CheckingSQLiteRecorder(SQLiteApplicationRecorder):
         unchanged: Unchanged = (),
         **kwargs: Any,
     ) -> Sequence[int] | None:
-        ids = super()._insert_events(c, stored_events, **kwargs)
+        ids = super()._insert_events(c, stored_events, **kwargs)  # first: the write lock
+        authenticator = self.authenticator
+        if authenticator.keys is None and authenticator.boundary_table:
+            c.execute(f"SELECT 1 FROM {BOUNDARY_TABLE}")  # noqa: S608
+            if c.fetchone() is not None:
+                raise NoEventKeys()  # nothing written: the transaction is rolled back
+        if ids and authenticator.keys is not None:
+            c.executemany(
+                f"INSERT INTO {MAC_TABLE} (position, key_id, mac) VALUES (?, ?, ?)",  # noqa: S608
+                list(zip(*authenticator.macs(ids, _parts(stored_events)), strict=True)),
+            )
         if unchanged:
             marks = ", ".join("?" for _ in unchanged)
             c.execute(

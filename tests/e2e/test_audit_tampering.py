@@ -197,6 +197,13 @@ def test_verify_reports_what_it_checked(store_url: str) -> None:
         "tree_root": tree.root.hex(),
         "proven": 1,
         "unproven": [],
+        "authentication": {  # a store written without event keys authenticates none
+            "authenticated_from": None,
+            "authenticated": 0,
+            "key_ids": [],
+            "unauthenticated": {"from": 1, "to": position},
+        },
+        "skew_warnings": [],
     }
     text = run_cli(store_url, "audit", "verify").stdout
     assert f"{events} events checked, up to position {position}; chain head {head}" in text

@@ -249,9 +249,12 @@ def test_the_console_script_migrates_and_bootstraps_a_store(venv: Path) -> None:
     database = {"CRONLEDGER_DATABASE_URL": f"sqlite:///{cwd}/cronledger.sqlite"}
 
     assert "bootstrap" in run([cli, "--help"], cwd, COMMAND_SECONDS)
-    ready, key = run([cli, "migrate"], cwd, COMMAND_SECONDS, **database).splitlines()
+    migrated = run([cli, "migrate"], cwd, COMMAND_SECONDS, **database).splitlines()
+    ready, key, event_keys, authenticated = migrated
     assert ready == "store ready (sqlite)"
     assert key.startswith(f"signing key {cwd}/cronledger.sqlite.signing-key.pem created ")
+    assert event_keys.startswith(f"event keys {cwd}/cronledger.sqlite.event-keys created ")
+    assert authenticated == "events are authenticated from position 1 on"
     out = run(
         [cli, "bootstrap", "--tenant", "acme", "--admin", "root"], cwd, COMMAND_SECONDS, **database
     )
