@@ -17,6 +17,7 @@ from eventsourcing.persistence import Notification
 from cronledger.application.directory import Directory
 from cronledger.persistence.event_auth import (
     BOUNDARY_DELETED,
+    BOUNDARY_MISSING,
     Boundary,
     any_mac,
     boundary_problem,
@@ -367,6 +368,8 @@ class MacWalk:
 
     def add(self, notification: Notification) -> None:
         position = notification.id
+        if self.boundary is None and self.keys is not None and self.found is None:
+            self.found = Break(position, BOUNDARY_MISSING)
         if self.boundary is None or position < self.boundary.position:
             self.legacy = (self.legacy[0] if self.legacy else position, position)
             return

@@ -355,7 +355,7 @@ class Evidence:
             f"ORDER BY {store.position_column}",
             (stored_id,),
         )
-        return [(int(p), int(v), str(t), bytes(s)) for p, v, t, s in rows]
+        return [(int(p), int(v), str(t), _stored_bytes(s)) for p, v, t, s in rows]
 
     @contextmanager
     def _sql(self) -> Iterator[Sql]:
@@ -373,6 +373,12 @@ class Evidence:
             return self.bundle(subject, since)
         except InvalidState as error:  # only a `since` the checkpoint does not reach
             raise ValidationFailed.of("since", error.message) from None
+
+
+def _stored_bytes(state: object) -> bytes:
+    """A state as stored: bytes, or the text an edit of a SQLite database may have put there
+    (its UTF-8 bytes, which then match no leaf and no MAC)."""
+    return state.encode() if isinstance(state, str) else bytes(state)  # type: ignore[call-overload]
 
 
 def _leaves_of(sql: Sql, aggregate_id: UUID) -> list[tuple[int, int, int]]:

@@ -31,6 +31,12 @@ BOUNDARY_UNKNOWN_KEY = (
     "the record of the position events are authenticated from names key id {key_id}, which "
     "no event key file holds"
 )
+BOUNDARY_MISSING = (
+    "the store has no record of the position events are authenticated from, although this "
+    "process holds event keys: `cronledger migrate` makes one on every store it migrates, so it "
+    "was deleted (with every event's authentication, if none is found either), or the store was "
+    "never migrated by this release"
+)
 BOUNDARY_DELETED = (
     "the record of the position events are authenticated from was deleted, while events "
     "carry authentication"

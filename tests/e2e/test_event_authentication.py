@@ -106,6 +106,18 @@ def altered(store: Store, table: str) -> int:
     return position
 
 
+def altered_to_text(store: Store, table: str) -> int:
+    """root's first event edited as a person at a SQL prompt would: the state stored as text
+    (SQLite keeps what it is given; PostgreSQL's column takes only bytes)."""
+    position = root_rows(store, table)[0][0]
+    pos = store.position_column
+    state = bytes(store.query(f"SELECT state FROM {table} WHERE {pos} = ?", (position,))[0][0])
+    text = state.decode().replace("root", "mall")
+    stored: object = text if store.kind == "sqlite" else text.encode()
+    execute(store, (f"UPDATE {table} SET state = ? WHERE {pos} = ?", (stored, position)))
+    return position
+
+
 def verified(store_url: str, code: int) -> dict[str, Any]:
     done = run_cli(store_url, "audit", "verify", "--json")
     assert done.returncode == code, done.stdout + done.stderr
@@ -140,6 +152,7 @@ def test_a_legitimate_store_verifies_intact_with_every_event_authenticated(
         (appended, "not authenticated"),
         (inserted, "its authentication does not match"),  # the position had a MAC
         (altered, "its authentication does not match"),
+        (altered_to_text, "its authentication does not match"),
     ],
 )
 def test_an_event_written_with_sql_is_named_and_no_bundle_vouches_for_it(
@@ -267,6 +280,24 @@ def test_the_boundary_moved_or_deleted_is_a_break(store_url: str) -> None:
     )
     execute(store, (f"DELETE FROM {BOUNDARY_TABLE}", ()))
     assert "was deleted" in verified(store_url, 1)["break"]["problem"]
+
+
+def test_the_boundary_and_every_mac_deleted_then_a_forged_append_is_a_break(
+    store_url: str,
+) -> None:
+    """Wiping the store's whole authentication does not turn it into one written before."""
+    services = history(store_url)
+    table = services.ledger.events_table
+    services.close()
+    store = Store.from_url(store_url)
+    execute(store, (f"DELETE FROM {BOUNDARY_TABLE}", ()))
+    execute(store, (f"DELETE FROM {MAC_TABLE}", ()))
+    appended(store, table)
+    found = verified(store_url, 1)
+    assert found["break"]["position"] == 1
+    assert (
+        "has no record of the position events are authenticated from" in (found["break"]["problem"])
+    )
 
 
 def test_a_process_without_the_key_writes_nothing_and_says_how_to_set_it(
