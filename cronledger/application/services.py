@@ -120,7 +120,7 @@ def open_services(
     """
     health = health or Health()
     store = Store.from_url(settings.database_url, Limits.of(settings, kind))
-    ledger, projector = migrated(store, clock, all_projections(), health)
+    ledger, projector = migrated(store, clock, all_projections(settings.timezone), health)
     rebuild_outdated(ledger, projector, health, background=kind in SERVING_KINDS)
     ledger.after_save = lambda position: projector.catch_up(until=position)
     directory = Directory(ledger, settings.timezone)
