@@ -68,7 +68,7 @@ def _log(services: Services, clock: ManualClock) -> int:
 def _forget_read_models(services: Services) -> None:
     """Empty every table and position: the projections start from zero, as in a rebuild."""
     with services.store.connect() as conn:
-        for table in (t for p in all_projections() for t in p.tables):
+        for table in (t for p in all_projections("UTC") for t in p.tables):
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE projection_positions SET position = 0")
 
@@ -83,7 +83,7 @@ def _raw_read_seconds(services: Services) -> float:
 
 
 def _table_count() -> int:
-    return sum(len(p.tables) for p in all_projections())
+    return sum(len(p.tables) for p in all_projections("UTC"))
 
 
 if __name__ == "__main__":

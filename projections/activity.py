@@ -1,6 +1,6 @@
 """The `activity` table: one row per command anyone sent, of every kind of aggregate, for
-counting per hour and per day on both stores (the hour and the day are text, computed when
-applied).
+counting per hour, day and week on both stores (the hour and the day are text, in the
+service's zone, computed when applied).
 
 What no one commanded is left out: the tick's registrations and plan advances, and the
 worker's attempts. The sweeper's expiries stay: they are the deadline rule's decisions.
@@ -12,13 +12,14 @@ either projection can be rebuilt alone).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from domain.approvals import DEADLINE_ACTOR, SUBMIT, ApprovalInstance
 from domain.directory import Account, Definition
 from domain.runs import Run
 from domain.schedules import Schedule
+from projections.business import BusinessTime
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.operations import Subject, remember_subject, subjects_ddl
 
@@ -84,7 +85,7 @@ CREATED: dict[EventClass, tuple[str, str, NameOf]] = {
 }
 COLUMNS = (
     "position, tenant_id, aggregate_type, aggregate_id, version, actor, type, outcome, "
-    "accepted, at, hour, day"
+    "accepted, at, hour, day, iso_week, iso_year"
 )
 
 
@@ -93,6 +94,10 @@ class ActivityProjection(Projection):
 
     name = "activity"
     tables = ("activity", "activity_subjects")
+    business: BusinessTime
+
+    def __init__(self, zone: str) -> None:
+        self.business = BusinessTime(zone)
 
     def ddl(self, sql: Sql) -> list[str]:
         ts = sql.timestamp_type
@@ -101,16 +106,21 @@ class ActivityProjection(Projection):
             "position BIGINT PRIMARY KEY, tenant_id TEXT NOT NULL, aggregate_type TEXT NOT NULL, "
             "aggregate_id TEXT NOT NULL, version INTEGER NOT NULL, actor TEXT NOT NULL, "
             "type TEXT NOT NULL, outcome TEXT NOT NULL, accepted BOOLEAN NOT NULL, "
-            f"at {ts} NOT NULL, hour TEXT NOT NULL, day TEXT NOT NULL)",
+            f"at {ts} NOT NULL, hour TEXT NOT NULL, day TEXT NOT NULL, "
+            "iso_week INTEGER NOT NULL, iso_year INTEGER NOT NULL)",
             "CREATE INDEX IF NOT EXISTS activity_by_tenant_hour ON activity (tenant_id, hour)",
             "CREATE INDEX IF NOT EXISTS activity_by_aggregate ON activity (aggregate_id, version)",
             subjects_ddl(SUBJECTS),
         ]
 
     def handlers(self) -> dict[EventClass, Handler]:
-        later = {cls: _later(kind, type_) for cls, (kind, type_) in LATER.items()}
-        created = {cls: _created(kind, type_) for cls, (kind, type_, _) in CREATED.items()}
-        return {**created, **dict.fromkeys(APPROVAL_COMMANDS, _approval_command), **later}
+        zone = self.business
+        later = {cls: _later(kind, type_, zone) for cls, (kind, type_) in LATER.items()}
+        created = {cls: _created(kind, type_, zone) for cls, (kind, type_, _) in CREATED.items()}
+        commands: dict[EventClass, Handler] = dict.fromkeys(
+            APPROVAL_COMMANDS, _approval_command(zone)
+        )
+        return {**created, **commands, **later}
 
     def passes(self) -> list[dict[EventClass, Handler]]:
         """The subjects of the aggregates the batch created first (later commands read their
@@ -141,7 +151,7 @@ def _remembered(name_of: NameOf) -> Handler:
     return handler
 
 
-def _created(aggregate_type: str, type_: str) -> Handler:
+def _created(aggregate_type: str, type_: str, zone: BusinessTime) -> Handler:
     """An event that created an aggregate, as a command: only a manual run is one, and a
     submission's outcome is `SUBMITTED`."""
 
@@ -152,7 +162,8 @@ def _created(aggregate_type: str, type_: str) -> Handler:
             return
         outcome = "SUBMITTED" if aggregate_type == APPROVAL else ACCEPTED
         sql.write(
-            f"INSERT INTO activity ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
+            f"INSERT INTO activity ({COLUMNS}) "  # noqa: S608
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 position,
                 str(event.tenant_id),
@@ -164,27 +175,33 @@ def _created(aggregate_type: str, type_: str) -> Handler:
                 outcome,
                 True,
                 event.at,
-                *_hour_and_day(event.at),
+                *_business_time(zone, event.at),
             ),
         )
 
     return handler
 
 
-def _later(aggregate_type: str, type_: str) -> Handler:
+def _later(aggregate_type: str, type_: str, zone: BusinessTime) -> Handler:
     """A later accepted command: its tenant is its aggregate's, remembered at its creation."""
 
     def handler(sql: Sql, event: Stamped, position: int) -> None:
         if not _unbidden(event.actor):
-            _insert_later(sql, event, position, aggregate_type, type_, ACCEPTED, True)
+            said = (aggregate_type, type_, ACCEPTED, True)
+            _insert_later(sql, event, position, *said, zone)
 
     return handler
 
 
-def _approval_command(sql: Sql, event: ApprovalInstance.CommandHandled, position: int) -> None:
+def _approval_command(zone: BusinessTime) -> Handler:
     """A command an instance handled, with the outcome and acceptance it recorded."""
-    if not _unbidden(event.actor):
-        _insert_later(sql, event, position, APPROVAL, event.command, event.outcome, event.accepted)
+
+    def handler(sql: Sql, event: ApprovalInstance.CommandHandled, position: int) -> None:
+        if not _unbidden(event.actor):
+            said = (APPROVAL, event.command, event.outcome, event.accepted)
+            _insert_later(sql, event, position, *said, zone)
+
+    return handler
 
 
 def _insert_later(
@@ -195,10 +212,12 @@ def _insert_later(
     type_: str,
     outcome: str,
     accepted: bool,
+    zone: BusinessTime,
 ) -> None:
     sql.write(
         f"INSERT INTO activity ({COLUMNS}) "  # noqa: S608
-        "SELECT ?, tenant_id, ?, id, ?, ?, ?, ?, ?, ?, ?, ? FROM activity_subjects WHERE id = ?",
+        "SELECT ?, tenant_id, ?, id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM activity_subjects "
+        "WHERE id = ?",
         (
             position,
             aggregate_type,
@@ -208,7 +227,7 @@ def _insert_later(
             outcome,
             accepted,
             event.at,
-            *_hour_and_day(event.at),
+            *_business_time(zone, event.at),
             str(event.originator_id),
         ),
     )
@@ -220,7 +239,8 @@ def _unbidden(actor: str) -> bool:
     return actor.startswith(SERVICE) and actor != DEADLINE_ACTOR
 
 
-def _hour_and_day(at: Any) -> tuple[str, str]:
-    """The UTC hour (`2026-10-01 09:00`) and day (`2026-10-01`) of an instant, as text."""
-    utc = at.astimezone(UTC)
-    return utc.strftime("%Y-%m-%d %H:00"), utc.strftime("%Y-%m-%d")
+def _business_time(zone: BusinessTime, at: datetime) -> tuple[str, str, int, int]:
+    """The business hour (`2026-10-01 09:00`), day (`2026-10-01`), ISO week and ISO year of an
+    instant in the service's zone."""
+    day, hour, week, year = zone.of(at)
+    return f"{day} {hour:02d}:00", day, week, year

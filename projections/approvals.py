@@ -28,6 +28,7 @@ from domain.approvals import (
     tasks_after,
 )
 from domain.reviewers import FIRST_TASK, Task
+from projections.business import BusinessTime, BusinessValues
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text, json_value
 from projections.keyset import ListSpec, Order, Row, Slice, Window, read_slice, searched_text
@@ -54,6 +55,10 @@ class ApprovalsProjection(Projection):
 
     name = "approvals"
     tables = ("approvals", "approval_commands")
+    business: BusinessTime
+
+    def __init__(self, zone: str) -> None:
+        self.business = BusinessTime(zone)
 
     def ddl(self, sql: Sql) -> list[str]:
         ts, seconds = sql.timestamp_type, sql.seconds_type
@@ -71,7 +76,8 @@ class ApprovalsProjection(Projection):
             "extensions TEXT NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
             f"reminders_sent TEXT NOT NULL, escalated_account_id TEXT, escalated_at {ts}, "
             f"next_notice_at {ts}, reviewers TEXT, tasks TEXT NOT NULL, comments TEXT NOT NULL, "
-            "search_text TEXT NOT NULL)",
+            "search_text TEXT NOT NULL, "
+            f"{BusinessTime.ddl('submitted_')}, {BusinessTime.ddl('decided_')})",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant "
@@ -84,7 +90,8 @@ class ApprovalsProjection(Projection):
             "instance_id TEXT NOT NULL, version INTEGER NOT NULL, tenant_id TEXT NOT NULL, "
             "position BIGINT NOT NULL, command TEXT NOT NULL, command_id TEXT, "
             "outcome TEXT NOT NULL, accepted BOOLEAN NOT NULL, reason TEXT NOT NULL, "
-            f"actor TEXT NOT NULL, at {ts} NOT NULL, PRIMARY KEY (instance_id, version))",
+            f"actor TEXT NOT NULL, at {ts} NOT NULL, {BusinessTime.ddl()}, "
+            "PRIMARY KEY (instance_id, version))",
             "CREATE INDEX IF NOT EXISTS approval_commands_by_tenant "
             "ON approval_commands (tenant_id, at)",
         ]
@@ -104,19 +111,28 @@ class ApprovalsProjection(Projection):
         """The instances' rows, then their commands' rows (which copy the instance's tenant),
         so that a batch of submissions writes each table with one statement."""
         commands = (ApprovalInstance.Submitted, *COMMANDS)
-        return [self.handlers(), dict.fromkeys(commands, _command_of)]
+        return [self.handlers(), dict.fromkeys(commands, self.command_row)]
 
-    @staticmethod
-    def submitted(sql: Sql, event: ApprovalInstance.Submitted, position: int) -> None:
+    def command_row(
+        self,
+        sql: Sql,
+        event: ApprovalInstance.Submitted | ApprovalInstance.CommandHandled,
+        position: int,
+    ) -> None:
+        """The `approval_commands` row of a submission, or of a later command."""
+        _command_of(sql, event, position, self.business.values(event.at))
+
+    def submitted(self, sql: Sql, event: ApprovalInstance.Submitted, position: int) -> None:
         origin = event.origin or {}
         sql.write(
             "INSERT INTO approvals (id, tenant_id, definition_id, applicant_id, title, state, "
             "review_deadline_at, submitted_at, schedule_id, run_id, version, position, "
             "form_data, material_version, review_deadline_offset_minutes, deadline_policy, "
             "origin, allow_self_approval, observations, extensions, reminders, escalation, "
-            "reminders_sent, next_notice_at, reviewers, tasks, comments, search_text) "
+            "reminders_sent, next_notice_at, reviewers, tasks, comments, search_text, "
+            "submitted_local_date, submitted_local_hour, submitted_iso_week, submitted_iso_year) "
             "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?)",
+            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -143,11 +159,11 @@ class ApprovalsProjection(Projection):
                 _json_or_null(event.reviewers),
                 json_text([_first_task(event.candidates).as_dict()]),
                 searched_text(event.title),
+                *self.business.values(event.at),
             ),
         )
 
-    @staticmethod
-    def handled(sql: Sql, event: ApprovalInstance.CommandHandled, position: int) -> None:
+    def handled(self, sql: Sql, event: ApprovalInstance.CommandHandled, position: int) -> None:
         key = (event.originator_version, position, str(event.originator_id))
         if event.command == SIGN and event.outcome != FORBIDDEN:
             _observed(sql, event)
@@ -163,7 +179,8 @@ class ApprovalsProjection(Projection):
                 "UPDATE approvals SET state = ?, decided_at = ?, outcome = ?, "
                 "decision_seconds = ?, expiry_lag_seconds = ?, "
                 "winning_command = COALESCE(winning_command, ?), next_notice_at = NULL, "
-                "version = ?, position = ? WHERE id = ?",
+                "decided_local_date = ?, decided_local_hour = ?, decided_iso_week = ?, "
+                "decided_iso_year = ?, version = ?, position = ? WHERE id = ?",
                 (
                     event.outcome,
                     event.at,
@@ -171,6 +188,7 @@ class ApprovalsProjection(Projection):
                     sql.seconds_since(submitted, event.at),
                     lag,
                     json_text(winner),  # a late command's rejection keeps the expiry's
+                    *self.business.values(event.at),
                     *key,
                 ),
             )
@@ -378,21 +396,15 @@ def _command_of(
     sql: Sql,
     event: ApprovalInstance.Submitted | ApprovalInstance.CommandHandled,
     position: int,
+    local: BusinessValues,
 ) -> None:
     """The `approval_commands` row of a submission, or of a later command."""
+    said: tuple[str, str | None, str, bool, str]
     if isinstance(event, ApprovalInstance.Submitted):
-        _command(sql, event, position, "submit", event.command_id, "SUBMITTED", True, "submitted")
+        said = ("submit", event.command_id, "SUBMITTED", True, "submitted")
     else:
-        _command(
-            sql,
-            event,
-            position,
-            event.command,
-            event.command_id,
-            event.outcome,
-            event.accepted,
-            event.reason,
-        )
+        said = (event.command, event.command_id, event.outcome, event.accepted, event.reason)
+    _command(sql, event, position, *said, local)
 
 
 def _command(
@@ -404,12 +416,14 @@ def _command(
     outcome: str,
     accepted: bool,
     reason: str,
+    local: BusinessValues,
 ) -> None:
     """One row of `approval_commands`: the command, what it got, who and when."""
     sql.write(
         "INSERT INTO approval_commands (instance_id, version, tenant_id, position, command, "
-        "command_id, outcome, accepted, reason, actor, at) SELECT id, ?, tenant_id, ?, ?, ?, ?, "
-        "?, ?, ?, ? FROM approvals WHERE id = ?",
+        "command_id, outcome, accepted, reason, actor, at, local_date, local_hour, iso_week, "
+        "iso_year) "
+        "SELECT id, ?, tenant_id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM approvals WHERE id = ?",
         (
             event.originator_version,
             position,
@@ -420,6 +434,7 @@ def _command(
             reason,
             event.actor,
             event.at,
+            *local,
             str(event.originator_id),
         ),
     )

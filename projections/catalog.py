@@ -20,19 +20,20 @@ from projections.tasks import TasksProjection
 from projections.webhooks import WebhooksProjection
 
 
-def all_projections() -> list[Projection]:
+def all_projections(zone: str) -> list[Projection]:
+    """Every read model, those with business-time columns in `zone` (`CRONLEDGER_TIMEZONE`)."""
     return [
         SchedulesProjection(),
-        RunsProjection(),
-        ApprovalsProjection(),
-        ScheduleDailyProjection(),
+        RunsProjection(zone),
+        ApprovalsProjection(zone),
+        ScheduleDailyProjection(zone),
         DirectoryProjection(),
         OperationsProjection(),
         PausesProjection(),
         WebhooksProjection(),
         HashChainProjection(),
         MerkleTreeProjection(),
-        ActivityProjection(),
+        ActivityProjection(zone),
         CallbackSourcesProjection(),
         TasksProjection(),
         NotificationsProjection(),
@@ -40,14 +41,14 @@ def all_projections() -> list[Projection]:
     ]
 
 
-def projection_named(name: str) -> Projection:
+def projection_named(name: str, zone: str) -> Projection:
     """The projection called `name`; ValueError lists the names there are."""
-    for projection in all_projections():
+    for projection in all_projections(zone):
         if projection.name == name:
             return projection
-    names = ", ".join(p.name for p in all_projections())
+    names = ", ".join(p.name for p in all_projections(zone))
     raise ValueError(f"no projection {name!r}: there are {names}")
 
 
-def rebuildable_projections() -> list[Projection]:
-    return [p for p in all_projections() if p.rebuildable]
+def rebuildable_projections(zone: str) -> list[Projection]:
+    return [p for p in all_projections(zone) if p.rebuildable]

@@ -26,6 +26,7 @@ from eventsourcing.persistence import Notification
 
 from cronledger.persistence.ledger import Ledger, Undecodable
 from cronledger.persistence.store import SQLITE_INSTANT, Store, as_instant, db_value
+from projections.business import BusinessTime
 
 log = logging.getLogger("cronledger.projections")
 Handler = Callable[["Sql", Any, int], None]  # each takes the event its class is keyed by
@@ -186,6 +187,8 @@ class Projection:
     # (table, column) of the lower-cased text lists search by substring: on PostgreSQL each
     # gets a trigram index where pg_trgm can be had (`_trigram_indexes`), outside the layout.
     search_columns: tuple[tuple[str, str], ...] = ()
+    # The zone of its business-time columns (`projections.business`), for those that keep any.
+    business: BusinessTime | None = None
 
     def ddl(self, sql: Sql) -> list[str]:
         raise NotImplementedError
@@ -205,13 +208,15 @@ class Projection:
 
         On SQLite it covers the form instants are stored in, so rows of an older form are
         rebuilt (projections that cannot be rebuilt hold no instants); everywhere, the
-        `revision` of what the handlers read.
+        `revision` of what the handlers read, and the zone of any business-time columns.
         """
         text = "\n".join(self.ddl(sql))
         if sql.kind == "sqlite" and self.rebuildable:
             text += f"\ninstants as {SQLITE_INSTANT}"
         if self.revision > 1:
             text += f"\nrevision {self.revision}"
+        if self.business is not None:
+            text += f"\nbusiness time in {self.business.zone}"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def passes(self) -> list[dict[EventClass, Handler]]:

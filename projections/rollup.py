@@ -1,12 +1,12 @@
-"""`schedule_daily`: per schedule and UTC day of the planned instant, what its cycles did."""
+"""`schedule_daily`: per schedule and business day of the planned instant (its date in the
+service's zone), what its cycles did."""
 
 from __future__ import annotations
-
-from datetime import UTC
 
 from cronledger.persistence.store import as_instant
 from domain.approvals import ApprovalInstance
 from domain.runs import DEAD_LETTER, Run
+from projections.business import BusinessTime
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 
 DECISIONS = (ApprovalInstance.Approved, ApprovalInstance.Withdrawn, ApprovalInstance.Expired)
@@ -15,13 +15,17 @@ DECISIONS = (ApprovalInstance.Approved, ApprovalInstance.Withdrawn, ApprovalInst
 class ScheduleDailyProjection(Projection):
     """Cycles, successes, runs now dead-lettered, mean registration lag, mean time to decision.
 
-    A run counts on the day (UTC) of its planned instant, whenever its attempts happen; its
+    A run counts on the business day of its planned instant, whenever its attempts happen; its
     instance's decision counts there too. `schedule_daily_keys` remembers, for each run and
     each launched instance, the row it counts in.
     """
 
     name = "schedule_daily"
     tables = ("schedule_daily", "schedule_daily_keys")
+    business: BusinessTime
+
+    def __init__(self, zone: str) -> None:
+        self.business = BusinessTime(zone)
 
     def ddl(self, sql: Sql) -> list[str]:
         seconds = sql.seconds_type
@@ -32,7 +36,8 @@ class ScheduleDailyProjection(Projection):
             f"registration_lag_total_seconds {seconds} NOT NULL, "
             f"mean_registration_lag_seconds {seconds} NOT NULL, "
             f"decisions INTEGER NOT NULL, decision_total_seconds {seconds} NOT NULL, "
-            f"mean_decision_seconds {seconds}, PRIMARY KEY (schedule_id, day))",
+            f"mean_decision_seconds {seconds}, iso_week INTEGER NOT NULL, "
+            "iso_year INTEGER NOT NULL, PRIMARY KEY (schedule_id, day))",
             "CREATE INDEX IF NOT EXISTS schedule_daily_by_tenant "
             "ON schedule_daily (tenant_id, day)",
             "CREATE TABLE IF NOT EXISTS schedule_daily_keys ("
@@ -59,29 +64,32 @@ class ScheduleDailyProjection(Projection):
             **dict.fromkeys(DECISIONS, self.decided),
         }
 
-    @staticmethod
-    def keyed(sql: Sql, event: Run.Registered, position: int) -> None:
+    def keyed(self, sql: Sql, event: Run.Registered, position: int) -> None:
         sql.write(
             "INSERT INTO schedule_daily_keys (key, schedule_id, day) VALUES (?, ?, ?)",
-            (str(event.originator_id), str(event.schedule_id), _day(event)),
+            (str(event.originator_id), str(event.schedule_id), self.day(event)),
         )
 
-    @staticmethod
-    def registered(sql: Sql, event: Run.Registered, position: int) -> None:
-        day = _day(event)
+    def registered(self, sql: Sql, event: Run.Registered, position: int) -> None:
+        day, _, week, year = self.business.of(event.planned_at)
         schedule_id = str(event.schedule_id)
         lag = sql.seconds(event.at - event.planned_at)
         sql.write(
             "INSERT INTO schedule_daily (schedule_id, day, tenant_id, cycles, successes, "
             "dead_letters, registration_lag_total_seconds, mean_registration_lag_seconds, "
-            "decisions, decision_total_seconds) VALUES (?, ?, ?, 1, 0, 0, ?, ?, 0, 0) "
+            "decisions, decision_total_seconds, iso_week, iso_year) "
+            "VALUES (?, ?, ?, 1, 0, 0, ?, ?, 0, 0, ?, ?) "
             "ON CONFLICT (schedule_id, day) DO UPDATE SET cycles = schedule_daily.cycles + 1, "
             "registration_lag_total_seconds = schedule_daily.registration_lag_total_seconds "
             "+ excluded.registration_lag_total_seconds, mean_registration_lag_seconds = "
             "(schedule_daily.registration_lag_total_seconds "
             "+ excluded.registration_lag_total_seconds) / (schedule_daily.cycles + 1)",
-            (schedule_id, day, str(event.tenant_id), lag, lag),
+            (schedule_id, day, str(event.tenant_id), lag, lag, week, year),
         )
+
+    def day(self, registered: Run.Registered) -> str:
+        """The business day a run counts on: its planned instant's."""
+        return self.business.of(registered.planned_at)[0]
 
     @staticmethod
     def counted(column: str) -> Handler:
@@ -132,11 +140,6 @@ class ScheduleDailyProjection(Projection):
             "WHERE schedule_id = ? AND day = ?",
             (seconds, seconds, row[0], row[1]),
         )
-
-
-def _day(registered: Run.Registered) -> str:
-    """The UTC day a run counts on: its planned instant's."""
-    return str(registered.planned_at.astimezone(UTC).date().isoformat())
 
 
 def _mark_dead(sql: Sql, key: str, dead: bool) -> None:

@@ -33,6 +33,7 @@ from domain.runs import (
     skip_reason_of,
 )
 from domain.triggers import local_or_none
+from projections.business import BusinessTime
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text, json_value
 from projections.keyset import ListSpec, Order, Row, Slice, Window, read_slice, searched_text
@@ -48,6 +49,10 @@ class RunsProjection(Projection):
 
     name = "runs"
     tables = ("runs", "attempts")
+    business: BusinessTime
+
+    def __init__(self, zone: str) -> None:
+        self.business = BusinessTime(zone)
 
     def ddl(self, sql: Sql) -> list[str]:
         ts, seconds = sql.timestamp_type, sql.seconds_type
@@ -65,7 +70,8 @@ class RunsProjection(Projection):
             f"started_at {ts}, duration_seconds {seconds}, last_error_message TEXT, "
             "definition_revision INTEGER NOT NULL, timezone TEXT, form_data TEXT NOT NULL, "
             f"missed_until {ts}, blocking_status TEXT, blocking_instance_id TEXT, "
-            "last_error_params TEXT, search_text TEXT NOT NULL)",
+            "last_error_params TEXT, search_text TEXT NOT NULL, "
+            f"{BusinessTime.ddl('planned_')})",
             "CREATE INDEX IF NOT EXISTS runs_by_schedule "
             "ON runs (schedule_id, planned_at DESC, id)",
             "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status)",
@@ -78,7 +84,7 @@ class RunsProjection(Projection):
             f"schedule_id TEXT NOT NULL, worker TEXT NOT NULL, started_at {ts} NOT NULL, "
             f"lease_expires_at {ts} NOT NULL, finished_at {ts}, outcome TEXT, error_code TEXT, "
             "error_message TEXT, instance_id TEXT, error_params TEXT, "
-            "PRIMARY KEY (run_id, number))",
+            f"{BusinessTime.ddl('started_')}, PRIMARY KEY (run_id, number))",
             "CREATE INDEX IF NOT EXISTS attempts_by_tenant ON attempts (tenant_id, started_at)",
         ]
 
@@ -105,8 +111,8 @@ class RunsProjection(Projection):
         return [
             self.handlers(),
             {
-                Run.AttemptStarted: _attempt_started,
-                Launch: _attempt_launched,
+                Run.AttemptStarted: self.attempt_row,
+                Launch: self.launch_row,
                 Run.AttemptSucceeded: _attempt_ended(ATTEMPT_SUCCEEDED),
                 Run.AttemptFailed: _attempt_ended(ATTEMPT_FAILED),
                 Run.AttemptInterrupted: _attempt_ended(INTERRUPTED),
@@ -118,8 +124,7 @@ class RunsProjection(Projection):
         log (a worker's launch) applied as one `Launch`."""
         super().apply(sql, _launches_paired(batch))
 
-    @staticmethod
-    def registered(sql: Sql, event: Run.Registered, position: int) -> None:
+    def registered(self, sql: Sql, event: Run.Registered, position: int) -> None:
         frozen = event.frozen
         due = event.at if event.status == PENDING else None
         sql.write(
@@ -127,9 +132,10 @@ class RunsProjection(Projection):
             "initiator_id, definition_id, attempt_count, max_attempts, next_attempt_at, due_at, "
             "registered_at, finished_at, skipped_count, registration_lag_seconds, version, "
             "skip_reason, schedule_version, triggered_by, request_id, trace_id, "
-            "definition_revision, timezone, form_data, missed_until, search_text) "
+            "definition_revision, timezone, form_data, missed_until, search_text, "
+            "planned_local_date, planned_local_hour, planned_iso_week, planned_iso_year) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -158,6 +164,46 @@ class RunsProjection(Projection):
                 json_text(frozen["form_data"]),
                 event.missed_until,
                 searched_text(frozen["title"], frozen.get("schedule_name")),
+                *self.business.values(event.planned_at),
+            ),
+        )
+
+    def attempt_row(self, sql: Sql, event: Run.AttemptStarted, position: int) -> None:
+        """An attempt's `attempts` row, as it starts."""
+        sql.write(
+            "INSERT INTO attempts (run_id, number, tenant_id, schedule_id, worker, started_at, "
+            "lease_expires_at, started_local_date, started_local_hour, started_iso_week, "
+            "started_iso_year) SELECT id, ?, tenant_id, schedule_id, ?, ?, ?, ?, ?, ?, ? "
+            "FROM runs WHERE id = ?",
+            (
+                event.number,
+                event.worker,
+                event.at,
+                event.lease_expires_at,
+                *self.business.values(event.at),
+                str(event.originator_id),
+            ),
+        )
+
+    def launch_row(self, sql: Sql, launch: Launch, position: int) -> None:
+        """A launch's `attempts` row: started and succeeded at once."""
+        started, succeeded = launch.started, launch.succeeded
+        sql.write(
+            "INSERT INTO attempts (run_id, number, tenant_id, schedule_id, worker, started_at, "
+            "lease_expires_at, finished_at, outcome, instance_id, started_local_date, "
+            "started_local_hour, started_iso_week, started_iso_year) "
+            "SELECT id, ?, tenant_id, schedule_id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM runs "
+            "WHERE id = ?",
+            (
+                started.number,
+                started.worker,
+                started.at,
+                started.lease_expires_at,
+                succeeded.at,
+                ATTEMPT_SUCCEEDED,
+                succeeded.instance_id,
+                *self.business.values(started.at),
+                str(started.originator_id),
             ),
         )
 
@@ -339,33 +385,6 @@ def _launch_of(before: object, event: object) -> bool:
         and isinstance(event, Run.AttemptSucceeded)
         and before.originator_id == event.originator_id
         and before.number == event.number
-    )
-
-
-def _attempt_started(sql: Sql, event: Run.AttemptStarted, position: int) -> None:
-    sql.write(
-        "INSERT INTO attempts (run_id, number, tenant_id, schedule_id, worker, started_at, "
-        "lease_expires_at) SELECT id, ?, tenant_id, schedule_id, ?, ?, ? FROM runs WHERE id = ?",
-        (event.number, event.worker, event.at, event.lease_expires_at, str(event.originator_id)),
-    )
-
-
-def _attempt_launched(sql: Sql, launch: Launch, position: int) -> None:
-    started, succeeded = launch.started, launch.succeeded
-    sql.write(
-        "INSERT INTO attempts (run_id, number, tenant_id, schedule_id, worker, started_at, "
-        "lease_expires_at, finished_at, outcome, instance_id) "
-        "SELECT id, ?, tenant_id, schedule_id, ?, ?, ?, ?, ?, ? FROM runs WHERE id = ?",
-        (
-            started.number,
-            started.worker,
-            started.at,
-            started.lease_expires_at,
-            succeeded.at,
-            ATTEMPT_SUCCEEDED,
-            succeeded.instance_id,
-            str(started.originator_id),
-        ),
     )
 
 

@@ -37,7 +37,6 @@ from domain.errors import DomainError, InvalidState, NotFound
 from domain.evidence import Checkpoint
 from domain.merkle import EMPTY_ROOT, frontier_after, root_of_frontier
 from domain.messages import Message
-from projections.catalog import all_projections
 from projections.chain import GENESIS, Break, first_break, stored_links
 from projections.engine import Projector, Sql
 from projections.maintenance import Difference, replay
@@ -229,7 +228,7 @@ class Audit:
 
     def replay(self, progress: Progress) -> list[Difference]:
         """Every projection rebuilt from the log and compared, row for row, with the live one."""
-        return replay(self.ledger, all_projections(), progress)
+        return replay(self.ledger, self.projector.projections, progress)
 
     def verify(self, progress: Progress) -> Verification:
         """Recompute the hash chain and the Merkle tree from the log, and check each event's

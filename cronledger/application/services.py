@@ -123,7 +123,7 @@ def open_services(
     health = health or Health()
     store = Store.from_url(settings.database_url, Limits.of(settings, kind))
     keys = load_event_keys(event_keys_path(settings.event_keys_file, store))
-    ledger, projector = migrated(store, clock, all_projections(), health, keys)
+    ledger, projector = migrated(store, clock, all_projections(settings.timezone), health, keys)
     if keys is None and kind in SERVING_KINDS and ledger.authentication_boundary() is not None:
         ledger.close()
         store.close()

@@ -189,7 +189,8 @@ def rebuild(name: str | None) -> None:
     """Rebuild one projection (or all) from position zero into fresh tables, then swap them in."""
     with opened(read_only=True) as services:
         try:
-            chosen = [projection_named(name)] if name else rebuildable_projections()
+            zone = services.settings.timezone
+            chosen = [projection_named(name, zone)] if name else rebuildable_projections(zone)
         except ValueError as error:
             raise click.ClickException(str(error)) from None
         with progress_bar(services, f"rebuild {name or 'all'}") as advance:

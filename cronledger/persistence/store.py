@@ -57,6 +57,20 @@ def db_value(kind: str, value: Any) -> Any:
     return value
 
 
+# A quoted instant literal that names its offset (`'2026-10-01 17:00:00+08'`, `'...T09:00Z'`,
+# `'...+08:00'`): on SQLite, `Store.query` writes it in SQLITE_INSTANT (UTC) before running.
+_OFFSET_LITERAL = re.compile(
+    r"'(\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d{1,6})?)?(?:Z|[+-]\d\d(?::?\d\d)?))'"
+)
+
+
+def stored_instants(statement: str) -> str:
+    """The statement with each instant literal that names its offset written as SQLite stores
+    instants (UTC, SQLITE_INSTANT), so that it compares as the instant it names, whatever the
+    offset: text comparison would otherwise set `'2026-10-01 17:00:00+08'` eight hours late."""
+    return _OFFSET_LITERAL.sub(lambda m: f"'{db_value('sqlite', as_instant(m[1]))}'", statement)
+
+
 def as_instant(value: Any) -> datetime | None:
     """An instant read back from either store: a `datetime`, SQLITE_INSTANT text (UTC), or the
     ISO-8601 text with an offset that releases before 0.2.0 wrote (`...T09:00:00.000000Z`)."""
@@ -222,7 +236,8 @@ class Store:
         return self._pool
 
     def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run one read; `?` placeholders and instants work on both stores."""
+        """Run one read; `?` placeholders and instants work on both stores, as parameters or
+        as literals that name their offset (`stored_instants`)."""
         with self.connect() as conn:
             return list(conn.execute(*self.native(statement, params)).fetchall())
 
@@ -236,6 +251,8 @@ class Store:
         """The statement with this store's placeholders, and its values as the store takes them."""
         if self.kind == "postgresql":
             statement = statement.replace("?", "%s")
+        else:
+            statement = stored_instants(statement)
         return statement, [db_value(self.kind, p) for p in params]
 
     @contextmanager

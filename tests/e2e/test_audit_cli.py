@@ -135,7 +135,7 @@ def test_a_killed_projector_resumes_to_what_a_rebuild_gives(store_url: str) -> N
         while Ticker.of(services).scan().registered:
             pass
     with services.store.connect() as conn:  # the read models start again from zero
-        for table in (t for p in all_projections() for t in p.tables):
+        for table in (t for p in all_projections("UTC") for t in p.tables):
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE projection_positions SET position = 0")
     killed_mid_work(
@@ -147,6 +147,6 @@ def test_a_killed_projector_resumes_to_what_a_rebuild_gives(store_url: str) -> N
     assert services.projector.lag() > 0, "the projector finished before it was killed"
     assert max(services.projector.positions().values()) > 0, "it was killed before it began"
     services.projector.catch_up()
-    assert replay(services.ledger, all_projections(), lambda _: None) == []
+    assert replay(services.ledger, all_projections("UTC"), lambda _: None) == []
     assert services.store.query("SELECT COUNT(*) FROM runs")[0][0] == 20 * 360
     services.close()

@@ -333,6 +333,7 @@ def build(services: Services, clock: FakeClock) -> DataSet:
 
     clock.now = at(3, 16)
     skipping_tenant = skips(services, clock)
+    attention(services, clock)
     services.projector.catch_up()
     return DataSet(
         services=services,
@@ -383,6 +384,50 @@ def skips(services: Services, clock: FakeClock) -> str:
     services.schedules.run_now(boss, schedule, "now-1")
     assert Worker.of(services).poll() == WorkReport(claimed=1, succeeded=1, skipped=1)
     return str(boss.tenant_id)
+
+
+def attention(services: Services, clock: FakeClock) -> None:
+    """Tenant `umbrella`, whose initiator uma is inactive: "Sync" (every minute, misfire
+    `skip`) dead-letters its 16:32 cycle, then misses 16:33 to 16:35 (scanned at 16:35:30: one
+    summary, its newest run); "Manual export" runs by hand at 16:36 and waits to retry."""
+    directory = services.directory
+    clock.now = at(3, 16, 31)
+    boss = directory.authenticate(directory.bootstrap("umbrella", "uwe").token)
+    assert boss is not None
+    directory.create_account(boss, "uma", "Uma", ["requester"])
+    exports = directory.create_definition(
+        boss, "exports", DefinitionFields("Exports", False, 3600, [], reviewers=DECIDERS)
+    ).id
+    directory.set_published(boss, exports, True, None)
+
+    def schedule(name: str, enabled: bool) -> str:
+        body = {
+            "name": name,
+            "definition_id": exports,
+            "trigger": {"kind": "cron", "expression": "* * * * *"},
+            "timezone": "UTC",
+            "initiator_id": "uma",
+            "misfire_policy": "skip",
+        }
+        settings = services.schedules.settings_from(body)
+        return services.schedules.create(boss, settings, enabled).id
+
+    schedule("Sync", True)
+    manual = schedule("Manual export", False)
+    directory.set_active(boss, "uma", False, None)
+    worker = Worker.of(services)
+    clock.now = at(3, 16, 32)
+    assert Ticker.of(services).scan().registered == 1
+    assert worker.poll() == WorkReport(claimed=1, failed=1)
+    clock.now = at(3, 16, 32, 1)
+    assert worker.poll() == WorkReport(claimed=1, failed=1)  # dead-lettered
+    clock.now = at(3, 16, 35, 30)
+    assert Ticker.of(services).scan().registered == 1  # the summary of 16:33 to 16:35
+    clock.now = at(3, 16, 36)
+    directory.set_active(boss, "uma", True, None)  # run-now refuses an inactive initiator
+    services.schedules.run_now(boss, manual, "export-1")
+    directory.set_active(boss, "uma", False, None)
+    assert worker.poll() == WorkReport(claimed=1, failed=1)  # waits to retry
 
 
 # -- the expected figures, worked out by hand from the data set above ---------------------------
@@ -528,32 +573,51 @@ def attempts_by_outcome_and_error_code(d: DataSet) -> list[Case]:
 
 
 @case(7)
-def schedules_whose_last_run_failed(d: DataSet) -> list[Case]:
+def schedules_whose_last_launch_went_wrong(d: DataSet) -> list[Case]:
+    # umbrella: the manual export's newest run waits to retry; Sync's newest run is a skip,
+    # and the one before it lies in the dead letters
+    waiting = ("Manual export", "RETRY_WAIT", at(3, 16, 36), 1, "INITIATOR_INACTIVE", None)
+    dead = ("Sync", "DEAD_LETTER", at(3, 16, 32), 2, "INITIATOR_INACTIVE", at(3, 16, 32, 1))
+    return [((), [(*waiting, "RETRY_WAIT"), (*dead, "SKIPPED_MISSED")])]
+
+
+@case(22)
+def approval_time_per_definition_per_business_week(d: DataSet) -> list[Case]:
+    # approved by a reviewer: I1 after 1800 s, I2 after 3600 s, both in ISO week 40 of 2026
+    return [
+        ((), [("Payments", 2026, 40, 1, 1800.0, 1800.0), ("Vendors", 2026, 40, 1, 3600.0, 3600.0)])
+    ]
+
+
+@case(23)
+def expiry_rate_per_definition_per_business_week(d: DataSet) -> list[Case]:
+    # Payments: I1 approved, I3 expired, I4 withdrawn, I7 waiting; Vendors: I2 approved, I5 expired
+    return [((), [("Payments", 2026, 40, 4, 3, 1, 1 / 3), ("Vendors", 2026, 40, 2, 2, 1, 0.5)])]
+
+
+@case(24)
+def runs_per_schedule_per_business_day(d: DataSet) -> list[Case]:
     return [
         (
             (),
             [
-                (
-                    d.s3,
-                    "Ad hoc payments",
-                    "DEAD_LETTER",
-                    at(3, 15),
-                    2,
-                    "INITIATOR_INACTIVE",
-                    at(3, 15, 0, 1),
-                ),
-                (
-                    d.s2,
-                    "Vendor review",
-                    "DEAD_LETTER",
-                    at(3, 10),
-                    2,
-                    "DEFINITION_UNPUBLISHED",
-                    at(3, 10, 0, 11),
-                ),
+                ("2026-10-01", "Payments check", 1, 1, 0),
+                ("2026-10-01", "Vendor review", 1, 1, 0),
+                ("2026-10-02", "Payments check", 1, 1, 0),
+                ("2026-10-02", "Vendor review", 1, 1, 0),
+                ("2026-10-03", "Ad hoc payments", 2, 1, 0),
+                ("2026-10-03", "Payments check", 1, 1, 0),
+                ("2026-10-03", "Vendor review", 1, 0, 0),
             ],
         )
     ]
+
+
+@case(25)
+def deadline_met_or_missed_per_definition_per_business_week(d: DataSet) -> list[Case]:
+    # met: I1 and I2, approved before their deadlines; missed: I3 and I5, expired; I7 waits;
+    # I4 was withdrawn by its applicant (neither)
+    return [((), [("Payments", 2026, 40, 4, 1, 1, 1, 0.5), ("Vendors", 2026, 40, 2, 1, 1, 0, 0.5)])]
 
 
 @case(8)
@@ -840,7 +904,7 @@ def test_the_dictionary_lists_every_column_of_every_table(data: DataSet) -> None
     tables = ["projection_positions", "undecodable_events", "signed_checkpoints"]
     tables += ["notification_reads", "account_contacts", "notice_emails"]
     tables += ["account_credentials", "sign_in_failures"]
-    tables += [t for p in all_projections() for t in p.tables]
+    tables += [t for p in all_projections("UTC") for t in p.tables]
     assert sorted(documented) == sorted(tables)
     with data.services.store.connect() as connection:
         for table in tables:
@@ -855,6 +919,28 @@ def test_instants_come_back_as_the_guide_says(data: DataSet) -> None:
         assert row[0] == "2026-10-03 10:00:11.000000"
     else:
         assert row[0] == at(3, 10, 0, 11)
+
+
+# One window (the second S2's day-3 run was dead-lettered in, 10:00:11 UTC) written with each
+# offset a query may name: through `Store.query`, every form finds the same run on both stores.
+WINDOW_FORMS = {
+    "Z": ("2026-10-03 10:00:11Z", "2026-10-03 10:00:12Z"),
+    "+00": ("2026-10-03 10:00:11+00", "2026-10-03 10:00:12+00"),
+    "+08": ("2026-10-03 18:00:11+08", "2026-10-03 18:00:12+08"),
+    "T+08:00": ("2026-10-03T18:00:11+08:00", "2026-10-03T18:00:12+08:00"),
+    "-05:30": ("2026-10-03 04:30:11-05:30", "2026-10-03 04:30:12-05:30"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(WINDOW_FORMS))
+def test_a_window_finds_the_same_rows_whatever_offset_its_literals_name(
+    data: DataSet, form: str
+) -> None:
+    since, until = WINDOW_FORMS[form]
+    window = f"SELECT id FROM runs WHERE finished_at >= '{since}' AND finished_at < '{until}'"
+    assert data.query(window, ()) == [(data.s2_day3_run,)]
+    exactly = f"SELECT id FROM runs WHERE finished_at <= '{since}' AND finished_at >= '{since}'"
+    assert data.query(exactly, ()) == [(data.s2_day3_run,)]
 
 
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # PostgreSQL has TIMESTAMPTZ

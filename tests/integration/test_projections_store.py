@@ -19,13 +19,13 @@ from tests.support import T0, FakeClock, Opener, World
 
 
 def differences(services: Services) -> list[Any]:
-    return replay(services.ledger, all_projections(), lambda _: None)
+    return replay(services.ledger, all_projections("UTC"), lambda _: None)
 
 
 def test_the_busy_day_has_something_in_every_table(busy: World) -> None:
     counts = {
         table: busy.services.store.query(f"SELECT COUNT(*) FROM {table}")[0][0]
-        for projection in all_projections()
+        for projection in all_projections("UTC")
         for table in projection.tables
         if table != "chain_checkpoints"  # one per 10,000 events
     }
@@ -53,7 +53,7 @@ def test_rebuild_restores_an_altered_table_and_resumes_from_its_position(busy: W
     services = busy.services
     with services.store.connect() as conn:
         conn.execute("DELETE FROM attempts")
-    rebuild(services.ledger, [projection_named("runs")], lambda _: None)
+    rebuild(services.ledger, [projection_named("runs", "UTC")], lambda _: None)
     assert differences(services) == []
     busy.clock.advance(600)
     Ticker.of(services).scan()
@@ -64,7 +64,7 @@ def test_rebuild_restores_an_altered_table_and_resumes_from_its_position(busy: W
 
 def test_the_hash_chain_cannot_be_rebuilt(busy: World) -> None:
     with pytest.raises(ValueError, match="audit_chain cannot be rebuilt"):
-        rebuild(busy.services.ledger, [projection_named("audit_chain")], lambda _: None)
+        rebuild(busy.services.ledger, [projection_named("audit_chain", "UTC")], lambda _: None)
 
 
 def test_a_crash_mid_batch_then_a_restart_equals_a_rebuild(
@@ -76,7 +76,7 @@ def test_a_crash_mid_batch_then_a_restart_equals_a_rebuild(
     with services.ledger.projections_deferred():
         for n in range(30):
             busy.run_now(f"late-{n}")
-    runs = projection_named("runs")
+    runs = projection_named("runs", "UTC")
     handlers = runs.handlers()
     calls = {"n": 0}
 

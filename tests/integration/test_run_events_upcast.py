@@ -91,7 +91,7 @@ def test_read_models_rebuilt_from_the_log_equal_the_releases_own(
     url = store_written_by(release, f"sqlite:///{tmp_path}/x.sqlite", tmp_path, clock)
     services = open_services(Settings(database_url=url), clock)
     try:
-        rebuild(services.ledger, [RunsProjection(), SchedulesProjection()], lambda _: None)
+        rebuild(services.ledger, [RunsProjection("UTC"), SchedulesProjection()], lambda _: None)
         renamed = RENAMED.get(name, {})  # today's name of a column the release had
         old = columns_of(FIXTURES / f"{release}.sqlite", statement)
         wanted = ", ".join(renamed.get(column, column) for column in old)
