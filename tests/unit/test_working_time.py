@@ -98,12 +98,8 @@ def test_a_submission_after_the_cutoff_before_national_day_belongs_to_october_8(
 
 
 def test_a_submission_exactly_at_the_cutoff_belongs_to_the_next_working_day() -> None:
-    assert business_day(CN_2026, at("2026-09-24T18:00:00+08:00"), CUTOFF).date == date(
-        2026, 9, 28
-    )
-    assert business_day(CN_2026, at("2026-09-24T17:59:59+08:00"), CUTOFF).date == date(
-        2026, 9, 24
-    )
+    assert business_day(CN_2026, at("2026-09-24T18:00:00+08:00"), CUTOFF).date == date(2026, 9, 28)
+    assert business_day(CN_2026, at("2026-09-24T17:59:59+08:00"), CUTOFF).date == date(2026, 9, 24)
 
 
 def test_a_year_the_calendar_does_not_cover_counts_weekdays_only_and_says_so() -> None:
@@ -137,7 +133,11 @@ def test_working_hours_count_only_the_calendars_hours() -> None:
 def test_without_working_hours_a_working_day_is_worked_whole() -> None:
     end, _, skipped = add_working_time(CN_2026, at("2026-09-24T12:00:00+08:00"), 86400)
     assert end == at("2026-09-28T12:00:00+08:00")
-    assert [day.date for day in skipped] == [date(2026, 9, 25), date(2026, 9, 26), date(2026, 9, 27)]
+    assert [day.date for day in skipped] == [
+        date(2026, 9, 25),
+        date(2026, 9, 26),
+        date(2026, 9, 27),
+    ]
     assert subtract_working_time(CN_2026, at("2026-09-28T12:00:00+08:00"), 86400) == at(
         "2026-09-24T12:00:00+08:00"
     )
