@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from projections.activity import ActivityProjection
 from projections.approvals import ApprovalsProjection
+from projections.calendars import CalendarsProjection
 from projections.callback_sources import CallbackSourcesProjection
 from projections.chain import HashChainProjection
 from projections.directory import DirectoryProjection
@@ -37,6 +38,7 @@ def all_projections() -> list[Projection]:
         TasksProjection(),
         NotificationsProjection(),
         GroupsProjection(),
+        CalendarsProjection(),
     ]
 
 

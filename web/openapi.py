@@ -41,6 +41,8 @@ TAGS = {
     "accounts": "The tenant's accounts and their API tokens",
     "definitions": "Process definitions: their review rules, schedule presets and publication",
     "groups": "Groups (部门/用户组): the tenant's departments, their members, leaders and parents",
+    "calendars": "Calendars (工作日历): working days, holidays and make-up working days in "
+    "revisions, and deadlines counted in working time",
     "callback-sources": "The external systems whose signed callbacks the tenant accepts "
     "(Standard Webhooks signatures)",
     "webhooks": "Outbound webhooks: the tenant's subscriptions, their secrets and the messages "
@@ -390,6 +392,7 @@ def _who_may(declared: EndpointSpec) -> str:
             if declared.seen_with
             else ""
         )
+        + (f" Or `{declared.also}`: either serves." if declared.also else "")
         + (
             " Or no token: a delivery signed by a registered callback source of the instance's "
             "tenant (docs/webhooks.md#verified-callbacks)."
