@@ -14,6 +14,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
+from cronledger.application.calendars import Calendars
 from cronledger.application.directory import Directory, Page
 from cronledger.application.idempotency import AlreadyCreated, check_key, key_record
 from cronledger.application.reviews import Reviewing
@@ -131,8 +132,10 @@ class Approvals:
         directory: Directory,
         projector: Projector,
         reviewing: Reviewing | None = None,
+        calendars: Calendars | None = None,
     ) -> None:
         self.ledger = ledger
+        self.calendars = calendars or Calendars(ledger)
         self.directory = directory
         self.projector = projector
         self.reviewing = reviewing or Reviewing(ledger)
@@ -156,6 +159,9 @@ class Approvals:
         candidates = self.reviewing.candidates(
             actor.tenant_id, Reviewers.of(definition.reviewers), parties
         )
+        ruled = None
+        if submission.review_deadline_at is None:
+            ruled = self.calendars.ruled(actor.tenant_id, definition, now)
         instance = ApprovalInstance.submit(
             actor.tenant_id,
             actor.account_id,
@@ -164,6 +170,7 @@ class Approvals:
             origin=None,
             at=now,
             candidates=candidates,
+            ruled=ruled,
         )
         self.ledger.save(instance)
         return ApprovalRow.of_aggregate(instance), False

@@ -21,6 +21,7 @@ from prometheus_client import Counter
 from cronledger.application.directory import Page
 from cronledger.application.idempotency import check_key, key_record
 from cronledger.persistence.ledger import Ledger, TimelineEntry
+from domain.approvals import Ruled
 from domain.calendars import (
     KIND,
     Calendar,
@@ -32,7 +33,15 @@ from domain.calendars import (
     rule_problems,
     working_calendar,
 )
-from domain.directory import Account, Principal, Tenant, account_uuid, check_expected_version
+from domain.directory import (
+    Account,
+    Definition,
+    DefinitionTerms,
+    Principal,
+    Tenant,
+    account_uuid,
+    check_expected_version,
+)
 from domain.errors import NotFound, ValidationFailed
 from domain.idempotency import KeyedRequest
 from domain.messages import Message
@@ -356,6 +365,16 @@ class Calendars:
             self.assumed.inc()
             policy["assumed_told"] = self.managers(tenant_id)
         return RuledDeadline(counted.deadline_at, policy)
+
+    def ruled(
+        self, tenant_id: UUID, terms: Definition | DefinitionTerms, submitted_at: datetime
+    ) -> Ruled | None:
+        """What `ApprovalInstance.submit` takes of a definition's deadline in working time
+        (None for one in plain seconds)."""
+        found = self.ruled_deadline(
+            tenant_id, terms.deadline_rule, submitted_at, terms.reminders, terms.escalation
+        )
+        return None if found is None else (found.deadline_at, found.policy)
 
     def aggregate(self, tenant_id: UUID, calendar_id: str) -> Calendar:
         return self.ledger.find_in_tenant(Calendar, calendar_id, KIND, tenant_id)
