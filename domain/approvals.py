@@ -201,7 +201,7 @@ class Submission:
         if ruled is not None:
             deadline_at, policy = ruled
             return deadline_at, {
-                "source": "definition",
+                "source": WORKING_TIME,
                 **policy,
                 **revision,
                 "rule_version": DEADLINE_RULES_VERSION,
@@ -214,6 +214,7 @@ class Submission:
         }
 
 
+WORKING_TIME = "working_time"  # the source of a deadline a rule in working time counted
 # A deadline a rule in working time set, and how (cronledger/application/calendars.py): the
 # policy keeps, under `working_time_notices`, when each reminder and the escalation fall due,
 # counted in working time too.

@@ -123,13 +123,13 @@ def _china(days: dict[date, str], years: Sequence[int]) -> tuple[dict[date, str]
     import chinese_calendar
 
     off = {
-        day: days.get(day, str(holiday.value[0]))
-        for day, holiday in chinese_calendar.holidays.items()
+        day: days.get(day, str(name))
+        for day, name in chinese_calendar.holidays.items()
         if day.year in years
     }
     worked = {
-        day: f"{holiday.value[0]} (make-up working day)"
-        for day, holiday in chinese_calendar.workdays.items()
+        day: f"{name} (make-up working day)"
+        for day, name in chinese_calendar.workdays.items()
         if day.year in years and day.isoweekday() >= 6 and chinese_calendar.is_workday(day)
     }
     return {**days, **off}, worked

@@ -269,12 +269,42 @@ class WindowDeadlineOut(OutSchema):
     rule_version = rule_version_field()
 
 
+class WorkingTimeDeadlineOut(OutSchema):
+    """The deadline the definition's rule in working time counted on its calendar
+    (docs/calendars.md#deadlines-in-working-time)."""
+
+    source = deadline_source("working_time")
+    rule = fields.Dict(metadata={"description": "the definition's deadline rule"})
+    calendar = fields.String(metadata={"description": "the calendar's key"})
+    calendar_revision = fields.Integer(metadata={"description": "the revision counted on"})
+    region = fields.String(allow_none=True)
+    libraries = fields.Dict(
+        metadata={"description": "the holiday libraries and versions the revision came from"}
+    )
+    inputs = fields.Dict(metadata={"description": "the submission's instant and the zone"})
+    business_day = fields.String(allow_none=True)
+    counted_days = fields.List(fields.String())
+    skipped_days = fields.List(fields.Dict(), metadata={"description": "each with why"})
+    assumed = fields.Boolean(
+        metadata={"description": "counted on weekdays only: the calendar lacks the year"}
+    )
+    assumed_told = fields.List(fields.String(), metadata={"description": "who was told"})
+    working_time_notices = fields.Dict(
+        metadata={"description": "when each reminder and the escalation fall due"}
+    )
+    definition_revision = fields.Integer(allow_none=True, dump_default=None)
+    rule_version = rule_version_field()
+
+
 class ExtendedDeadlineOut(OutSchema):
     """The deadline the last extend-deadline command set."""
 
     source = deadline_source("extended")
     reason = fields.String()
     rule_version = rule_version_field()
+    working_time_notices = fields.Dict(
+        metadata={"description": "an escalation counted in working time, kept"}
+    )
 
 
 class InstanceTaskOut(OutSchema):
@@ -323,6 +353,7 @@ class ApprovalOut(OutSchema):
         {
             "explicit": ExplicitDeadlineOut,
             "definition": WindowDeadlineOut,
+            "working_time": WorkingTimeDeadlineOut,
             "extended": ExtendedDeadlineOut,
         },
         metadata={"description": "how the review deadline was set"},
