@@ -21,11 +21,14 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from domain.approvals import STATE_AFTER, TERMINAL
 from domain.merkle import ProofError, leaf_hash, root_from_inclusion, verify_consistency
+from domain.runs import SKIPPED_MISSED, SKIPPED_OVERLAP, SUCCEEDED
 
 CHECKPOINT_FORMAT = "cronledger-checkpoint/1"
 BUNDLE_FORMAT = "cronledger-evidence-bundle/1"
 LEAF_HEAD = struct.Struct(">Q16sQH")
+ENDED_RUN = frozenset({SUCCEEDED, SKIPPED_OVERLAP, SKIPPED_MISSED})  # never retried
 
 
 class EvidenceError(ValueError):
@@ -142,15 +145,38 @@ def _hash(value: object) -> bytes:
     return hashed
 
 
+HEADLINE = ("outcome", "reason_code", "reason", "command_id")  # told first, when an event has them
+
+
 @dataclass(frozen=True)
 class ProvenEvent:
-    """One event a bundle proves was in the signed log, as a reader sees it."""
+    """One event a bundle proves was in the signed log, as a reader sees it: `fields` is its
+    state decoded (each `{"_type_", "_data_"}` value as its `_data_`)."""
 
     position: int
     version: int
     type: str
     at: datetime | None
     actor: str | None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def told(self) -> list[tuple[str, Any]]:
+        """Its fields, the headline ones (outcome, reason, command id) first, then the others
+        as stored; the instant and actor are told apart."""
+        rest = [k for k in self.fields if k not in (*HEADLINE, "at", "actor", "timestamp")]
+        return [(k, self.fields[k]) for k in (*HEADLINE, *rest) if self.fields.get(k) is not None]
+
+    @property
+    def final(self) -> bool:
+        """Whether the aggregate is over after it: an instance decided, withdrawn or expired, a
+        run that ended for good, or anything deleted. Others may have later events."""
+        outcome = self.fields.get("outcome")
+        status = self.fields.get("status")
+        return (
+            self.type.endswith(".Deleted")
+            or (isinstance(outcome, str) and STATE_AFTER.get(outcome) in TERMINAL)
+            or status in ENDED_RUN
+        )
 
 
 @dataclass
@@ -162,6 +188,7 @@ class BundleReport:
     proven: list[ProvenEvent] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what it cannot prove: never a failure
 
 
 def verify_bundle(
@@ -195,7 +222,41 @@ def verify_bundle(
     _check_versions(report, _versions(bundle))
     if saved is not None:
         _check_grew(bundle, saved, checkpoint, public_key, report)
+        _warn_past_saved(saved, report)
+    _warn_later(bundle, checkpoint, report)
     return report
+
+
+def _warn_past_saved(saved: Checkpoint, report: BundleReport) -> None:
+    """Events after the saved checkpoint's last position: no checkpoint the auditor kept holds
+    them, so they were written after it was signed, whatever instant they carry."""
+    past = [e.position for e in report.proven if e.position > saved.position]
+    if past:
+        report.warnings.append(
+            f"positions {past[0]} to {past[-1]} come after your saved checkpoint (tree size "
+            f"{saved.tree_size}, last position {saved.position}, signed {saved.signed_at}): "
+            "only the bundle's checkpoint holds them, so they were written after yours was "
+            "signed, whatever instant they carry; save a newer checkpoint to hold them"
+        )
+
+
+def _warn_later(bundle: Mapping[str, Any], checkpoint: Checkpoint, report: BundleReport) -> None:
+    """The aggregate may have events this bundle does not hold: it lists some, or its last
+    event does not end the aggregate."""
+    later = _entries(bundle, "later")
+    last = report.proven[-1] if report.proven else None
+    if later:
+        report.warnings.append(
+            f"the aggregate has {len(later)} later event(s) than the bundle's checkpoint (tree "
+            f"size {checkpoint.tree_size}) proves: ask for a newer bundle to prove them"
+        )
+    elif last is not None and not last.final:
+        report.warnings.append(
+            f"the aggregate may have later events than this bundle holds: its last one here "
+            f"(position {last.position}, version {last.version}, {last.type}) does not end it, "
+            f"and the bundle tells nothing after its checkpoint (tree size "
+            f"{checkpoint.tree_size}, signed {checkpoint.signed_at}); ask for a newer bundle"
+        )
 
 
 def _entries(bundle: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
@@ -260,7 +321,20 @@ def _proven(position: int, version: int, entry: Mapping[str, Any], state: bytes)
         str(entry["topic"]).rpartition(":")[2] or str(entry["topic"]),
         at,
         actor if isinstance(actor, str) else None,
+        plain(fields) if isinstance(fields, dict) else {},
     )
+
+
+def plain(value: Any) -> Any:
+    """Stored JSON as a reader reads it: an encoded value (exactly the keys `_type_` and
+    `_data_`: an instant, a UUID, a caller's form as its text...) as its `_data_`."""
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    if isinstance(value, dict):
+        if set(value) == {"_type_", "_data_"}:
+            return plain(value["_data_"])
+        return {key: plain(item) for key, item in value.items()}
+    return value
 
 
 def _versions(bundle: Mapping[str, Any]) -> list[int]:

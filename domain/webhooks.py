@@ -35,6 +35,7 @@ APPROVAL_REASSIGNED = "approval.reassigned"
 APPROVAL_COMMENTED = "approval.commented"
 CALLBACK_LATE = "callback.late"
 CALLBACK_MISMATCHED = "callback.mismatched"
+CHECKPOINT_SIGNED = "checkpoint.signed"
 PING = "ping"
 EVENT_TYPES = (
     RUN_DEAD_LETTERED,
@@ -51,8 +52,11 @@ EVENT_TYPES = (
     APPROVAL_COMMENTED,
     CALLBACK_LATE,
     CALLBACK_MISMATCHED,
+    CHECKPOINT_SIGNED,
     PING,
 )
+# Types about the whole log, every tenant's (not one tenant's events): chosen by auditors only.
+LOG_WIDE_TYPES = frozenset({CHECKPOINT_SIGNED})
 CREATE_WEBHOOK = "webhook.create"  # the operation an Idempotency-Key of a create is kept under
 NOTIFIER_ACTOR = "system:notifier"  # who schedules and sends deliveries
 MAX_URL = 2000
@@ -114,8 +118,9 @@ def checked_url(url: str, allow_http: bool) -> str:
     return url
 
 
-def checked_event_types(event_types: Sequence[str]) -> list[str]:
-    """One or more distinct known types, in the order of EVENT_TYPES."""
+def checked_event_types(event_types: Sequence[str], may_audit: bool = True) -> list[str]:
+    """One or more distinct known types, in the order of EVENT_TYPES; a log-wide type only
+    for whoever `may_audit` (reads the log's checkpoints)."""
     unknown = sorted(set(event_types) - set(EVENT_TYPES))
     if unknown:
         raise ValidationFailed.of(
@@ -128,6 +133,16 @@ def checked_event_types(event_types: Sequence[str]) -> list[str]:
         )
     if not event_types:
         raise ValidationFailed.of("event_types", Message("name at least one type"))
+    log_wide = sorted(LOG_WIDE_TYPES & set(event_types))
+    if log_wide and not may_audit:
+        raise ValidationFailed.of(
+            "event_types",
+            Message(
+                "{types}: only an account with the audit:read permission may choose it (it "
+                "tells about the whole log, every tenant's)",
+                types=", ".join(log_wide),
+            ),
+        )
     return [kind for kind in EVENT_TYPES if kind in event_types]
 
 

@@ -5,6 +5,11 @@ It reads the log from a position of its own and schedules a `WebhookDelivery` fo
 subscription that names the type of an event it reads (docs/webhooks.md). A delivery's id is
 derived from its subscription, its event and its type, so a batch read again after a crash
 schedules nothing twice; the position is saved once the batch's deliveries are on the log.
+Signed checkpoints are not events: the notifier reads them from `signed_checkpoints` after a
+cursor of its own (a tree size) the same way, for the subscriptions that choose
+`checkpoint.signed`, and moves the cursor past a checkpoint only once it was signed SETTLED
+ago (a checkpoint of a smaller tree signed at the same time by another process may be written
+after a larger one: until then the notifier reads it again, scheduling nothing twice).
 
 Then it sends what is due, at most one message per subscription at a time, oldest first: an
 attempt is claimed on the log (with a lease) before it is sent and its outcome recorded after,
@@ -33,6 +38,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import takewhile
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -40,12 +46,15 @@ import httpx
 from eventsourcing.persistence import IntegrityError, Notification
 from standardwebhooks import Webhook
 
+from cronledger.application.evidence import Evidence
 from cronledger.application.services import Services
 from cronledger.application.webhooks import (
     CARRY_TENANT,
     TOLD_BY,
     Destination,
     Webhooks,
+    checkpoint_payload,
+    checkpoint_source,
     delivery_source,
     payload_of,
     types_of,
@@ -53,7 +62,9 @@ from cronledger.application.webhooks import (
 from cronledger.persistence.ledger import Ledger, Undecodable
 from cronledger.version import installed_version
 from domain.errors import DomainError, ValidationFailed
+from domain.evidence import Checkpoint
 from domain.webhooks import (
+    CHECKPOINT_SIGNED,
     NOTIFIER_ACTOR,
     Response,
     WebhookDelivery,
@@ -64,6 +75,9 @@ from projections.webhooks import SubscriptionRow, due_deliveries, enabled_subscr
 
 log = logging.getLogger("tick.notifier")
 POSITION = "webhook-notifier"  # the notifier's row in `projection_positions`
+CHECKPOINTS_READ = "webhook-notifier-checkpoints"  # and its cursor in `signed_checkpoints`
+SETTLED = timedelta(minutes=5)  # a checkpoint's cursor passes it this long after its signing
+CHECKPOINTS_BATCH = 100  # checkpoints read at once
 BATCH = 2000  # events read at once
 SAVE_CHUNK = 500  # deliveries scheduled per transaction
 SENDERS = 16  # attempts under way at once, each of a different subscription
@@ -91,14 +105,20 @@ class Claim:
 class Notifier:
     @classmethod
     def of(cls, services: Services, name: str | None = None) -> Notifier:
-        return cls(services.ledger, services.projector, services.webhooks, name)
+        return cls(services.ledger, services.projector, services.webhooks, services.evidence, name)
 
     def __init__(
-        self, ledger: Ledger, projector: Projector, webhooks: Webhooks, name: str | None = None
+        self,
+        ledger: Ledger,
+        projector: Projector,
+        webhooks: Webhooks,
+        evidence: Evidence,
+        name: str | None = None,
     ) -> None:
         self.ledger = ledger
         self.projector = projector
         self.webhooks = webhooks
+        self.evidence = evidence
         settings = webhooks.settings
         self.timeout = httpx.Timeout(
             connect=settings.webhook_connect_timeout_seconds,
@@ -128,6 +148,7 @@ class Notifier:
         while not self.stopping.is_set():
             self._record_finished()
             at_the_end = self.schedule() < BATCH
+            self.schedule_checkpoints()
             self._start_due()
             if (at_the_end and not self.sending) or time.monotonic() - began > BUSY_SECONDS:
                 return
@@ -172,6 +193,54 @@ class Notifier:
         if deliveries:
             log.info("webhook messages scheduled", extra={"messages": len(deliveries)})
         return len(notifications)
+
+    def schedule_checkpoints(self) -> int:
+        """Schedule a `checkpoint.signed` message of each checkpoint signed after the cursor
+        for every enabled subscription that chose the type and whose creation its tree holds;
+        how many checkpoints were read."""
+        start = self._position(CHECKPOINTS_READ)
+        signed = self.evidence.checkpoints(start, CHECKPOINTS_BATCH)
+        if not signed:
+            return 0
+        self.projector.catch_up(until=signed[-1].position)  # the subscriptions its tree holds
+        listening = [
+            s
+            for s in enabled_subscriptions(self.ledger.store)
+            if CHECKPOINT_SIGNED in s.event_types
+        ]
+        deliveries = [
+            self._checkpoint_delivery(checkpoint, subscription)
+            for checkpoint in signed
+            for subscription in listening
+            if subscription.position <= checkpoint.position
+        ]
+        if deliveries:
+            scheduled = self.ledger.get_many([d.id for d in deliveries])
+            self._save_new([d for d in deliveries if d.id not in scheduled])
+        now = self.ledger.clock()
+        settled = [
+            *takewhile(lambda c: now - datetime.fromisoformat(c.signed_at) >= SETTLED, signed)
+        ]
+        if settled:
+            self._advance(start, settled[-1].tree_size, CHECKPOINTS_READ)
+        return len(signed)
+
+    def _checkpoint_delivery(
+        self, checkpoint: Checkpoint, subscription: SubscriptionRow
+    ) -> WebhookDelivery:
+        key = self.evidence.key
+        return WebhookDelivery(
+            tenant_id=subscription.tenant_id,
+            subscription_id=subscription.id,
+            source=checkpoint_source(checkpoint.tree_size),
+            event_type=CHECKPOINT_SIGNED,
+            payload=checkpoint_payload(
+                checkpoint, subscription.tenant_id, key.public_pem() if key else None
+            ),
+            max_attempts=self.webhooks.policy.max_attempts,
+            at=self.ledger.clock(),
+            actor=NOTIFIER_ACTOR,
+        )
 
     def _deliveries(
         self, notifications: Sequence[Notification], subscriptions: list[SubscriptionRow]
@@ -223,13 +292,13 @@ class Notifier:
             found = self.ledger.get_many([d.id for d in deliveries])
             self.ledger.save(*[d for d in deliveries if d.id not in found])
 
-    def _position(self) -> int:
+    def _position(self, name: str = POSITION) -> int:
         rows = self.ledger.store.query(
-            "SELECT position FROM projection_positions WHERE name = ?", (POSITION,)
+            "SELECT position FROM projection_positions WHERE name = ?", (name,)
         )
         return int(rows[0][0]) if rows else 0
 
-    def _advance(self, start: int, end: int) -> None:
+    def _advance(self, start: int, end: int, name: str = POSITION) -> None:
         """Move the position from `start` to `end`, unless another notifier moved it first."""
         with self.ledger.store.connect() as connection:
             sql = Sql(self.ledger.store.kind, connection)
@@ -237,11 +306,11 @@ class Notifier:
                 sql.execute(
                     "INSERT INTO projection_positions (name, position) VALUES (?, 0) "
                     "ON CONFLICT (name) DO NOTHING",
-                    (POSITION,),
+                    (name,),
                 )
                 sql.execute(
                     "UPDATE projection_positions SET position = ? WHERE name = ? AND position = ?",
-                    (end, POSITION, start),
+                    (end, name, start),
                 )
 
     # -- delivering --------------------------------------------------------------------------

@@ -33,9 +33,11 @@ from domain.approvals import (
 )
 from domain.directory import Principal, Tenant, check_expected_version
 from domain.errors import NotFound, ValidationFailed
+from domain.evidence import Checkpoint
 from domain.idempotency import KeyedRequest
 from domain.messages import Message
 from domain.overlap import Blocker
+from domain.permissions import AUDIT_READ
 from domain.reason_codes import MISMATCHES
 from domain.reviewers import FIRST_TASK
 from domain.runs import (
@@ -58,6 +60,7 @@ from domain.webhooks import (
     APPROVAL_SUBMITTED,
     CALLBACK_LATE,
     CALLBACK_MISMATCHED,
+    CHECKPOINT_SIGNED,
     PING,
     RUN_DEAD_LETTERED,
     RUN_FAILED,
@@ -281,6 +284,24 @@ def ping_payload(subscription: WebhookSubscription, at: datetime) -> dict[str, A
     return {"type": PING, "timestamp": jsonable(at), "data": data}
 
 
+def checkpoint_payload(
+    checkpoint: Checkpoint, tenant_id: UUID, public_pem: str | None
+) -> dict[str, Any]:
+    """The message that the log's tree was signed: the checkpoint as `audit checkpoints
+    --export` writes it, and the public key (PEM) of the notifier's process if it has one."""
+    data = {"tenant_id": str(tenant_id), "checkpoint": checkpoint.as_json()}
+    return {
+        "type": CHECKPOINT_SIGNED,
+        "timestamp": checkpoint.signed_at,
+        "data": {**data, "public_key": public_pem},
+    }
+
+
+def checkpoint_source(tree_size: int) -> str:
+    """What a `checkpoint.signed` delivery is derived from: the checkpoint of one tree size."""
+    return f"checkpoint/{tree_size}"
+
+
 def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
     if kind.startswith("run."):
         return {**_run(event, subject), **_run_detail(event)}
@@ -412,7 +433,7 @@ class Webhooks:
         a repeat of a keyed `request` stops with `AlreadyCreated`."""
         if not self.settings.secret_key:
             raise SecretKeyMissing()
-        checked = self._checked(fields)
+        checked = self._checked(actor, fields)
         return self.ledger.retrying(lambda: self._create(actor, checked, request))
 
     def _create(
@@ -443,16 +464,17 @@ class Webhooks:
         secret = self.secret_of(subscription.id, subscription.generation)
         return WebhookWithSecret(WebhookRow.of_aggregate(subscription), secret)
 
-    def _checked(self, fields: SubscriptionFields) -> SubscriptionFields:
-        """The fields with their types in order, the URL checked where it points now."""
-        event_types = checked_event_types(fields.event_types)
+    def _checked(self, actor: Principal, fields: SubscriptionFields) -> SubscriptionFields:
+        """The fields with their types in order (a log-wide type only for an auditor), the URL
+        checked where it points now."""
+        event_types = checked_event_types(fields.event_types, actor.can(AUDIT_READ))
         self.guard.destination(fields.url)
         return SubscriptionFields(fields.url, event_types, fields.description, fields.enabled)
 
     def update(
         self, actor: Principal, webhook_id: str, fields: SubscriptionFields, version: int | None
     ) -> WebhookRow:
-        checked = self._checked(fields)
+        checked = self._checked(actor, fields)
         return WebhookRow.of_aggregate(
             self._saved(
                 actor, webhook_id, version, lambda s, at: s.change(checked, at, actor.account_id)

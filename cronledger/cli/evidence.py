@@ -27,6 +27,7 @@ from cronledger.persistence.signing_key import (
 from cronledger.persistence.store import Store
 from cronledger.printable import printable, printable_json
 from domain.evidence import (
+    HEADLINE,
     BundleReport,
     Checkpoint,
     EvidenceError,
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cronledger.cli.audit import Zone, audit
 from cronledger.cli.base import checked_settings, opened, utc_text
+
+EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 @audit.command("public-key")
@@ -82,11 +85,35 @@ def public_key() -> None:
     help='JSON: {"checkpoints": [...]}; with --latest, the one checkpoint alone, the file to '
     "save and later give to `audit verify-bundle --checkpoint` and `audit consistency`.",
 )
-def checkpoints(since: int, latest: bool, export: bool) -> None:
+@click.option(
+    "--append",
+    "kept_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Add to FILE (JSON lines, one checkpoint a line; made if missing) the checkpoints "
+    "newer than its last line, each checked first: its signature, and that its log extends the "
+    "one before. Older lines are never rewritten.",
+)
+@click.option(
+    "--public-key",
+    "key_file",
+    type=EXISTING_FILE,
+    help="With --append: the public key (PEM) to check the signatures with (default: this "
+    "service's).",
+)
+def checkpoints(
+    since: int, latest: bool, export: bool, kept_file: Path | None, key_file: Path | None
+) -> None:
     """The signed checkpoints of the log's Merkle tree, oldest first: tree size, log position
     of its last event, when and with which key it was signed, root hash."""
     if latest and since:
         raise click.UsageError("--latest takes no --since")
+    if kept_file is not None:
+        if since or export:
+            raise click.UsageError("--append takes no --since and no --export")
+        _append_checkpoints(kept_file, key_file, latest)
+        return
+    if key_file is not None:
+        raise click.UsageError("--public-key goes with --append")
     with opened(read_only=True) as services:
         chosen = [_latest_checkpoint(services)] if latest else _checkpoints(services, since)
     if export:
@@ -109,6 +136,75 @@ def _latest_checkpoint(services: Services) -> Checkpoint:
     if latest is None:
         raise NoSigningKey()
     return latest
+
+
+def _append_checkpoints(path: Path, key_file: Path | None, latest: bool) -> None:
+    """Append to `path` the checkpoints newer than its last, once all of them are checked."""
+    with _evidence_refused():
+        last = _last_kept(path)
+        given = _public_key(key_file) if key_file else None
+    with opened(read_only=True) as services:
+        key = given or _own_public_key(services)
+        if latest:
+            _latest_checkpoint(services)
+        newer = _checkpoints(services, last.tree_size if last else 0)
+        problem = _chain_problem(services, last, newer, key)
+    if problem is not None:
+        click.echo(f"NOT appended: {printable(problem)}", err=True)
+        sys.exit(1)
+    if not newer:
+        size = last.tree_size if last else 0
+        click.echo(f"{printable(str(path))} is up to date (tree size {size})")
+        return
+    with path.open("a", encoding="utf-8") as kept:
+        kept.writelines(f"{json.dumps(c.as_json(), separators=(',', ':'))}\n" for c in newer)
+    click.echo(
+        f"appended {len(newer)} checkpoint(s) to {printable(str(path))}: tree sizes "
+        f"{newer[0].tree_size} to {newer[-1].tree_size}"
+    )
+
+
+def _last_kept(path: Path) -> Checkpoint | None:
+    """The last checkpoint of a file of JSON lines (None: no file, or an empty one)."""
+    if not path.exists():
+        return None
+    try:
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError) as error:
+        raise EvidenceError(f"cannot read {path}: {error}") from None
+    if not lines:
+        return None
+    try:
+        return Checkpoint.from_json(json.loads(lines[-1]))
+    except (ValueError, EvidenceError) as error:
+        raise EvidenceError(f"{path}: its last line is not a checkpoint: {error}") from None
+
+
+def _chain_problem(
+    services: Services,
+    last: Checkpoint | None,
+    newer: list[Checkpoint],
+    key: Ed25519PublicKey,
+) -> str | None:
+    """Why the checkpoints cannot follow `last`: a bad signature, or a log that does not
+    extend the one before (each proven by the store's consistency proof)."""
+    before = last
+    for checkpoint in newer:
+        if before is None:
+            try:
+                checkpoint.check_signature(key)
+            except EvidenceError as error:
+                return str(error)
+        else:
+            try:
+                proof = services.evidence.proof_between(before.tree_size, checkpoint.tree_size)
+            except ProofError as error:
+                return str(error)
+            problem = consistency_problem(before, checkpoint, proof, key)
+            if problem is not None:
+                return problem
+        before = checkpoint
+    return None
 
 
 def _checkpoints(services: Services, since: int) -> list[Checkpoint]:
@@ -153,9 +249,6 @@ def bundle(key: str, tenant: str | None, since: tuple[int, ...]) -> None:
         aggregate = services.audit.resolve(key, tenant)
         document = services.evidence.bundle(aggregate, since=list(since))
     click.echo(printable_json(document, indent=2))
-
-
-EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 @audit.command("verify-bundle")
@@ -212,7 +305,9 @@ def _report_lines(report: BundleReport, zone: tzinfo | None) -> Iterator[str]:
             f"#{event.position} v{event.version} {printable(event.type)} {local} ({utc}) "
             f"by {printable(event.actor or '-')}"
         )
+        yield from (f"    {name}: {_value_text(value)}" for name, value in event.told())
     yield from (f"note: {printable(note)}" for note in report.notes)
+    yield from (f"warning: {printable(warning)}" for warning in report.warnings)
     yield from (f"problem: {printable(problem)}" for problem in report.problems)
     if report.problems:
         count = len(report.problems)
@@ -237,6 +332,8 @@ def _report_json(report: BundleReport, zone: tzinfo | None) -> dict[str, Any]:
                 "at": local,
                 "at_utc": utc,
                 "actor": event.actor,
+                **{name: event.fields.get(name) for name in HEADLINE},
+                "fields": event.fields,
             }
         )
     return {
@@ -245,8 +342,15 @@ def _report_json(report: BundleReport, zone: tzinfo | None) -> dict[str, Any]:
         "checkpoint": report.checkpoint.as_json(),
         "events": events,
         "notes": report.notes,
+        "warnings": report.warnings,
         "problems": report.problems,
     }
+
+
+def _value_text(value: object) -> str:
+    """A decoded field as one line: text as it is, anything else as compact JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return printable(text)
 
 
 def _instants(at: datetime | None, zone: tzinfo | None) -> tuple[str | None, str | None]:
@@ -322,7 +426,11 @@ def _json_file(path: Path) -> object:
 
 
 def _saved_checkpoint(path: Path) -> Checkpoint:
-    """The checkpoint a file holds; of `{"checkpoints": [...]}`, the last."""
+    """The checkpoint a file holds; of `{"checkpoints": [...]}` or of JSON lines
+    (`audit checkpoints --append`), the last."""
+    kept = _last_line_kept(path)
+    if kept is not None:
+        return kept
     data = _json_file(path)
     if isinstance(data, dict) and "checkpoints" in data:
         listed = data["checkpoints"]
@@ -333,6 +441,21 @@ def _saved_checkpoint(path: Path) -> Checkpoint:
         return Checkpoint.from_json(data)
     except EvidenceError as error:
         raise EvidenceError(f"{path}: {error}") from None
+
+
+def _last_line_kept(path: Path) -> Checkpoint | None:
+    """The last checkpoint of a file of several JSON lines; None if it is not one."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        return None  # told by the reading that follows
+    if len([line for line in lines if line.strip()]) < 2 or not lines[0].lstrip().startswith(b"{"):
+        return None
+    try:
+        json.loads(lines[0])
+    except ValueError:
+        return None  # one JSON document over several lines
+    return _last_kept(path)
 
 
 def _public_key(path: Path) -> Ed25519PublicKey:

@@ -23,11 +23,12 @@ from cronledger.persistence.signing_key import (
     signing_key_path,
 )
 from cronledger.persistence.store import Store
+from domain.approvals import Command, Submission
 from domain.directory import Principal, tenant_uuid
 from domain.evidence import key_id_of, public_key_from_pem
 from domain.triggers import load_zone
 from tests.processes import environment, free_port, run_in
-from tests.support import FakeClock
+from tests.support import FakeClock, World
 
 SHANGHAI = load_zone("Asia/Shanghai")
 
@@ -219,3 +220,124 @@ def test_a_bundle_of_another_key_or_altered_is_refused(
     assert deep.returncode == 1
     deep_file = tmp_path / "deep.json"
     assert deep.stderr.strip() == f"Error: {deep_file} is nested too deeply to be evidence"
+
+
+@pytest.fixture
+def acme(store_url: str, key_env: dict[str, str], key_path: Path) -> Iterator[World]:
+    """Services with a signing key, on a store holding tenant `acme` (World), ann's waiting
+    instance `asked` in it."""
+    create_signing_key(key_path)
+    setting = key_env.get("CRONLEDGER_SIGNING_KEY_FILE", "")
+    clock = FakeClock()
+    opened = open_services(Settings(database_url=store_url, signing_key_file=setting), clock)
+    yield World(opened, clock)
+    opened.close()
+
+
+def test_checkpoints_are_appended_once_each_and_never_rewritten(
+    cronledger: Run, demo: Services, env: dict[str, str], tmp_path: Path
+) -> None:
+    kept = tmp_path / "kept.jsonl"
+    first = cronledger(env, "audit", "checkpoints", "--latest", "--append", str(kept))
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "appended 1 checkpoint(s)" in first.stdout
+    written = kept.read_bytes()
+    again = cronledger(env, "audit", "checkpoints", "--append", str(kept))
+    assert again.returncode == 0, again.stderr
+    assert "is up to date" in again.stdout
+    assert kept.read_bytes() == written
+
+    tenant = Principal(tenant_uuid("demo"), "system:test", frozenset())
+    demo.pauses.pause_tenant(tenant, "more")
+    grown = cronledger(env, "audit", "checkpoints", "--latest", "--append", str(kept))
+    assert grown.returncode == 0, grown.stdout + grown.stderr
+    lines = kept.read_bytes().splitlines(keepends=True)
+    assert b"".join(lines[:1]) == written
+    sizes = [json.loads(line)["tree_size"] for line in lines]
+    assert len(sizes) == 2
+    assert sizes[0] < sizes[1]
+    assert f"tree sizes {sizes[1]} to {sizes[1]}" in grown.stdout
+
+    other = create_signing_key(tmp_path / "other" / "key.pem")
+    (tmp_path / "other.pem").write_text(other.public_pem())
+    demo.pauses.resume_tenant(tenant, "less")
+    refused = cronledger(
+        env, "audit", "checkpoints", "--latest", "--append", str(kept), "--public-key",
+        str(tmp_path / "other.pem"),
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert "NOT appended" in refused.stderr
+    assert other.key_id in refused.stderr
+    assert kept.read_bytes().splitlines(keepends=True) == lines
+
+    forged = json.loads(lines[-1])
+    forged["root_hash"] = "00" * 32  # a line altered after it was kept
+    altered = tmp_path / "altered.jsonl"
+    altered.write_bytes(lines[0] + (json.dumps(forged) + "\n").encode())
+    bad = cronledger(env, "audit", "checkpoints", "--append", str(altered))
+    assert bad.returncode == 1
+    assert "is not valid" in bad.stderr
+    assert altered.read_bytes().count(b"\n") == 2
+
+
+def test_verify_bundle_tells_each_event_s_fields_and_what_it_cannot_prove(
+    cronledger: Run, acme: World, env: dict[str, str], tmp_path: Path
+) -> None:
+    services, root = acme.services, acme.root
+    key = services.evidence.key
+    assert key is not None
+    public = tmp_path / "public.pem"
+    public.write_text(key.public_pem())
+    ann = services.directory.authenticate(services.directory.issue_token(root, "ann").token)
+    assert ann is not None
+    asked, _ = services.approvals.submit(
+        ann, Submission("ask", acme.definition, "Ask", {}, 1, None)
+    )
+    kept = tmp_path / "kept.jsonl"
+    assert (
+        cronledger(env, "audit", "checkpoints", "--latest", "--append", str(kept)).returncode == 0
+    )
+    waiting = saved(tmp_path, "waiting.json", cronledger(env, "audit", "bundle", asked.id))
+    services.approvals.command(root, asked.id, Command("approve", "a1", {"material_version": 1}))
+    decided = saved(
+        tmp_path, "decided.json",
+        cronledger(env, "audit", "bundle", asked.id, "--since", str(kept)),
+    )  # fmt: skip
+    events = json.loads(decided.read_text())["events"]
+    approved = json.loads(base64.b64decode(events[-1]["state"]))
+    assert approved["outcome"] == "APPROVED"
+
+    text = cronledger(
+        offline(), "audit", "verify-bundle", str(decided), "--public-key", str(public),
+        "--checkpoint", str(kept),
+    )  # fmt: skip
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert "    outcome: APPROVED" in text.stdout
+    assert f"    reason: {approved['reason']}" in text.stdout
+    assert f"    reason_code: {approved['reason_code']}" in text.stdout
+    assert "    command_id: a1" in text.stdout
+    position = events[-1]["position"]
+    assert f"warning: positions {position} to {position} come after your saved" in text.stdout
+    assert "may have later events" not in text.stdout  # approved: the instance is over
+
+    as_json = cronledger(
+        offline(), "audit", "verify-bundle", str(decided), "--public-key", str(public),
+        "--checkpoint", str(kept), "--json",
+    )  # fmt: skip
+    assert as_json.returncode == 0, as_json.stderr
+    report = json.loads(as_json.stdout)
+    last = report["events"][-1]
+    assert (last["outcome"], last["command_id"]) == ("APPROVED", "a1")
+    assert (last["reason"], last["reason_code"]) == (approved["reason"], approved["reason_code"])
+    assert last["fields"]["payload"] == approved["payload"]
+    assert len(report["warnings"]) == 1
+    assert "come after your saved checkpoint" in report["warnings"][0]
+
+    earlier = cronledger(
+        offline(), "audit", "verify-bundle", str(waiting), "--public-key", str(public), "--json"
+    )
+    assert earlier.returncode == 0, earlier.stderr
+    warned = json.loads(earlier.stdout)["warnings"]
+    assert len(warned) == 1
+    assert "may have later events than this bundle holds" in warned[0]
+    assert json.loads(earlier.stdout)["events"][0]["fields"]["title"] == "Ask"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -18,6 +19,7 @@ from cronledger.application.launches import Worker
 from cronledger.application.notifier import Notifier
 from cronledger.application.services import Services
 from cronledger.application.webhooks import WebhookWithSecret
+from cronledger.persistence.signing_key import create_signing_key
 from domain.approvals import Command, Submission
 from domain.directory import Principal
 from domain.launch import LaunchFailed
@@ -59,9 +61,10 @@ def deliveries(services: Services, root: Principal, webhook_id: str) -> list[Any
 EXPECTED = {"approval.submitted": 7, "approval.expired": 5, "approval.decided": 2}
 
 
-def test_every_event_type_arrives_once_signed(open_with: Opener) -> None:
+def test_every_event_type_arrives_once_signed(open_with: Opener, tmp_path: Path) -> None:
     clock = FakeClock(datetime.now(UTC) - timedelta(hours=2))  # the events take an hour
-    services = open_with(clock, **SETTINGS)
+    create_signing_key(tmp_path / "key.pem")  # checkpoint.signed: the log's tree is signed
+    services = open_with(clock, signing_key_file=str(tmp_path / "key.pem"), **SETTINGS)
     world = World(services, clock)
     root, ann = world.root, _account(services, world, "ann")
     with receiving() as receiver:
@@ -98,6 +101,9 @@ def test_every_event_type_arrives_once_signed(open_with: Opener) -> None:
     assert by_type["approval.escalated"]["data"]["account_id"] == "root"
     assert by_type["approval.reminder_due"]["data"]["before_seconds"] == 1800
     assert by_type["ping"]["data"] == {"tenant_id": tenant, "webhook_id": made.webhook.id}
+    signed = services.evidence.latest()
+    assert signed is not None
+    assert by_type["checkpoint.signed"]["data"]["checkpoint"] == signed.as_json()
     assert {d.status for d in deliveries(services, root, made.webhook.id)} == {"DELIVERED"}
 
 
@@ -166,6 +172,7 @@ def _every_kind_of_event(services: Services, world: World, root: Principal, ann:
     services.projector.catch_up()
     expired = services.store.query("SELECT id FROM approvals WHERE state = 'EXPIRED'")
     assert {expiring, reminded} <= {row[0] for row in expired}
+    assert services.evidence.checkpoint(force=True) is not None  # checkpoint.signed
 
 
 def _overlap(services: Services, world: World) -> None:

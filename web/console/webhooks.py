@@ -47,6 +47,7 @@ TYPE_WORDS = {
     "approval.escalated": lazy_gettext("an instance was escalated"),
     "callback.late": lazy_gettext("a callback came late"),
     "callback.mismatched": lazy_gettext("a callback did not match its instance"),
+    "checkpoint.signed": lazy_gettext("a checkpoint of the whole log was signed (auditors only)"),
     "ping": lazy_gettext("a test message"),
 }
 STATUS_WORDS = {
