@@ -61,7 +61,9 @@ def busy(open_with: Opener) -> World:
     services.pauses.resume_tenant(world.root, "backend back")
     services.callback_sources.create(world.root, "esign", "the e-signature system")
     holiday = [{"date": "2026-10-01", "name": "National Day"}]
-    office = CalendarFields("Shanghai office", "CN", "Asia/Shanghai", holidays=holiday, years=[2026])
+    office = CalendarFields(
+        "Shanghai office", "CN", "Asia/Shanghai", holidays=holiday, years=[2026]
+    )
     services.calendars.create(world.root, "cn", office)
     root = world.root.account_id
     services.groups.create(world.root, "finance", GroupFields("财务部", [root], root, None))
