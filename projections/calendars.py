@@ -84,8 +84,15 @@ CALENDAR_ORDER = Order("calendars", "position")
 CALENDAR_LISTING = ListSpec(
     CALENDAR_ORDER,
     "created_at",
-    {"key": "key", "name": "name", "created_at": "position", "updated_at": "updated_at"},
+    {
+        "key": "key",
+        "name": "name",
+        "region": "region",
+        "created_at": "position",
+        "updated_at": "updated_at",
+    },
     tie="position",
+    nullable=frozenset({"region"}),
     searched=("LOWER(key)", "LOWER(name)"),
 )
 COLUMNS = "id, key, revision_fields, created_at, updated_at, version"

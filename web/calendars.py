@@ -28,8 +28,8 @@ from web.schemas.calendars import (
     CalendarUpdate,
     DaysOut,
     DaysQuery,
-    PreviewIn,
-    PreviewOut,
+    DeadlinePreviewIn,
+    DeadlinePreviewOut,
 )
 
 bp = Blueprint("calendars", __name__, url_prefix="/api/calendars")
@@ -201,8 +201,8 @@ def calendar_days(principal: Principal, calendar_id: str, query: dict[str, Any])
     tag=TAG,
     permission=READ,
     also=SCHEDULE_LIST,
-    body=PreviewIn,
-    response=PreviewOut,
+    body=DeadlinePreviewIn,
+    response=DeadlinePreviewOut,
 )
 def deadline_preview(principal: Principal, calendar_id: str, body: dict[str, Any]) -> Any:
     return services().calendars.preview(

@@ -373,10 +373,12 @@ def _replace_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
 ) -> DefinitionRow:
     """The fields given; reminders and escalation, when left out, as they are (the version
-    checked with the write makes sure they are what was read)."""
+    checked with the write makes sure they are what was read); the deadline rule too, as
+    `_rule_kept` says."""
+    current = _definition(principal, definition_id)
     if not {"reminders", "escalation"} <= body.keys():
-        current = _definition(principal, definition_id)
         body = {"reminders": current.reminders, "escalation": current.escalation, **body}
+    body = {**body, "deadline_rule": _rule_kept(current, body)}
     return services().directory.update_definition(
         principal, definition_id, definition_fields(body), body["version"]
     )
@@ -431,6 +433,19 @@ def unpublish_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
 ) -> DefinitionRow:
     return services().directory.set_published(principal, definition_id, False, body.get("version"))
+
+
+def _rule_kept(current: DefinitionRow, body: dict[str, Any]) -> dict[str, Any] | None:
+    """The deadline rule a PUT or a merged PATCH sets: as given (null: the review window, in
+    plain seconds). Left out of a PUT: the current rule when the review window is left out
+    too, or is the current rule's nominal length (an older client sending back what it read);
+    else the review window given, in plain seconds."""
+    if "deadline_rule" in body:
+        return None if body["deadline_rule"] is None else dict(body["deadline_rule"])
+    window = body.get("review_window_seconds")
+    if window is None or window == current.review_window_seconds:
+        return dict(current.deadline_rule)
+    return None
 
 
 def definition_fields(body: dict[str, Any]) -> DefinitionFields:

@@ -219,6 +219,10 @@ CONFLICTS = {
         ("update_group", "patch_group"),
         "`VERSION_CONFLICT`: the group is not at the `version` given.",
     ),
+    **dict.fromkeys(
+        ("update_calendar", "patch_calendar", "import_calendar"),
+        "`VERSION_CONFLICT`: the calendar is not at the `version` given.",
+    ),
     "delete_group": "`VERSION_CONFLICT`: the group is not at the `version` given; "
     "`GROUP_IS_PARENT`: live groups name it as their parent.",
     "create_callback_source": "`INVALID_STATE`: the service has no `CRONLEDGER_SECRET_KEY` "

@@ -15,6 +15,7 @@ from domain.messages import Message
 from projections.approvals import APPROVAL_LISTING
 from web.schemas import validate
 from web.schemas.base import (
+    OMITTED_WHEN,
     Choice,
     Described,
     KeyedBody,
@@ -38,6 +39,7 @@ from web.schemas.base import (
     sort_field,
     strict_int,
 )
+from web.schemas.calendars import DayOut, libraries_field
 from web.schemas.directory import EscalationOut, ReminderOut, ReminderSentOut, ReviewersOut
 from web.schemas.enums import (
     APPROVAL_STATE,
@@ -269,29 +271,63 @@ class WindowDeadlineOut(OutSchema):
     rule_version = rule_version_field()
 
 
+class WorkingTimeNoticesOut(OutSchema):
+    """When the reminders and the escalation fall due, counted in working time at submission."""
+
+    reminders = fields.Dict(
+        keys=fields.String(),
+        values=fields.String(),
+        metadata={
+            "description": "each reminder's `before_seconds` (as text) -> the instant it is due "
+            "(ISO 8601)",
+            OMITTED_WHEN: "after an extension: the reminders count back from the new deadline",
+        },
+    )
+    escalation_due_at = instant_text(
+        metadata={
+            "description": "when the escalation is due",
+            OMITTED_WHEN: "the definition has no escalation",
+        }
+    )
+
+
+class DeadlineInputsOut(OutSchema):
+    submitted_at = instant_text(metadata={"description": "the submission's instant"})
+    timezone = fields.String(metadata={"description": "the calendar's zone"})
+
+
 class WorkingTimeDeadlineOut(OutSchema):
     """The deadline the definition's rule in working time counted on its calendar
     (docs/calendars.md#deadlines-in-working-time)."""
 
     source = deadline_source("working_time")
-    rule = fields.Dict(metadata={"description": "the definition's deadline rule"})
+    rule = Described("DeadlineRuleOut", metadata={"description": "the definition's rule"})
     calendar = fields.String(metadata={"description": "the calendar's key"})
     calendar_revision = fields.Integer(metadata={"description": "the revision counted on"})
     region = fields.String(allow_none=True)
-    libraries = fields.Dict(
-        metadata={"description": "the holiday libraries and versions the revision came from"}
+    libraries = libraries_field(
+        description="the holiday libraries and versions the revision came from ({} when "
+        "written by hand)"
     )
-    inputs = fields.Dict(metadata={"description": "the submission's instant and the zone"})
-    business_day = fields.String(allow_none=True)
-    counted_days = fields.List(fields.String())
-    skipped_days = fields.List(fields.Dict(), metadata={"description": "each with why"})
+    inputs = fields.Nested(DeadlineInputsOut)
+    business_day = fields.String(
+        allow_none=True, metadata={"description": "YYYY-MM-DD (working_days); null otherwise"}
+    )
+    counted_days = fields.List(fields.String(), metadata={"description": "YYYY-MM-DD each"})
+    skipped_days = fields.List(
+        fields.Nested(DayOut), metadata={"description": "each day passed over, and why"}
+    )
     assumed = fields.Boolean(
         metadata={"description": "counted on weekdays only: the calendar lacks the year"}
     )
-    assumed_told = fields.List(fields.String(), metadata={"description": "who was told"})
-    working_time_notices = fields.Dict(
-        metadata={"description": "when each reminder and the escalation fall due"}
+    assumed_told = fields.List(
+        fields.String(),
+        metadata={
+            "description": "the accounts told of the assumption",
+            OMITTED_WHEN: "assumed is false",
+        },
     )
+    working_time_notices = fields.Nested(WorkingTimeNoticesOut)
     definition_revision = fields.Integer(allow_none=True, dump_default=None)
     rule_version = rule_version_field()
 
@@ -302,8 +338,12 @@ class ExtendedDeadlineOut(OutSchema):
     source = deadline_source("extended")
     reason = fields.String()
     rule_version = rule_version_field()
-    working_time_notices = fields.Dict(
-        metadata={"description": "an escalation counted in working time, kept"}
+    working_time_notices = fields.Nested(
+        WorkingTimeNoticesOut,
+        metadata={
+            "description": "an escalation counted in working time, kept",
+            OMITTED_WHEN: "the deadline was not in working time, or there is no escalation",
+        },
     )
 
 

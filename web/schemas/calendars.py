@@ -15,10 +15,11 @@ from domain.calendars import (
     MAX_DATES,
     MAX_PERIODS,
 )
-from domain.working_time import RULE_KINDS
 from projections.calendars import CALENDAR_LISTING
 from web.schemas import validate
 from web.schemas.base import (
+    OMITTED_WHEN,
+    Described,
     OffsetDateTime,
     OutSchema,
     PageQuery,
@@ -132,6 +133,21 @@ class WorkingPeriodOut(OutSchema):
     end = fields.String()
 
 
+def libraries_field(**metadata: str) -> fields.Dict:
+    """Each holiday library a revision came from, and its version."""
+    return fields.Dict(keys=fields.String(), values=fields.String(), metadata=metadata)
+
+
+class CalendarSourceOut(OutSchema):
+    kind = fields.String(metadata={"description": "`manual` or `import`"})
+    region = fields.String(metadata={OMITTED_WHEN: "kind is manual"})
+    years = fields.List(fields.Integer(), metadata={OMITTED_WHEN: "kind is manual"})
+    libraries = libraries_field(
+        description="each library the import read, and its version",
+        **{OMITTED_WHEN: "kind is manual"},
+    )
+
+
 class CalendarOut(OutSchema):
     id = server_uuid()
     key = fields.String()
@@ -144,11 +160,9 @@ class CalendarOut(OutSchema):
     working_hours = fields.List(fields.Nested(WorkingPeriodOut))
     years = fields.List(fields.Integer())
     revision = fields.Integer(metadata={"description": "every change makes the next one"})
-    source = fields.Dict(
-        metadata={
-            "description": "how the revision was made: {kind: manual}, or {kind: import, "
-            "region, years, libraries: {library: version}}"
-        }
+    source = fields.Nested(
+        CalendarSourceOut,
+        metadata={"description": "how the revision was made: by hand, or by an import"},
     )
     created_at = UtcDateTime()
     updated_at = UtcDateTime(metadata={"description": "when this revision was made"})
@@ -176,30 +190,19 @@ class DaysOut(OutSchema):
     items = fields.List(fields.Nested(DayOut))
 
 
-class DeadlineRule(StrictSchema):
-    kind = fields.String(required=True, validate=validate.OneOf(RULE_KINDS))
-    seconds = fields.Integer(strict=True, metadata={"description": "kind seconds"})
-    days = fields.Integer(strict=True, metadata={"description": "kind working_days"})
-    hours = fields.Integer(strict=True, metadata={"description": "kind working_hours"})
-    calendar = key_field(metadata={"description": "a calendar's key (working time)"})
-    cutoff = fields.String(metadata={"description": "HH:MM (working_days)"})
+def deadline_rule_field(**kwargs: Any) -> Described:
+    """A deadline rule in a request: the domain checks it (domain/calendars.py)."""
+    return Described("DeadlineRuleIn", **kwargs)
 
 
-class DeadlineRuleOut(OutSchema):
-    kind = fields.String()
-    seconds = fields.Integer()
-    days = fields.Integer()
-    hours = fields.Integer()
-    calendar = fields.String()
-    cutoff = fields.String()
-
-
-class PreviewIn(StrictSchema):
+class DeadlinePreviewIn(StrictSchema):
     submitted_at = OffsetDateTime(required=True)
-    rule = fields.Nested(DeadlineRule, required=True)
+    rule = deadline_rule_field(
+        required=True, metadata={"description": "a working_days or working_hours rule"}
+    )
 
 
-class PreviewOut(OutSchema):
+class DeadlinePreviewOut(OutSchema):
     deadline_at = UtcDateTime()
     calendar = fields.String()
     calendar_revision = fields.Integer()

@@ -34,7 +34,7 @@ from web.schemas.base import (
     strict_int,
     with_reason,
 )
-from web.schemas.calendars import DeadlineRule, DeadlineRuleOut
+from web.schemas.calendars import deadline_rule_field
 from web.schemas.enums import ESCALATION_MODE, LANGUAGE, PASSWORD_KIND, ROLE
 
 PRESET_ID = r"^[a-z][a-z0-9_-]{0,63}$"
@@ -206,8 +206,15 @@ class ReminderSentOut(OutSchema):
 
 NOTICES_FIXED = "fixed on each instance when it starts, as its deadline is"
 
-# A PUT leaving them out keeps them (0.7.0 added the notices, 0.13.0 the reviewers).
-KEPT_WHEN_LEFT_OUT = ("reminders", "escalation", "reviewers")
+# A PUT leaving them out keeps them (0.7.0 added the notices, 0.13.0 the reviewers, and the
+# deadline: a PUT leaving out both `review_window_seconds` and `deadline_rule` keeps it).
+KEPT_WHEN_LEFT_OUT = (
+    "reminders",
+    "escalation",
+    "reviewers",
+    "review_window_seconds",
+    "deadline_rule",
+)
 
 
 class ReviewersIn(StrictSchema):
@@ -253,8 +260,7 @@ class DefinitionFieldsIn(StrictSchema):
             "x 3600), which reminders are checked against. Give this or `deadline_rule`"
         },
     )
-    deadline_rule = fields.Nested(
-        DeadlineRule,
+    deadline_rule = deadline_rule_field(
         allow_none=True,
         load_default=None,
         metadata={
@@ -348,8 +354,8 @@ class DefinitionOut(OutSchema):
         }
     )
     review_window_seconds = fields.Integer()
-    deadline_rule = fields.Nested(
-        DeadlineRuleOut,
+    deadline_rule = Described(
+        "DeadlineRuleOut",
         metadata={"description": "how an instance's deadline is counted (docs/calendars.md)"},
     )
     schedule_presets = fields.List(fields.Nested(PresetOut))
