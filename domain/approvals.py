@@ -145,7 +145,12 @@ class Command:
 
     @property
     def fingerprint(self) -> str:
-        canonical = json.dumps([self.kind, self.payload], sort_keys=True, default=_plain)
+        """What a repeat is compared with: what the caller sent (not what the server counted
+        of an extension in working days)."""
+        payload = self.payload
+        if "working_days" in payload:
+            payload = {k: v for k, v in payload.items() if k not in COUNTED_EXTENSION}
+        canonical = json.dumps([self.kind, payload], sort_keys=True, default=_plain)
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -215,6 +220,9 @@ class Submission:
 
 
 WORKING_TIME = "working_time"  # the source of a deadline a rule in working time counted
+# What the server adds to an extension given in working days: the deadline it counted, on
+# which calendar revision (docs/calendars.md#extensions-in-working-days).
+COUNTED_EXTENSION = ("new_deadline_at", "calendar", "calendar_revision")
 # A deadline a rule in working time set, and how (cronledger/application/calendars.py): the
 # policy keeps, under `working_time_notices`, when each reminder and the escalation fall due,
 # counted in working time too.
@@ -1310,21 +1318,33 @@ class ApprovalInstance(Aggregate):
         self.review_deadline_at = handled.payload["new_deadline_at"]
         self.review_deadline_offset_minutes = handled.deadline_offset_minutes
         self.deadline_policy = extended_policy(
-            self.deadline_policy, handled.reason, handled.rule_version
+            self.deadline_policy, handled.reason, handled.rule_version, handled.payload
         )
 
 
 def extended_policy(
-    policy: Mapping[str, Any], reason: str | None, rule_version: int
+    policy: Mapping[str, Any],
+    reason: str | None,
+    rule_version: int,
+    payload: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The deadline policy after an extension. The reminders counted in working time before
     the old deadline are dropped (they count back in plain seconds from the new one); an
-    escalation counted in working time from the submission keeps its instant."""
+    escalation counted in working time from the submission keeps its instant. A deadline in
+    working time keeps its rule and calendar (a later extension may count working days on
+    it); one extended in working days says how many, on which calendar revision."""
     extended: dict[str, Any] = {
         "source": "extended",
         "reason": reason,
         "rule_version": rule_version,
     }
+    for key in ("rule", "calendar"):
+        if key in policy:
+            extended[key] = policy[key]
+    asked = payload or {}
+    if "working_days" in asked:
+        extended["working_days"] = asked["working_days"]
+        extended["calendar_revision"] = asked["calendar_revision"]
     escalation_due = (policy.get("working_time_notices") or {}).get("escalation_due_at")
     if escalation_due is not None:
         extended["working_time_notices"] = {"escalation_due_at": escalation_due}

@@ -240,3 +240,19 @@ def rule_deadline(
         cutoff = parse_cutoff(str(rule["cutoff"]))
         return working_days_deadline(calendar, submitted_at, int(str(rule["days"])), cutoff)
     return working_hours_deadline(calendar, submitted_at, int(str(rule["hours"])))
+
+
+def working_days_later(calendar: WorkingCalendar, instant: datetime, days: int) -> WorkingDeadline:
+    """The same local time as `instant` on the `days`-th working day after its date (an
+    extension in working days: a deadline at the cut-off stays at the cut-off)."""
+    local = instant.astimezone(calendar.zone)
+    skipped: list[Day] = []
+    counted: list[Day] = []
+    current = local.date()
+    for _ in range(days):
+        found = next_working_day(calendar, current, skipped)
+        counted.append(found)
+        current = found.date
+    later = datetime.combine(current, local.time(), calendar.zone).astimezone(UTC)
+    assumed = any(day.assumed for day in [*counted, *skipped])
+    return WorkingDeadline(later, None, counted, skipped, assumed)

@@ -253,7 +253,7 @@ def _extended(
         "at": event.at,
         "rule_version": event.rule_version,
     }
-    policy = extended_policy(notices.policy, event.reason, event.rule_version)
+    policy = extended_policy(notices.policy, event.reason, event.rule_version, event.payload)
     sql.write(
         "UPDATE approvals SET review_deadline_at = ?, review_deadline_offset_minutes = ?, "
         "deadline_policy = ?, extensions = ?, next_notice_at = ?, version = ?, position = ? "

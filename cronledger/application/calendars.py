@@ -54,6 +54,7 @@ from domain.working_time import (
     days_in,
     rule_deadline,
     subtract_working_time,
+    working_days_later,
 )
 from projections.calendars import CalendarRow, calendar_page, calendar_row
 from projections.keyset import Window
@@ -375,6 +376,31 @@ class Calendars:
             tenant_id, terms.deadline_rule, submitted_at, terms.reminders, terms.escalation
         )
         return None if found is None else (found.deadline_at, found.policy)
+
+    def extension(
+        self, tenant_id: UUID, policy: Mapping[str, Any], deadline: datetime, days: int
+    ) -> tuple[dict[str, Any], int]:
+        """What an extension of `days` working days adds to its command: the new deadline,
+        the same local time on the `days`-th working day after the current one, counted on the
+        current revision of the calendar the deadline was counted on (a later revision may
+        know more holidays; the deadline in force was counted on the one it names); and the
+        offset it is shown at, the calendar's."""
+        key = policy.get("calendar")
+        if key is None:
+            raise ValidationFailed.of(
+                "working_days",
+                Message("only a deadline counted in working time extends in working days"),
+            )
+        calendar = self.ledger.find(Calendar, calendar_uuid(tenant_id, key), KIND, key)
+        working = working_calendar(calendar.current)
+        later = working_days_later(working, deadline, days)
+        local = later.deadline_at.astimezone(working.zone).utcoffset()
+        counted = {
+            "new_deadline_at": later.deadline_at,
+            "calendar": key,
+            "calendar_revision": calendar.revision,
+        }
+        return counted, int(local.total_seconds() // 60) if local is not None else 0
 
     def aggregate(self, tenant_id: UUID, calendar_id: str) -> Calendar:
         return self.ledger.find_in_tenant(Calendar, calendar_id, KIND, tenant_id)

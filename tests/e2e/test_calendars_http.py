@@ -194,3 +194,118 @@ def test_bad_calendar_input_is_refused_by_field(admin: Api) -> None:
         },
     )
     assert "deadline_rule.calendar" in errors_of(unknown)
+
+
+def working_days_definition(admin: Api, key: str, **extra: Any) -> dict[str, Any]:
+    """A published definition whose deadline is three working days on `cn`."""
+    with_reviewer(admin)
+    body = {
+        "key": key,
+        "name": key.title(),
+        "external": False,
+        "deadline_rule": THREE_WORKING_DAYS,
+        "reviewers": DECIDERS,
+        **extra,
+    }
+    created = admin.post("/api/definitions", body)
+    assert created.status_code == 201, created.json
+    admin.post(f"/api/definitions/{created.json['id']}/publish")
+    return created.json  # type: ignore[no-any-return]
+
+
+def test_a_deadline_in_working_days_is_extended_in_working_days(
+    admin: Api, clock: FakeClock
+) -> None:
+    calendar = cn_calendar(admin)
+    definition = working_days_definition(admin, "loan")
+    clock.now = datetime.fromisoformat("2026-09-23T10:00:00+08:00")
+    instance = submit(admin, definition["id"]).json
+    assert instance["review_deadline_at"] == "2026-09-29T10:00:00Z"  # Tuesday 18:00 +08:00
+    # Friday 10-09 becomes a company holiday: revision 3, which the extension counts on
+    current = admin.get(f"{CALENDARS}/{calendar['id']}").json
+    holidays = [*current["holidays"], {"date": "2026-10-09", "name": "Company day"}]
+    admin.patch(
+        f"{CALENDARS}/{calendar['id']}", {"holidays": holidays, "version": current["version"]}
+    )
+    path = f"/api/approvals/{instance['id']}/extend-deadline"
+    asked = {"command_id": "more", "working_days": 2, "reason": "waiting for the bank"}
+    extended = admin.post(path, asked)
+    assert extended.status_code == 200, extended.json
+    # after Tuesday 09-29: Wednesday 09-30, then past the National Day week, 10-08, at 18:00
+    again = admin.get(f"/api/approvals/{instance['id']}").json
+    assert again["review_deadline_at"] == "2026-10-08T10:00:00Z"
+    assert again["review_deadline_at_local"] == "2026-10-08T18:00:00+08:00"
+    policy = again["deadline_policy"]
+    assert (policy["source"], policy["working_days"], policy["calendar_revision"]) == (
+        "extended",
+        2,
+        3,
+    )
+    assert policy["rule"] == THREE_WORKING_DAYS
+    repeated = admin.post(path, asked)  # the same command again: answered as first recorded
+    assert repeated.status_code == 200, repeated.json
+    assert admin.get(f"/api/approvals/{instance['id']}").json["version"] == again["version"]
+    once_more = admin.post(path, {**asked, "command_id": "more-2", "working_days": 1})
+    assert once_more.status_code == 200, once_more.json  # on from the extended deadline
+    later = admin.get(f"/api/approvals/{instance['id']}").json
+    assert later["review_deadline_at"] == "2026-10-10T10:00:00Z"  # 10-09 off; make-up 10-10
+    both = {**asked, "command_id": "both", "new_deadline_at": "2026-10-20T18:00:00+08:00"}
+    assert "new_deadline_at" in errors_of(admin.post(path, both))
+
+
+def test_only_a_deadline_in_working_time_extends_in_working_days(admin: Api) -> None:
+    created = admin.post(
+        "/api/definitions",
+        {
+            "key": "plain",
+            "name": "Plain",
+            "external": False,
+            "review_window_seconds": 86400,
+            "reviewers": DECIDERS,
+        },
+    ).json
+    with_reviewer(admin)
+    admin.post(f"/api/definitions/{created['id']}/publish")
+    instance = submit(admin, created["id"]).json
+    asked = {"command_id": "more", "working_days": 2, "reason": "waiting"}
+    refused = admin.post(f"/api/approvals/{instance['id']}/extend-deadline", asked)
+    assert "working_days" in errors_of(refused)
+
+
+def test_reminders_of_a_deadline_in_working_days_fall_on_working_time(
+    services: Services, admin: Api, clock: FakeClock
+) -> None:
+    cn_calendar(admin)
+    a_day = {"before_seconds": 86400}
+    definition = working_days_definition(admin, "loan", reminders=[a_day])
+    # Wednesday 2026-10-14 at 10:00: three working days on, the deadline is Monday 10-19 18:00
+    clock.now = datetime.fromisoformat("2026-10-14T10:00:00+08:00")
+    instance = submit(admin, definition["id"]).json
+    assert instance["review_deadline_at"] == "2026-10-19T10:00:00Z"
+    # a day of working time before it is Friday 10-16 18:00, not Sunday 10-18 18:00
+    assert instance["next_notice_at"] == "2026-10-16T10:00:00Z"
+    clock.now = datetime.fromisoformat("2026-10-16T18:00:00+08:00")
+    services.approvals.sweep()
+    sent = admin.get(f"/api/approvals/{instance['id']}").json["reminders_sent"]
+    assert [(r["before_seconds"], r["due_at"]) for r in sent] == [(86400, "2026-10-16T10:00:00Z")]
+
+
+def test_an_older_client_s_put_of_the_review_window_keeps_the_rule_or_sets_seconds(
+    admin: Api,
+) -> None:
+    cn_calendar(admin)
+    definition = working_days_definition(admin, "loan")
+    path = f"/api/definitions/{definition['id']}"
+    fields = ("name", "external", "review_window_seconds", "schedule_presets")
+    read = admin.get(path).json
+    older_client = {k: read[k] for k in fields}
+    body = {**older_client, "allow_self_approval": False, "version": read["version"]}
+    kept = admin.put(path, body)
+    assert kept.status_code == 200, kept.json
+    assert kept.json["deadline_rule"] == THREE_WORKING_DAYS  # sent back as read: kept
+    changed = admin.put(
+        path, {**body, "review_window_seconds": 7200, "version": kept.json["version"]}
+    )
+    assert changed.status_code == 200, changed.json
+    assert changed.json["deadline_rule"] == {"kind": "seconds", "seconds": 7200}
+    assert changed.json["review_window_seconds"] == 7200

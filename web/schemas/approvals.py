@@ -11,6 +11,7 @@ from marshmallow import (
     validates_schema,
 )
 
+from domain.calendars import MAX_RULE_DAYS
 from domain.messages import Message
 from projections.approvals import APPROVAL_LISTING
 from web.schemas import validate
@@ -127,8 +128,18 @@ class WithdrawIn(KeyedBody):
 class ExtendDeadlineIn(KeyedBody):
     command_id = command_id_field()
     new_deadline_at = OffsetDateTime(
-        required=True,
-        metadata={"description": "its offset is kept beside the UTC value"},
+        metadata={
+            "description": "its offset is kept beside the UTC value; give this or `working_days`"
+        },
+    )
+    working_days = strict_int(
+        1,
+        MAX_RULE_DAYS,
+        metadata={
+            "description": "instead of `new_deadline_at`, for a deadline counted in working "
+            "time: the same local time on the Nth working day after the current deadline, on "
+            "the current revision of its calendar (docs/calendars.md#extensions-in-working-days)"
+        },
     )
     reason = fields.String(required=True, validate=validate.Length(1, 500))
 
@@ -338,6 +349,31 @@ class ExtendedDeadlineOut(OutSchema):
     source = deadline_source("extended")
     reason = fields.String()
     rule_version = rule_version_field()
+    rule = Described(
+        "DeadlineRuleOut",
+        metadata={
+            "description": "the rule in working time the deadline was first counted by",
+            OMITTED_WHEN: "the deadline was not counted in working time",
+        },
+    )
+    calendar = fields.String(
+        metadata={
+            "description": "the calendar's key",
+            OMITTED_WHEN: "the deadline was not counted in working time",
+        }
+    )
+    working_days = fields.Integer(
+        metadata={
+            "description": "the working days the extension gave",
+            OMITTED_WHEN: "the extension gave `new_deadline_at`",
+        }
+    )
+    calendar_revision = fields.Integer(
+        metadata={
+            "description": "the calendar revision the working days were counted on",
+            OMITTED_WHEN: "the extension gave `new_deadline_at`",
+        }
+    )
     working_time_notices = fields.Nested(
         WorkingTimeNoticesOut,
         metadata={
