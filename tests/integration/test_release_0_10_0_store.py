@@ -153,8 +153,9 @@ def test_its_definition_reads_with_its_review_window_as_the_deadline_rule(
     upgraded: Services,
 ) -> None:
     """Definition.Registered before version 5 holds no deadline rule: the review window, in
-    plain seconds, is it, in the API and the read model; an instance submitted now gets that window, counted as before; a PUT of an
-    older client, which sends only the window, changes nothing else; no stored byte moves."""
+    plain seconds, is it, in the API and the read model; an instance submitted now gets that
+    window, counted as before; a PUT of an older client, which sends only the window,
+    changes nothing else; no stored byte moves."""
     before = stored_bytes(upgraded)
     acme = api_of(upgraded)
     window = FACTS["review_window_seconds"]
