@@ -305,21 +305,6 @@ class Calendars:
 
     # -- deadlines of definitions -----------------------------------------------------------
 
-    def check_rule(self, tenant_id: UUID, rule: Mapping[str, Any], field: str) -> dict[str, Any]:
-        """A definition's deadline rule, checked (its calendar one of the tenant's)."""
-        problems = rule_problems(rule, field)
-        if (
-            not problems
-            and rule["kind"] != SECONDS
-            and not self.ledger.exists(calendar_uuid(tenant_id, rule["calendar"]))
-        ):
-            problems[f"{field}.calendar"] = [
-                Message("the tenant has no calendar {key}", key=rule["calendar"])
-            ]
-        if problems:
-            raise ValidationFailed(problems)
-        return kept_rule(rule)
-
     def ruled_deadline(
         self,
         tenant_id: UUID,
