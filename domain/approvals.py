@@ -145,7 +145,12 @@ class Command:
 
     @property
     def fingerprint(self) -> str:
-        canonical = json.dumps([self.kind, self.payload], sort_keys=True, default=_plain)
+        """What a repeat is compared with: what the caller sent (not what the server counted
+        of an extension in working days)."""
+        payload = self.payload
+        if "working_days" in payload:
+            payload = {k: v for k, v in payload.items() if k not in COUNTED_EXTENSION}
+        canonical = json.dumps([self.kind, payload], sort_keys=True, default=_plain)
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -184,13 +189,26 @@ class Submission:
         checked_form_data(self.form_data)
 
     def deadline(
-        self, review_window_seconds: int, now: datetime, revision: dict[str, int]
+        self,
+        review_window_seconds: int,
+        now: datetime,
+        revision: dict[str, int],
+        ruled: Ruled | None = None,
     ) -> tuple[datetime, dict[str, Any]]:
         """The review deadline and how it was set (the deadline policy): as asked, or the
-        window of the definition (at `revision`, when known), under the deadline rules' version."""
+        window of the definition (at `revision`, when known), or (`ruled`) as its rule in
+        working time counted it, under the deadline rules' version."""
         if self.review_deadline_at is not None:
             return self.review_deadline_at, {
                 "source": "explicit",
+                "rule_version": DEADLINE_RULES_VERSION,
+            }
+        if ruled is not None:
+            deadline_at, policy = ruled
+            return deadline_at, {
+                "source": WORKING_TIME,
+                **policy,
+                **revision,
                 "rule_version": DEADLINE_RULES_VERSION,
             }
         return now + timedelta(seconds=review_window_seconds), {
@@ -199,6 +217,16 @@ class Submission:
             **revision,
             "rule_version": DEADLINE_RULES_VERSION,
         }
+
+
+WORKING_TIME = "working_time"  # the source of a deadline a rule in working time counted
+# What the server adds to an extension given in working days: the deadline it counted, on
+# which calendar revision (docs/calendars.md#extensions-in-working-days).
+COUNTED_EXTENSION = ("new_deadline_at", "calendar", "calendar_revision")
+# A deadline a rule in working time set, and how (cronledger/application/calendars.py): the
+# policy keeps, under `working_time_notices`, when each reminder and the escalation fall due,
+# counted in working time too.
+Ruled = tuple[datetime, dict[str, Any]]
 
 
 def offset_minutes_of(moment: datetime) -> int:
@@ -257,14 +285,30 @@ class Notice:
     before_seconds: int | None
 
 
-def reminder_due_at(deadline: datetime, submitted_at: datetime, before_seconds: int) -> datetime:
+def reminder_due_at(
+    deadline: datetime,
+    submitted_at: datetime,
+    before_seconds: int,
+    counted: Mapping[str, Any] | None = None,
+) -> datetime:
     """A reminder is due `before_seconds` before the deadline, or at submission when the
-    deadline was already closer than that."""
+    deadline was already closer than that; for a deadline in working time, `before_seconds`
+    of working time before it, as counted at submission (`counted`: the deadline policy's
+    `working_time_notices`, gone once an extension replaced the policy)."""
+    reminders = (counted or {}).get("reminders", {})
+    if str(before_seconds) in reminders:
+        return max(datetime.fromisoformat(reminders[str(before_seconds)]), submitted_at)
     return max(deadline - timedelta(seconds=before_seconds), submitted_at)
 
 
-def escalation_due_at(submitted_at: datetime, escalation: Mapping[str, Any]) -> datetime:
-    """An escalation is due `after_seconds` after the submission."""
+def escalation_due_at(
+    submitted_at: datetime, escalation: Mapping[str, Any], counted: Mapping[str, Any] | None = None
+) -> datetime:
+    """An escalation is due `after_seconds` after the submission: of working time, for a
+    deadline in working time (as counted at submission)."""
+    due = (counted or {}).get("escalation_due_at")
+    if due is not None:
+        return datetime.fromisoformat(due)
     return submitted_at + timedelta(seconds=escalation["after_seconds"])
 
 
@@ -275,17 +319,22 @@ def owed_notices(
     sent: Sequence[Mapping[str, Any]],
     escalation: Mapping[str, Any] | None,
     escalated: bool,
+    counted: Mapping[str, Any] | None = None,
 ) -> list[Notice]:
     """The reminders not yet recorded, and the escalation unless recorded, that fall due before
-    the deadline (the current one: an extension moves the reminders), earliest first."""
+    the deadline (the current one: an extension moves the reminders), earliest first; in
+    working time as `counted` when the deadline is."""
     done = {reminder["before_seconds"] for reminder in sent}
     owed = [
-        Notice(reminder_due_at(deadline, submitted_at, r["before_seconds"]), r["before_seconds"])
+        Notice(
+            reminder_due_at(deadline, submitted_at, r["before_seconds"], counted),
+            r["before_seconds"],
+        )
         for r in reminders
         if r["before_seconds"] not in done
     ]
     if escalation is not None and not escalated:
-        owed.append(Notice(escalation_due_at(submitted_at, escalation), None))
+        owed.append(Notice(escalation_due_at(submitted_at, escalation, counted), None))
     due = [notice for notice in owed if notice.due_at < deadline]
     return sorted(due, key=lambda n: (n.due_at, n.before_seconds is None, -(n.before_seconds or 0)))
 
@@ -665,13 +714,15 @@ class ApprovalInstance(Aggregate):
         origin: dict[str, Any] | None,
         at: datetime,
         candidates: Sequence[str] | None = None,
+        ruled: Ruled | None = None,
     ) -> ApprovalInstance:
         """A new instance, submitted by its applicant or by a run on the applicant's behalf
         (with the terms of the definition's revision the run was frozen at); the definition's
         reminders, escalation and reviewers are fixed on it, as its deadline is, and its task
-        goes to `candidates`, the accounts the reviewers named at submission."""
+        goes to `candidates`, the accounts the reviewers named at submission. A definition
+        whose deadline is in working time gives it counted on its calendar (`ruled`)."""
         deadline, deadline_policy = submission.deadline(
-            definition.review_window_seconds, at, revision_of(definition)
+            definition.review_window_seconds, at, revision_of(definition), ruled
         )
         return cls(
             tenant_id=tenant_id,
@@ -868,6 +919,7 @@ class ApprovalInstance(Aggregate):
             self.reminders_sent,
             self.escalation,
             self.escalated is not None,
+            self.deadline_policy.get("working_time_notices"),
         )
 
     @property
@@ -968,7 +1020,12 @@ class ApprovalInstance(Aggregate):
                 )
             )
         self.check_waiting(at)
-        due_at = reminder_due_at(self.review_deadline_at, self.submitted_at, before_seconds)
+        due_at = reminder_due_at(
+            self.review_deadline_at,
+            self.submitted_at,
+            before_seconds,
+            self.deadline_policy.get("working_time_notices"),
+        )
         _check_due(due_at, at)
         return due_at
 
@@ -982,7 +1039,9 @@ class ApprovalInstance(Aggregate):
                 Message("the instance was already escalated at {at}", at=self.escalated["at"])
             )
         self.check_waiting(at)
-        due_at = escalation_due_at(self.submitted_at, self.escalation)
+        due_at = escalation_due_at(
+            self.submitted_at, self.escalation, self.deadline_policy.get("working_time_notices")
+        )
         _check_due(due_at, at)
         return self.escalation, due_at
 
@@ -1258,11 +1317,38 @@ class ApprovalInstance(Aggregate):
         )
         self.review_deadline_at = handled.payload["new_deadline_at"]
         self.review_deadline_offset_minutes = handled.deadline_offset_minutes
-        self.deadline_policy = {
-            "source": "extended",
-            "reason": handled.reason,
-            "rule_version": handled.rule_version,
-        }
+        self.deadline_policy = extended_policy(
+            self.deadline_policy, handled.reason, handled.rule_version, handled.payload
+        )
+
+
+def extended_policy(
+    policy: Mapping[str, Any],
+    reason: str | None,
+    rule_version: int,
+    payload: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The deadline policy after an extension. The reminders counted in working time before
+    the old deadline are dropped (they count back in plain seconds from the new one); an
+    escalation counted in working time from the submission keeps its instant. A deadline in
+    working time keeps its rule and calendar (a later extension may count working days on
+    it); one extended in working days says how many, on which calendar revision."""
+    extended: dict[str, Any] = {
+        "source": "extended",
+        "reason": reason,
+        "rule_version": rule_version,
+    }
+    for key in ("rule", "calendar"):
+        if key in policy:
+            extended[key] = policy[key]
+    asked = payload or {}
+    if "working_days" in asked:
+        extended["working_days"] = asked["working_days"]
+        extended["calendar_revision"] = asked["calendar_revision"]
+    escalation_due = (policy.get("working_time_notices") or {}).get("escalation_due_at")
+    if escalation_due is not None:
+        extended["working_time_notices"] = {"escalation_due_at": escalation_due}
+    return extended
 
 
 def escalated_tasks(

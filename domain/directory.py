@@ -549,6 +549,16 @@ def without_reviewers(state: dict[str, Any]) -> None:
     state["reviewers"] = None
 
 
+def seconds_rule(review_window_seconds: int) -> dict[str, Any]:
+    """The deadline rule a review window in plain seconds is (docs/calendars.md)."""
+    return {"kind": "seconds", "seconds": int(review_window_seconds)}
+
+
+def ruled_by_review_window(state: dict[str, Any]) -> None:
+    """Upcast of an event (or terms) from before deadline rules: its review window in seconds."""
+    state["deadline_rule"] = seconds_rule(state["review_window_seconds"])
+
+
 @dataclass(frozen=True)
 class DefinitionTerms:
     """What a launch takes from one published revision of a definition."""
@@ -560,6 +570,7 @@ class DefinitionTerms:
     reminders: list[Reminder]
     escalation: Escalation | None
     reviewers: dict[str, Any] | None  # None: anyone who may decide (before reviewers)
+    deadline_rule: dict[str, Any]  # seconds, working_days or working_hours (docs/calendars.md)
 
 
 class Definition(Aggregate):
@@ -569,10 +580,11 @@ class Definition(Aggregate):
     a server schedule runs the exact published version); the terms of every published revision
     are kept, so a schedule saved against one launches with it. Version 3 added them; version 4
     `reminders` and `escalation` (docs/approvals.md#reminders-and-escalation); version 5
-    `reviewers` (docs/approvals.md#who-reviews).
+    `reviewers` (docs/approvals.md#who-reviews); version 6 `deadline_rule`
+    (docs/calendars.md#deadlines-in-working-time).
     """
 
-    class_version = 5
+    class_version = 6
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -602,15 +614,23 @@ class Definition(Aggregate):
             without_reviewers(terms)
 
     @staticmethod
+    def upcast_v5_v6(state: dict[str, Any]) -> None:
+        """A snapshot from before deadline rules: its review window, in every revision too."""
+        ruled_by_review_window(state)
+        for terms in state["revisions"].values():
+            ruled_by_review_window(terms)
+
+    @staticmethod
     def create_id(tenant_id: UUID, key: str) -> UUID:
         return definition_uuid(tenant_id, key)
 
     class Registered(Aggregate.Created):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 `reminders` and `escalation` (none before); version 4 `reviewers` (None
-        before: anyone who may decide)."""
+        before: anyone who may decide); version 5 `deadline_rule` (before: the review window
+        in seconds)."""
 
-        class_version = 4
+        class_version = 5
         tenant_id: UUID
         key: str
         name: str
@@ -623,10 +643,12 @@ class Definition(Aggregate):
         reminders: list[Reminder]
         escalation: Escalation | None
         reviewers: dict[str, Any] | None
+        deadline_rule: dict[str, Any]
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(without_notices)
         upcast_v3_v4 = staticmethod(without_reviewers)
+        upcast_v4_v5 = staticmethod(ruled_by_review_window)
 
     @event(Registered)
     def __init__(
@@ -643,6 +665,7 @@ class Definition(Aggregate):
         reminders: Sequence[Reminder] = (),
         escalation: Escalation | None = None,
         reviewers: dict[str, Any] | None = None,
+        deadline_rule: dict[str, Any] | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.key = key
@@ -654,6 +677,7 @@ class Definition(Aggregate):
         self.reminders = [dict(reminder) for reminder in reminders]
         self.escalation = escalation
         self.reviewers = reviewers
+        self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
         self.published = False
         self.created_at = at
         self.revision = UNPUBLISHED_REVISION
@@ -671,9 +695,10 @@ class Definition(Aggregate):
     class Updated(Aggregate.Event):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 added `revision`, the definition's revision after it (1 before); version 4
-        `reminders` and `escalation` (none before); version 5 `reviewers` (None before)."""
+        `reminders` and `escalation` (none before); version 5 `reviewers` (None before);
+        version 6 `deadline_rule` (before: the review window in seconds)."""
 
-        class_version = 5
+        class_version = 6
         name: str
         external: bool
         review_window_seconds: int
@@ -685,11 +710,13 @@ class Definition(Aggregate):
         reminders: list[Reminder]
         escalation: Escalation | None
         reviewers: dict[str, Any] | None
+        deadline_rule: dict[str, Any]
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(counted_as_first_revision)
         upcast_v3_v4 = staticmethod(without_notices)
         upcast_v4_v5 = staticmethod(without_reviewers)
+        upcast_v5_v6 = staticmethod(ruled_by_review_window)
 
     def update(
         self,
@@ -703,9 +730,11 @@ class Definition(Aggregate):
         reminders: Sequence[Reminder] = (),
         escalation: Escalation | None = None,
         reviewers: dict[str, Any] | None = None,
+        deadline_rule: dict[str, Any] | None = None,
     ) -> None:
         """Change the settings; while published, the change is published as a new revision.
-        Reviewers once named stay named (`reviewers` None keeps them)."""
+        Reviewers once named stay named (`reviewers` None keeps them); no `deadline_rule`
+        means the review window in seconds."""
         check_notices(reminders, escalation, review_window_seconds)
         kept_reminders, kept_escalation = notice_terms(reminders, escalation)
         self._updated(
@@ -720,6 +749,7 @@ class Definition(Aggregate):
             reminders=kept_reminders,
             escalation=kept_escalation,
             reviewers=self.reviewers if reviewers is None else reviewers,
+            deadline_rule=deadline_rule or seconds_rule(review_window_seconds),
         )
 
     @event(Updated)
@@ -736,6 +766,7 @@ class Definition(Aggregate):
         reminders: list[Reminder],
         escalation: Escalation | None,
         reviewers: dict[str, Any] | None = None,
+        deadline_rule: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.external = external
@@ -745,6 +776,7 @@ class Definition(Aggregate):
         self.reminders = reminders
         self.escalation = escalation
         self.reviewers = reviewers
+        self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
         self._reach(revision)
 
     def publish(self, at: datetime, actor: str) -> None:

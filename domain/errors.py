@@ -16,6 +16,8 @@ KINDS = (
     Message("webhook"),
     Message("delivery"),
     Message("group"),
+    Message("calendar"),
+    Message("calendar revision"),
     Message("callback source"),
     Message("notification"),
     Message("preset"),

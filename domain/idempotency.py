@@ -29,6 +29,7 @@ CREATE_SCHEDULE = "schedule.create"
 CREATE_ACCOUNT = "account.create"
 CREATE_DEFINITION = "definition.create"
 CREATE_GROUP = "group.create"
+CREATE_CALENDAR = "calendar.create"
 ISSUE_TOKEN = "token.issue"  # noqa: S105 (an operation, not a secret)
 
 

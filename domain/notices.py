@@ -34,6 +34,9 @@ TASK_CLAIMABLE = "TASK_CLAIMABLE"
 TASK_REMINDER = "TASK_REMINDER"
 TASK_ESCALATED_TO = "TASK_ESCALATED_TO"
 TASK_ESCALATED_AWAY = "TASK_ESCALATED_AWAY"
+# A deadline counted on weekdays only (its calendar does not cover the year): told to those
+# who manage calendars (docs/calendars.md#assumed-deadlines).
+DEADLINE_ASSUMED = "DEADLINE_ASSUMED"
 KINDS = (
     APPLICATION_DECIDED,
     CALLBACK_LATE_OR_MISMATCHED,
@@ -42,6 +45,7 @@ KINDS = (
     TASK_REMINDER,
     TASK_ESCALATED_TO,
     TASK_ESCALATED_AWAY,
+    DEADLINE_ASSUMED,
 )
 # The languages a notice's email is written in; a person without one reads Chinese.
 ZH_CN, EN = "zh-CN", "en"
@@ -149,6 +153,15 @@ def escalation_notices(
     return told
 
 
+def assumed_deadline_notices(
+    instance_id: str, title: str, policy: Mapping[str, Any]
+) -> list[NoticeDraft]:
+    """A deadline counted on weekdays only tells each account its policy names."""
+    params = {"title": title, "calendar": policy.get("calendar", "")}
+    told = policy.get("assumed_told") or []
+    return [NoticeDraft(account, DEADLINE_ASSUMED, instance_id, params) for account in told]
+
+
 def reminder_notices(task: TaskFacts, before_seconds: int) -> list[NoticeDraft]:
     """A reminder is due: the assignee is told, or while nobody holds it, every candidate."""
     params = {"title": task.title, "before_seconds": before_seconds}
@@ -195,6 +208,11 @@ WORDS = {
             "审批任务「{title}」已升级转交",
             "审批任务「{title}」已超时升级，转交给 {target}。",
         ),
+        DEADLINE_ASSUMED: (
+            "「{title}」的截止时间按工作日推定",
+            "日历 {calendar} 未覆盖相应年份，「{title}」的截止时间只按周一至周五计算，"
+            "请导入该年份。",
+        ),
     },
     EN: {
         APPLICATION_DECIDED: (
@@ -212,6 +230,11 @@ WORDS = {
         TASK_ESCALATED_AWAY: (
             '"{title}" was escalated',
             '"{title}" waited too long and went to {target}.',
+        ),
+        DEADLINE_ASSUMED: (
+            'The deadline of "{title}" was assumed',
+            'Calendar {calendar} does not cover the year: the deadline of "{title}" was '
+            "counted on weekdays only. Import that year.",
         ),
     },
 }

@@ -9,7 +9,7 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.approvals import ApprovalInstance, Submission, approval_uuid
+from domain.approvals import ApprovalInstance, Ruled, Submission, approval_uuid
 from domain.directory import FIRST_REVISION, NAMESPACE, Definition, DefinitionTerms
 from domain.errors import DomainError, InvalidState
 from domain.launch import LaunchFailed
@@ -369,10 +369,15 @@ class Run(Aggregate):
         return int(self.frozen["definition_revision"])
 
     def approval(
-        self, definition: Definition, at: datetime, candidates: Sequence[str] | None = None
+        self,
+        definition: Definition,
+        at: datetime,
+        candidates: Sequence[str] | None = None,
+        ruled: Ruled | None = None,
     ) -> ApprovalInstance:
         """The instance this run launches: frozen values, on the initiator's behalf, with the
-        terms of the definition's revision it was frozen at, its task to `candidates`."""
+        terms of the definition's revision it was frozen at, its task to `candidates`, its
+        deadline counted in working time (`ruled`) when those terms count it so."""
         terms = definition.terms_of(self.definition_revision)
         submission = Submission(
             command_id=self.instance_command_id,
@@ -390,7 +395,12 @@ class Run(Aggregate):
             origin=self.fire_metadata(terms),
             at=at,
             candidates=candidates,
+            ruled=ruled,
         )
+
+    def terms(self, definition: Definition) -> DefinitionTerms:
+        """The terms of the definition's revision the run was frozen at."""
+        return definition.terms_of(self.definition_revision)
 
     def fire_metadata(self, terms: DefinitionTerms) -> dict[str, Any]:
         """What the instance records of the fire that launched it (requirement 001: workflow

@@ -24,6 +24,7 @@ from domain.approvals import (
     at_offset,
     comment_of,
     escalated_tasks,
+    extended_policy,
     owed_notices,
     tasks_after,
 )
@@ -154,7 +155,13 @@ class ApprovalsProjection(Projection):
                 json_text(event.reminders),
                 _json_or_null(event.escalation),
                 _next_notice_at(
-                    event.review_deadline_at, event.at, event.reminders, [], event.escalation, False
+                    event.review_deadline_at,
+                    event.at,
+                    event.reminders,
+                    [],
+                    event.escalation,
+                    False,
+                    event.deadline_policy.get("working_time_notices"),
                 ),
                 _json_or_null(event.reviewers),
                 json_text([_first_task(event.candidates).as_dict()]),
@@ -264,7 +271,7 @@ def _extended(
         "at": event.at,
         "rule_version": event.rule_version,
     }
-    policy = {"source": "extended", "reason": event.reason, "rule_version": event.rule_version}
+    policy = extended_policy(notices.policy, event.reason, event.rule_version, event.payload)
     sql.write(
         "UPDATE approvals SET review_deadline_at = ?, review_deadline_offset_minutes = ?, "
         "deadline_policy = ?, extensions = ?, next_notice_at = ?, version = ?, position = ? "
@@ -274,7 +281,11 @@ def _extended(
             event.deadline_offset_minutes,
             json_text(policy),
             json_text([*json.loads(extensions), extension]),
-            notices.next_at(review_deadline_at=new_deadline),
+            notices.next_at(
+                review_deadline_at=new_deadline,
+                counted=policy.get("working_time_notices"),
+                policy=policy,
+            ),
             *key,
         ),
     )
@@ -289,18 +300,21 @@ class Notices(NamedTuple):
     reminders_sent: list[dict[str, Any]]
     escalation: dict[str, Any] | None
     escalated: bool
+    counted: dict[str, Any] | None  # the deadline policy's `working_time_notices`
+    policy: dict[str, Any]  # the deadline policy
 
     def next_at(self, **changed: Any) -> datetime | None:
         """When the next reminder or the escalation still owed is due, after `changed`."""
-        return _next_notice_at(*self._replace(**changed))
+        return _next_notice_at(*self._replace(**changed)[:7])
 
 
 def _notices(sql: Sql, instance_id: str) -> Notices:
-    deadline, submitted, reminders, sent, escalation, escalated_at = sql.execute(
+    deadline, submitted, reminders, sent, escalation, escalated_at, policy = sql.execute(
         "SELECT review_deadline_at, submitted_at, reminders, reminders_sent, escalation, "
-        "escalated_at FROM approvals WHERE id = ?",
+        "escalated_at, deadline_policy FROM approvals WHERE id = ?",
         (instance_id,),
     ).fetchone()
+    kept_policy = json.loads(policy)
     return Notices(
         _instant(deadline),
         _instant(submitted),
@@ -308,6 +322,8 @@ def _notices(sql: Sql, instance_id: str) -> Notices:
         json.loads(sent),
         None if escalation is None else json.loads(escalation),
         escalated_at is not None,
+        kept_policy.get("working_time_notices"),
+        kept_policy,
     )
 
 
@@ -318,8 +334,11 @@ def _next_notice_at(
     reminders_sent: list[dict[str, Any]],
     escalation: dict[str, Any] | None,
     escalated: bool,
+    counted: dict[str, Any] | None = None,
 ) -> datetime | None:
-    owed = owed_notices(deadline, submitted_at, reminders, reminders_sent, escalation, escalated)
+    owed = owed_notices(
+        deadline, submitted_at, reminders, reminders_sent, escalation, escalated, counted
+    )
     return owed[0].due_at if owed else None
 
 

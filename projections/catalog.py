@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from projections.activity import ActivityProjection
 from projections.approvals import ApprovalsProjection
+from projections.calendars import CalendarsProjection
 from projections.callback_sources import CallbackSourcesProjection
 from projections.chain import HashChainProjection
 from projections.directory import DirectoryProjection
@@ -38,6 +39,7 @@ def all_projections(zone: str) -> list[Projection]:
         TasksProjection(),
         NotificationsProjection(),
         GroupsProjection(),
+        CalendarsProjection(),
     ]
 
 

@@ -10,7 +10,7 @@ from uuid import UUID
 
 from cronledger.persistence.ledger import jsonable
 from cronledger.persistence.store import Store, as_instant
-from domain.directory import UNPUBLISHED_REVISION, Account, Definition, Tenant
+from domain.directory import UNPUBLISHED_REVISION, Account, Definition, Tenant, seconds_rule
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text, json_value
 from projections.keyset import ListSpec, Order, Row, Slice, Window, names_by_id, read_slice
@@ -42,7 +42,7 @@ class DirectoryProjection(Projection):
             f"updated_at {ts} NOT NULL, version INTEGER NOT NULL, position BIGINT NOT NULL, "
             "revision INTEGER NOT NULL, schedule_presets TEXT NOT NULL, "
             "allow_self_approval BOOLEAN NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
-            "reviewers TEXT)",
+            "reviewers TEXT, deadline_rule TEXT NOT NULL)",
             "CREATE UNIQUE INDEX IF NOT EXISTS definitions_by_tenant "
             "ON definitions (tenant_id, key)",
             "CREATE INDEX IF NOT EXISTS definitions_in_order ON definitions (tenant_id, position)",
@@ -88,6 +88,7 @@ class DirectoryProjection(Projection):
                     "reminders": json_text(e.reminders),
                     "escalation": _json_or_null(e.escalation),
                     "reviewers": _json_or_null(e.reviewers),
+                    "deadline_rule": json_text(e.deadline_rule),
                 },
             ),
             Definition.Published: _setting(
@@ -127,8 +128,8 @@ class DirectoryProjection(Projection):
         sql.write(
             "INSERT INTO definitions (id, tenant_id, key, name, external, published, "
             "review_window_seconds, created_at, updated_at, version, position, revision, "
-            "schedule_presets, allow_self_approval, reminders, escalation, reviewers) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "schedule_presets, allow_self_approval, reminders, escalation, reviewers, "
+            "deadline_rule) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -147,6 +148,7 @@ class DirectoryProjection(Projection):
                 json_text(event.reminders),
                 _json_or_null(event.escalation),
                 _json_or_null(event.reviewers),
+                json_text(event.deadline_rule or seconds_rule(event.review_window_seconds)),
             ),
         )
 
@@ -244,6 +246,7 @@ class DefinitionRow(NamedTuple):
     version: int
     created_at: datetime
     reviewers: dict[str, Any] | None
+    deadline_rule: dict[str, Any]
 
     @classmethod
     def of(cls, row: Row) -> DefinitionRow:
@@ -254,6 +257,7 @@ class DefinitionRow(NamedTuple):
         values["reminders"] = json.loads(values["reminders"])
         values["escalation"] = json_value(values["escalation"])
         values["reviewers"] = json_value(values["reviewers"])
+        values["deadline_rule"] = json.loads(values["deadline_rule"])
         values["created_at"] = as_instant(values["created_at"])
         return cls(**values)
 
@@ -276,6 +280,7 @@ class DefinitionRow(NamedTuple):
             version=definition.version,
             created_at=definition.created_at,
             reviewers=jsonable(definition.reviewers),
+            deadline_rule=dict(definition.deadline_rule),
         )
 
 

@@ -20,6 +20,7 @@ from domain.notices import (
     NoticeDraft,
     TaskFacts,
     assigned_notices,
+    assumed_deadline_notices,
     claimable_notices,
     escalation_notices,
     notice_id,
@@ -95,6 +96,9 @@ def _submitted(sql: Sql, event: ApprovalInstance.Submitted, position: int) -> No
     )
     task = TaskFacts(str(event.originator_id), event.title, _tuple(candidates), None)
     for draft in claimable_notices(task):
+        _notify(sql, event, position, str(event.tenant_id), draft)
+    assumed = assumed_deadline_notices(task.instance_id, event.title, event.deadline_policy)
+    for draft in assumed:
         _notify(sql, event, position, str(event.tenant_id), draft)
 
 

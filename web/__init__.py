@@ -31,6 +31,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         approvals,
         audit,
         bulk,
+        calendars,
         callback_sources,
         console,
         directory,
@@ -75,6 +76,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(tasks.bp)
     app.register_blueprint(callback_sources.bp)
     app.register_blueprint(groups.bp)
+    app.register_blueprint(calendars.bp)
     app.register_blueprint(events.bp)
     app.register_blueprint(audit.bp)
     app.register_blueprint(tenant.bp)

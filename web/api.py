@@ -109,6 +109,7 @@ class EndpointSpec:
     # True: answers an ETag; a reader of the resource (principal, path): also honours If-Match
     versioned: Versioned = False
     verifier: Verifier | None = None
+    also: str | None = None  # another permission that serves as well as `permission`
 
 
 def services() -> Services:
@@ -128,12 +129,14 @@ def endpoint(
     idempotent: bool = False,
     versioned: Versioned = False,
     verifier: Verifier | None = None,
+    also: str | None = None,
 ) -> Callable[[View], View]:
     """Declare a view: who may call it, what it takes and what it answers.
 
     A caller lacking `permission` but holding `seen_with` (who can see the resource) still
-    reaches the view, whose service records the refusal and answers it 403. A request that
-    `verifier` verifies needs no token.
+    reaches the view, whose service records the refusal and answers it 403. A caller holding
+    `also` instead of `permission` is served as well. A request that `verifier` verifies
+    needs no token.
     """
 
     def decorate(view: View) -> View:
@@ -150,6 +153,7 @@ def endpoint(
             idempotent=idempotent,
             versioned=versioned,
             verifier=verifier,
+            also=also,
         )
 
         @functools.wraps(view)
@@ -159,7 +163,7 @@ def endpoint(
             if verified is not None:
                 inputs["principal"] = verified.principal
             elif permission is not None:
-                inputs["principal"] = authorize(permission, seen_with)
+                inputs["principal"] = authorize(permission, seen_with or also)
             expected = if_match_version(versioned, permission, inputs)
             key = verified.key if verified else (idempotency_key() if idempotent else None)
             if isinstance(body, MergePatch):

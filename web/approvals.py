@@ -27,6 +27,7 @@ from domain.approvals import (
 )
 from domain.directory import Principal
 from domain.idempotency import KeyedRequest
+from domain.messages import Message
 from domain.permissions import (
     APPROVAL_CALLBACK,
     APPROVAL_DECIDE,
@@ -41,7 +42,7 @@ from web.callback_sources import signed_callback, signed_delivery
 from web.idempotency import replay_headers
 from web.paging import listed, window
 from web.preconditions import InService, etag, if_match_accepts
-from web.problems import Problem
+from web.problems import SOME_FIELDS_INVALID, Problem
 from web.schemas.approvals import (
     ApprovalListQuery,
     ApprovalOut,
@@ -194,6 +195,14 @@ def withdraw(principal: Principal, instance_id: str, body: dict[str, Any]) -> An
 @bp.post("/<instance_id>/extend-deadline")
 @_command_endpoint("Move the deadline later (at most 30 days from now)", ExtendDeadlineIn)
 def extend_deadline(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    if ("new_deadline_at" in body) == ("working_days" in body):
+        raise Problem(
+            "VALIDATION_FAILED",
+            SOME_FIELDS_INVALID,
+            {"new_deadline_at": [Message("give new_deadline_at or working_days, not both")]},
+        )
+    if "working_days" in body:
+        return _answer(principal, instance_id, EXTEND, body)
     deadline, offset = _in_utc(body["new_deadline_at"])
     return _answer(principal, instance_id, EXTEND, {**body, "new_deadline_at": deadline}, offset)
 

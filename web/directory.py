@@ -11,10 +11,13 @@ from cronledger.application.credentials import PasswordChange
 from cronledger.application.directory import DefinitionFields, IssuedToken, ReplayedToken
 from cronledger.application.idempotency import Outcome, once
 from cronledger.persistence.ledger import TimelineEntry
+from domain.calendars import nominal_seconds, rule_problems
 from domain.credentials import BackingOff
 from domain.directory import Principal
 from domain.idempotency import CREATE_ACCOUNT, CREATE_DEFINITION, ISSUE_TOKEN
+from domain.messages import Message
 from domain.permissions import APPROVAL_LIST, AUDIT_READ, DIRECTORY_MANAGE
+from domain.working_time import SECONDS
 from projections.directory import (
     ACCOUNT_LISTING,
     ACCOUNT_ORDER,
@@ -26,7 +29,7 @@ from projections.directory import (
 from web.api import Answered, MergePatch, endpoint, services
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
-from web.problems import Problem
+from web.problems import SOME_FIELDS_INVALID, Problem
 from web.schemas.audit import TimelineOut
 from web.schemas.base import (
     ReasonBody,
@@ -49,6 +52,7 @@ from web.schemas.directory import (
     DefinitionListQuery,
     DefinitionOut,
     DefinitionPatch,
+    DefinitionSettable,
     DefinitionUpdate,
     PasswordIn,
     PasswordOut,
@@ -369,10 +373,12 @@ def _replace_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
 ) -> DefinitionRow:
     """The fields given; reminders and escalation, when left out, as they are (the version
-    checked with the write makes sure they are what was read)."""
+    checked with the write makes sure they are what was read); the deadline rule too, as
+    `_rule_kept` says."""
+    current = _definition(principal, definition_id)
     if not {"reminders", "escalation"} <= body.keys():
-        current = _definition(principal, definition_id)
         body = {"reminders": current.reminders, "escalation": current.escalation, **body}
+    body = {**body, "deadline_rule": _rule_kept(current, body)}
     return services().directory.update_definition(
         principal, definition_id, definition_fields(body), body["version"]
     )
@@ -384,7 +390,7 @@ def _replace_definition(
     tag=DEFINITIONS,
     permission=DIRECTORY_MANAGE,
     body=MergePatch(
-        DefinitionOut,
+        DefinitionSettable,
         DefinitionUpdate,
         DefinitionPatch,
         defaults_of(DefinitionFieldsIn),
@@ -429,12 +435,53 @@ def unpublish_definition(
     return services().directory.set_published(principal, definition_id, False, body.get("version"))
 
 
+def _rule_kept(current: DefinitionRow, body: dict[str, Any]) -> dict[str, Any] | None:
+    """The deadline rule a PUT or a merged PATCH sets: as given (null: the review window, in
+    plain seconds). Left out of a PUT: the current rule when the review window is left out
+    too, or is the current rule's nominal length (an older client sending back what it read);
+    else the review window given, in plain seconds."""
+    if "deadline_rule" in body:
+        return None if body["deadline_rule"] is None else dict(body["deadline_rule"])
+    window = body.get("review_window_seconds")
+    if window is None or window == current.review_window_seconds:
+        return dict(current.deadline_rule)
+    return None
+
+
 def definition_fields(body: dict[str, Any]) -> DefinitionFields:
-    """A body as the service takes it (the console sends the same)."""
+    """A body as the service takes it (the console sends the same): a `deadline_rule` in
+    working time sets the review window to its nominal length; one in seconds is the review
+    window (which wins when both are given: a merge patch carries both)."""
+    rule, window = body.get("deadline_rule"), body.get("review_window_seconds")
+    if rule is None and window is None:
+        raise Problem(
+            "VALIDATION_FAILED",
+            SOME_FIELDS_INVALID,
+            {"review_window_seconds": [Message("give review_window_seconds or deadline_rule")]},
+        )
+    if (
+        rule is not None
+        and rule.get("kind") == SECONDS
+        and window not in (None, rule.get("seconds"))
+    ):
+        raise Problem(
+            "VALIDATION_FAILED",
+            SOME_FIELDS_INVALID,
+            {"deadline_rule.seconds": [Message("differs from review_window_seconds: give one")]},
+        )
+    if rule is not None and (rule.get("kind") != SECONDS or window is None):
+        problems = rule_problems(rule, "deadline_rule")
+        if problems:
+            raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, problems)
+        window = nominal_seconds(rule)
+    else:
+        rule = None
+    assert window is not None  # one of the two was given
     return DefinitionFields(
         name=body["name"],
         external=body["external"],
-        review_window_seconds=body["review_window_seconds"],
+        review_window_seconds=window,
+        deadline_rule=rule,
         schedule_presets=body["schedule_presets"],
         allow_self_approval=body["allow_self_approval"],
         reminders=body["reminders"],

@@ -41,6 +41,8 @@ TAGS = {
     "accounts": "The tenant's accounts and their API tokens",
     "definitions": "Process definitions: their review rules, schedule presets and publication",
     "groups": "Groups (部门/用户组): the tenant's departments, their members, leaders and parents",
+    "calendars": "Calendars (工作日历): working days, holidays and make-up working days in "
+    "revisions, and deadlines counted in working time",
     "callback-sources": "The external systems whose signed callbacks the tenant accepts "
     "(Standard Webhooks signatures)",
     "webhooks": "Outbound webhooks: the tenant's subscriptions, their secrets and the messages "
@@ -217,6 +219,10 @@ CONFLICTS = {
         ("update_group", "patch_group"),
         "`VERSION_CONFLICT`: the group is not at the `version` given.",
     ),
+    **dict.fromkeys(
+        ("update_calendar", "patch_calendar", "import_calendar"),
+        "`VERSION_CONFLICT`: the calendar is not at the `version` given.",
+    ),
     "delete_group": "`VERSION_CONFLICT`: the group is not at the `version` given; "
     "`GROUP_IS_PARENT`: live groups name it as their parent.",
     "create_callback_source": "`INVALID_STATE`: the service has no `CRONLEDGER_SECRET_KEY` "
@@ -390,6 +396,7 @@ def _who_may(declared: EndpointSpec) -> str:
             if declared.seen_with
             else ""
         )
+        + (f" Or `{declared.also}`: either serves." if declared.also else "")
         + (
             " Or no token: a delivery signed by a registered callback source of the instance's "
             "tenant (docs/webhooks.md#verified-callbacks)."

@@ -6,8 +6,8 @@
   state, a `CALENDAR` skip). openapi-python-client reads a value it does not know as a `str`
   and openapi-typescript types it `Enum | string` (tests/e2e/test_generated_client.py).
 - A `Described` field refers to a component written here: the trigger's shapes, which the
-  domain checks (`domain/triggers.py`), closed in requests (unknown keys are refused) and open
-  in answers.
+  domain checks (`domain/triggers.py`), and the deadline rule's (`domain/calendars.py`),
+  closed in requests (unknown keys are refused) and open in answers.
 - A `Tagged` field refers to a `oneOf` of its shapes' components, with a discriminator.
 - A nullable reference is `oneOf: [{$ref}, {type, nullable: true, enum: [null]}]`: the second
   branch admits null and nothing else (apispec writes an `anyOf` whose untyped object branch
@@ -30,6 +30,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from apispec.ext.marshmallow.openapi import OpenAPIConverter
 from marshmallow import fields
 
+from domain.calendars import CALENDAR_KEY, MAX_RULE_DAYS, MAX_RULE_HOURS, MAX_RULE_SECONDS
 from domain.triggers import MAX_EXPRESSION_LENGTH, MAX_WEEKDAYS, MAX_WINDOWS
 from web.schemas.base import Choice, Choices, Described, OutSchema, Tagged
 
@@ -125,7 +126,8 @@ class Shapes:
         return reference(choices.name)
 
     def described(self, name: str) -> dict[str, str]:
-        for component, shape in trigger_shapes(DESCRIBED[name]).items():
+        shapes, side = DESCRIBED[name]
+        for component, shape in shapes(side).items():
             self.define(component, shape)
         return reference(name)
 
@@ -247,5 +249,84 @@ def trigger_shapes(side: str) -> dict[str, dict[str, Any]]:
     }
 
 
-# The components a `Described` field may name: the trigger of a request, or of an answer.
-DESCRIBED = {f"Trigger{side}": side for side in (REQUEST, ANSWER)}
+def deadline_rule_shapes(side: str) -> dict[str, dict[str, Any]]:
+    """The deadline rule's components of a request (`In`) or an answer (`Out`);
+    docs/calendars.md#deadlines-in-working-time describes them."""
+    closed = {"additionalProperties": False} if side == REQUEST else {}
+    seconds, days, hours = (
+        f"SecondsRule{side}",
+        f"WorkingDaysRule{side}",
+        f"WorkingHoursRule{side}",
+    )
+    calendar = {
+        "type": "string",
+        "pattern": f"^{CALENDAR_KEY.pattern}$",
+        "description": "the key of one of the tenant's calendars",
+    }
+
+    def count(most: int, description: str) -> dict[str, Any]:
+        return {"type": "integer", "minimum": 1, "maximum": most, "description": description}
+
+    return {
+        seconds: {
+            "type": "object",
+            "description": "the deadline in plain seconds after submission (the review window)",
+            "properties": {
+                "kind": {"type": "string", "enum": ["seconds"]},
+                "seconds": count(MAX_RULE_SECONDS, "seconds after submission"),
+            },
+            "required": ["kind", "seconds"],
+            **closed,
+        },
+        days: {
+            "type": "object",
+            "description": "the cut-off time on the Nth working day after the submission's "
+            "business day, on the calendar",
+            "properties": {
+                "kind": {"type": "string", "enum": ["working_days"]},
+                "days": count(MAX_RULE_DAYS, "working days after the business day"),
+                "calendar": calendar,
+                "cutoff": {
+                    "type": "string",
+                    "pattern": HH_MM,
+                    "description": "HH:MM, the calendar's local time: a submission at or after "
+                    "it belongs to the next working day; the deadline is this time",
+                },
+            },
+            "required": ["kind", "days", "calendar", "cutoff"],
+            **closed,
+        },
+        hours: {
+            "type": "object",
+            "description": "this many of the calendar's working hours after submission",
+            "properties": {
+                "kind": {"type": "string", "enum": ["working_hours"]},
+                "hours": count(MAX_RULE_HOURS, "working hours after submission"),
+                "calendar": calendar,
+            },
+            "required": ["kind", "hours", "calendar"],
+            **closed,
+        },
+        f"DeadlineRule{side}": {
+            "description": "how an instance's deadline is counted: plain seconds, working days "
+            "or working hours (docs/calendars.md)",
+            "oneOf": [reference(seconds), reference(days), reference(hours)],
+            "discriminator": {
+                "propertyName": "kind",
+                "mapping": {
+                    "seconds": SCHEMAS + seconds,
+                    "working_days": SCHEMAS + days,
+                    "working_hours": SCHEMAS + hours,
+                },
+            },
+        },
+    }
+
+
+# The components a `Described` field may name, each of a request or an answer: the trigger
+# and the deadline rule.
+DESCRIBED = {
+    f"{name}{side}": (shapes, side)
+    for name, shapes in (("Trigger", trigger_shapes), ("DeadlineRule", deadline_rule_shapes))
+    for side in (REQUEST, ANSWER)
+}

@@ -6,7 +6,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -14,12 +14,14 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
+from cronledger.application.calendars import Calendars
 from cronledger.application.directory import Directory, Page
 from cronledger.application.idempotency import AlreadyCreated, check_key, key_record
 from cronledger.application.reviews import Reviewing
 from cronledger.persistence.ledger import Ledger, TimelineEntry
 from domain.approvals import (
     DEADLINE_ACTOR,
+    EXTEND,
     FORBIDDEN,
     SWEEP,
     WAITING_REVIEW,
@@ -131,8 +133,10 @@ class Approvals:
         directory: Directory,
         projector: Projector,
         reviewing: Reviewing | None = None,
+        calendars: Calendars | None = None,
     ) -> None:
         self.ledger = ledger
+        self.calendars = calendars or Calendars(ledger)
         self.directory = directory
         self.projector = projector
         self.reviewing = reviewing or Reviewing(ledger)
@@ -156,6 +160,9 @@ class Approvals:
         candidates = self.reviewing.candidates(
             actor.tenant_id, Reviewers.of(definition.reviewers), parties
         )
+        ruled = None
+        if submission.review_deadline_at is None:
+            ruled = self.calendars.ruled(actor.tenant_id, definition, now)
         instance = ApprovalInstance.submit(
             actor.tenant_id,
             actor.account_id,
@@ -164,6 +171,7 @@ class Approvals:
             origin=None,
             at=now,
             candidates=candidates,
+            ruled=ruled,
         )
         self.ledger.save(instance)
         return ApprovalRow.of_aggregate(instance), False
@@ -211,6 +219,7 @@ class Approvals:
         version = instance.version
         with suppress(AlreadyCreated):  # the same request again: the instance answers it again
             check_key(self.ledger, request)
+        command = self._counted(instance, command)
         review = self.reviewing.review(instance, actor, command)
         first = instance.answer_to(command, actor.account_id, actor.permissions, review)
         replayed = first is not None
@@ -225,6 +234,19 @@ class Approvals:
         if refused is not None:
             raise refused
         return CommandResult.of(answer, instance, replayed)
+
+    def _counted(self, instance: ApprovalInstance, command: Command) -> Command:
+        """An extension in working days with the deadline the calendar counts for it (a
+        repeat's is answered as first recorded: the count is left out of its fingerprint)."""
+        days = command.payload.get("working_days")
+        if command.kind != EXTEND or days is None or command.command_id in instance.answers:
+            return command
+        counted, offset = self.calendars.extension(
+            instance.tenant_id, instance.deadline_policy, instance.review_deadline_at, days
+        )
+        return replace(
+            command, payload={**command.payload, **counted}, deadline_offset_minutes=offset
+        )
 
     def sweep(self, limit: int = 500) -> int:
         """Expire every waiting instance whose deadline has come, then record the reminders and

@@ -13,6 +13,7 @@ from uuid import UUID, uuid4
 
 from cronledger.application.idempotency import check_key, key_record
 from cronledger.persistence.ledger import Ledger, TimelineEntry
+from domain.calendars import calendar_uuid, kept_rule, rule_problems
 from domain.directory import (
     ADMIN_ROLE,
     SYSTEM_ACTOR,
@@ -32,6 +33,7 @@ from domain.directory import (
     no_such_accounts,
     no_such_groups,
     notice_terms,
+    seconds_rule,
     tenant_uuid,
     token_uuid,
 )
@@ -42,6 +44,7 @@ from domain.launch import definition_problem, initiator_problem
 from domain.messages import Message
 from domain.reviewers import NAME_THE_REVIEWERS, Reviewers
 from domain.schedules import ScheduleSettings, checked_presets
+from domain.working_time import SECONDS
 from projections.directory import (
     AccountRow,
     DefinitionRow,
@@ -91,6 +94,7 @@ class DefinitionFields:
     reminders: list[dict[str, int]] = field(default_factory=list)  # before the deadline
     escalation: dict[str, Any] | None = None  # after how long waiting, and to whom
     reviewers: dict[str, Any] | None = None  # who reviews (domain/reviewers.py); None: anyone
+    deadline_rule: dict[str, Any] | None = None  # None: review_window_seconds, in seconds
 
 
 @dataclass(frozen=True)
@@ -471,6 +475,7 @@ class Directory:
             reminders=reminders,
             escalation=escalation,
             reviewers=fields.reviewers,
+            deadline_rule=_rule_of(fields),
         )
         tenant.add_definition(str(definition.id))
         self.ledger.save(
@@ -498,6 +503,7 @@ class Directory:
             reminders=fields.reminders,
             escalation=fields.escalation,
             reviewers=fields.reviewers,
+            deadline_rule=_rule_of(fields),
         )
         self.ledger.save(definition)
         return DefinitionRow.of_aggregate(definition)
@@ -521,8 +527,22 @@ class Directory:
         if new and fields.reviewers is None:
             errors["reviewers"] = [NAME_THE_REVIEWERS]
         errors.update(self._reviewer_problems(tenant_id, fields.reviewers))
+        errors.update(self._rule_problems(tenant_id, fields.deadline_rule))
         if errors:
             raise ValidationFailed(errors)
+
+    def _rule_problems(self, tenant_id: UUID, rule: dict[str, Any] | None) -> dict[str, list[str]]:
+        """What is wrong with a deadline rule: its shape, or a calendar the tenant lacks."""
+        if rule is None:
+            return {}
+        problems = rule_problems(rule, "deadline_rule")
+        if not problems and rule["kind"] != SECONDS:
+            key = rule["calendar"]
+            if not self.ledger.exists(calendar_uuid(tenant_id, key)):
+                problems["deadline_rule.calendar"] = [
+                    Message("the tenant has no calendar {key}", key=key)
+                ]
+        return problems
 
     def _reviewer_problems(
         self, tenant_id: UUID, reviewers: dict[str, Any] | None
@@ -639,3 +659,10 @@ class Directory:
 
 def _under_reviewers(name: str) -> str:
     return name if name.startswith("reviewers") else f"reviewers.{name}"
+
+
+def _rule_of(fields: DefinitionFields) -> dict[str, Any]:
+    """The definition's deadline rule as events keep it (checked by then)."""
+    if fields.deadline_rule is None:
+        return seconds_rule(fields.review_window_seconds)
+    return kept_rule(fields.deadline_rule)

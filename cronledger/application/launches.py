@@ -28,6 +28,7 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 from opentelemetry.trace import StatusCode
 
+from cronledger.application.calendars import Calendars
 from cronledger.application.reviews import Reviewing
 from cronledger.application.services import Services
 from cronledger.config import Settings
@@ -82,6 +83,7 @@ class Worker:
     def of(cls, services: Services, name: str | None = None) -> Worker:
         worker = cls(services.ledger, services.projector, services.settings, name)
         worker.reviewing = services.approvals.reviewing
+        worker.calendars = services.calendars
         return worker
 
     def __init__(
@@ -89,6 +91,7 @@ class Worker:
     ) -> None:
         self.ledger = ledger
         self.reviewing = Reviewing(ledger)
+        self.calendars = Calendars(ledger)
         self.projector = projector
         self.policy = RunPolicy.from_settings(settings)
         self.lease = timedelta(seconds=settings.lease_seconds)
@@ -243,7 +246,8 @@ class Worker:
             else:
                 instance_id = run.instance_id_to_launch
                 if instance_id not in made:
-                    changed.append(run.approval(definition, now, candidates))
+                    ruled = self.calendars.ruled(run.tenant_id, run.terms(definition), now)
+                    changed.append(run.approval(definition, now, candidates, ruled))
                 run.succeed(claim.number, self.name, str(instance_id), now)
                 unchanged[initiator.id] = initiator.version
                 outcomes.append("succeeded")

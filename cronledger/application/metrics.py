@@ -62,6 +62,7 @@ def registry_for(services: Services) -> CollectorRegistry:
         registry.register(collector)
     registry.register(services.callback_sources.refusals)
     registry.register(services.credentials.failures)
+    registry.register(services.calendars.assumed)
     registry.register(ProcessStateCollector(services))
     registry.register(StoreCollector(services))
     return registry

@@ -12,6 +12,7 @@ from uuid import UUID
 from cronledger.application.approvals import Approvals
 from cronledger.application.audit import Audit
 from cronledger.application.backlog import Backlog
+from cronledger.application.calendars import Calendars
 from cronledger.application.callback_sources import CallbackSources
 from cronledger.application.capacity import TickCounters
 from cronledger.application.contacts import Contacts
@@ -70,6 +71,7 @@ class Services:
     health: Health
     callback_sources: CallbackSources
     groups: Groups
+    calendars: Calendars
     webhooks: Webhooks
     notifications: Notifications
     contacts: Contacts
@@ -133,6 +135,7 @@ def open_services(
     directory = Directory(ledger, settings.timezone)
     groups = Groups(ledger, directory)
     runs = Runs(ledger, projector, directory)
+    calendars = Calendars(ledger)
     return Services(
         settings=settings,
         ledger=ledger,
@@ -142,12 +145,13 @@ def open_services(
         evidence=_evidence(settings, ledger, projector, clock),
         schedules=Schedules(ledger, directory, runs, settings),
         runs=runs,
-        approvals=Approvals(ledger, directory, projector, Reviewing(ledger, groups)),
+        approvals=Approvals(ledger, directory, projector, Reviewing(ledger, groups), calendars),
         operations=Operations(ledger),
         pauses=Pauses(ledger),
         health=health,
         callback_sources=CallbackSources(ledger, settings.secret_key),
         groups=groups,
+        calendars=calendars,
         webhooks=Webhooks(ledger, projector, settings),
         notifications=Notifications(ledger),
         contacts=Contacts(ledger, directory),

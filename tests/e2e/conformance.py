@@ -112,6 +112,8 @@ def seed(admin: Client) -> dict[str, str]:
     webhook = created(admin, "/api/webhooks", hook)
     delivery = created(admin, f"/api/webhooks/{webhook['id']}/ping")
     notice = late_callback_notice(admin, definition["id"])
+    office = {"key": "cn", "name": "中国大陆", "timezone": "Asia/Shanghai", "years": [2026]}
+    calendar = created(admin, "/api/calendars", office)
     return {
         "schedule_id": schedule["id"],
         "run_id": run["id"],
@@ -128,6 +130,8 @@ def seed(admin: Client) -> dict[str, str]:
         "webhook_id": webhook["id"],
         "delivery_id": delivery["id"],
         "notification_id": notice["id"],
+        "calendar_id": calendar["id"],
+        "revision": "1",
     }
 
 

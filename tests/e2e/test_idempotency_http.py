@@ -478,6 +478,7 @@ def test_every_creating_post_and_command_takes_the_key(app: Flask) -> None:
         "issue_token": "IDEMPOTENCY_KEY_REUSED",
         "create_callback_source": "IDEMPOTENCY_KEY_REUSED",
         "create_group": "IDEMPOTENCY_KEY_REUSED",
+        "create_calendar": "IDEMPOTENCY_KEY_REUSED",
         "create_webhook": "IDEMPOTENCY_KEY_REUSED",
         "run_now": "REQUEST_ID_REUSED",
         "submit_approval": "COMMAND_ID_REUSED",

@@ -16,6 +16,7 @@ from cronledger.application.launches import Worker
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from domain.approvals import Command, Submission
+from domain.calendars import CalendarFields
 from domain.directory import Principal
 from domain.permissions import ROLES
 from domain.webhooks import SubscriptionFields
@@ -59,6 +60,11 @@ def busy(open_with: Opener) -> World:
     services.pauses.pause_tenant(world.root, "backend down")
     services.pauses.resume_tenant(world.root, "backend back")
     services.callback_sources.create(world.root, "esign", "the e-signature system")
+    holiday = [{"date": "2026-10-01", "name": "National Day"}]
+    office = CalendarFields(
+        "Shanghai office", "CN", "Asia/Shanghai", holidays=holiday, years=[2026]
+    )
+    services.calendars.create(world.root, "cn", office)
     root = world.root.account_id
     services.groups.create(world.root, "finance", GroupFields("财务部", [root], root, None))
     world.run_now("manual-1")

@@ -774,6 +774,7 @@ def projection_positions(d: DataSet) -> list[Case]:
                     "activity",
                     "approvals",
                     "audit_chain",
+                    "calendars",
                     "callback_sources",
                     "directory",
                     "groups",

@@ -9,6 +9,7 @@ registered and not launched, and a schedule snapshot.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -145,4 +146,41 @@ def test_its_runs_keep_their_own_trace_and_a_new_run_takes_its_requests(
     )
     assert started.status_code == 202, started.json
     assert started.json["trace_id"] == trace_id
+    assert stored_bytes(upgraded)[: len(before)] == before
+
+
+def test_its_definition_reads_with_its_review_window_as_the_deadline_rule(
+    upgraded: Services,
+) -> None:
+    """Definition.Registered before version 5 holds no deadline rule: the review window, in
+    plain seconds, is it, in the API and the read model; an instance submitted now gets that
+    window, counted as before; a PUT of an older client, which sends only the window,
+    changes nothing else; no stored byte moves."""
+    before = stored_bytes(upgraded)
+    acme = api_of(upgraded)
+    window = FACTS["review_window_seconds"]
+    (definition,) = acme.get("/api/definitions").json["items"]
+    assert definition["deadline_rule"] == {"kind": "seconds", "seconds": window}
+    stored = upgraded.ledger.store.query("SELECT deadline_rule FROM definitions")
+    assert [json.loads(row[0]) for row in stored] == [{"kind": "seconds", "seconds": window}]
+    submitted = acme.post(
+        "/api/approvals",
+        {
+            "command_id": "after-the-upgrade",
+            "definition_id": definition["id"],
+            "title": "After the upgrade",
+            "material_version": 1,
+        },
+    )
+    assert submitted.status_code == 201, submitted.json
+    assert submitted.json["deadline_policy"]["source"] == "definition"
+    assert submitted.json["deadline_policy"]["review_window_seconds"] == window
+    fields = ("name", "external", "review_window_seconds", "allow_self_approval")
+    older_client = {k: definition[k] for k in fields}
+    put = acme.put(
+        f"/api/definitions/{definition['id']}",
+        {**older_client, "schedule_presets": [], "version": definition["version"]},
+    )
+    assert put.status_code == 200, put.json["errors"]
+    assert put.json["deadline_rule"] == {"kind": "seconds", "seconds": window}
     assert stored_bytes(upgraded)[: len(before)] == before

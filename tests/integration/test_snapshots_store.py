@@ -50,6 +50,7 @@ def test_every_aggregate_kind_round_trips_through_a_snapshot(busy: World) -> Non
         "WebhookDelivery",
         "CallbackSource",
         "Group",
+        "Calendar",
     }
 
 

@@ -312,3 +312,27 @@ def test_older_definition_events_and_snapshots_read_as_having_none() -> None:
         [],
         None,
     )
+
+
+def test_definition_events_and_snapshots_from_before_deadline_rules_read_in_seconds() -> None:
+    """Registered v4, Updated v5 and snapshots v5 have no `deadline_rule`: their review
+    window, in plain seconds, is the rule (docs/calendars.md#deadlines-in-working-time)."""
+    made = definition()
+    made.update("Contract", False, 7200, [], False, SUBMITTED, "root", [], None)
+    registered, published, updated = made.collect_events()
+    in_seconds = {"kind": "seconds", "seconds": WINDOW}
+    rebuilt = stored_at_version(registered, 4, "deadline_rule").mutate(None)
+    assert rebuilt.deadline_rule == in_seconds
+    rebuilt = published.mutate(rebuilt)
+    assert rebuilt.terms_of(1).deadline_rule == in_seconds
+    stored_at_version(updated, 5, "deadline_rule").mutate(rebuilt)
+    assert rebuilt.deadline_rule == {"kind": "seconds", "seconds": 7200}
+    assert rebuilt.terms_of(2).deadline_rule == {"kind": "seconds", "seconds": 7200}
+    older = stored_at_version(Snapshot.take(made), 5, "deadline_rule")
+    for terms in older.state["revisions"].values():
+        del terms["deadline_rule"]
+    rebuilt = older.mutate(None)
+    assert (rebuilt.deadline_rule, rebuilt.terms_of(1).deadline_rule) == (
+        {"kind": "seconds", "seconds": 7200},
+        in_seconds,
+    )

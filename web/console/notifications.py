@@ -14,6 +14,7 @@ from domain.directory import Principal
 from domain.notices import (
     APPLICATION_DECIDED,
     CALLBACK_LATE_OR_MISMATCHED,
+    DEADLINE_ASSUMED,
     TASK_ASSIGNED,
     TASK_CLAIMABLE,
     TASK_ESCALATED_AWAY,
@@ -84,6 +85,14 @@ TASK_WORDS: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     TASK_CLAIMABLE: lambda p: str(_("%(title)s may be claimed.", title=p["title"])),
     TASK_REMINDER: lambda p: str(_("%(title)s is due soon.", title=p["title"])),
+    DEADLINE_ASSUMED: lambda p: str(
+        _(
+            "Calendar %(calendar)s does not cover the year: the deadline of %(title)s was "
+            "counted on weekdays only.",
+            calendar=p["calendar"],
+            title=p["title"],
+        )
+    ),
     TASK_ESCALATED_TO: lambda p: str(
         _("%(title)s waited too long and was escalated to you.", title=p["title"])
     ),

@@ -12,6 +12,7 @@ from typing import Any
 from web.examples import (
     approvals,
     bulk,
+    calendars,
     callback_sources,
     directory,
     evidence,
@@ -37,4 +38,5 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     **evidence.EXAMPLES,
     **notifications.EXAMPLES,
     **bulk.EXAMPLES,
+    **calendars.EXAMPLES,
 }

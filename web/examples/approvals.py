@@ -11,6 +11,7 @@ from typing import Any
 
 from domain import reason_codes as codes
 from domain.reason_codes import Reason
+from web.examples.calendars import AFTER_THE_CUTOFF, THREE_WORKING_DAYS
 from web.examples.operations import PROBLEMS, problem_document
 from web.examples.world import (
     CRON_SCHEDULE_ID,
@@ -214,6 +215,34 @@ LAUNCHED = {
     "submitted_at": "2026-10-01T09:00:01Z",
 }
 
+# Of definition `credit-limit`, whose deadline is three working days on calendar `cn`
+# (web/examples/calendars.py): submitted on 2026-09-30 at 19:00 in Shanghai, after the cut-off.
+IN_WORKING_DAYS = {
+    **WAITING,
+    "id": "5f0c2b8e-3d51-5c8f-9a7e-2b6d1f4c8e90",
+    "definition_id": "ed00c9e2-4dde-5fd3-be81-91b0cc29b10d",
+    "title": "Raise limit for Xinghe",
+    "material_version": 1,
+    "review_deadline_at": "2026-10-12T10:00:00Z",
+    "review_deadline_at_local": "2026-10-12T18:00:00+08:00",
+    "deadline_policy": {
+        "source": "working_time",
+        "rule": THREE_WORKING_DAYS,
+        "calendar": "cn",
+        "calendar_revision": 2,
+        "region": "CN",
+        "libraries": {"holidays": "0.109", "chinesecalendar": "1.11.0"},
+        "inputs": {"submitted_at": "2026-09-30T11:00:00+00:00", "timezone": "Asia/Shanghai"},
+        **{key: AFTER_THE_CUTOFF[key] for key in ("business_day", "counted_days")},
+        "skipped_days": AFTER_THE_CUTOFF["skipped_days"],
+        "assumed": False,
+        "working_time_notices": {"reminders": {}},
+        "definition_revision": 1,
+        "rule_version": 1,
+    },
+    "submitted_at": "2026-09-30T11:00:00Z",
+}
+
 # Submitted under the definition's revision 2: escalated to olga after 12 hours, reminded an
 # hour before its deadline, still waiting.
 REMINDED = {
@@ -323,6 +352,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "expired": EXPIRED,
         "launched-by-a-schedule": LAUNCHED,
         "reminded-and-escalated": REMINDED,
+        "deadline-in-working-days": IN_WORKING_DAYS,
     },
     "ApprovalPage": {
         "newest-first": {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from web.examples.calendars import THREE_WORKING_DAYS
 from web.examples.world import CREATED_AT, DEFINITION_ID, PRESET, TOKEN_ID
 
 ANN = {
@@ -46,12 +47,25 @@ DEFINITION = {
     "published": True,
     "revision": 1,
     "review_window_seconds": 86400,
+    "deadline_rule": {"kind": "seconds", "seconds": 86400},
     "schedule_presets": [{**PRESET, "description": ""}],
     "allow_self_approval": False,
     **NO_NOTICES,
     "version": 2,
     "created_at": CREATED_AT,
     "reviewers": REVIEWERS,
+}
+
+# A definition whose instances' deadline is three working days on calendar `cn`: its review
+# window is the rule's nominal length, 3 x 86400 seconds.
+IN_WORKING_DAYS = {
+    **DEFINITION,
+    "id": "ed00c9e2-4dde-5fd3-be81-91b0cc29b10d",
+    "key": "credit-limit",
+    "name": "Credit limit",
+    "review_window_seconds": 259200,
+    "deadline_rule": THREE_WORKING_DAYS,
+    "schedule_presets": [],
 }
 
 EXAMPLES: dict[str, dict[str, Any]] = {
@@ -120,6 +134,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "DefinitionCreate": {
         "with-a-preset": {"key": "daily-check", **DEFINITION_FIELDS},
+        "in-working-days": {
+            "key": "credit-limit",
+            "name": "Credit limit",
+            "external": False,
+            "deadline_rule": THREE_WORKING_DAYS,
+            "reviewers": {"roles": ["operator"]},
+        },
     },
     "DefinitionUpdate": {
         "longer-review": {
@@ -143,6 +164,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "with-reminders-and-escalation": {**DEFINITION, **NOTICES, "revision": 2, "version": 3},
         "created": {**DEFINITION, "published": False, "revision": 0, "version": 1},
         "from-before-reviewers": {**DEFINITION, "reviewers": None},
+        "in-working-days": IN_WORKING_DAYS,
     },
     "DefinitionPage": {
         "first-page": {

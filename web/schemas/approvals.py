@@ -11,10 +11,12 @@ from marshmallow import (
     validates_schema,
 )
 
+from domain.calendars import MAX_RULE_DAYS
 from domain.messages import Message
 from projections.approvals import APPROVAL_LISTING
 from web.schemas import validate
 from web.schemas.base import (
+    OMITTED_WHEN,
     Choice,
     Described,
     KeyedBody,
@@ -38,6 +40,7 @@ from web.schemas.base import (
     sort_field,
     strict_int,
 )
+from web.schemas.calendars import DayOut, libraries_field
 from web.schemas.directory import EscalationOut, ReminderOut, ReminderSentOut, ReviewersOut
 from web.schemas.enums import (
     APPROVAL_STATE,
@@ -125,8 +128,18 @@ class WithdrawIn(KeyedBody):
 class ExtendDeadlineIn(KeyedBody):
     command_id = command_id_field()
     new_deadline_at = OffsetDateTime(
-        required=True,
-        metadata={"description": "its offset is kept beside the UTC value"},
+        metadata={
+            "description": "its offset is kept beside the UTC value; give this or `working_days`"
+        },
+    )
+    working_days = strict_int(
+        1,
+        MAX_RULE_DAYS,
+        metadata={
+            "description": "instead of `new_deadline_at`, for a deadline counted in working "
+            "time: the same local time on the Nth working day after the current deadline, on "
+            "the current revision of its calendar (docs/calendars.md#extensions-in-working-days)"
+        },
     )
     reason = fields.String(required=True, validate=validate.Length(1, 500))
 
@@ -269,12 +282,105 @@ class WindowDeadlineOut(OutSchema):
     rule_version = rule_version_field()
 
 
+class WorkingTimeNoticesOut(OutSchema):
+    """When the reminders and the escalation fall due, counted in working time at submission."""
+
+    reminders = fields.Dict(
+        keys=fields.String(),
+        values=fields.String(),
+        metadata={
+            "description": "each reminder's `before_seconds` (as text) -> the instant it is due "
+            "(ISO 8601)",
+            OMITTED_WHEN: "after an extension: the reminders count back from the new deadline",
+        },
+    )
+    escalation_due_at = instant_text(
+        metadata={
+            "description": "when the escalation is due",
+            OMITTED_WHEN: "the definition has no escalation",
+        }
+    )
+
+
+class DeadlineInputsOut(OutSchema):
+    submitted_at = instant_text(metadata={"description": "the submission's instant"})
+    timezone = fields.String(metadata={"description": "the calendar's zone"})
+
+
+class WorkingTimeDeadlineOut(OutSchema):
+    """The deadline the definition's rule in working time counted on its calendar
+    (docs/calendars.md#deadlines-in-working-time)."""
+
+    source = deadline_source("working_time")
+    rule = Described("DeadlineRuleOut", metadata={"description": "the definition's rule"})
+    calendar = fields.String(metadata={"description": "the calendar's key"})
+    calendar_revision = fields.Integer(metadata={"description": "the revision counted on"})
+    region = fields.String(allow_none=True)
+    libraries = libraries_field(
+        description="the holiday libraries and versions the revision came from ({} when "
+        "written by hand)"
+    )
+    inputs = fields.Nested(DeadlineInputsOut)
+    business_day = fields.String(
+        allow_none=True, metadata={"description": "YYYY-MM-DD (working_days); null otherwise"}
+    )
+    counted_days = fields.List(fields.String(), metadata={"description": "YYYY-MM-DD each"})
+    skipped_days = fields.List(
+        fields.Nested(DayOut), metadata={"description": "each day passed over, and why"}
+    )
+    assumed = fields.Boolean(
+        metadata={"description": "counted on weekdays only: the calendar lacks the year"}
+    )
+    assumed_told = fields.List(
+        fields.String(),
+        metadata={
+            "description": "the accounts told of the assumption",
+            OMITTED_WHEN: "assumed is false",
+        },
+    )
+    working_time_notices = fields.Nested(WorkingTimeNoticesOut)
+    definition_revision = fields.Integer(allow_none=True, dump_default=None)
+    rule_version = rule_version_field()
+
+
 class ExtendedDeadlineOut(OutSchema):
     """The deadline the last extend-deadline command set."""
 
     source = deadline_source("extended")
     reason = fields.String()
     rule_version = rule_version_field()
+    rule = Described(
+        "DeadlineRuleOut",
+        metadata={
+            "description": "the rule in working time the deadline was first counted by",
+            OMITTED_WHEN: "the deadline was not counted in working time",
+        },
+    )
+    calendar = fields.String(
+        metadata={
+            "description": "the calendar's key",
+            OMITTED_WHEN: "the deadline was not counted in working time",
+        }
+    )
+    working_days = fields.Integer(
+        metadata={
+            "description": "the working days the extension gave",
+            OMITTED_WHEN: "the extension gave `new_deadline_at`",
+        }
+    )
+    calendar_revision = fields.Integer(
+        metadata={
+            "description": "the calendar revision the working days were counted on",
+            OMITTED_WHEN: "the extension gave `new_deadline_at`",
+        }
+    )
+    working_time_notices = fields.Nested(
+        WorkingTimeNoticesOut,
+        metadata={
+            "description": "an escalation counted in working time, kept",
+            OMITTED_WHEN: "the deadline was not in working time, or there is no escalation",
+        },
+    )
 
 
 class InstanceTaskOut(OutSchema):
@@ -323,6 +429,7 @@ class ApprovalOut(OutSchema):
         {
             "explicit": ExplicitDeadlineOut,
             "definition": WindowDeadlineOut,
+            "working_time": WorkingTimeDeadlineOut,
             "extended": ExtendedDeadlineOut,
         },
         metadata={"description": "how the review deadline was set"},

@@ -34,6 +34,7 @@ from web.schemas.base import (
     strict_int,
     with_reason,
 )
+from web.schemas.calendars import deadline_rule_field
 from web.schemas.enums import ESCALATION_MODE, LANGUAGE, PASSWORD_KIND, ROLE
 
 PRESET_ID = r"^[a-z][a-z0-9_-]{0,63}$"
@@ -205,8 +206,15 @@ class ReminderSentOut(OutSchema):
 
 NOTICES_FIXED = "fixed on each instance when it starts, as its deadline is"
 
-# A PUT leaving them out keeps them (0.7.0 added the notices, 0.13.0 the reviewers).
-KEPT_WHEN_LEFT_OUT = ("reminders", "escalation", "reviewers")
+# A PUT leaving them out keeps them (0.7.0 added the notices, 0.13.0 the reviewers, and the
+# deadline: a PUT leaving out both `review_window_seconds` and `deadline_rule` keeps it).
+KEPT_WHEN_LEFT_OUT = (
+    "reminders",
+    "escalation",
+    "reviewers",
+    "review_window_seconds",
+    "deadline_rule",
+)
 
 
 class ReviewersIn(StrictSchema):
@@ -242,7 +250,25 @@ class ReviewersIn(StrictSchema):
 class DefinitionFieldsIn(StrictSchema):
     name = name_field(required=True)
     external = strict_bool(required=True)
-    review_window_seconds = strict_int(1, MAX_REVIEW_WINDOW_SECONDS, required=True)
+    review_window_seconds = strict_int(
+        1,
+        MAX_REVIEW_WINDOW_SECONDS,
+        load_default=None,
+        metadata={
+            "description": "the deadline in plain seconds after submission; with a "
+            "`deadline_rule` in working time, that rule's nominal length (days x 86400 or hours "
+            "x 3600), which reminders are checked against. Give this or `deadline_rule`"
+        },
+    )
+    deadline_rule = deadline_rule_field(
+        allow_none=True,
+        load_default=None,
+        metadata={
+            "description": "seconds, working_days (days, calendar, cutoff) or working_hours "
+            "(hours, calendar) (docs/calendars.md); null or left out: review_window_seconds, "
+            "in seconds"
+        },
+    )
     schedule_presets = fields.List(
         fields.Nested(PresetIn), load_default=list, validate=validate.Length(max=100)
     )
@@ -328,6 +354,10 @@ class DefinitionOut(OutSchema):
         }
     )
     review_window_seconds = fields.Integer()
+    deadline_rule = Described(
+        "DeadlineRuleOut",
+        metadata={"description": "how an instance's deadline is counted (docs/calendars.md)"},
+    )
     schedule_presets = fields.List(fields.Nested(PresetOut))
     allow_self_approval = fields.Boolean()
     reminders = fields.List(fields.Nested(ReminderOut))
@@ -337,6 +367,18 @@ class DefinitionOut(OutSchema):
     )
     version = fields.Integer()
     created_at = UtcDateTime()
+
+
+class DefinitionSettable(DefinitionOut):
+    """A definition as a merge patch reads it: a rule in seconds is its review window (null
+    here), so a patch of `review_window_seconds` alone changes it."""
+
+    deadline_rule = fields.Method("_working_rule", allow_none=True)  # type: ignore[assignment]
+
+    @staticmethod
+    def _working_rule(definition: Any) -> dict[str, Any] | None:
+        rule = dict(definition.deadline_rule)
+        return None if rule["kind"] == "seconds" else rule
 
 
 class PasswordIn(StrictSchema):
