@@ -145,3 +145,45 @@ def test_a_reader_sees_calendars_and_is_offered_no_change(console: Console, admi
     assert "Preview a deadline" in page
     assert console.get(f"{path}/edit").status_code == 403
     assert console.post(f"{path}/import", {"region": "CN", "years": "2026"}).status_code == 403
+
+
+def test_a_definition_made_in_the_console_counts_its_deadline_in_working_days(
+    console: Console, admin: Api
+) -> None:
+    created(console)
+    answer = console.post(
+        "/console/directory/definitions",
+        {
+            "key": "contract",
+            "name": "合同审批",
+            "deadline_rule.kind": "working_days",
+            "deadline_rule.days": "3",
+            "deadline_rule.calendar": "office",
+            "deadline_rule.cutoff": "18:00",
+            "reviewers.roles": "operator",
+        },
+    )
+    assert answer.status_code == 302, answer.get_data(as_text=True)
+    definition = admin.get("/api/definitions/by-key/contract").json
+    assert definition["deadline_rule"] == {
+        "kind": "working_days",
+        "days": 3,
+        "calendar": "office",
+        "cutoff": "18:00",
+    }
+    page = console.page("/console/directory/definitions", headers=ENGLISH)
+    shown = page.split('id="definition-contract"', 1)[1].split('class="deadline-shown">', 1)[1]
+    assert shown.startswith("3 working days, by 18:00, on the calendar <code>office</code>")
+    refused = console.post(
+        "/console/directory/definitions",
+        {
+            "key": "other",
+            "name": "其他",
+            "deadline_rule.kind": "working_hours",
+            "deadline_rule.hours": "8",
+            "deadline_rule.calendar": "nowhere",
+            "reviewers.roles": "operator",
+        },
+    )
+    assert refused.status_code == 422
+    field_error(refused.get_data(as_text=True), "deadline_rule-calendar")
