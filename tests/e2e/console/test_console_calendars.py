@@ -44,7 +44,9 @@ WORDS = {
         "create": "创建工作日历",
         "created": "已创建工作日历 {key}（第 1 版）。",
         "import": "导入",
-        "imported": r"已从 holidays [\d.]+, chinesecalendar [\d.]+ 导入 CN 2026 年的节假日：第 2 版。",
+        "imported": (
+            r"已从 holidays [\d.]+, chinesecalendar [\d.]+ 导入 CN 2026 年的节假日：第 2 版。"
+        ),
         "holiday": "节假日",
         "makeup": "调休上班",
         "preview": "预览截止时间",
