@@ -39,7 +39,7 @@ ID_PART = re.compile(r"[0-9a-f]{8}-[0-9a-f-]{27}|\d+")
 # What the test enters: account ids, keys and names in Latin letters, as a tenant's would be.
 KNOWN = (
     "root", "ann", "bob", "sam", REVIEWER, "olga", "daily", "weekday-morning", "esign",
-    "ops", "onboarding", "Daily", "Onboarding", "Vera", "Morning check", "e sign", "nobody",
+    "ops", "cn", "onboarding", "Daily", "Onboarding", "Vera", "Morning check", "e sign", "nobody",
 )  # fmt: skip
 COMMAND_ID = re.compile(r'name="command_id" value="([^"]+)"')
 
