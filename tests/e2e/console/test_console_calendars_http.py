@@ -88,7 +88,8 @@ def test_an_import_names_the_libraries_and_marks_the_holiday_week(console: Conso
     assert re.search(r"Imported CN 2026 from holidays [\d.]+, chinesecalendar [\d.]+", page)
     assert "Holiday" in cell(page, "2026-10-01")
     assert "Make-up workday" in cell(page, "2026-10-10")
-    assert re.search(r"imported for <code>CN</code>, 2026, from\s*<code>holidays [\d.]+</code>", page)
+    source = r"imported for <code>CN</code>, 2026, from\s*<code>holidays [\d.]+</code>"
+    assert re.search(source, page)
 
 
 def test_the_preview_explains_a_three_working_day_deadline(console: Console) -> None:
