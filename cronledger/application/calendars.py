@@ -102,7 +102,9 @@ def library_years(region: str, years: Sequence[int]) -> LibraryYears:
                 years=", ".join(str(year) for year in outside),
             ),
         )
-    found = holiday_library.country_holidays(region, years=list(years))
+    # In the region's own language (国庆节 for CN), as its people name the days.
+    language = getattr(holiday_library.country_holidays(region), "default_language", None)
+    found = holiday_library.country_holidays(region, years=list(years), language=language)
     days = {day: str(name) for day, name in found.items()}
     libraries = {"holidays": installed("holidays")}
     workdays: dict[date, str] = {}
@@ -119,17 +121,21 @@ def _library_range(library: Any, region: str) -> tuple[int, int]:
 
 
 def _china(days: dict[date, str], years: Sequence[int]) -> tuple[dict[date, str], dict[date, str]]:
-    """Mainland China's days off (a holiday week's weekend days too) and make-up working days,
-    from chinesecalendar, named as `holidays` names them where it does."""
+    """Mainland China's days off (a holiday week's weekend days too) and make-up working days
+    (调休上班), from chinesecalendar, named in Chinese as `holidays` names them where it does."""
     import chinese_calendar
 
+    def chinese(name: str) -> str:
+        found = {holiday.value: holiday.chinese for holiday in chinese_calendar.Holiday}
+        return str(found.get(name, name))
+
     off = {
-        day: days.get(day, str(name))
+        day: days.get(day, chinese(name))
         for day, name in chinese_calendar.holidays.items()
         if day.year in years
     }
     worked = {
-        day: f"{name} (make-up working day)"
+        day: f"{chinese(name)}（调休上班）"
         for day, name in chinese_calendar.workdays.items()
         if day.year in years and day.isoweekday() >= 6 and chinese_calendar.is_workday(day)
     }

@@ -42,7 +42,8 @@ def test_a_cn_calendar_imported_for_2026_knows_its_holidays_and_make_up_days(adm
     for date in ["2026-09-25", "2026-09-26", "2026-09-27", *[f"2026-10-0{d}" for d in range(1, 8)]]:
         assert by_date[date]["working"] is False, date
         assert by_date[date]["reason"] == "HOLIDAY", date
-    assert by_date["2026-09-25"]["name"] == "Mid-Autumn Festival"
+    assert by_date["2026-09-25"]["name"] == "中秋节"  # in the region's own language
+    assert by_date["2026-10-10"]["name"] == "国庆节（调休上班）"
     for date in ("2026-09-20", "2026-10-10"):
         assert by_date[date]["working"] is True
         assert by_date[date]["reason"] == "MAKEUP_WORKDAY"

@@ -22,6 +22,7 @@ AREAS = (
     "operations",
     "directory",
     "groups",
+    "calendars",
     "callback_sources",
     "webhooks",
     "notifications",
@@ -33,6 +34,7 @@ AREAS = (
 def install(app: Flask) -> None:
     from web.console import (
         approvals,
+        calendars,
         callback_sources,
         directory,
         lists,
@@ -65,4 +67,5 @@ def install(app: Flask) -> None:
     console.register_blueprint(webhooks.bp)
     console.register_blueprint(notifications.bp)
     console.register_blueprint(lists.bp)
+    console.register_blueprint(calendars.bp)
     shell.install(app, console)

@@ -83,15 +83,18 @@ def can(permission: str) -> bool:
 
 
 def signed_in(
-    permission: str | None = None,
+    permission: str | None = None, also: str | None = None
 ) -> Callable[[Callable[..., R]], Callable[..., R]]:
-    """A page for signed-in accounts (holding `permission`); the view gets `principal` first."""
+    """A page for signed-in accounts (holding `permission`, or `also`); the view gets
+    `principal` first."""
 
     def decorate(view: Callable[..., R]) -> Callable[..., R]:
         @functools.wraps(view)
         def page(*args: Any, **kwargs: Any) -> R:
             principal = viewer()
-            if permission is not None and not principal.can(permission):
+            if permission is not None and not (
+                principal.can(permission) or (also is not None and principal.can(also))
+            ):
                 raise Forbidden(_("This page needs the permission %(name)s.", name=permission))
             return view(principal, *args, **kwargs)
 

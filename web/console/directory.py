@@ -21,7 +21,9 @@ from domain.directory import Principal
 from domain.errors import DomainError, InvalidState, NotFound, ValidationFailed
 from domain.messages import Message
 from domain.permissions import APPROVAL_DECIDE, DIRECTORY_MANAGE, ROLES
+from domain.working_time import SECONDS, WORKING_DAYS
 from projections.directory import ACCOUNT_LISTING, DEFINITION_LISTING, AccountRow
+from projections.keyset import Window
 from web.api import flatten, services
 from web.console import groups
 from web.console.access import signed_in
@@ -52,14 +54,27 @@ DEFINITION_TEXTS = (
     "escalation.account_id",
     "escalation.group_leader_of",
     "escalation.mode",
+    "deadline_rule.kind",
+    "deadline_rule.days",
+    "deadline_rule.calendar",
+    "deadline_rule.cutoff",
+    "deadline_rule.hours",
 )
 DEFINITION_CHECKS = ("external", "allow_self_approval", "reviewers.applicant_leader")
 DEFINITION_PICKS = ("reviewers.accounts", "reviewers.groups", "reviewers.roles")
-NEW_DEFINITION = {"review_window_seconds": "86400", "escalation.mode": REASSIGN_TASK}
+NEW_DEFINITION = {
+    "review_window_seconds": "86400",
+    "escalation.mode": REASSIGN_TASK,
+    "deadline_rule.kind": SECONDS,
+    "deadline_rule.days": "3",
+    "deadline_rule.cutoff": "18:00",
+    "deadline_rule.hours": "8",
+}
 MODE_WORDS = {
     REASSIGN_TASK: lazy_gettext("Hand the task to them, with a high priority"),
     NOTIFY: lazy_gettext("Tell them, and raise the task's priority"),
 }
+PICK_CALENDARS = 200  # the most calendars a definition's form offers
 # The roles a definition's reviewers may be named by: those that may decide.
 REVIEWER_ROLES = sorted(role for role, granted in ROLES.items() if APPROVAL_DECIDE in granted)
 PRESETS_EXAMPLE = [
@@ -316,6 +331,7 @@ def _definition_body(form: dict[str, Any]) -> tuple[dict[str, Any], Errors]:
     if window.isdigit():
         body["review_window_seconds"] = int(window)
     body["reviewers"] = _part(form, "reviewers")
+    _deadline_body(form, body)
     _notices_body(form, body)
     if "schedule_presets" not in body:
         return body, {}
@@ -340,6 +356,22 @@ def _part(form: dict[str, Any], name: str) -> dict[str, Any]:
         key.removeprefix(prefix): value
         for key, value in form.items()
         if key.startswith(prefix) and value != ""
+    }
+
+
+def _deadline_body(form: dict[str, Any], body: dict[str, Any]) -> None:
+    """A deadline in working days or hours as the API's `deadline_rule` (the review window
+    is then not read); in seconds, the review window alone."""
+    rule = _part(form, "deadline_rule")
+    kind = rule.get("kind", SECONDS)
+    if kind == SECONDS:
+        return
+    body.pop("review_window_seconds", None)
+    kept = ("days", "calendar", "cutoff") if kind == WORKING_DAYS else ("hours", "calendar")
+    body["deadline_rule"] = {"kind": kind} | {
+        name: _number(rule[name]) if name in ("days", "hours") else rule[name]
+        for name in kept
+        if name in rule
     }
 
 
@@ -427,6 +459,9 @@ def _definitions_page(
         form={**NEW_DEFINITION, **form},
         errors=errors,
         accounts=groups.accounts_to_pick(principal.tenant_id),
+        calendars=services()
+        .calendars.calendars(principal.tenant_id, Window(PICK_CALENDARS, 1))
+        .items,
         groups=groups.groups_to_pick(principal.tenant_id),
         reviewer_roles=REVIEWER_ROLES,
         mode_words=MODE_WORDS,

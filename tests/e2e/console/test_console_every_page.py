@@ -37,7 +37,7 @@ IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f-]{27}|\b\d+\b|(?<=/accounts/)[^/]+")
 @pytest.fixture(scope="module")
 def seeded(site: Site) -> Site:
     """One of each thing the console lists: a definition, a schedule and its run, the approval
-    it launched, an account and a group."""
+    it launched, an account, a group and a calendar with a year imported."""
     suffix = uuid.uuid4().hex[:8]
     definition = site.api(
         "POST",
@@ -76,6 +76,12 @@ def seeded(site: Site) -> Site:
     site.api(
         "POST", "/api/groups", {"key": f"finance-{suffix}", "name": "财务部", "members": [REVIEWER]}
     )
+    calendar = site.api(
+        "POST",
+        "/api/calendars",
+        {"key": f"cn-{suffix}", "name": "中国大陆", "timezone": "Asia/Shanghai", "region": "CN"},
+    )
+    site.api("POST", f"/api/calendars/{calendar['id']}/import", {"region": "CN", "years": [2026]})
     return site
 
 
@@ -131,4 +137,4 @@ def test_every_page_is_accessible_wide_and_narrow(seeded: Site, browser: Any) ->
                 problems.append(f"{width['width']} px: {str(problem).splitlines()[0]}")
     assert problems == [], "\n".join(problems)
     kinds = {kind_of(path).split("/")[2] for path in visited}
-    assert {"schedules", "runs", "approvals", "directory", "tasks"} <= kinds, visited
+    assert {"schedules", "runs", "approvals", "directory", "tasks", "calendars"} <= kinds, visited

@@ -39,7 +39,7 @@ ID_PART = re.compile(r"[0-9a-f]{8}-[0-9a-f-]{27}|\d+")
 # What the test enters: account ids, keys and names in Latin letters, as a tenant's would be.
 KNOWN = (
     "root", "ann", "bob", "sam", REVIEWER, "olga", "daily", "weekday-morning", "esign",
-    "ops", "onboarding", "Daily", "Onboarding", "Vera", "Morning check", "e sign", "nobody",
+    "ops", "cn", "onboarding", "Daily", "Onboarding", "Vera", "Morning check", "e sign", "nobody",
 )  # fmt: skip
 COMMAND_ID = re.compile(r'name="command_id" value="([^"]+)"')
 
@@ -197,6 +197,12 @@ def tenant(admin: Api, services: Services, clock: FakeClock) -> Tenant:
     )  # fmt: skip
     admin.post(f"/api/webhooks/{hook['id']}/ping", {})
     created(admin, "/api/groups", {"key": "ops", "name": "运营部", "members": ["root", REVIEWER]})
+    calendar = created(
+        admin,
+        "/api/calendars",
+        {"key": "cn", "name": "中国大陆", "timezone": "Asia/Shanghai", "region": "CN"},
+    )
+    created(admin, f"/api/calendars/{calendar['id']}/import", {"region": "CN", "years": [2026]})
     created(admin, "/api/tenant/pause-schedules", {"reason": "演练"})
     created(admin, "/api/tenant/resume-schedules", {"reason": "演练结束"})
     services.projector.catch_up()
@@ -293,6 +299,7 @@ def test_every_refusal_reads_in_chinese(client: FlaskClient, admin: Api, tenant:
         "windows": "9-12",
         "interval_minutes": "x",
     }
+    calendar = f"/console/calendars/{admin.get('/api/calendars').json['items'][0]['id']}"
     instance = tenant.instances["WAITING_REVIEW"]
     command_id = COMMAND_ID.search(browser.page(instance))
     assert command_id
@@ -303,6 +310,16 @@ def test_every_refusal_reads_in_chinese(client: FlaskClient, admin: Api, tenant:
         "a group": browser.post("/console/directory/groups/", {"key": "-", "name": ""}),
         "a webhook": browser.post("/console/webhooks/", {"url": "ftp://x", "event_types": []}),
         "a callback source": browser.post("/console/callback-sources/", {"name": "e sign"}),
+        "a calendar": browser.post(
+            "/console/calendars/",
+            {"key": "-", "name": "", "timezone": "Mars/Olympus", "holidays": "2026-13-01 坏"},
+        ),
+        "a calendar's import": browser.post(
+            f"{calendar}/import", {"region": "XX", "years": "1066", "version": "2"}
+        ),
+        "a deadline preview": browser.get(
+            f"{calendar}/deadline-preview?submitted_at=soon&days=0&cutoff=25:00"
+        ),
         "a definition": browser.post(
             "/console/directory/definitions",
             {"key": "", "name": "", "review_window_seconds": "0", "reminders": "x"},
