@@ -161,6 +161,21 @@ class OriginOut(OutSchema):
     fire_id = server_uuid(metadata={"description": "the run's id"})
     run_id = server_uuid(metadata={"description": "the same as fire_id (earlier releases)"})
     scheduled_for = instant_text(metadata={"description": "the run's planned instant"})
+    moved_to = instant_text(
+        allow_none=True,
+        metadata={
+            "description": "set only when the schedule's calendar (`next_working_day`) moved "
+            "the cycle: the instant it was launched at instead; `scheduled_for` stays the "
+            "planned one"
+        },
+    )
+    calendar = fields.Dict(
+        allow_none=True,
+        metadata={
+            "description": "set only with `moved_to`: the calendar, its revision, the rule, "
+            "and the day it does not work and why (docs/calendars.md#schedules-on-a-calendar)"
+        },
+    )
     trigger_kind = Choice(TRIGGER_KIND)
     trigger = Described("TriggerOut", metadata={"description": "the schedule's trigger, frozen"})
     definition_revision = fields.Integer(
