@@ -49,6 +49,8 @@ CANCELLABLE = frozenset({PENDING, RETRY_WAIT})
 SKIP_OVERLAP = "OVERLAP"
 SKIP_MISSED = "MISSED"
 SKIP_CALENDAR = "CALENDAR"
+# The skips recorded as the cycle is registered, and the code of each.
+SKIPPED_AT_REGISTRATION_CODES = {SKIPPED_MISSED: SKIP_MISSED, SKIPPED_CALENDAR: SKIP_CALENDAR}
 CALENDAR_SKIP_KEYS = (
     "calendar",
     "calendar_revision",

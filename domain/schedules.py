@@ -77,7 +77,7 @@ def checked_settings(settings: ScheduleSettings, now: datetime) -> ScheduleSetti
             ("form_data", form_data_problem(settings.form_data)),
             ("misfire_policy", choice_problem(settings.misfire_policy, MISFIRE_POLICIES)),
             ("overlap_policy", choice_problem(settings.overlap_policy, OVERLAP_POLICIES)),
-            ("calendar_rule", calendar_rule_problem(settings)),
+            ("calendar_rule", calendar_rule_problem(settings.calendar, settings.calendar_rule)),
         )
         if message
     }
@@ -109,15 +109,15 @@ def checked_trigger(trigger: dict[str, Any], timezone: str, now: datetime) -> di
     return trigger_to_dict(parsed)
 
 
-def calendar_rule_problem(settings: ScheduleSettings) -> str | None:
+def calendar_rule_problem(calendar: str | None, rule: str | None) -> str | None:
     """A calendar needs its rule, and a rule its calendar."""
-    if settings.calendar is None:
-        if settings.calendar_rule is None:
+    if calendar is None:
+        if rule is None:
             return None
         return Message("name a calendar for the rule to apply, or leave the rule out")
-    if settings.calendar_rule is None:
+    if rule is None:
         return Message("a schedule on a calendar needs a rule: {choices}", choices=RULES_LISTED)
-    return choice_problem(settings.calendar_rule, CALENDAR_RULES)
+    return choice_problem(rule, CALENDAR_RULES)
 
 
 def template_problem(template: str) -> str | None:

@@ -118,7 +118,12 @@ def list_schedules(principal: Principal, query: dict[str, Any]) -> Answered:
 )
 def preview_trigger(principal: Principal, body: dict[str, Any]) -> Preview:
     return services().schedules.preview(
-        body["trigger"], body["timezone"], body["count"], body["after"]
+        body["trigger"],
+        body["timezone"],
+        body["count"],
+        body["after"],
+        principal.tenant_id,
+        (body["calendar"], body["calendar_rule"]),
     )
 
 

@@ -50,7 +50,9 @@ def test_next_working_day_launches_the_latest_of_those_landing_together() -> Non
     assert [c.planned_at for c in launched] == [local("2026-10-08T09:00")]
     skipped = [c for c in found if c.status == SKIPPED_CALENDAR]
     assert len(skipped) == 7
-    assert all(c.calendar and c.calendar["launched_planned_at"] == launched[0].planned_at for c in skipped)
+    assert all(
+        c.calendar and c.calendar["launched_planned_at"] == launched[0].planned_at for c in skipped
+    )
 
 
 def test_a_cycle_alone_on_its_day_moves_and_keeps_its_planned_instant() -> None:
@@ -63,7 +65,9 @@ def test_a_cycle_alone_on_its_day_moves_and_keeps_its_planned_instant() -> None:
 def test_the_grace_counts_from_the_moved_instant() -> None:
     late = cycles(FIRST_OF_MONTH, NEXT_WORKING_DAY, "2026-10-01T09:00", "2026-10-08T09:04", "skip")
     assert [(c.status, c.moved_to) for c in late] == [(PENDING, local("2026-10-08T09:00"))]
-    missed = cycles(FIRST_OF_MONTH, NEXT_WORKING_DAY, "2026-10-01T09:00", "2026-10-08T09:06", "skip")
+    missed = cycles(
+        FIRST_OF_MONTH, NEXT_WORKING_DAY, "2026-10-01T09:00", "2026-10-08T09:06", "skip"
+    )
     assert [c.status for c in missed] == ["SKIPPED_MISSED"]
 
 

@@ -136,6 +136,23 @@ class RunOut(OutSchema):
     skip_reason = fields.Nested(
         SkipReasonOut, allow_none=True, metadata={"description": "set on skipped runs only"}
     )
+    moved_to = UtcDateTime(
+        allow_none=True,
+        metadata={
+            "description": "the instant the schedule's calendar (`next_working_day`) moved the "
+            "cycle to, when it did: it launches then; `planned_at` stays its key"
+        },
+    )
+    moved_to_local = LocalDateTime(
+        allow_none=True, metadata={"description": "`moved_to` in the schedule's time zone"}
+    )
+    calendar = fields.Dict(
+        allow_none=True,
+        metadata={
+            "description": "what the schedule's calendar found, when it moved or skipped the "
+            "cycle: `calendar`, `calendar_revision`, `rule`, `day`, `day_reason`, `holiday`"
+        },
+    )
     version = fields.Integer()
 
 

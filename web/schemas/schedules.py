@@ -37,6 +37,8 @@ from web.schemas.base import (
 )
 from web.schemas.directory import PRESET_ID
 from web.schemas.enums import (
+    CALENDAR_RULE,
+    FIRE_OUTCOME,
     MISFIRE_POLICY,
     OVERLAP_MOVE_OUTCOME,
     OVERLAP_POLICY,
@@ -88,6 +90,16 @@ class ScheduleFieldsIn(StrictSchema):
         load_default=DEFAULT_OVERLAP_POLICY,
         metadata={"description": "skip_while_launching (default) (docs/time.md)"},
     )
+    calendar = fields.String(
+        validate=validate.Length(1, 64),
+        allow_none=True,
+        load_default=None,
+        metadata={
+            "description": "a calendar's key: cycles on a day it does not work are skipped or "
+            "moved by `calendar_rule` (docs/calendars.md#schedules-on-a-calendar)"
+        },
+    )
+    calendar_rule = Choice(CALENDAR_RULE, allow_none=True, load_default=None)
 
 
 class ScheduleFromPresetIn(StrictSchema):
@@ -153,7 +165,37 @@ class SkipReasonOut(OutSchema):
         metadata={"description": "OVERLAP, `SUCCEEDED`: the approval that waited for review"},
     )
     count = fields.Integer(
-        allow_none=True, metadata={"description": "MISSED: how many missed cycles it stands for"}
+        allow_none=True,
+        metadata={"description": "MISSED: how many missed cycles it stands for; CALENDAR: 1"},
+    )
+    calendar = fields.String(metadata={"description": "CALENDAR only: the calendar's key"})
+    calendar_revision = fields.Integer(
+        metadata={"description": "CALENDAR only: the revision the cycle was registered on"}
+    )
+    rule = Choice(CALENDAR_RULE, metadata={"description": "CALENDAR only: the schedule's rule"})
+    day = fields.String(
+        metadata={"description": "CALENDAR only: the local date (YYYY-MM-DD) not worked"}
+    )
+    day_reason = fields.String(
+        metadata={"description": "CALENDAR only: `HOLIDAY` or `WEEKEND` (open: more may come)"}
+    )
+    holiday = fields.String(
+        allow_none=True, metadata={"description": "CALENDAR only: the holiday's name"}
+    )
+    assumed = fields.Boolean(
+        metadata={
+            "description": "CALENDAR only: the calendar does not cover the year (weekdays only)"
+        }
+    )
+    launched_run_id = server_uuid(
+        allow_none=True,
+        metadata={
+            "description": "CALENDAR, `next_working_day` only: the run launched on the "
+            "instant this cycle moved to (the latest planned of those landing there)"
+        },
+    )
+    launched_planned_at = instant_text(
+        allow_none=True, metadata={"description": "that run's planned instant"}
     )
 
 
@@ -190,6 +232,8 @@ class ScheduleOut(OutSchema):
     misfire_policy = Choice(MISFIRE_POLICY)
     overlap_policy = Choice(OVERLAP_POLICY)
     preset_id = fields.String(allow_none=True)
+    calendar = fields.String(allow_none=True, metadata={"description": "a calendar's key"})
+    calendar_rule = Choice(CALENDAR_RULE, allow_none=True)
     version = fields.Integer()
     created_at = UtcDateTime()
     updated_at = UtcDateTime()
@@ -218,6 +262,13 @@ class PreviewIn(StrictSchema):
     timezone = fields.String(validate=validate.Length(1, 64), allow_none=True, load_default=None)
     count = strict_int(1, MAX_PREVIEW, load_default=5)
     after = UtcDateTime(load_default=None, metadata={"description": "with an offset; default now"})
+    calendar = fields.String(
+        validate=validate.Length(1, 64),
+        allow_none=True,
+        load_default=None,
+        metadata={"description": "a calendar's key: each fire in `fires` is marked by it"},
+    )
+    calendar_rule = Choice(CALENDAR_RULE, allow_none=True, load_default=None)
 
 
 class SavedPreviewQuery(Schema):
@@ -229,9 +280,37 @@ class SavedPreviewQuery(Schema):
     after = UtcDateTime(load_default=None, metadata={"description": "with an offset; default now"})
 
 
+class MarkedFireOut(OutSchema):
+    """One fire time, and what the schedule's calendar does to it."""
+
+    at = UtcDateTime()
+    local = LocalDateTime(metadata={"description": "in the schedule's time zone"})
+    outcome = Choice(FIRE_OUTCOME)
+    moved_to = UtcDateTime(allow_none=True, metadata={"description": "`MOVED`: launched then"})
+    moved_to_local = LocalDateTime(
+        allow_none=True, metadata={"description": "`moved_to` in the schedule's time zone"}
+    )
+    calendar = fields.Dict(
+        allow_none=True,
+        metadata={
+            "description": "`MOVED`, `SKIPPED`: the calendar, its revision, the rule, the local "
+            "`day` not worked, `day_reason` (`HOLIDAY`, `WEEKEND`), the `holiday`'s name, and "
+            "for a cycle skipped because a later one lands on the same instant, that one's "
+            "`launched_planned_at`"
+        },
+    )
+
+
 class PreviewOut(OutSchema):
-    fire_times = fields.List(UtcDateTime())
+    fire_times = fields.List(UtcDateTime(), metadata={"description": "the trigger's fires"})
     local_times = fields.List(LocalDateTime())
+    fires = fields.List(
+        fields.Nested(MarkedFireOut),
+        metadata={
+            "description": "the same fires, each marked with what the calendar does to it "
+            "(all `FIRES` without a calendar)"
+        },
+    )
 
 
 SCHEDULE_SORT = sort_choices("ScheduleSort", SCHEDULE_LISTING)
