@@ -4,10 +4,14 @@ calendar): skipped on a day not worked, or moved to the next working day, never 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from domain.calendar_cycles import NEXT_WORKING_DAY, WORKING_DAYS_ONLY, CycleCalendar
 from domain.planning import plan_due_cycles
-from domain.runs import PENDING, SKIPPED_CALENDAR
+from domain.runs import PENDING, SKIPPED_CALENDAR, Run
+from domain.schedules import Schedule
+from tests.support import stored_by_an_older_release
+from tests.unit.helpers import new_run
 from tests.unit.test_working_time import CN_2026
 
 DAILY_NINE = {"kind": "cron", "expression": "0 9 * * *"}
@@ -79,3 +83,23 @@ def test_a_rule_never_adds_a_fire_on_a_make_up_saturday() -> None:
         (local("2026-10-10T09:00"), PENDING),  # the make-up Saturday is worked
         (local("2026-10-11T09:00"), SKIPPED_CALENDAR),  # Sunday
     ]
+
+
+def test_a_run_registered_before_version_5_was_moved_by_no_calendar() -> None:
+    run = new_run()
+    registered = next(e for e in run.collect_events() if isinstance(e, Run.Registered))
+    older = stored_by_an_older_release(registered, "moved_to", "calendar")
+    assert (older.moved_to, older.calendar) == (None, None)
+    state: dict[str, object] = {}
+    Run.upcast_v7_v8(state)
+    assert state == {"moved_to": None, "calendar": None}
+
+
+def test_a_schedule_saved_before_calendars_names_none() -> None:
+    settings = {"name": "n", "overlap_policy": "skip"}
+    state: dict[str, Any] = {"settings": settings}
+    Schedule.Created.upcast_v3_v4(state)
+    assert state["settings"] == {**settings, "calendar": None, "calendar_rule": None}
+    state = {"settings": settings}
+    Schedule.Updated.upcast_v4_v5(state)
+    assert state["settings"]["calendar_rule"] is None
