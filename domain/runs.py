@@ -244,8 +244,8 @@ class Run(Aggregate):
         at: datetime
         actor: str
         traceparent: str | None
-        moved_to: datetime | None
-        calendar: dict[str, Any] | None
+        moved_to: datetime | None = None
+        calendar: dict[str, Any] | None = None
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:

@@ -51,6 +51,7 @@ from web.schemas.enums import (
     TASK_STATE,
     TRIGGER_KIND,
 )
+from web.schemas.schedules import calendar_finding
 
 
 class ApprovalSubmit(KeyedBody):
@@ -163,19 +164,14 @@ class OriginOut(OutSchema):
     scheduled_for = instant_text(metadata={"description": "the run's planned instant"})
     moved_to = instant_text(
         allow_none=True,
+        dump_default=None,
         metadata={
             "description": "set only when the schedule's calendar (`next_working_day`) moved "
             "the cycle: the instant it was launched at instead; `scheduled_for` stays the "
             "planned one"
         },
     )
-    calendar = fields.Dict(
-        allow_none=True,
-        metadata={
-            "description": "set only with `moved_to`: the calendar, its revision, the rule, "
-            "and the day it does not work and why (docs/calendars.md#schedules-on-a-calendar)"
-        },
-    )
+    calendar = calendar_finding("set only with `moved_to`: what the calendar found")
     trigger_kind = Choice(TRIGGER_KIND)
     trigger = Described("TriggerOut", metadata={"description": "the schedule's trigger, frozen"})
     definition_revision = fields.Integer(

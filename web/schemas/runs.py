@@ -30,7 +30,7 @@ from web.schemas.base import (
     strict_int,
 )
 from web.schemas.enums import ATTEMPT_OUTCOME, RUN_STATUS, RUN_TRIGGER
-from web.schemas.schedules import SkipReasonOut
+from web.schemas.schedules import SkipReasonOut, calendar_finding
 
 
 class RunNowIn(KeyedBody):
@@ -146,12 +146,8 @@ class RunOut(OutSchema):
     moved_to_local = LocalDateTime(
         allow_none=True, metadata={"description": "`moved_to` in the schedule's time zone"}
     )
-    calendar = fields.Dict(
-        allow_none=True,
-        metadata={
-            "description": "what the schedule's calendar found, when it moved or skipped the "
-            "cycle: `calendar`, `calendar_revision`, `rule`, `day`, `day_reason`, `holiday`"
-        },
+    calendar = calendar_finding(
+        "what the schedule's calendar found, when it moved or skipped the cycle"
     )
     version = fields.Integer()
 

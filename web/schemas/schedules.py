@@ -15,6 +15,7 @@ from projections.schedules import SCHEDULE_LISTING
 from web.schemas import validate
 from web.schemas.base import (
     MAX_NAME,
+    OMITTED_WHEN,
     Choice,
     Described,
     LocalDateTime,
@@ -109,7 +110,8 @@ class ScheduleFromPresetIn(StrictSchema):
     name = name_field(load_default=None)
 
 
-ScheduleUpdate = replacing(ScheduleFieldsIn, "ScheduleUpdate")
+CALENDAR_FIELDS = ("calendar", "calendar_rule")  # added after the PUT was published
+ScheduleUpdate = replacing(ScheduleFieldsIn, "ScheduleUpdate", CALENDAR_FIELDS)
 
 SchedulePatch = merge_patch_of(ScheduleUpdate, "SchedulePatch")
 
@@ -146,6 +148,46 @@ class OverlapMovesOut(OutSchema):
     )
 
 
+class CalendarFindingOut(OutSchema):
+    """What a schedule's calendar found of a cycle it skipped or moved
+    (docs/calendars.md#schedules-on-a-calendar)."""
+
+    calendar = fields.String(metadata={"description": "the calendar's key"})
+    calendar_revision = fields.Integer(metadata={"description": "the revision it was placed on"})
+    rule = Choice(CALENDAR_RULE)
+    day = fields.String(metadata={"description": "the local date (YYYY-MM-DD) not worked"})
+    day_reason = fields.String(
+        metadata={"description": "`HOLIDAY` or `WEEKEND` (an open set: more may come)"}
+    )
+    holiday = fields.String(allow_none=True, metadata={"description": "the holiday's name"})
+    assumed = fields.Boolean(
+        metadata={"description": "the calendar does not cover the year: weekdays only"}
+    )
+    launched_run_id = server_uuid(
+        allow_none=True,
+        dump_default=None,
+        metadata={
+            "description": "`next_working_day`, a skipped cycle: the run launched instead, the "
+            "latest planned of those landing on the same instant (null in a preview)"
+        },
+    )
+    launched_planned_at = instant_text(
+        allow_none=True, dump_default=None, metadata={"description": "that run's planned instant"}
+    )
+
+
+def calendar_finding(description: str) -> fields.Nested:
+    return fields.Nested(
+        CalendarFindingOut,
+        allow_none=True,
+        dump_default=None,
+        metadata={"description": description},
+    )
+
+
+NOT_CALENDAR = "the code is not CALENDAR"
+
+
 class SkipReasonOut(OutSchema):
     code = Choice(SKIP_REASON_CODE)
     blocking_run_id = server_uuid(
@@ -168,34 +210,37 @@ class SkipReasonOut(OutSchema):
         allow_none=True,
         metadata={"description": "MISSED: how many missed cycles it stands for; CALENDAR: 1"},
     )
-    calendar = fields.String(metadata={"description": "CALENDAR only: the calendar's key"})
+    calendar = fields.String(metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "CALENDAR only: the calendar's key"})
     calendar_revision = fields.Integer(
-        metadata={"description": "CALENDAR only: the revision the cycle was registered on"}
+        metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "CALENDAR only: the revision the cycle was registered on"}
     )
-    rule = Choice(CALENDAR_RULE, metadata={"description": "CALENDAR only: the schedule's rule"})
+    rule = Choice(CALENDAR_RULE, metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "CALENDAR only: the schedule's rule"})
     day = fields.String(
-        metadata={"description": "CALENDAR only: the local date (YYYY-MM-DD) not worked"}
+        metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "CALENDAR only: the local date (YYYY-MM-DD) not worked"}
     )
     day_reason = fields.String(
-        metadata={"description": "CALENDAR only: `HOLIDAY` or `WEEKEND` (open: more may come)"}
+        metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "CALENDAR only: `HOLIDAY` or `WEEKEND` (open: more may come)"}
     )
     holiday = fields.String(
-        allow_none=True, metadata={"description": "CALENDAR only: the holiday's name"}
+        allow_none=True, metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "CALENDAR only: the holiday's name"}
     )
     assumed = fields.Boolean(
         metadata={
-            "description": "CALENDAR only: the calendar does not cover the year (weekdays only)"
+            OMITTED_WHEN: NOT_CALENDAR,
+            "description": "CALENDAR only: the calendar does not cover the year (weekdays only)",
         }
     )
     launched_run_id = server_uuid(
         allow_none=True,
         metadata={
+            OMITTED_WHEN: NOT_CALENDAR,
             "description": "CALENDAR, `next_working_day` only: the run launched on the "
             "instant this cycle moved to (the latest planned of those landing there)"
         },
     )
     launched_planned_at = instant_text(
-        allow_none=True, metadata={"description": "that run's planned instant"}
+        allow_none=True,
+        metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "that run's planned instant"},
     )
 
 
@@ -290,15 +335,7 @@ class MarkedFireOut(OutSchema):
     moved_to_local = LocalDateTime(
         allow_none=True, metadata={"description": "`moved_to` in the schedule's time zone"}
     )
-    calendar = fields.Dict(
-        allow_none=True,
-        metadata={
-            "description": "`MOVED`, `SKIPPED`: the calendar, its revision, the rule, the local "
-            "`day` not worked, `day_reason` (`HOLIDAY`, `WEEKEND`), the `holiday`'s name, and "
-            "for a cycle skipped because a later one lands on the same instant, that one's "
-            "`launched_planned_at`"
-        },
-    )
+    calendar = calendar_finding("`MOVED`, `SKIPPED`: what the calendar found")
 
 
 class PreviewOut(OutSchema):
