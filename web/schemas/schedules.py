@@ -188,6 +188,11 @@ def calendar_finding(description: str) -> fields.Nested:
 NOT_CALENDAR = "the code is not CALENDAR"
 
 
+def calendar_only(description: str) -> dict[str, str]:
+    """A skip reason's field that only a CALENDAR skip carries."""
+    return {OMITTED_WHEN: NOT_CALENDAR, "description": f"CALENDAR only: {description}"}
+
+
 class SkipReasonOut(OutSchema):
     code = Choice(SKIP_REASON_CODE)
     blocking_run_id = server_uuid(
@@ -210,37 +215,28 @@ class SkipReasonOut(OutSchema):
         allow_none=True,
         metadata={"description": "MISSED: how many missed cycles it stands for; CALENDAR: 1"},
     )
-    calendar = fields.String(metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "CALENDAR only: the calendar's key"})
+    calendar = fields.String(metadata=calendar_only("the calendar's key"))
     calendar_revision = fields.Integer(
-        metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "CALENDAR only: the revision the cycle was registered on"}
+        metadata=calendar_only("the revision the cycle was registered on")
     )
-    rule = Choice(CALENDAR_RULE, metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "CALENDAR only: the schedule's rule"})
-    day = fields.String(
-        metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "CALENDAR only: the local date (YYYY-MM-DD) not worked"}
-    )
+    rule = Choice(CALENDAR_RULE, metadata=calendar_only("the schedule's rule"))
+    day = fields.String(metadata=calendar_only("the local date (YYYY-MM-DD) not worked"))
     day_reason = fields.String(
-        metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "CALENDAR only: `HOLIDAY` or `WEEKEND` (open: more may come)"}
+        metadata=calendar_only("`HOLIDAY` or `WEEKEND` (an open set: more may come)")
     )
-    holiday = fields.String(
-        allow_none=True, metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "CALENDAR only: the holiday's name"}
-    )
+    holiday = fields.String(allow_none=True, metadata=calendar_only("the holiday's name"))
     assumed = fields.Boolean(
-        metadata={
-            OMITTED_WHEN: NOT_CALENDAR,
-            "description": "CALENDAR only: the calendar does not cover the year (weekdays only)",
-        }
+        metadata=calendar_only("the calendar does not cover the year (weekdays only)")
     )
     launched_run_id = server_uuid(
         allow_none=True,
-        metadata={
-            OMITTED_WHEN: NOT_CALENDAR,
-            "description": "CALENDAR, `next_working_day` only: the run launched on the "
-            "instant this cycle moved to (the latest planned of those landing there)"
-        },
+        metadata=calendar_only(
+            "`next_working_day`: the run launched on the instant this cycle moved to (the "
+            "latest planned of those landing there); null otherwise"
+        ),
     )
     launched_planned_at = instant_text(
-        allow_none=True,
-        metadata={OMITTED_WHEN: NOT_CALENDAR, "description": "that run's planned instant"},
+        allow_none=True, metadata=calendar_only("that run's planned instant")
     )
 
 
