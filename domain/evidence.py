@@ -23,12 +23,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from domain.approvals import STATE_AFTER, TERMINAL
 from domain.merkle import ProofError, leaf_hash, root_from_inclusion, verify_consistency
-from domain.runs import SKIPPED_MISSED, SKIPPED_OVERLAP, SUCCEEDED
+from domain.runs import SKIPPED_CALENDAR, SKIPPED_MISSED, SKIPPED_OVERLAP, SUCCEEDED
 
 CHECKPOINT_FORMAT = "cronledger-checkpoint/1"
 BUNDLE_FORMAT = "cronledger-evidence-bundle/1"
 LEAF_HEAD = struct.Struct(">Q16sQH")
-ENDED_RUN = frozenset({SUCCEEDED, SKIPPED_OVERLAP, SKIPPED_MISSED})  # never retried
+ENDED_RUN = frozenset(
+    {SUCCEEDED, SKIPPED_OVERLAP, SKIPPED_MISSED, SKIPPED_CALENDAR}
+)  # never retried
 
 
 class EvidenceError(ValueError):

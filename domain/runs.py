@@ -27,6 +27,7 @@ DEAD_LETTER = "DEAD_LETTER"
 CANCELLED = "CANCELLED"
 SKIPPED_OVERLAP = "SKIPPED_OVERLAP"
 SKIPPED_MISSED = "SKIPPED_MISSED"
+SKIPPED_CALENDAR = "SKIPPED_CALENDAR"  # on a day its schedule's calendar does not work
 RUN_STATUSES = (
     PENDING,
     RUNNING,
@@ -37,7 +38,9 @@ RUN_STATUSES = (
     CANCELLED,
     SKIPPED_OVERLAP,
     SKIPPED_MISSED,
+    SKIPPED_CALENDAR,
 )
+SKIPPED_AT_REGISTRATION = frozenset({SKIPPED_MISSED, SKIPPED_CALENDAR})
 UNFINISHED = frozenset({PENDING, RUNNING, RETRY_WAIT})
 RETRYABLE = frozenset({FAILED, DEAD_LETTER, CANCELLED})
 CANCELLABLE = frozenset({PENDING, RETRY_WAIT})
@@ -45,20 +48,42 @@ CANCELLABLE = frozenset({PENDING, RETRY_WAIT})
 # Why a run was skipped (requirement 001: workflow schedules, the plan page shows 跳过原因).
 SKIP_OVERLAP = "OVERLAP"
 SKIP_MISSED = "MISSED"
+SKIP_CALENDAR = "CALENDAR"
+# The skips recorded as the cycle is registered, and the code of each.
+SKIPPED_AT_REGISTRATION_CODES = {SKIPPED_MISSED: SKIP_MISSED, SKIPPED_CALENDAR: SKIP_CALENDAR}
+CALENDAR_SKIP_KEYS = (
+    "calendar",
+    "calendar_revision",
+    "rule",
+    "day",
+    "day_reason",
+    "holiday",
+    "assumed",
+    "launched_run_id",
+    "launched_planned_at",
+)
 
 
-def skip_reason_of(code: str, blocker: Blocker | None, count: int) -> dict[str, Any]:
+def skip_reason_of(
+    code: str, blocker: Blocker | None, count: int, calendar: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A skip reason: OVERLAP names the unfinished run that blocked the cycle (its status then,
     and the instance waiting for review if that was what blocked it), MISSED counts the missed
-    cycles a summary stands for."""
+    cycles a summary stands for, CALENDAR names the calendar, the day it does not work and why
+    (the holiday's name), and, when the cycle moved onto a later one's instant, the run
+    launched instead."""
     shown = blocker if code == SKIP_OVERLAP else None
-    return {
+    reason: dict[str, Any] = {
         "code": code,
         "blocking_run_id": shown.run_id if shown else None,
         "blocking_status": shown.status if shown else None,
         "blocking_instance_id": shown.instance_id if shown else None,
         "count": None if code == SKIP_OVERLAP else count,
     }
+    if code == SKIP_CALENDAR:
+        found = calendar or {}
+        reason.update({key: found.get(key) for key in CALENDAR_SKIP_KEYS}, count=1)
+    return reason
 
 
 # How an attempt ended (stored on the log); INTERRUPTED is also the error code of a lost lease.
@@ -139,9 +164,11 @@ class Run(Aggregate):
     (`blocking_status`) and the instance waiting for review (`blocking_instance_id`). Version 6
     keeps with each error (`last_error`, an attempt's `error`) the values its code names
     (`params`). Version 7 keeps the trace context it was started under (`traceparent`).
+    Version 8 keeps what its schedule's calendar did to it: the instant it was moved to
+    (`moved_to`) and why it was moved or skipped (`calendar`).
     """
 
-    class_version = 7
+    class_version = 8
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -183,6 +210,11 @@ class Run(Aggregate):
         state["traceparent"] = None
 
     @staticmethod
+    def upcast_v7_v8(state: dict[str, Any]) -> None:
+        """A snapshot before version 8 was of a run no calendar moved or skipped."""
+        state["moved_to"] = state["calendar"] = None
+
+    @staticmethod
     def create_id(
         schedule_id: UUID, planned_at: datetime, request_id: str | None, actor: str
     ) -> UUID:
@@ -194,9 +226,11 @@ class Run(Aggregate):
         """Version 2 added `definition_revision` to `frozen` (1 before: see Definition);
         version 3 names the overlap policy `skip` `skip_while_open` in `frozen`; version 4 adds
         `traceparent`, the W3C trace context of the request that started the run (None: none
-        came, or the tick registered it)."""
+        came, or the tick registered it); version 5 `moved_to`, the instant a calendar's
+        `next_working_day` moved the cycle to, and `calendar`, what the calendar found (None
+        before: no calendar moved or skipped a cycle)."""
 
-        class_version = 4
+        class_version = 5
         tenant_id: UUID
         schedule_id: UUID
         planned_at: datetime
@@ -210,6 +244,8 @@ class Run(Aggregate):
         at: datetime
         actor: str
         traceparent: str | None
+        moved_to: datetime | None = None
+        calendar: dict[str, Any] | None = None
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -220,6 +256,10 @@ class Run(Aggregate):
         @staticmethod
         def upcast_v3_v4(state: dict[str, Any]) -> None:
             state["traceparent"] = None
+
+        @staticmethod
+        def upcast_v4_v5(state: dict[str, Any]) -> None:
+            state["moved_to"] = state["calendar"] = None
 
     @event(Registered)
     def __init__(
@@ -237,6 +277,8 @@ class Run(Aggregate):
         at: datetime,
         actor: str,
         traceparent: str | None,
+        moved_to: datetime | None = None,
+        calendar: dict[str, Any] | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.schedule_id = schedule_id
@@ -251,9 +293,11 @@ class Run(Aggregate):
         self.registered_at = at
         self.triggered_by: str | None = actor
         self.traceparent = traceparent
-        self.finished_at = at if status == SKIPPED_MISSED else None
+        self.moved_to = moved_to
+        self.calendar = calendar
+        self.finished_at = at if status in SKIPPED_AT_REGISTRATION else None
         self.attempts: list[dict[str, Any]] = []
-        self.next_attempt_at = at if status == PENDING else None
+        self.next_attempt_at = (moved_to or at) if status == PENDING else None
         self.instance_id: str | None = None
         self.last_error: dict[str, Any] | None = None
         self.round_start = 0  # attempts before it belong to earlier rounds (manual retries)
@@ -352,6 +396,8 @@ class Run(Aggregate):
             return skip_reason_of(SKIP_OVERLAP, self.blocker, 0)
         if self.status == SKIPPED_MISSED:
             return skip_reason_of(SKIP_MISSED, None, self.skipped_count)
+        if self.status == SKIPPED_CALENDAR:
+            return skip_reason_of(SKIP_CALENDAR, None, 1, self.calendar)
         return None
 
     @property
@@ -417,6 +463,7 @@ class Run(Aggregate):
             "definition_revision": self.definition_revision,
             "definition_name": terms.name,
             "saved_by": self.saved_by,
+            **({"moved_to": self.moved_to, "calendar": self.calendar} if self.moved_to else {}),
         }
 
     def is_due(self, now: datetime) -> bool:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
+from domain.calendar_cycles import CALENDAR_RULES, CycleCalendar
 from domain.directory import FIRST_REVISION
 from domain.errors import InvalidState, ValidationFailed
 from domain.messages import Message
@@ -22,7 +23,7 @@ from domain.overlap import (
 from domain.planning import Cycle, plan_due_cycles
 from domain.policy import RunPolicy
 from domain.reasons import ReasonedEvent
-from domain.runs import TICK_ACTOR, Run
+from domain.runs import TICK_ACTOR, Run, run_uuid
 from domain.triggers import (
     TriggerError,
     check_fires_within,
@@ -36,6 +37,7 @@ from domain.values import FormData, form_data_problem
 MISFIRE_POLICIES = ("catch_up", "skip", "once")
 PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
 PLACEHOLDERS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M"}
+RULES_LISTED = ", ".join(CALENDAR_RULES)
 MAX_CYCLES_BEFORE_EDIT = 500  # per transaction; the service saves a longer backlog first
 
 
@@ -53,6 +55,8 @@ class ScheduleSettings:
     misfire_policy: str = "catch_up"
     overlap_policy: str = DEFAULT_OVERLAP_POLICY
     preset_id: str | None = None
+    calendar: str | None = None  # a calendar's key: its cycles respect its working days
+    calendar_rule: str | None = None  # CALENDAR_RULES', with a calendar only
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "form_data", FormData.of(self.form_data))
@@ -73,6 +77,7 @@ def checked_settings(settings: ScheduleSettings, now: datetime) -> ScheduleSetti
             ("form_data", form_data_problem(settings.form_data)),
             ("misfire_policy", choice_problem(settings.misfire_policy, MISFIRE_POLICIES)),
             ("overlap_policy", choice_problem(settings.overlap_policy, OVERLAP_POLICIES)),
+            ("calendar_rule", calendar_rule_problem(settings.calendar, settings.calendar_rule)),
         )
         if message
     }
@@ -102,6 +107,17 @@ def checked_trigger(trigger: dict[str, Any], timezone: str, now: datetime) -> di
     if errors or parsed is None:
         raise ValidationFailed(errors)
     return trigger_to_dict(parsed)
+
+
+def calendar_rule_problem(calendar: str | None, rule: str | None) -> str | None:
+    """A calendar needs its rule, and a rule its calendar."""
+    if calendar is None:
+        if rule is None:
+            return None
+        return Message("name a calendar for the rule to apply, or leave the rule out")
+    if rule is None:
+        return Message("a schedule on a calendar needs a rule: {choices}", choices=RULES_LISTED)
+    return choice_problem(rule, CALENDAR_RULES)
 
 
 def template_problem(template: str) -> str | None:
@@ -182,6 +198,16 @@ def overlap_renamed(state: dict[str, Any]) -> None:
         state["changes"] = renamed_changes(state["changes"])
 
 
+def no_calendar(state: dict[str, Any]) -> None:
+    """Upcast from before schedules could name a calendar: the saved settings named none."""
+    state["settings"] = {**state["settings"], "calendar": None, "calendar_rule": None}
+
+
+def snapshot_no_calendar(state: dict[str, Any]) -> None:
+    """`no_calendar` for a snapshot, whose settings are decoded already."""
+    state["settings"] = replace(state["settings"], calendar=None, calendar_rule=None)
+
+
 def snapshot_overlap_renamed(state: dict[str, Any]) -> None:
     """`overlap_renamed` for a snapshot, whose settings are decoded already."""
     settings = state["settings"]
@@ -209,19 +235,22 @@ class Schedule(Aggregate):
 
     Version 2 records the definition's published revision it was saved against
     (`definition_revision`): its runs launch that revision until the schedule is saved again.
-    Version 3 names the overlap policy `skip` `skip_while_open`.
+    Version 3 names the overlap policy `skip` `skip_while_open`. Version 4's settings may name
+    a calendar and its rule (`calendar`, `calendar_rule`; None before).
     """
 
-    class_version = 3
+    class_version = 4
 
     upcast_v1_v2 = staticmethod(saved_against_first_revision)
     upcast_v2_v3 = staticmethod(snapshot_overlap_renamed)
+    upcast_v3_v4 = staticmethod(snapshot_no_calendar)
 
     class Created(Aggregate.Created):
         """Version 2 added `definition_revision` (1 before); version 3 names the overlap
-        policy `skip` `skip_while_open`."""
+        policy `skip` `skip_while_open`; version 4's settings have `calendar` and
+        `calendar_rule` (None before)."""
 
-        class_version = 3
+        class_version = 4
         tenant_id: UUID
         settings: dict[str, Any]
         enabled: bool
@@ -232,6 +261,7 @@ class Schedule(Aggregate):
 
         upcast_v1_v2 = staticmethod(saved_against_first_revision)
         upcast_v2_v3 = staticmethod(overlap_renamed)
+        upcast_v3_v4 = staticmethod(no_calendar)
 
     @event(Created)
     def __init__(
@@ -286,6 +316,7 @@ class Schedule(Aggregate):
         actor: str,
         policy: RunPolicy,
         definition_revision: int | None = None,
+        calendar: CycleCalendar | None = None,
     ) -> list[Run]:
         """Replace the settings; the plan moves only if the timing or the enabled state did.
 
@@ -293,12 +324,12 @@ class Schedule(Aggregate):
         delays a cycle that came due before it (a backlog longer than MAX_CYCLES_BEFORE_EDIT
         is the caller's to register beforehand, see `replans`). A re-save names the
         definition's current `definition_revision`; without one (enabling, disabling) the
-        schedule keeps the revision it has.
+        schedule keeps the revision it has. `calendar` is that of the settings before the edit.
         """
         self.check_not_deleted()
         runs: list[Run] = []
         if self.replans(settings, enabled, at):
-            runs = self.register_due(at, MAX_CYCLES_BEFORE_EDIT, policy)
+            runs = self.register_due(at, MAX_CYCLES_BEFORE_EDIT, policy, calendar=calendar)
         revision = self.definition_revision if definition_revision is None else definition_revision
         after = saved_state(asdict(settings), enabled, revision)
         self._updated(
@@ -317,7 +348,13 @@ class Schedule(Aggregate):
         return saved_state(asdict(self.settings), self.enabled, self.definition_revision)
 
     def switch(
-        self, enabled: bool, at: datetime, actor: str, policy: RunPolicy, reason: str | None = None
+        self,
+        enabled: bool,
+        at: datetime,
+        actor: str,
+        policy: RunPolicy,
+        reason: str | None = None,
+        calendar: CycleCalendar | None = None,
     ) -> list[Run]:
         """Enable (the first fire is strictly after `at`) or disable (cycles already due are
         registered first, as an edit does); switching to the state it is in records nothing."""
@@ -328,7 +365,7 @@ class Schedule(Aggregate):
             next_fire_at = self.settings.next_fire_after(at)
             self._enabled(next_fire_at=next_fire_at, at=at, actor=actor, reason=reason)
             return []
-        runs = self.register_due(at, MAX_CYCLES_BEFORE_EDIT, policy)
+        runs = self.register_due(at, MAX_CYCLES_BEFORE_EDIT, policy, calendar=calendar)
         self._disabled(at=at, actor=actor, reason=reason)
         return runs
 
@@ -337,9 +374,15 @@ class Schedule(Aggregate):
         return self._plan_after_edit(settings, enabled, at) != self.next_fire_at
 
     def register_due(
-        self, now: datetime, limit: int, policy: RunPolicy, actor: str = TICK_ACTOR
+        self,
+        now: datetime,
+        limit: int,
+        policy: RunPolicy,
+        actor: str = TICK_ACTOR,
+        calendar: CycleCalendar | None = None,
     ) -> list[Run]:
-        """Register the cycles due at `now` (per the misfire policy) and advance the plan."""
+        """Register the cycles due at `now` (per the misfire policy) and advance the plan;
+        each placed on `calendar`, the current revision of the one the settings name."""
         if self.next_fire_at is None or self.next_fire_at > now:
             return []
         settings = self.settings
@@ -351,6 +394,7 @@ class Schedule(Aggregate):
             now,
             limit,
             policy.grace,
+            calendar if settings.calendar else None,
         )
         runs = [
             self._run(c.planned_at, c, None, "schedule", policy, now, actor) for c in plan.cycles
@@ -386,9 +430,10 @@ class Schedule(Aggregate):
         traceparent: str | None = None,
     ) -> Run:
         settings = self.settings
+        runs_at = cycle.moved_to or planned_at  # a title's date is the day the cycle runs
         frozen = {
             "title": render_title(
-                settings.title_template, settings.name, planned_at, policy.business_timezone
+                settings.title_template, settings.name, runs_at, policy.business_timezone
             ),
             "form_data": settings.form_data,
             "initiator_id": settings.initiator_id,
@@ -415,7 +460,21 @@ class Schedule(Aggregate):
             at=at,
             actor=actor,
             traceparent=traceparent,
+            moved_to=cycle.moved_to,
+            calendar=self._calendar_kept(cycle.calendar),
         )
+
+    def _calendar_kept(self, found: dict[str, Any] | None) -> dict[str, Any] | None:
+        """What a run keeps of its calendar's finding, instants as text, and the run launched
+        instead of a skipped one by its id."""
+        if found is None or "launched_planned_at" not in found:
+            return found
+        launched: datetime = found["launched_planned_at"]
+        return {
+            **found,
+            "launched_run_id": str(run_uuid(self.id, launched)),
+            "launched_planned_at": launched.astimezone(UTC).isoformat(),
+        }
 
     def _plan_after_edit(
         self, settings: ScheduleSettings, enabled: bool, at: datetime
@@ -437,10 +496,11 @@ class Schedule(Aggregate):
     class Updated(Aggregate.Event):
         """Version 2 added `definition_revision` (1 before); version 3 `changes`, each field
         the save changed as `{"field", "old", "new"}` (None before: the timeline derives them);
-        version 4 names the overlap policy `skip` `skip_while_open`, in both.
+        version 4 names the overlap policy `skip` `skip_while_open`, in both; version 5's
+        settings have `calendar` and `calendar_rule` (None before).
         """
 
-        class_version = 4
+        class_version = 5
         settings: dict[str, Any]
         enabled: bool
         next_fire_at: datetime | None
@@ -452,6 +512,7 @@ class Schedule(Aggregate):
         upcast_v1_v2 = staticmethod(saved_against_first_revision)
         upcast_v2_v3 = staticmethod(changes_not_recorded)
         upcast_v3_v4 = staticmethod(overlap_renamed)
+        upcast_v4_v5 = staticmethod(no_calendar)
 
     @event(Updated)
     def _updated(

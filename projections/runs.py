@@ -23,8 +23,12 @@ from domain.runs import (
     PENDING,
     RETRY_WAIT,
     RUNNING,
+    SKIP_CALENDAR,
     SKIP_MISSED,
     SKIP_OVERLAP,
+    SKIPPED_AT_REGISTRATION,
+    SKIPPED_AT_REGISTRATION_CODES,
+    SKIPPED_CALENDAR,
     SKIPPED_MISSED,
     SKIPPED_OVERLAP,
     UNFINISHED,
@@ -71,7 +75,7 @@ class RunsProjection(Projection):
             "definition_revision INTEGER NOT NULL, timezone TEXT, form_data TEXT NOT NULL, "
             f"missed_until {ts}, blocking_status TEXT, blocking_instance_id TEXT, "
             "last_error_params TEXT, search_text TEXT NOT NULL, "
-            f"{BusinessTime.ddl('planned_')})",
+            f"moved_to {ts}, calendar TEXT, {BusinessTime.ddl('planned_')})",
             "CREATE INDEX IF NOT EXISTS runs_by_schedule "
             "ON runs (schedule_id, planned_at DESC, id)",
             "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status)",
@@ -126,16 +130,17 @@ class RunsProjection(Projection):
 
     def registered(self, sql: Sql, event: Run.Registered, position: int) -> None:
         frozen = event.frozen
-        due = event.at if event.status == PENDING else None
+        due = (event.moved_to or event.at) if event.status == PENDING else None
         sql.write(
             "INSERT INTO runs (id, tenant_id, schedule_id, planned_at, trigger, status, title, "
             "initiator_id, definition_id, attempt_count, max_attempts, next_attempt_at, due_at, "
             "registered_at, finished_at, skipped_count, registration_lag_seconds, version, "
             "skip_reason, schedule_version, triggered_by, request_id, trace_id, "
-            "definition_revision, timezone, form_data, missed_until, search_text, "
-            "planned_local_date, planned_local_hour, planned_iso_week, planned_iso_year) "
+            "definition_revision, timezone, form_data, missed_until, search_text, moved_to, "
+            "calendar, planned_local_date, planned_local_hour, planned_iso_week, "
+            "planned_iso_year) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -150,11 +155,11 @@ class RunsProjection(Projection):
                 due,
                 due,
                 event.at,
-                event.at if event.status == SKIPPED_MISSED else None,
+                event.at if event.status in SKIPPED_AT_REGISTRATION else None,
                 event.skipped_count,
                 sql.seconds(event.at - event.planned_at),
                 event.originator_version,
-                SKIP_MISSED if event.status == SKIPPED_MISSED else None,
+                SKIPPED_AT_REGISTRATION_CODES.get(event.status),
                 frozen["schedule_revision"],
                 event.actor,
                 event.request_id,
@@ -164,6 +169,8 @@ class RunsProjection(Projection):
                 json_text(frozen["form_data"]),
                 event.missed_until,
                 searched_text(frozen["title"], frozen.get("schedule_name")),
+                event.moved_to,
+                None if event.calendar is None else json_text(event.calendar),
                 *self.business.values(event.planned_at),
             ),
         )
@@ -547,6 +554,7 @@ class LastSkip(NamedTuple):
     skip_reason: str
     blocker: Blocker | None
     skipped_count: int
+    calendar: dict[str, Any] | None = None
 
 
 def last_skips_of(store: Store, schedule_ids: Sequence[str]) -> dict[str, LastSkip]:
@@ -557,10 +565,10 @@ def last_skips_of(store: Store, schedule_ids: Sequence[str]) -> dict[str, LastSk
     marks = ", ".join("?" for _ in schedule_ids)
     rows = store.query(
         "SELECT schedule_id, id, planned_at, finished_at, skip_reason, blocking_run_id, "  # noqa: S608
-        "blocking_status, blocking_instance_id, skipped_count FROM (SELECT schedule_id, id, "
-        "planned_at, finished_at, skip_reason, blocking_run_id, blocking_status, "
-        "blocking_instance_id, skipped_count, ROW_NUMBER() OVER (PARTITION BY schedule_id "
-        "ORDER BY finished_at DESC, planned_at DESC, id DESC) AS newest FROM runs "
+        "blocking_status, blocking_instance_id, skipped_count, calendar FROM (SELECT "
+        "schedule_id, id, planned_at, finished_at, skip_reason, blocking_run_id, blocking_status, "
+        "blocking_instance_id, skipped_count, calendar, ROW_NUMBER() OVER (PARTITION BY "
+        "schedule_id ORDER BY finished_at DESC, planned_at DESC, id DESC) AS newest FROM runs "
         f"WHERE schedule_id IN ({marks}) AND skip_reason IS NOT NULL) skips WHERE newest = 1",
         list(schedule_ids),
     )
@@ -572,6 +580,7 @@ def last_skips_of(store: Store, schedule_ids: Sequence[str]) -> dict[str, LastSk
             str(reason),
             blocker_of(blocking_run_id, blocking_status, blocking_instance_id),
             int(count),
+            json_value(calendar),
         )
         for (
             schedule_id,
@@ -583,6 +592,7 @@ def last_skips_of(store: Store, schedule_ids: Sequence[str]) -> dict[str, LastSk
             blocking_status,
             blocking_instance_id,
             count,
+            calendar,
         ) in rows
     }
 
@@ -688,6 +698,8 @@ class RunRow(NamedTuple):
     blocking_instance_id: str | None
     last_error_params: dict[str, Any] | None
     version: int
+    moved_to: datetime | None
+    calendar: dict[str, Any] | None
 
     @classmethod
     def of(cls, row: Row) -> RunRow:
@@ -697,6 +709,7 @@ class RunRow(NamedTuple):
             values[name] = as_instant(values[name])
         values["form_data"] = json.loads(values["form_data"])
         values["last_error_params"] = json_value(values["last_error_params"])
+        values["calendar"] = json_value(values["calendar"])
         return cls(**values)
 
     @classmethod
@@ -735,6 +748,8 @@ class RunRow(NamedTuple):
             blocking_instance_id=blocker.instance_id if blocker else None,
             last_error_params=error.get("params"),
             version=run.version,
+            moved_to=run.moved_to,
+            calendar=run.calendar,
         )
 
     @property
@@ -768,10 +783,18 @@ class RunRow(NamedTuple):
             return skip_reason_of(SKIP_OVERLAP, blocker, 0)
         if self.status == SKIPPED_MISSED:
             return skip_reason_of(SKIP_MISSED, None, self.skipped_count)
+        if self.status == SKIPPED_CALENDAR:
+            return skip_reason_of(SKIP_CALENDAR, None, 1, self.calendar)
         return None
+
+    @property
+    def moved_to_local(self) -> datetime | None:
+        """`moved_to` in the zone frozen with the run."""
+        return local_or_none(self.moved_to, self.timezone)
 
 
 INSTANT_COLUMNS = (
+    "moved_to",
     "planned_at",
     "next_attempt_at",
     "registered_at",

@@ -403,6 +403,14 @@ class ScheduleRow(NamedTuple):
         return self.settings.preset_id
 
     @property
+    def calendar(self) -> str | None:
+        return self.settings.calendar
+
+    @property
+    def calendar_rule(self) -> str | None:
+        return self.settings.calendar_rule
+
+    @property
     def next_fire_at_local(self) -> datetime | None:
         return local_or_none(self.next_fire_at, self.settings.timezone)
 

@@ -27,6 +27,7 @@ from web.paging import listed, window
 from web.schemas.audit import TimelineOut
 from web.schemas.base import ReasonBody, VersionQuery, VersionReasonBody, defaults_of, page_of
 from web.schemas.schedules import (
+    CALENDAR_FIELDS,
     OverlapMoveIn,
     OverlapMovesOut,
     PreviewIn,
@@ -118,7 +119,12 @@ def list_schedules(principal: Principal, query: dict[str, Any]) -> Answered:
 )
 def preview_trigger(principal: Principal, body: dict[str, Any]) -> Preview:
     return services().schedules.preview(
-        body["trigger"], body["timezone"], body["count"], body["after"]
+        body["trigger"],
+        body["timezone"],
+        body["count"],
+        body["after"],
+        principal.tenant_id,
+        (body["calendar"], body["calendar_rule"]),
     )
 
 
@@ -174,7 +180,12 @@ def update_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]
 
 
 def _replace(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleAnswer:
+    """The fields given; the calendar and its rule, left out of a PUT (an older client's), as
+    they are (the version checked with the write makes sure they are what was read)."""
     schedules = services().schedules
+    if not set(CALENDAR_FIELDS) <= body.keys():
+        current = _schedule(principal, schedule_id)
+        body = {**{field: getattr(current, field) for field in CALENDAR_FIELDS}, **body}
     return schedules.update(
         principal, schedule_id, schedules.settings_from(body), body["enabled"], body["version"]
     )

@@ -13,9 +13,11 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError
 
 from cronledger.application.capacity import TickCounters
+from cronledger.application.cycle_calendars import cycle_calendar, cycle_calendars
 from cronledger.application.services import Services
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger
+from domain.calendar_cycles import CycleCalendar
 from domain.policy import RunPolicy
 from domain.runs import SKIPPED_MISSED, Run
 from domain.schedules import Schedule
@@ -158,6 +160,7 @@ class Ticker:
         deadline = self.timer() + settings.scan_budget_seconds
         self._forget_all_but(due)
         loaded: dict[UUID, Schedule] = {}
+        calendars: dict[UUID, CycleCalendar] = {}
         batch: Batch = []
         room = settings.catchup_per_scan
         stop = None
@@ -167,11 +170,14 @@ class Ticker:
                 break
             if reached % LOADED_AT_ONCE == 0:  # the first are planned before the rest are read
                 loaded = self._load(due[reached : reached + LOADED_AT_ONCE])
+                calendars = cycle_calendars(self.ledger, loaded.values())
             schedule = loaded.get(schedule_id)
             if not isinstance(schedule, Schedule) or schedule.deleted:
                 continue
             limit = min(settings.catchup_per_schedule, room)
-            runs = schedule.register_due(self.ledger.clock(), limit, self.policy)
+            runs = schedule.register_due(
+                self.ledger.clock(), limit, self.policy, calendar=calendars.get(schedule_id)
+            )
             if schedule.pending_events:
                 batch.append((schedule, runs, limit))
                 room -= len(runs)
@@ -198,11 +204,15 @@ class Ticker:
         """The chunk's schedules as the log has them now, each with the cycles still due."""
         found = self.ledger.get_many([schedule.id for schedule, _, _ in chunk])
         now = self.ledger.clock()
+        schedules = [s for s in found.values() if isinstance(s, Schedule)]
+        calendars = cycle_calendars(self.ledger, schedules)
         replanned: Batch = []
         for stale, _, limit in chunk:
             schedule = found.get(stale.id)
             if isinstance(schedule, Schedule):
-                replanned.append((schedule, schedule.register_due(now, limit, self.policy), limit))
+                calendar = calendars.get(schedule.id)
+                runs = schedule.register_due(now, limit, self.policy, calendar=calendar)
+                replanned.append((schedule, runs, limit))
         return replanned
 
     def _save_chunk(self, chunk: Batch) -> list[list[Run]]:
@@ -217,7 +227,8 @@ class Ticker:
         """Load, register and save one schedule; what another tick registered is not counted."""
         schedule_id, limit = planned[0].id, planned[2]
         schedule = self.ledger.find(Schedule, schedule_id, "schedule", schedule_id)
-        runs = schedule.register_due(self.ledger.clock(), limit, self.policy)
+        calendar = cycle_calendar(self.ledger, schedule)
+        runs = schedule.register_due(self.ledger.clock(), limit, self.policy, calendar=calendar)
         if schedule.pending_events:
             self.ledger.save(schedule, *runs)
         return runs

@@ -158,7 +158,9 @@ class Runs:
                 "run_id": last.run_id,
                 "planned_at": last.planned_at,
                 "skipped_at": last.skipped_at,
-                "skip_reason": skip_reason_of(last.skip_reason, last.blocker, last.skipped_count),
+                "skip_reason": skip_reason_of(
+                    last.skip_reason, last.blocker, last.skipped_count, last.calendar
+                ),
             }
             for schedule_id, last in last_skips_of(self.ledger.store, schedule_ids).items()
         }

@@ -10,13 +10,17 @@ from functools import partial
 from itertools import islice
 from typing import Any
 from uuid import UUID
+from zoneinfo import ZoneInfo
 
+from cronledger.application.cycle_calendars import cycle_calendar
 from cronledger.application.directory import Directory, Page
 from cronledger.application.idempotency import Outcome, check_key, key_record
 from cronledger.application.runs import Runs
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger, TimelineEntry
 from cronledger.tracing import current_traceparent
+from domain.calendar_cycles import CycleCalendar, Placement, place
+from domain.calendars import Calendar, calendar_uuid, working_calendar
 from domain.directory import Principal, check_expected_version
 from domain.errors import InFlight, NotFound, ValidationFailed
 from domain.idempotency import KeyedRequest
@@ -27,6 +31,7 @@ from domain.schedules import (
     MAX_CYCLES_BEFORE_EDIT,
     Schedule,
     ScheduleSettings,
+    calendar_rule_problem,
     changes_between,
     checked_settings,
     checked_trigger,
@@ -93,10 +98,53 @@ class ScheduleAnswer:
 class Preview:
     fire_times: list[datetime]
     local_times: list[datetime]
+    fires: list[MarkedFire]
 
     @classmethod
-    def of(cls, fires: list[FireTime]) -> Preview:
-        return cls([fire.at for fire in fires], [fire.local for fire in fires])
+    def of(
+        cls,
+        fires: list[FireTime],
+        trigger: dict[str, Any],
+        timezone: str,
+        calendar: CycleCalendar | None = None,
+    ) -> Preview:
+        """The fire times, each marked with what the calendar does to it (if one is named)."""
+        parsed, zone = parse_trigger(trigger), load_zone(timezone)
+        marked = [
+            MarkedFire.of(fire, place(calendar, parsed, zone, fire.at) if calendar else None, zone)
+            for fire in fires
+        ]
+        return cls([fire.at for fire in fires], [fire.local for fire in fires], marked)
+
+
+FIRES, MOVED, SKIPPED = "FIRES", "MOVED", "SKIPPED"
+
+
+@dataclass(frozen=True)
+class MarkedFire:
+    """One fire time of a preview, and what the schedule's calendar does to it: nothing
+    (`FIRES`), launches it later (`MOVED`, to `moved_to`), or skips it (`SKIPPED`); `calendar`
+    says why (the day, the holiday's name) and, for a cycle another launched instead of, that
+    one's planned instant."""
+
+    at: datetime
+    local: datetime
+    outcome: str
+    moved_to: datetime | None
+    moved_to_local: datetime | None
+    calendar: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, fire: FireTime, placed: Placement | None, zone: ZoneInfo) -> MarkedFire:
+        if placed is None or placed.why is None:
+            return cls(fire.at, fire.local, FIRES, None, None, None)
+        why = dict(placed.why)
+        if "launched_planned_at" in why:
+            why["launched_planned_at"] = why["launched_planned_at"].isoformat()
+        moved = placed.moved_to
+        outcome = SKIPPED if placed.skipped else MOVED
+        local = None if moved is None else local_time(moved, zone)
+        return cls(fire.at, fire.local, outcome, moved, local, why)
 
 
 def fires_after(
@@ -153,6 +201,8 @@ class Schedules:
             misfire_policy=fields.get("misfire_policy", "catch_up"),
             overlap_policy=fields.get("overlap_policy", DEFAULT_OVERLAP_POLICY),
             preset_id=fields.get("preset_id"),
+            calendar=fields.get("calendar"),
+            calendar_rule=fields.get("calendar_rule"),
         )
 
     def create(
@@ -242,7 +292,13 @@ class Schedules:
         if schedule.replans(settings, enabled, at):
             schedule = self._register_backlog(schedule, at)
         runs = schedule.edit(
-            settings, enabled, at, actor.account_id, self.policy, definition_revision
+            settings,
+            enabled,
+            at,
+            actor.account_id,
+            self.policy,
+            definition_revision,
+            cycle_calendar(self.ledger, schedule),
         )
         self.ledger.save(schedule, *runs)
         return self.answer_of(schedule)
@@ -250,7 +306,8 @@ class Schedules:
     def _register_backlog(self, schedule: Schedule, at: datetime) -> Schedule:
         """Register the cycles due under the old plan, in bounded transactions, before the edit."""
         while True:
-            runs = schedule.register_due(at, MAX_CYCLES_BEFORE_EDIT, self.policy)
+            calendar = cycle_calendar(self.ledger, schedule)
+            runs = schedule.register_due(at, MAX_CYCLES_BEFORE_EDIT, self.policy, calendar=calendar)
             if schedule.pending_events:
                 self.ledger.save(schedule, *runs)
             if len(runs) < MAX_CYCLES_BEFORE_EDIT:
@@ -287,7 +344,8 @@ class Schedules:
         at = self.ledger.clock()
         if not enabled and schedule.next_fire_at is not None:
             schedule = self._register_backlog(schedule, at)
-        runs = schedule.switch(enabled, at, actor.account_id, self.policy, reason)
+        calendar = cycle_calendar(self.ledger, schedule)
+        runs = schedule.switch(enabled, at, actor.account_id, self.policy, reason, calendar)
         self.ledger.save(schedule, *runs)
         return self.answer_of(schedule)
 
@@ -314,7 +372,14 @@ class Schedules:
         if schedule.settings.overlap_policy != policy:
             settings = replace(schedule.settings, overlap_policy=policy)
             at = self.ledger.clock()
-            runs = schedule.edit(settings, schedule.enabled, at, actor.account_id, self.policy)
+            runs = schedule.edit(
+                settings,
+                schedule.enabled,
+                at,
+                actor.account_id,
+                self.policy,
+                calendar=cycle_calendar(self.ledger, schedule),
+            )
             self.ledger.save(schedule, *runs)
             outcome = MOVED
         return PolicyMove(str(schedule.id), outcome, schedule.revision, policy)
@@ -461,19 +526,51 @@ class Schedules:
         return self.ledger.find_in_tenant(Schedule, schedule_id, "schedule", tenant_id)
 
     def preview(
-        self, trigger: dict[str, Any], timezone: str | None, count: int, after: datetime | None
+        self,
+        trigger: dict[str, Any],
+        timezone: str | None,
+        count: int,
+        after: datetime | None,
+        tenant_id: UUID | None = None,
+        calendar: tuple[str | None, str | None] = (None, None),
     ) -> Preview:
-        """The next `count` fire times, so a user sees daylight saving before saving."""
+        """The next `count` fire times, so a user sees daylight saving before saving; with a
+        calendar (key and rule) each marked as it would fire, move or be skipped."""
         timezone = timezone or self.default_timezone
         checked_trigger(trigger, timezone, after or self.ledger.clock())
-        return Preview.of(self._fire_times(trigger, timezone, count, after))
+        placed = self._preview_calendar(tenant_id, *calendar)
+        fires = self._fire_times(trigger, timezone, count, after)
+        return Preview.of(fires, trigger, timezone, placed)
+
+    def _preview_calendar(
+        self, tenant_id: UUID | None, key: str | None, rule: str | None
+    ) -> CycleCalendar | None:
+        """The tenant's calendar of that key with the rule, checked as a save checks them."""
+        if tenant_id is None or (key is None and rule is None):
+            return None
+        problem = calendar_rule_problem(key, rule)
+        if problem:
+            raise ValidationFailed.of("calendar_rule", problem)
+        if key is None or rule is None:  # as the rule's problem says, never
+            return None
+        found = self.ledger.get_many([calendar_uuid(tenant_id, key)])
+        calendar = next(iter(found.values()), None)
+        if not isinstance(calendar, Calendar):
+            raise ValidationFailed.of(
+                "calendar", Message("the tenant has no calendar {key}", key=key)
+            )
+        return CycleCalendar(key, calendar.revision, rule, working_calendar(calendar.current))
 
     def saved_preview(
         self, tenant_id: UUID, schedule_id: str, count: int, after: datetime | None
     ) -> Preview:
-        """The next `count` fire times of a live schedule's saved trigger, enabled or not."""
-        settings = self.schedule(tenant_id, schedule_id).settings
-        return Preview.of(self._fire_times(settings.trigger, settings.timezone, count, after))
+        """The next `count` fire times of a live schedule's saved trigger, enabled or not,
+        each marked with what its calendar (at its current revision) does to it."""
+        schedule = self.schedule(tenant_id, schedule_id)
+        settings = schedule.settings
+        fires = self._fire_times(settings.trigger, settings.timezone, count, after)
+        placed = cycle_calendar(self.ledger, schedule)
+        return Preview.of(fires, settings.trigger, settings.timezone, placed)
 
     def _fire_times(
         self,
@@ -502,6 +599,9 @@ class Schedules:
         except ValidationFailed as failed:
             errors.update(failed.errors)
         errors.update(self.directory.launch_problems(tenant_id, settings))
+        key = settings.calendar
+        if key is not None and not self.ledger.exists(calendar_uuid(tenant_id, key)):
+            errors["calendar"] = [Message("the tenant has no calendar {key}", key=key)]
         if errors:
             raise ValidationFailed(errors)
         return settings

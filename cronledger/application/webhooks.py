@@ -43,9 +43,11 @@ from domain.reviewers import FIRST_TASK
 from domain.runs import (
     DEAD_LETTER,
     FAILED,
+    SKIP_CALENDAR,
     SKIP_MISSED,
     SKIP_OVERLAP,
-    SKIPPED_MISSED,
+    SKIPPED_AT_REGISTRATION,
+    SKIPPED_CALENDAR,
     skip_reason_of,
 )
 from domain.webhooks import (
@@ -253,7 +255,7 @@ def types_of(event: Any) -> list[str]:
     if name == "Run.SkippedOverlap":
         return [RUN_SKIPPED]
     if name == "Run.Registered":
-        return [RUN_SKIPPED] if event.status == SKIPPED_MISSED else []
+        return [RUN_SKIPPED] if event.status in SKIPPED_AT_REGISTRATION else []
     if name == "ApprovalInstance.Submitted":
         return [APPROVAL_SUBMITTED]
     if name in DECISIONS:
@@ -369,6 +371,8 @@ def _run_detail(event: Any) -> dict[str, Any]:
     if name == "Run.SkippedOverlap":
         blocker = Blocker(event.earlier_run_id, event.blocking_status, event.blocking_instance_id)
         return {"skip_reason": skip_reason_of(SKIP_OVERLAP, blocker, 0)}
+    if name == "Run.Registered" and event.status == SKIPPED_CALENDAR:
+        return {"skip_reason": skip_reason_of(SKIP_CALENDAR, None, 1, event.calendar)}
     if name == "Run.Registered":
         return {"skip_reason": skip_reason_of(SKIP_MISSED, None, event.skipped_count)}
     return {"attempt": event.number, "error": {"code": event.code, "message": event.message}}

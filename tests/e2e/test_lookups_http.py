@@ -12,6 +12,7 @@ from cronledger.application.launches import Worker
 from cronledger.application.services import Services
 from tests.e2e.helpers import account, assert_problem, other_tenant, submit
 from tests.support import Api, FakeClock
+from web.examples.schedules import marked
 
 RUNS = "/api/workflows/runs"
 SCHEDULES = "/api/workflows/schedules"
@@ -83,10 +84,10 @@ def test_a_saved_schedule_previews_its_fires_while_disabled(
     path = f"{SCHEDULES}/{schedule['id']}/preview"
     answer = admin.get(f"{path}?count=2&after=2026-10-05T02:00:00%2B08:00")
     assert answer.status_code == 200, answer.json
-    assert answer.json == {
-        "fire_times": ["2026-10-05T01:00:00Z", "2026-10-06T01:00:00Z"],
-        "local_times": ["2026-10-05T09:00:00+08:00", "2026-10-06T09:00:00+08:00"],
-    }
+    assert answer.json == marked(
+        ["2026-10-05T01:00:00Z", "2026-10-06T01:00:00Z"],
+        ["2026-10-05T09:00:00+08:00", "2026-10-06T09:00:00+08:00"],
+    )
     posted = admin.post(f"{SCHEDULES}/preview", {**_trigger_of(body), "count": 5}).json
     assert admin.get(path).json == posted
     assert_problem(admin.get(f"{path}?count=0"), 422, "VALIDATION_FAILED")

@@ -8,6 +8,7 @@ from typing import Any
 from cronledger.application.cycles import Ticker
 from cronledger.application.launches import Worker, WorkReport
 from cronledger.application.services import Services
+from domain.runs import CALENDAR_SKIP_KEYS
 from tests.e2e.helpers import DEFINITION, account, assert_problem, other_tenant
 from tests.support import Api, FakeClock
 
@@ -224,6 +225,7 @@ def test_the_openapi_document_names_the_policies_and_what_blocked_a_skip(
         "blocking_status",
         "blocking_instance_id",
         "count",
+        *CALENDAR_SKIP_KEYS,  # a CALENDAR skip's (docs/calendars.md#schedules-on-a-calendar)
     }
     assert set(schemas["LastSkipOut"]["properties"]) == {
         "run_id",

@@ -29,7 +29,7 @@ from domain.approvals import (
     UNCLAIMED,
     WITHDRAWN,
 )
-from domain.runs import INTERRUPTED, SKIP_MISSED, SKIP_OVERLAP
+from domain.runs import INTERRUPTED, SKIP_CALENDAR, SKIP_MISSED, SKIP_OVERLAP
 
 OUTCOME_LABELS = {
     APPROVED: lazy_gettext("Approved"),
@@ -64,6 +64,7 @@ ERROR_LABELS = {
     INTERRUPTED: lazy_gettext("Interrupted"),
     SKIP_OVERLAP: lazy_gettext("Overlap"),
     SKIP_MISSED: lazy_gettext("Missed"),
+    SKIP_CALENDAR: lazy_gettext("Not a working day"),
 }
 ROLE_LABELS = {
     "admin": lazy_gettext("Administrator"),

@@ -43,6 +43,7 @@ from domain.runs import (
     RETRY_WAIT,
     RETRYABLE,
     RUNNING,
+    SKIPPED_CALENDAR,
     SKIPPED_MISSED,
     SKIPPED_OVERLAP,
     SUCCEEDED,
@@ -459,6 +460,7 @@ STATUS_LABELS = {
     CANCELLED: lazy_gettext("Cancelled"),
     SKIPPED_OVERLAP: lazy_gettext("Skipped: overlap"),
     SKIPPED_MISSED: lazy_gettext("Skipped: missed"),
+    SKIPPED_CALENDAR: lazy_gettext("Skipped: not a working day"),
 }
 TRIGGER_LABELS = {"schedule": lazy_gettext("Scheduled"), "manual": lazy_gettext("Manual")}
 OUTCOME_LABELS = {

@@ -415,6 +415,7 @@ def status_words(status: str) -> str:
         "CANCELLED": _("Cancelled"),
         "SKIPPED_OVERLAP": _("Skipped (overlap)"),
         "SKIPPED_MISSED": _("Skipped (missed)"),
+        "SKIPPED_CALENDAR": _("Skipped (not a working day)"),
     }
     return words.get(status, status)
 
@@ -424,6 +425,14 @@ def skip_words(reason: Mapping[str, Any] | None) -> str:
         return "—"
     if reason["code"] == "OVERLAP":
         return blocked_words(reason)
+    if reason["code"] == "CALENDAR":
+        why = reason.get("holiday") or _("weekend")
+        return _(
+            "%(day)s is not a working day on calendar %(calendar)s: %(why)s.",
+            day=reason.get("day"),
+            calendar=reason.get("calendar"),
+            why=why,
+        )
     return _("%(count)s missed cycle(s), this run standing for them.", count=reason["count"])
 
 

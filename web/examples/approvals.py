@@ -211,6 +211,8 @@ LAUNCHED = {
         "definition_revision": 1,
         "definition_name": "Daily check",
         "saved_by": "root",
+        "moved_to": None,
+        "calendar": None,
     },
     "submitted_at": "2026-10-01T09:00:01Z",
 }

@@ -42,6 +42,9 @@ REGISTERED = {
     "skipped_count": 0,
     "missed_until": None,
     "skip_reason": None,
+    "moved_to": None,
+    "moved_to_local": None,
+    "calendar": None,
     "version": 1,
 }
 LAUNCHED = {

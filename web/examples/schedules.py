@@ -18,6 +18,23 @@ from web.examples.world import (
     WINDOW_TRIGGER,
 )
 
+
+def marked(fire_times: list[str], local_times: list[str]) -> dict[str, Any]:
+    """A preview without a calendar: every fire marked `FIRES`."""
+    fires = [
+        {
+            "at": at,
+            "local": local,
+            "outcome": "FIRES",
+            "moved_to": None,
+            "moved_to_local": None,
+            "calendar": None,
+        }
+        for at, local in zip(fire_times, local_times, strict=True)
+    ]
+    return {"fire_times": fire_times, "local_times": local_times, "fires": fires}
+
+
 CRON_FIELDS = {
     "name": "Daily check",
     "definition_id": DEFINITION_ID,
@@ -58,6 +75,8 @@ CRON_SCHEDULE = {
     "misfire_policy": "catch_up",
     "overlap_policy": "skip_while_open",
     "preset_id": None,
+    "calendar": None,
+    "calendar_rule": None,
     "version": 2,
     "created_at": CREATED_AT,
     "updated_at": CREATED_AT,
@@ -86,6 +105,8 @@ WINDOW_SCHEDULE = {
     "form_data": {},
     "overlap_policy": "skip_while_launching",
     "preset_id": None,
+    "calendar": None,
+    "calendar_rule": None,
     "version": 1,
     "created_at": CREATED_AT,
     "updated_at": CREATED_AT,
@@ -207,27 +228,23 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         },
     },
     "PreviewOut": {
-        "daylight-saving": {
-            "fire_times": ["2026-03-07T07:30:00Z", "2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"],
-            "local_times": [
-                "2026-03-07T02:30:00-05:00",
-                "2026-03-08T03:00:00-04:00",
-                "2026-03-09T02:30:00-04:00",
-            ],
-        },
-        "window-interval": {
-            "fire_times": [
+        "daylight-saving": marked(
+            ["2026-03-07T07:30:00Z", "2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"],
+            ["2026-03-07T02:30:00-05:00", "2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"],
+        ),
+        "window-interval": marked(
+            [
                 "2026-10-02T03:30:00Z",
                 "2026-10-02T05:00:00Z",
                 "2026-10-02T05:30:00Z",
                 "2026-10-02T06:00:00Z",
             ],
-            "local_times": [
+            [
                 "2026-10-02T11:30:00+08:00",
                 "2026-10-02T13:00:00+08:00",
                 "2026-10-02T13:30:00+08:00",
                 "2026-10-02T14:00:00+08:00",
             ],
-        },
+        ),
     },
 }

@@ -51,6 +51,7 @@ from web.schemas.enums import (
     TASK_STATE,
     TRIGGER_KIND,
 )
+from web.schemas.schedules import calendar_finding
 
 
 class ApprovalSubmit(KeyedBody):
@@ -161,6 +162,16 @@ class OriginOut(OutSchema):
     fire_id = server_uuid(metadata={"description": "the run's id"})
     run_id = server_uuid(metadata={"description": "the same as fire_id (earlier releases)"})
     scheduled_for = instant_text(metadata={"description": "the run's planned instant"})
+    moved_to = instant_text(
+        allow_none=True,
+        dump_default=None,
+        metadata={
+            "description": "set only when the schedule's calendar (`next_working_day`) moved "
+            "the cycle: the instant it was launched at instead; `scheduled_for` stays the "
+            "planned one"
+        },
+    )
+    calendar = calendar_finding("set only with `moved_to`: what the calendar found")
     trigger_kind = Choice(TRIGGER_KIND)
     trigger = Described("TriggerOut", metadata={"description": "the schedule's trigger, frozen"})
     definition_revision = fields.Integer(

@@ -28,6 +28,7 @@ from domain.approvals import (
     WITHDRAW,
     WITHDRAWN,
 )
+from domain.calendar_cycles import CALENDAR_RULES
 from domain.credentials import PASSWORD_KINDS
 from domain.notices import LANGUAGES
 from domain.overlap import LEGACY_SKIP, OVERLAP_POLICIES
@@ -38,6 +39,7 @@ from domain.runs import (
     ATTEMPT_SUCCEEDED,
     INTERRUPTED,
     RUN_STATUSES,
+    SKIP_CALENDAR,
     SKIP_MISSED,
     SKIP_OVERLAP,
 )
@@ -113,9 +115,25 @@ DECIDING_COMMAND = Choices(
 
 SKIP_REASON_CODE = Choices(
     "SkipReasonCode",
-    (SKIP_OVERLAP, SKIP_MISSED),
-    "why a cycle was skipped: an earlier run was unfinished (`OVERLAP`), or cycles were missed "
-    "(`MISSED`, one run standing for them)",
+    (SKIP_OVERLAP, SKIP_MISSED, SKIP_CALENDAR),
+    "why a cycle was skipped: an earlier run was unfinished (`OVERLAP`), cycles were missed "
+    "(`MISSED`, one run standing for them), or the schedule's calendar does not work that day "
+    "(`CALENDAR`)",
+)
+
+FIRE_OUTCOME = Choices(
+    "FireOutcome",
+    ("FIRES", "MOVED", "SKIPPED"),
+    "what a schedule's calendar does to a fire of its trigger: nothing (`FIRES`), launches it "
+    "on the next working day (`MOVED`), or skips it (`SKIPPED`)",
+)
+
+CALENDAR_RULE = Choices(
+    "CalendarRule",
+    CALENDAR_RULES,
+    "what a schedule's calendar does to a cycle on a day it does not work: skip it "
+    "(`working_days_only`) or launch it at the same local time on the next working day "
+    "(`next_working_day`); it never adds a fire (docs/calendars.md#schedules-on-a-calendar)",
 )
 
 OVERLAP_POLICY = Choices(

@@ -30,7 +30,7 @@ from web.schemas.base import (
     strict_int,
 )
 from web.schemas.enums import ATTEMPT_OUTCOME, RUN_STATUS, RUN_TRIGGER
-from web.schemas.schedules import SkipReasonOut
+from web.schemas.schedules import SkipReasonOut, calendar_finding
 
 
 class RunNowIn(KeyedBody):
@@ -135,6 +135,19 @@ class RunOut(OutSchema):
     missed_until = UtcDateTime(allow_none=True)
     skip_reason = fields.Nested(
         SkipReasonOut, allow_none=True, metadata={"description": "set on skipped runs only"}
+    )
+    moved_to = UtcDateTime(
+        allow_none=True,
+        metadata={
+            "description": "the instant the schedule's calendar (`next_working_day`) moved the "
+            "cycle to, when it did: it launches then; `planned_at` stays its key"
+        },
+    )
+    moved_to_local = LocalDateTime(
+        allow_none=True, metadata={"description": "`moved_to` in the schedule's time zone"}
+    )
+    calendar = calendar_finding(
+        "what the schedule's calendar found, when it moved or skipped the cycle"
     )
     version = fields.Integer()
 

@@ -15,6 +15,7 @@ from projections.schedules import SCHEDULE_LISTING
 from web.schemas import validate
 from web.schemas.base import (
     MAX_NAME,
+    OMITTED_WHEN,
     Choice,
     Described,
     LocalDateTime,
@@ -37,6 +38,8 @@ from web.schemas.base import (
 )
 from web.schemas.directory import PRESET_ID
 from web.schemas.enums import (
+    CALENDAR_RULE,
+    FIRE_OUTCOME,
     MISFIRE_POLICY,
     OVERLAP_MOVE_OUTCOME,
     OVERLAP_POLICY,
@@ -88,6 +91,16 @@ class ScheduleFieldsIn(StrictSchema):
         load_default=DEFAULT_OVERLAP_POLICY,
         metadata={"description": "skip_while_launching (default) (docs/time.md)"},
     )
+    calendar = fields.String(
+        validate=validate.Length(1, 64),
+        allow_none=True,
+        load_default=None,
+        metadata={
+            "description": "a calendar's key: cycles on a day it does not work are skipped or "
+            "moved by `calendar_rule` (docs/calendars.md#schedules-on-a-calendar)"
+        },
+    )
+    calendar_rule = Choice(CALENDAR_RULE, allow_none=True, load_default=None)
 
 
 class ScheduleFromPresetIn(StrictSchema):
@@ -97,7 +110,8 @@ class ScheduleFromPresetIn(StrictSchema):
     name = name_field(load_default=None)
 
 
-ScheduleUpdate = replacing(ScheduleFieldsIn, "ScheduleUpdate")
+CALENDAR_FIELDS = ("calendar", "calendar_rule")  # added after the PUT was published
+ScheduleUpdate = replacing(ScheduleFieldsIn, "ScheduleUpdate", CALENDAR_FIELDS)
 
 SchedulePatch = merge_patch_of(ScheduleUpdate, "SchedulePatch")
 
@@ -134,6 +148,51 @@ class OverlapMovesOut(OutSchema):
     )
 
 
+class CalendarFindingOut(OutSchema):
+    """What a schedule's calendar found of a cycle it skipped or moved
+    (docs/calendars.md#schedules-on-a-calendar)."""
+
+    calendar = fields.String(metadata={"description": "the calendar's key"})
+    calendar_revision = fields.Integer(metadata={"description": "the revision it was placed on"})
+    rule = Choice(CALENDAR_RULE)
+    day = fields.String(metadata={"description": "the local date (YYYY-MM-DD) not worked"})
+    day_reason = fields.String(
+        metadata={"description": "`HOLIDAY` or `WEEKEND` (an open set: more may come)"}
+    )
+    holiday = fields.String(allow_none=True, metadata={"description": "the holiday's name"})
+    assumed = fields.Boolean(
+        metadata={"description": "the calendar does not cover the year: weekdays only"}
+    )
+    launched_run_id = server_uuid(
+        allow_none=True,
+        dump_default=None,
+        metadata={
+            "description": "`next_working_day`, a skipped cycle: the run launched instead, the "
+            "latest planned of those landing on the same instant (null in a preview)"
+        },
+    )
+    launched_planned_at = instant_text(
+        allow_none=True, dump_default=None, metadata={"description": "that run's planned instant"}
+    )
+
+
+def calendar_finding(description: str) -> fields.Nested:
+    return fields.Nested(
+        CalendarFindingOut,
+        allow_none=True,
+        dump_default=None,
+        metadata={"description": description},
+    )
+
+
+NOT_CALENDAR = "the code is not CALENDAR"
+
+
+def calendar_only(description: str) -> dict[str, str]:
+    """A skip reason's field that only a CALENDAR skip carries."""
+    return {OMITTED_WHEN: NOT_CALENDAR, "description": f"CALENDAR only: {description}"}
+
+
 class SkipReasonOut(OutSchema):
     code = Choice(SKIP_REASON_CODE)
     blocking_run_id = server_uuid(
@@ -153,7 +212,31 @@ class SkipReasonOut(OutSchema):
         metadata={"description": "OVERLAP, `SUCCEEDED`: the approval that waited for review"},
     )
     count = fields.Integer(
-        allow_none=True, metadata={"description": "MISSED: how many missed cycles it stands for"}
+        allow_none=True,
+        metadata={"description": "MISSED: how many missed cycles it stands for; CALENDAR: 1"},
+    )
+    calendar = fields.String(metadata=calendar_only("the calendar's key"))
+    calendar_revision = fields.Integer(
+        metadata=calendar_only("the revision the cycle was registered on")
+    )
+    rule = Choice(CALENDAR_RULE, metadata=calendar_only("the schedule's rule"))
+    day = fields.String(metadata=calendar_only("the local date (YYYY-MM-DD) not worked"))
+    day_reason = fields.String(
+        metadata=calendar_only("`HOLIDAY` or `WEEKEND` (an open set: more may come)")
+    )
+    holiday = fields.String(allow_none=True, metadata=calendar_only("the holiday's name"))
+    assumed = fields.Boolean(
+        metadata=calendar_only("the calendar does not cover the year (weekdays only)")
+    )
+    launched_run_id = server_uuid(
+        allow_none=True,
+        metadata=calendar_only(
+            "`next_working_day`: the run launched on the instant this cycle moved to (the "
+            "latest planned of those landing there); null otherwise"
+        ),
+    )
+    launched_planned_at = instant_text(
+        allow_none=True, metadata=calendar_only("that run's planned instant")
     )
 
 
@@ -190,6 +273,8 @@ class ScheduleOut(OutSchema):
     misfire_policy = Choice(MISFIRE_POLICY)
     overlap_policy = Choice(OVERLAP_POLICY)
     preset_id = fields.String(allow_none=True)
+    calendar = fields.String(allow_none=True, metadata={"description": "a calendar's key"})
+    calendar_rule = Choice(CALENDAR_RULE, allow_none=True)
     version = fields.Integer()
     created_at = UtcDateTime()
     updated_at = UtcDateTime()
@@ -218,6 +303,13 @@ class PreviewIn(StrictSchema):
     timezone = fields.String(validate=validate.Length(1, 64), allow_none=True, load_default=None)
     count = strict_int(1, MAX_PREVIEW, load_default=5)
     after = UtcDateTime(load_default=None, metadata={"description": "with an offset; default now"})
+    calendar = fields.String(
+        validate=validate.Length(1, 64),
+        allow_none=True,
+        load_default=None,
+        metadata={"description": "a calendar's key: each fire in `fires` is marked by it"},
+    )
+    calendar_rule = Choice(CALENDAR_RULE, allow_none=True, load_default=None)
 
 
 class SavedPreviewQuery(Schema):
@@ -229,9 +321,29 @@ class SavedPreviewQuery(Schema):
     after = UtcDateTime(load_default=None, metadata={"description": "with an offset; default now"})
 
 
+class MarkedFireOut(OutSchema):
+    """One fire time, and what the schedule's calendar does to it."""
+
+    at = UtcDateTime()
+    local = LocalDateTime(metadata={"description": "in the schedule's time zone"})
+    outcome = Choice(FIRE_OUTCOME)
+    moved_to = UtcDateTime(allow_none=True, metadata={"description": "`MOVED`: launched then"})
+    moved_to_local = LocalDateTime(
+        allow_none=True, metadata={"description": "`moved_to` in the schedule's time zone"}
+    )
+    calendar = calendar_finding("`MOVED`, `SKIPPED`: what the calendar found")
+
+
 class PreviewOut(OutSchema):
-    fire_times = fields.List(UtcDateTime())
+    fire_times = fields.List(UtcDateTime(), metadata={"description": "the trigger's fires"})
     local_times = fields.List(LocalDateTime())
+    fires = fields.List(
+        fields.Nested(MarkedFireOut),
+        metadata={
+            "description": "the same fires, each marked with what the calendar does to it "
+            "(all `FIRES` without a calendar)"
+        },
+    )
 
 
 SCHEDULE_SORT = sort_choices("ScheduleSort", SCHEDULE_LISTING)
