@@ -72,13 +72,13 @@ def test_the_market_hours_window_registers_no_launch_on_a_holiday(
     reason = runs[0]["skip_reason"]
     assert (reason["code"], reason["holiday"], reason["day"]) == (
         "CALENDAR",
-        "National Day",
+        "国庆节",
         "2026-10-02",
     )
     assert (reason["calendar"], reason["calendar_revision"]) == ("cn", 2)
     assert admin.get("/api/approvals").json["total"] == 0
     last_skip = admin.get(f"{SCHEDULES}/{schedule_id}").json["last_skip"]
-    assert last_skip["skip_reason"]["holiday"] == "National Day"
+    assert last_skip["skip_reason"]["holiday"] == "国庆节"
     assert tick_at(services, clock, "2026-10-08T09:31") == 1  # the first working day's first
     assert admin.get("/api/approvals").json["total"] == 1
 
@@ -117,7 +117,7 @@ def test_a_moved_cycle_keeps_its_key_and_launches_on_the_next_working_day(
         "2026-10-01T01:00:00Z",
         "2026-10-08T01:00:00Z",
     )
-    assert run["calendar"]["holiday"] == "National Day"
+    assert run["calendar"]["holiday"] == "国庆节"
     # a later revision (10-08 made a holiday too) leaves the registered cycle as it was
     current = admin.get(f"{CALENDARS}/{calendar['id']}").json
     changed = admin.patch(
@@ -161,7 +161,7 @@ def test_the_preview_marks_skipped_and_moved_fires_with_the_holiday(admin: Api) 
     first = skipping.json["fires"][0]
     assert (first["at"], first["outcome"]) == ("2026-10-01T01:30:00Z", "SKIPPED")
     assert (first["calendar"]["holiday"], first["calendar"]["day_reason"]) == (
-        "National Day",
+        "国庆节",
         "HOLIDAY",
     )
     assert skipping.json["fire_times"] == ["2026-10-01T01:30:00Z", "2026-10-01T01:35:00Z"]
