@@ -6,7 +6,6 @@ child that exits early fails the test with what it logged, and it is always ende
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -24,9 +23,8 @@ from typing import Any, TextIO, TypeVar
 
 import pytest
 
-from cronledger.persistence.store import Store
 from tests.log_scan import note_log, note_output, note_secret
-from tests.support import WAIT_SECONDS, wait_until
+from tests.support import WAIT_SECONDS, event_keys_file, signing_key_file, wait_until
 
 T = TypeVar("T")
 CLI = str(Path(sys.executable).parent / "cronledger")
@@ -50,22 +48,6 @@ def environment(store_url: str, **env: str) -> dict[str, str]:
     whole = {**TEST_POOLS, **os.environ, **base, **env}
     note_secret("secret key", whole.get("CRONLEDGER_SECRET_KEY", ""))
     return whole
-
-
-def signing_key_file(store_url: str) -> Path:
-    """One signing key per test store, outside the checkout (a PostgreSQL store's default
-    is under the working directory)."""
-    if store_url.startswith("sqlite:"):
-        return Path(f"{Store.from_url(store_url).sqlite_path}.signing-key.pem")
-    name = hashlib.sha256(store_url.encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / "cronledger-test-keys" / f"{name}.pem"
-
-
-def event_keys_file(store_url: str) -> Path:
-    """The event keys of a test store: a SQLite store's default, else beside its signing key."""
-    if store_url.startswith("sqlite:"):
-        return Path(f"{Store.from_url(store_url).sqlite_path}.event-keys")
-    return signing_key_file(store_url).with_suffix(".event-keys")
 
 
 def run_cli(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:

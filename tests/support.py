@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -23,6 +26,7 @@ from cronledger.application.directory import DefinitionFields
 from cronledger.application.services import Services, open_services
 from cronledger.clock import ManualClock
 from cronledger.config import Settings
+from cronledger.persistence.store import Store
 from domain.approvals import ApprovalInstance
 from domain.directory import Principal
 from domain.runs import Run
@@ -96,6 +100,22 @@ def drop_schema(conn: psycopg.Connection[Any], schema: str) -> None:
     conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+def signing_key_file(store_url: str) -> Path:
+    """One signing key per test store, outside the checkout (a PostgreSQL store's default
+    is under the working directory)."""
+    if store_url.startswith("sqlite:"):
+        return Path(f"{Store.from_url(store_url).sqlite_path}.signing-key.pem")
+    name = hashlib.sha256(store_url.encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / "cronledger-test-keys" / f"{name}.pem"
+
+
+def event_keys_file(store_url: str) -> Path:
+    """The event keys of a test store: a SQLite store's default, else beside its signing key."""
+    if store_url.startswith("sqlite:"):
+        return Path(f"{Store.from_url(store_url).sqlite_path}.event-keys")
+    return signing_key_file(store_url).with_suffix(".event-keys")
+
+
 class SchemaPool:
     """Empty PostgreSQL schemas for the tests of one process. A schema a test leaves with
     exactly the tables, columns and indexes a fresh migration makes is emptied and handed out
@@ -115,7 +135,9 @@ class SchemaPool:
     def url(self) -> Iterator[str]:
         """A URL on an empty schema (migrated, or not yet made), given back afterwards."""
         schema = self.spare.pop() if self.spare else new_schema()
-        yield schema_url(schema)
+        url = schema_url(schema)
+        event_keys_file(url).unlink(missing_ok=True)  # an earlier test's, or an earlier run's
+        yield url
         self.give_back(schema)
 
     def give_back(self, schema: str) -> None:
