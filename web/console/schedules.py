@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 from typing import Any
-from uuid import uuid4
+from uuid import UUID, uuid4
 from zoneinfo import available_timezones
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
@@ -32,14 +32,18 @@ from cronledger.application.bulk import (
     act_on_schedules,
 )
 from cronledger.application.schedules import (
+    FIRES,
     MOVED,
     NEXT_FIRES_SHOWN,
     NOT_FOUND,
+    SKIPPED,
     UNCHANGED,
     FireTime,
+    MarkedFire,
     ScheduleAnswer,
 )
 from cronledger.health import REBUILDING
+from domain.calendar_cycles import CALENDAR_RULES, WORKING_DAYS_ONLY
 from domain.directory import Principal
 from domain.errors import DomainError, NotFound, ValidationFailed, VersionConflict
 from domain.overlap import DEFAULT_OVERLAP_POLICY, OVERLAP_POLICIES, SKIP_WHILE_OPEN
@@ -92,6 +96,8 @@ FORM_INPUTS = (
     "form_data",
     "misfire_policy",
     "overlap_policy",
+    "calendar",
+    "calendar_rule",
     "enabled",
     "preview_after",
 )
@@ -122,6 +128,8 @@ class ScheduleForm:
     form_data: str = "{}"
     misfire_policy: str = "catch_up"
     overlap_policy: str = DEFAULT_OVERLAP_POLICY
+    calendar: str = ""
+    calendar_rule: str = WORKING_DAYS_ONLY
     enabled: bool = False
     preview_after: str = ""
 
@@ -145,6 +153,8 @@ class ScheduleForm:
             form_data=_json(row.form_data),
             misfire_policy=row.misfire_policy,
             overlap_policy=row.overlap_policy,
+            calendar=row.calendar or "",
+            calendar_rule=row.calendar_rule or WORKING_DAYS_ONLY,
             enabled=row.enabled,
         )
         if trigger["kind"] == "cron":
@@ -221,11 +231,19 @@ def body_of(form: ScheduleForm) -> dict[str, Any]:
         "enabled": form.enabled,
         "misfire_policy": form.misfire_policy,
         "overlap_policy": form.overlap_policy,
+        **calendar_of(form),
     }
     loaded = _loaded(ScheduleFieldsIn(), body, errors)
     if errors:
         raise ValidationFailed(errors)
     return loaded
+
+
+def calendar_of(form: ScheduleForm) -> dict[str, str | None]:
+    """The calendar and its rule as the API takes them: neither when no calendar is picked."""
+    if not form.calendar:
+        return {"calendar": None, "calendar_rule": None}
+    return {"calendar": form.calendar, "calendar_rule": form.calendar_rule or None}
 
 
 def _loaded(schema: Schema, body: Mapping[str, Any], errors: Errors) -> dict[str, Any]:
@@ -272,14 +290,31 @@ def on_form(
 @dataclass(frozen=True)
 class Fire:
     """A fire time in UTC (`at`) and in the schedule's zone (`local`); `shift` names the UTC
-    offsets before and after when the offset differs from the fire before it."""
+    offsets before and after when the offset differs from the fire before it; `outcome` says
+    what the schedule's calendar does to it (FIRES, MOVED to `moved_to`, SKIPPED) and
+    `calendar` why."""
 
     at: datetime
     local: datetime
     shift: tuple[str, str] | None = None
+    outcome: str = FIRES
+    moved_to: datetime | None = None
+    moved_to_local: datetime | None = None
+    calendar: Mapping[str, Any] | None = None
+
+    @property
+    def launched_planned_at(self) -> datetime | None:
+        """A skipped cycle's: the planned instant of the cycle launched instead of it."""
+        text = (self.calendar or {}).get("launched_planned_at")
+        return None if text is None else instant(text)
 
 
-def marked(fires: Sequence[FireTime], zone: tzinfo | None, after: datetime | None) -> list[Fire]:
+def plain(fires: Sequence[FireTime]) -> list[MarkedFire]:
+    """Fire times no calendar marks."""
+    return [MarkedFire(fire.at, fire.local, FIRES, None, None, None) for fire in fires]
+
+
+def marked(fires: Sequence[MarkedFire], zone: tzinfo | None, after: datetime | None) -> list[Fire]:
     """The fires, each whose UTC offset is not the one before it (or the offset at `after`,
     for the first) marked as a daylight-saving shift."""
     before = after.astimezone(zone).utcoffset() if after and zone else None
@@ -289,7 +324,17 @@ def marked(fires: Sequence[FireTime], zone: tzinfo | None, after: datetime | Non
         shift = None
         if before is not None and offset != before:
             shift = (offset_text(before), offset_text(offset))
-        shown.append(Fire(fire.at, fire.local, shift))
+        shown.append(
+            Fire(
+                fire.at,
+                fire.local,
+                shift,
+                fire.outcome,
+                fire.moved_to,
+                fire.moved_to_local,
+                fire.calendar,
+            )
+        )
         before = offset
     return shown
 
@@ -302,32 +347,44 @@ class FormPreview:
     problems: Errors = field(default_factory=dict)
     trigger: dict[str, Any] = field(default_factory=dict)
     timezone: str = ""
+    calendar: str | None = None
 
 
-def form_preview(form: ScheduleForm) -> FormPreview:
-    """The next five fires of the form's trigger, as the API's /preview computes them."""
+def form_preview(form: ScheduleForm, tenant_id: UUID) -> FormPreview:
+    """The next five fires of the form's trigger, as the API's /preview computes them, each
+    marked with what the form's calendar does to it."""
     errors: Errors = {}
     trigger = trigger_of(form, errors)
     timezone = form.timezone or services().settings.timezone
     after = _after(form.preview_after, timezone, errors)
     if errors:
         return FormPreview(problems=errors)
+    chosen = calendar_of(form)
     try:
-        fires = _next_fires(trigger, timezone, after)
+        fires = _next_fires(
+            trigger, timezone, after, tenant_id, (chosen["calendar"], chosen["calendar_rule"])
+        )
     except ValidationFailed as refused:
         return FormPreview(problems=on_form(refused.errors, form.kind))
     if not fires:
         return FormPreview(problems={"expression": [_("It never fires.")]})
-    return FormPreview(marked(fires, load_zone(timezone), after), {}, trigger, timezone)
+    zone = load_zone(timezone)
+    return FormPreview(marked(fires, zone, after), {}, trigger, timezone, chosen["calendar"])
 
 
-def _next_fires(trigger: dict[str, Any], timezone: str, after: datetime | None) -> list[FireTime]:
-    """The next five fire times, as the API's /preview answers them."""
-    preview = services().schedules.preview(trigger, timezone, NEXT_FIRES_SHOWN, after)
-    return [
-        FireTime(at, local)
-        for at, local in zip(preview.fire_times, preview.local_times, strict=True)
-    ]
+def _next_fires(
+    trigger: dict[str, Any],
+    timezone: str,
+    after: datetime | None,
+    tenant_id: UUID | None = None,
+    calendar: tuple[str | None, str | None] = (None, None),
+) -> list[MarkedFire]:
+    """The next five fire times, as the API's /preview answers them, marked by the calendar."""
+    return (
+        services()
+        .schedules.preview(trigger, timezone, NEXT_FIRES_SHOWN, after, tenant_id, calendar)
+        .fires
+    )
 
 
 def _after(typed: str, timezone: str, errors: Errors) -> datetime | None:
@@ -363,6 +420,11 @@ def _helpers() -> dict[str, Any]:
         "OVERLAP_POLICIES": OVERLAP_POLICIES,
         "DEFAULT_OVERLAP_POLICY": DEFAULT_OVERLAP_POLICY,
         "policy_words": policy_words,
+        "CALENDAR_RULES": CALENDAR_RULES,
+        "rule_words": rule_words,
+        "day_off_words": day_off_words,
+        "MOVED": MOVED,
+        "SKIPPED": SKIPPED,
         "WEEKDAYS": WEEKDAYS,
         "label_of": label_of,
         "instant": instant,
@@ -392,6 +454,8 @@ def label_of(name: str) -> str:
         "form_data": _("Form data"),
         "misfire_policy": _("Missed cycles"),
         "overlap_policy": _("Overlapping runs"),
+        "calendar": _("Working calendar"),
+        "calendar_rule": _("On a day off"),
         "enabled": _("Enabled"),
         "preview_after": _("Preview from"),
         "version": _("Version"),
@@ -434,6 +498,23 @@ def skip_words(reason: Mapping[str, Any] | None) -> str:
             why=why,
         )
     return _("%(count)s missed cycle(s), this run standing for them.", count=reason["count"])
+
+
+def rule_words(rule: str) -> str:
+    """A calendar rule in words."""
+    words = {
+        "working_days_only": _("Working days only: skip a cycle that falls on a day off"),
+        "next_working_day": _(
+            "Next working day: move a cycle on a day off to the next working day, same time"
+        ),
+    }
+    return words.get(rule, rule)
+
+
+def day_off_words(found: Mapping[str, Any] | None) -> str:
+    """Why a calendar does not work a day: the holiday's name, else a weekend."""
+    found = found or {}
+    return str(found.get("holiday") or _("weekend"))
 
 
 def policy_words(policy: str) -> str:
@@ -705,7 +786,8 @@ def _with_picks(principal: Principal, form: ScheduleForm) -> tuple[ScheduleForm,
 def preview(principal: Principal) -> str:
     """The form's preview, as htmx asks for it while the user types."""
     return render_template(
-        "console/schedules/_preview.html", preview=form_preview(ScheduleForm.posted())
+        "console/schedules/_preview.html",
+        preview=form_preview(ScheduleForm.posted(), principal.tenant_id),
     )
 
 
@@ -747,7 +829,8 @@ def _everything_wrong(
     launching = services().directory.launch_problems_of(
         principal.tenant_id, form.definition_id, form.initiator_id
     )
-    for name, said in {**form_preview(form).problems, **launching}.items():
+    previewed = form_preview(form, principal.tenant_id).problems
+    for name, said in {**previewed, **launching}.items():
         shown.setdefault(name, said)
     return shown
 
@@ -773,10 +856,24 @@ def _form_page(
         stale=stale,
         shown=shown,
         zones=sorted(available_timezones()),
-        preview=form_preview(form),
+        preview=form_preview(form, principal.tenant_id),
+        calendars=calendar_choices(principal, form.calendar),
         builder=builder_of(form.expression),
         builder_modes=builder_modes(),
     )
+
+
+CALENDARS_OFFERED = 200
+
+
+def calendar_choices(principal: Principal, chosen: str) -> list[tuple[str, str]]:
+    """The tenant's calendars (key, name) the form offers; the chosen key too, should it name
+    none (it is refused beside the field)."""
+    page = services().calendars.calendars(principal.tenant_id, Window(size=CALENDARS_OFFERED))
+    offered = [(row.key, row.name) for row in page.items]
+    if chosen and chosen not in {key for key, _name in offered}:
+        offered.append((chosen, chosen))
+    return offered
 
 
 def builder_modes() -> list[tuple[str, str]]:
@@ -809,10 +906,20 @@ def _detail_page(principal: Principal, schedule_id: str, problems: Sequence[str]
         view=view,
         definitions=definition_names(principal, [view.definition_id]),
         initiators=account_names(principal, [view.initiator_id]),
-        fires=marked(view.next_fires, None, None),
+        fires=marked(_saved_fires(principal, view), None, None),
         problems=problems,
         request_id=uuid4().hex,
     )
+
+
+def _saved_fires(principal: Principal, view: ScheduleAnswer) -> list[MarkedFire]:
+    """The saved schedule's next fires, marked by its calendar when it names one."""
+    if not view.calendar:
+        return plain(view.next_fires)
+    preview = services().schedules.saved_preview(
+        principal.tenant_id, view.id, NEXT_FIRES_SHOWN, None
+    )
+    return preview.fires
 
 
 def _acting(
