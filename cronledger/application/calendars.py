@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from importlib.metadata import version as installed
 from typing import Any
 from uuid import UUID
@@ -46,6 +46,7 @@ from domain.errors import NotFound, ValidationFailed
 from domain.idempotency import KeyedRequest
 from domain.messages import Message
 from domain.permissions import DIRECTORY_MANAGE
+from domain.triggers import load_zone
 from domain.working_time import (
     SECONDS,
     Day,
@@ -262,16 +263,23 @@ class Calendars:
     def timeline(self, tenant_id: UUID, calendar_id: str) -> list[TimelineEntry]:
         return self.ledger.timeline(self.aggregate(tenant_id, calendar_id).id)
 
-    def days(self, tenant_id: UUID, calendar_id: str, first: date, last: date) -> list[Day]:
+    def days(
+        self, tenant_id: UUID, calendar_id: str, first: date | None, last: date | None
+    ) -> list[Day]:
         """Each date from `first` to `last` (at most MAX_DAYS_LISTED), worked or not and why,
-        at the calendar's current revision."""
+        at the calendar's current revision; without them, this month in the calendar's zone."""
+        calendar = self.aggregate(tenant_id, calendar_id)
+        if first is None or last is None:
+            today = self.ledger.clock().astimezone(load_zone(calendar.current["timezone"])).date()
+            month = today.replace(day=1)
+            first = first or month
+            last = last or (month + timedelta(days=32)).replace(day=1) - timedelta(days=1)
         if last < first:
             raise ValidationFailed.of("to", Message("must not be before from"))
         if (last - first).days + 1 > MAX_DAYS_LISTED:
             raise ValidationFailed.of(
                 "to", Message("ask for at most {count} days at once", count=MAX_DAYS_LISTED)
             )
-        calendar = self.aggregate(tenant_id, calendar_id)
         return days_in(working_calendar(calendar.current), first, last)
 
     def preview(

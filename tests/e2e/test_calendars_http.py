@@ -310,3 +310,14 @@ def test_an_older_client_s_put_of_the_review_window_keeps_the_rule_or_sets_secon
     assert changed.status_code == 200, changed.json
     assert changed.json["deadline_rule"] == {"kind": "seconds", "seconds": 7200}
     assert changed.json["review_window_seconds"] == 7200
+
+
+def test_days_without_a_range_are_this_month_in_the_calendar_s_zone(
+    admin: Api, clock: FakeClock
+) -> None:
+    calendar = cn_calendar(admin)
+    clock.now = datetime.fromisoformat("2026-09-30T17:00:00+00:00")  # 10-01 01:00 in Shanghai
+    days = admin.get(f"{CALENDARS}/{calendar['id']}/days")
+    assert days.status_code == 200, days.json
+    dates = [day["date"] for day in days.json["items"]]
+    assert (dates[0], dates[-1], len(dates)) == ("2026-10-01", "2026-10-31", 31)

@@ -47,7 +47,15 @@ from tests.e2e.helpers import answers
 from tests.faults.conftest import through
 from tests.faults.proxy import Proxy, proxy_to
 from tests.processes import Child, environment, free_port, run_cli
-from tests.support import DECIDERS, POSTGRES_URL, REVIEWER, fresh_postgres_url, wait_until
+from tests.support import (
+    DECIDERS,
+    POSTGRES_URL,
+    REVIEWER,
+    event_keys_file,
+    fresh_postgres_url,
+    signing_key_file,
+    wait_until,
+)
 
 EXPRESSIONS = ["*/3 * * * * *", "*/4 * * * * *", "*/5 * * * * *", "*/7 * * * * *"]
 REVIEW_SECONDS = 20  # long enough for some approvals, short enough for the sweeper
@@ -72,11 +80,16 @@ class Role:
     args: list[str]
     proxy: Proxy
     url: str
+    keys_of: str  # the store's URL without the proxy, whose migration made its keys
     child: Child | None = None
     starts: int = 0
 
     def start(self) -> None:
-        self.child = Child(self.args, environment(self.url, **PROCESS_ENV))
+        keys = {
+            "CRONLEDGER_EVENT_KEYS_FILE": str(event_keys_file(self.keys_of)),
+            "CRONLEDGER_SIGNING_KEY_FILE": str(signing_key_file(self.keys_of)),
+        }
+        self.child = Child(self.args, environment(self.url, **PROCESS_ENV, **keys))
         self.starts += 1
 
     def kill(self) -> None:
@@ -427,7 +440,7 @@ def deployment(direct_url: str, port: int) -> Iterator[list[Role]]:
         roles = []
         for name, args in names.items():
             proxy = stack.enter_context(proxy_to(host, 5432))
-            roles.append(Role(name, args, proxy, through(direct_url, proxy.port)))
+            roles.append(Role(name, args, proxy, through(direct_url, proxy.port), direct_url))
         try:
             yield roles
         finally:

@@ -90,6 +90,10 @@ class Tenant:
         assert source.status_code == 201, source.json
         group = admin.post("/api/groups", {"key": "alpha-group", "name": MARK, "members": ["ann"]})
         assert group.status_code == 201, group.json
+        calendar = admin.post(
+            "/api/calendars", {"key": "alpha-calendar", "name": MARK, "timezone": "UTC"}
+        )
+        assert calendar.status_code == 201, calendar.json
         decided = submit(ann, definition["id"], title=f"{MARK} decided", command_id="decided")
         approved = admin.post(
             f"/api/approvals/{decided.json['id']}/approve",
@@ -110,6 +114,8 @@ class Tenant:
             "source_id": str(source.json["id"]),
             "group_id": str(group.json["id"]),
             "notification_id": str(notice["id"]),
+            "calendar_id": str(calendar.json["id"]),
+            "revision": "1",
         }
         self.aggregates = [
             self.ids[name]
@@ -121,12 +127,13 @@ class Tenant:
                 "webhook_id",
                 "source_id",
                 "group_id",
+                "calendar_id",
             )
         ]
 
     def secrets(self) -> list[str]:
         """What must never show in tenant B's answers: A's generated ids and its mark."""
-        kept = ("account_id", "key")  # words B may use for its own resources
+        kept = ("account_id", "key", "revision")  # words B may use for its own resources
         return [MARK, *(value for name, value in self.ids.items() if name not in kept)]
 
     def state(self, services: Services) -> list[int]:
@@ -186,6 +193,7 @@ def unknown_ids() -> dict[str, str]:
     return {
         "account_id": "nobody",
         "key": "no-such-key",
+        "revision": "1",
         **{
             name: str(uuid.uuid4())
             for name in (
@@ -199,6 +207,7 @@ def unknown_ids() -> dict[str, str]:
                 "source_id",
                 "group_id",
                 "notification_id",
+                "calendar_id",
             )
         },
     }

@@ -49,13 +49,21 @@ def key_field(**kwargs: Any) -> fields.String:
 
 
 class DatedDay(StrictSchema):
-    date = fields.String(required=True, metadata={"description": "YYYY-MM-DD"})
+    date = fields.String(
+        required=True, validate=validate.Length(max=10), metadata={"description": "YYYY-MM-DD"}
+    )
     name = fields.String(load_default="", validate=validate.Length(max=MAX_TEXT))
 
 
 class WorkingPeriod(StrictSchema):
-    start = fields.String(required=True, metadata={"description": "HH:MM, local"})
-    end = fields.String(required=True, metadata={"description": "HH:MM, after the start"})
+    start = fields.String(
+        required=True, validate=validate.Length(max=5), metadata={"description": "HH:MM, local"}
+    )
+    end = fields.String(
+        required=True,
+        validate=validate.Length(max=5),
+        metadata={"description": "HH:MM, after the start"},
+    )
 
 
 class CalendarFieldsIn(StrictSchema):
@@ -66,10 +74,13 @@ class CalendarFieldsIn(StrictSchema):
         validate=validate.Length(1, 10),
         metadata={"description": "e.g. CN; set by an import"},
     )
-    timezone = fields.String(required=True, metadata={"description": "IANA zone name"})
+    timezone = fields.String(
+        required=True, validate=validate.Length(1, 64), metadata={"description": "IANA zone name"}
+    )
     weekend = fields.List(
         strict_int(1, 7),
         load_default=lambda: [6, 7],
+        validate=validate.Length(max=7),
         metadata={"description": "ISO weekdays off (1 Monday ... 7 Sunday)"},
     )
     holidays = fields.List(
@@ -90,6 +101,7 @@ class CalendarFieldsIn(StrictSchema):
     years = fields.List(
         strict_int(FIRST_YEAR, LAST_YEAR),
         load_default=list,
+        validate=validate.Length(max=LAST_YEAR - FIRST_YEAR + 1),
         metadata={
             "description": "years whose holidays the calendar holds in full (a listed holiday "
             "or make-up day covers its year too); elsewhere only the weekend is known"
@@ -170,8 +182,15 @@ class CalendarOut(OutSchema):
 
 
 class DaysQuery(StrictSchema):
-    from_ = fields.Date(required=True, data_key="from", metadata={"description": "YYYY-MM-DD"})
-    to = fields.Date(required=True, metadata={"description": "YYYY-MM-DD; at most 366 days on"})
+    from_ = fields.Date(
+        data_key="from",
+        load_default=None,
+        metadata={"description": "YYYY-MM-DD; by default the first day of this month"},
+    )
+    to = fields.Date(
+        load_default=None,
+        metadata={"description": "YYYY-MM-DD, at most 366 days on; by default this month's end"},
+    )
 
 
 class DayOut(OutSchema):
