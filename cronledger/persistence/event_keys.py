@@ -7,14 +7,14 @@ import base64
 import binascii
 import hashlib
 import json
-import os
 import secrets
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from cronledger.persistence.secret_files import create_once, replace_whole
 
 if TYPE_CHECKING:
     from cronledger.persistence.store import Store
@@ -94,16 +94,11 @@ def create_event_keys(path: Path, now: datetime) -> EventKeys:
     """A new file holding one new key (owner read and write only); a file made meanwhile by
     another process is loaded instead."""
     keys = (_new_key(now),)
-    written = _written(path, keys)
-    try:
-        os.link(written, path)  # whole or not at all, and never over another's keys
-    except FileExistsError:
+    if not create_once(path, _document(keys)):
         found = load_event_keys(path)
         if found is None:
-            raise EventKeyError(f"{path} vanished while it was being created") from None
+            raise EventKeyError(f"{path} vanished while it was being created")
         return found
-    finally:
-        os.unlink(written)
     return EventKeys(keys, path)
 
 
@@ -115,7 +110,7 @@ def rotate_event_keys(path: Path, now: datetime) -> EventKeys:
             f"there are no event keys at {path} to rotate: run `cronledger migrate`"
         )
     keys = (*found.keys, _new_key(now))
-    os.replace(_written(path, keys), path)  # whole or not at all
+    replace_whole(path, _document(keys))
     return EventKeys(keys, path)
 
 
@@ -124,9 +119,8 @@ def _new_key(now: datetime) -> EventKey:
     return EventKey(secrets.token_bytes(SECRET_BYTES), created_at)
 
 
-def _written(path: Path, keys: Sequence[EventKey]) -> str:
-    """A temporary file beside `path` (the owner's alone) holding `keys`."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+def _document(keys: Sequence[EventKey]) -> bytes:
+    """The file's text holding `keys`."""
     document = {
         "format": KEYS_FORMAT,
         "keys": [
@@ -138,8 +132,4 @@ def _written(path: Path, keys: Sequence[EventKey]) -> str:
             for key in keys
         ],
     }
-    descriptor, written = tempfile.mkstemp(dir=path.parent, prefix=".event-keys-")
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:  # mkstemp's: owner only
-        json.dump(document, file, indent=2)
-        file.write("\n")
-    return written
+    return (json.dumps(document, indent=2) + "\n").encode()

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from cronledger.persistence.secret_files import create_once
 from cronledger.persistence.store import Store
 from domain.evidence import key_id_of
 
@@ -72,23 +71,15 @@ def load_signing_key(path: Path) -> SigningKey | None:
 def create_signing_key(path: Path) -> SigningKey:
     """A new key in a new file (owner read and write only); one made meanwhile by another
     process is loaded instead."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    descriptor, written = tempfile.mkstemp(dir=path.parent, prefix=".signing-key-")
-    try:
-        with os.fdopen(descriptor, "wb") as file:  # mkstemp's file is the owner's alone
-            file.write(pem)
-        os.link(written, path)  # whole or not at all, and never over another's key
-    except FileExistsError:
+    if not create_once(path, pem):
         found = load_signing_key(path)
         if found is None:
-            raise SigningKeyError(f"{path} vanished while it was being created") from None
+            raise SigningKeyError(f"{path} vanished while it was being created")
         return found
-    finally:
-        os.unlink(written)
     return SigningKey(key, path)
