@@ -197,10 +197,11 @@ class Tenant(Aggregate):
     """A tenant and the index of what it holds, in creation order.
 
     Version 2 records whether the tick holds all its schedules (`schedules_pause`: when, who
-    and why, or None); version 3 the keys of its groups (`group_keys`, live or deleted).
+    and why, or None); version 3 the keys of its groups (`group_keys`, live or deleted);
+    version 4 the key of its default working calendar (`default_calendar`, or None).
     """
 
-    class_version = 3
+    class_version = 4
 
     upcast_v1_v2 = staticmethod(schedules_never_paused)
 
@@ -208,6 +209,11 @@ class Tenant(Aggregate):
     def upcast_v2_v3(state: dict[str, Any]) -> None:
         """A snapshot from before groups: the tenant had none."""
         state["group_keys"] = []
+
+    @staticmethod
+    def upcast_v3_v4(state: dict[str, Any]) -> None:
+        """A snapshot from before default calendars: the tenant had none."""
+        state["default_calendar"] = None
 
     @staticmethod
     def create_id(name: str) -> UUID:
@@ -225,6 +231,24 @@ class Tenant(Aggregate):
         self.definition_ids: list[str] = []
         self.group_keys: list[str] = []
         self.schedules_pause: dict[str, Any] | None = None
+        self.default_calendar: str | None = None
+
+    def choose_default_calendar(self, key: str | None, at: datetime, actor: str) -> None:
+        """Make `key` the tenant's default working calendar (None: none); choosing the one in
+        force records nothing."""
+        if key != self.default_calendar:
+            self._default_calendar_chosen(calendar_key=key, at=at, actor=actor)
+
+    class DefaultCalendarChosen(Aggregate.Event):
+        """The calendar whose working days the analysts' `working_days` table lists."""
+
+        calendar_key: str | None
+        at: datetime
+        actor: str
+
+    @event(DefaultCalendarChosen)
+    def _default_calendar_chosen(self, calendar_key: str | None, at: datetime, actor: str) -> None:
+        self.default_calendar = calendar_key
 
     def pause_schedules(self, at: datetime, actor: str, reason: str) -> None:
         """Hold every schedule of the tenant from the tick; pausing a paused tenant records

@@ -1,13 +1,16 @@
-"""`calendars`: each tenant's working calendars at their current revision."""
+"""`calendars`: each tenant's working calendars at their current revision; `working_days`:
+every date of the years the tenant's default calendar covers, worked or not and why."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, NamedTuple
 from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant
-from domain.calendars import Calendar
+from domain.calendars import Calendar, working_calendar
+from domain.directory import Tenant
+from domain.working_time import days_in
 from projections.engine import EventClass, Handler, Projection, Sql
 from projections.json_columns import json_text, json_value
 from projections.keyset import ListSpec, Order, Row, Slice, Window, read_slice
@@ -15,10 +18,11 @@ from projections.keyset import ListSpec, Order, Row, Slice, Window, read_slice
 
 class CalendarsProjection(Projection):
     """One row per calendar: its key, name, region and zone, its current revision, and that
-    revision's days and hours (`revision_fields`, JSON as the API answers them)."""
+    revision's days and hours (`revision_fields`, JSON as the API answers them); and the working
+    days of each tenant's default calendar, kept at its current revision."""
 
     name = "calendars"
-    tables = ("calendars",)
+    tables = ("calendars", "working_days")
 
     def ddl(self, sql: Sql) -> list[str]:
         ts = sql.timestamp_type
@@ -28,13 +32,23 @@ class CalendarsProjection(Projection):
             "name TEXT NOT NULL, region TEXT, timezone TEXT NOT NULL, "
             "revision INTEGER NOT NULL, revision_fields TEXT NOT NULL, "
             f"created_at {ts} NOT NULL, updated_at {ts} NOT NULL, "
-            "version INTEGER NOT NULL, position BIGINT NOT NULL)",
+            "version INTEGER NOT NULL, position BIGINT NOT NULL, "
+            "is_default BOOLEAN NOT NULL DEFAULT false)",
             "CREATE INDEX IF NOT EXISTS calendars_in_order ON calendars (tenant_id, position)",
             "CREATE UNIQUE INDEX IF NOT EXISTS calendars_by_key ON calendars (tenant_id, key)",
+            "CREATE TABLE IF NOT EXISTS working_days ("
+            "tenant_id TEXT NOT NULL, day TEXT NOT NULL, working_day BOOLEAN NOT NULL, "
+            "reason TEXT NOT NULL, name TEXT, iso_week INTEGER NOT NULL, "
+            "iso_year INTEGER NOT NULL, calendar_key TEXT NOT NULL, "
+            "calendar_revision INTEGER NOT NULL, PRIMARY KEY (tenant_id, day))",
         ]
 
     def handlers(self) -> dict[EventClass, Handler]:
-        return {Calendar.Created: _created, Calendar.Revised: _revised}
+        return {
+            Calendar.Created: _created,
+            Calendar.Revised: _revised,
+            Tenant.DefaultCalendarChosen: _default_chosen,
+        }
 
 
 def _kept(fields: dict[str, Any], revision: int, source: dict[str, Any]) -> str:
@@ -78,6 +92,50 @@ def _revised(sql: Sql, event: Calendar.Revised, position: int) -> None:
             str(event.originator_id),
         ),
     )
+    _list_working_days(sql, "id = ? AND is_default", str(event.originator_id))
+
+
+def _default_chosen(sql: Sql, event: Tenant.DefaultCalendarChosen, position: int) -> None:
+    tenant_id = str(event.originator_id)
+    sql.write("UPDATE calendars SET is_default = false WHERE tenant_id = ?", (tenant_id,))
+    sql.write("DELETE FROM working_days WHERE tenant_id = ?", (tenant_id,))
+    if event.calendar_key is not None:
+        sql.write(
+            "UPDATE calendars SET is_default = true WHERE tenant_id = ? AND key = ?",
+            (tenant_id, event.calendar_key),
+        )
+        _list_working_days(sql, "tenant_id = ? AND key = ?", tenant_id, event.calendar_key)
+
+
+def _list_working_days(sql: Sql, where: str, *params: str) -> None:
+    """(Re)write `working_days` for the calendar `where` finds, at its current revision: every
+    date of the years it covers (none when it finds nothing)."""
+    found = sql.execute(
+        f"SELECT tenant_id, key, revision, revision_fields FROM calendars WHERE {where}",  # noqa: S608
+        params,
+    ).fetchall()
+    for tenant_id, key, revision, kept in found:
+        working = working_calendar(json_value(str(kept)))
+        sql.write("DELETE FROM working_days WHERE tenant_id = ?", (tenant_id,))
+        sql.write_rows(
+            "INSERT INTO working_days (tenant_id, day, working_day, reason, name, iso_week, "
+            "iso_year, calendar_key, calendar_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    tenant_id,
+                    day.date.isoformat(),
+                    day.working,
+                    day.reason,
+                    day.name,
+                    day.date.isocalendar().week,
+                    day.date.isocalendar().year,
+                    key,
+                    revision,
+                )
+                for year in sorted(working.covered_years)
+                for day in days_in(working, date(year, 1, 1), date(year, 12, 31))
+            ),
+        )
 
 
 CALENDAR_ORDER = Order("calendars", "position")

@@ -349,6 +349,19 @@ class PickleTranscoder(Transcoder):
         return pickle.loads(data)
 
 
+def stored_at_version(event: Any, version: int, *new_fields: str) -> Any:
+    """`event` as a release that wrote it at class version `version`, before `new_fields`,
+    read back today (for a snapshot: the aggregate's state and version)."""
+    mapper: Mapper[Any] = Mapper(transcoder=PickleTranscoder())
+    stored = mapper.to_stored_event(event)
+    state = pickle.loads(stored.state)
+    older = state["state"] if isinstance(event, Snapshot) else state
+    older["class_version"] = version
+    for name in new_fields:
+        del older[name]
+    return mapper.to_domain_event(replace(stored, state=pickle.dumps(state)))
+
+
 def stored_by_an_older_release(event: Any, *new_fields: str) -> Any:
     """`event` as a release before `new_fields` stored it (class version 1), read back today.
 

@@ -1,4 +1,5 @@
-"""The caller's tenant, and pausing the tick for all its schedules (docs/api.md#the-tenant)."""
+"""The caller's tenant: pausing the tick for all its schedules, and its default calendar
+(docs/api.md#the-tenant)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ from typing import Any
 
 from flask import Blueprint
 
-from cronledger.application.pauses import TenantPauseView
+from cronledger.application.pauses import TenantView
 from domain.directory import Principal
-from domain.permissions import SCHEDULE_EDIT, SCHEDULE_LIST
+from domain.permissions import DIRECTORY_MANAGE, SCHEDULE_EDIT, SCHEDULE_LIST
 from web.api import endpoint, services
-from web.schemas.directory import PauseBody, TenantOut
+from web.schemas.directory import DefaultCalendarBody, PauseBody, TenantOut
 
 bp = Blueprint("tenant", __name__, url_prefix="/api/tenant")
 OPERATIONS = "operations"
@@ -23,7 +24,7 @@ OPERATIONS = "operations"
     permission=SCHEDULE_LIST,
     response=TenantOut,
 )
-def get_tenant(principal: Principal) -> TenantPauseView:
+def get_tenant(principal: Principal) -> TenantView:
     return services().pauses.tenant(principal.tenant_id)
 
 
@@ -35,7 +36,7 @@ def get_tenant(principal: Principal) -> TenantPauseView:
     body=PauseBody,
     response=TenantOut,
 )
-def pause_schedules(principal: Principal, body: dict[str, Any]) -> TenantPauseView:
+def pause_schedules(principal: Principal, body: dict[str, Any]) -> TenantView:
     return services().pauses.pause_tenant(principal, body["reason"])
 
 
@@ -47,5 +48,17 @@ def pause_schedules(principal: Principal, body: dict[str, Any]) -> TenantPauseVi
     body=PauseBody,
     response=TenantOut,
 )
-def resume_schedules(principal: Principal, body: dict[str, Any]) -> TenantPauseView:
+def resume_schedules(principal: Principal, body: dict[str, Any]) -> TenantView:
     return services().pauses.resume_tenant(principal, body["reason"])
+
+
+@bp.put("/default-calendar")
+@endpoint(
+    "Choose the tenant's default working calendar, whose days analysts' tables are marked by",
+    tag=OPERATIONS,
+    permission=DIRECTORY_MANAGE,
+    body=DefaultCalendarBody,
+    response=TenantOut,
+)
+def choose_default_calendar(principal: Principal, body: dict[str, Any]) -> TenantView:
+    return services().calendars.choose_default(principal, body["calendar"])

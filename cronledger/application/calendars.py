@@ -20,6 +20,7 @@ from prometheus_client import Counter
 
 from cronledger.application.directory import Page
 from cronledger.application.idempotency import check_key, key_record
+from cronledger.application.pauses import TenantView
 from cronledger.persistence.ledger import Ledger, TimelineEntry
 from domain.approvals import Ruled
 from domain.calendars import (
@@ -234,6 +235,20 @@ class Calendars:
             return CalendarRow.of_aggregate(calendar)
 
         return self.ledger.retrying(revise)
+
+    def choose_default(self, actor: Principal, key: str | None) -> TenantView:
+        """`Tenant.DefaultCalendarChosen`: the calendar analysts' working days come from (None:
+        none); a key names one of the tenant's calendars."""
+        if key is not None and not self.ledger.exists(calendar_uuid(actor.tenant_id, key)):
+            raise ValidationFailed.of("calendar", Message("no calendar has key {key}", key=key))
+
+        def choose() -> TenantView:
+            tenant = self.ledger.find(Tenant, actor.tenant_id, "tenant", actor.tenant_id)
+            tenant.choose_default_calendar(key, self.ledger.clock(), actor.account_id)
+            self.ledger.save(tenant)
+            return TenantView.of(tenant)
+
+        return self.ledger.retrying(choose)
 
     # -- queries -----------------------------------------------------------------------------
 

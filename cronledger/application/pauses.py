@@ -12,34 +12,40 @@ from projections.pauses import TICK_SCOPE, Pause, pause_of
 
 
 @dataclass(frozen=True)
-class TenantPauseView:
-    """A tenant and whether the tick holds its schedules (`schedules_paused`: since when, by
-    whom and why; None when they run)."""
+class TenantView:
+    """A tenant, whether the tick holds its schedules (`schedules_paused`: since when, by
+    whom and why; None when they run), and the key of its default working calendar."""
 
     id: str
     name: str
     schedules_paused: Pause | None
+    default_calendar: str | None
+
+    @classmethod
+    def of(cls, tenant: Tenant) -> TenantView:
+        pause = tenant.schedules_pause
+        return cls(
+            str(tenant.id), tenant.name, Pause(**pause) if pause else None, tenant.default_calendar
+        )
 
 
 class Pauses:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
 
-    def tenant(self, tenant_id: UUID) -> TenantPauseView:
-        tenant = self.ledger.find(Tenant, tenant_id, "tenant", tenant_id)
-        pause = tenant.schedules_pause
-        return TenantPauseView(str(tenant.id), tenant.name, Pause(**pause) if pause else None)
+    def tenant(self, tenant_id: UUID) -> TenantView:
+        return TenantView.of(self.ledger.find(Tenant, tenant_id, "tenant", tenant_id))
 
-    def pause_tenant(self, actor: Principal, reason: str) -> TenantPauseView:
+    def pause_tenant(self, actor: Principal, reason: str) -> TenantView:
         """`Tenant.SchedulesPaused`: the tick registers none of its cycles until resumed."""
         return self._switch_tenant(actor, reason, pausing=True)
 
-    def resume_tenant(self, actor: Principal, reason: str) -> TenantPauseView:
+    def resume_tenant(self, actor: Principal, reason: str) -> TenantView:
         """`Tenant.SchedulesResumed`: the next scan registers what came due, per misfire policy."""
         return self._switch_tenant(actor, reason, pausing=False)
 
-    def _switch_tenant(self, actor: Principal, reason: str, pausing: bool) -> TenantPauseView:
-        def switch() -> TenantPauseView:
+    def _switch_tenant(self, actor: Principal, reason: str, pausing: bool) -> TenantView:
+        def switch() -> TenantView:
             tenant = self.ledger.find(Tenant, actor.tenant_id, "tenant", actor.tenant_id)
             at = self.ledger.clock()
             flip = tenant.pause_schedules if pausing else tenant.resume_schedules

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from cronledger.application.services import Services
-from tests.e2e.helpers import assert_problem, submit, with_reviewer
+from tests.e2e.helpers import account, assert_problem, submit, with_reviewer
 from tests.support import DECIDERS, Api, FakeClock
 
 CALENDARS = "/api/calendars"
@@ -321,3 +321,54 @@ def test_days_without_a_range_are_this_month_in_the_calendar_s_zone(
     assert days.status_code == 200, days.json
     dates = [day["date"] for day in days.json["items"]]
     assert (dates[0], dates[-1], len(dates)) == ("2026-10-01", "2026-10-31", 31)
+
+
+def working_days(services: Services, *dates: str) -> dict[str, tuple[Any, ...]]:
+    """The `working_days` rows of these dates: (worked, reason, name, calendar, revision)."""
+    marks = ", ".join("?" for _ in dates)
+    rows = services.ledger.store.query(
+        "SELECT day, CASE WHEN working_day THEN 1 ELSE 0 END, reason, name, calendar_key, "
+        f"calendar_revision FROM working_days WHERE day IN ({marks})",
+        dates,
+    )
+    return {str(row[0]): tuple(row[1:]) for row in rows}
+
+
+def test_the_tenant_s_default_calendar_lists_its_working_days_for_analysts(
+    admin: Api, services: Services
+) -> None:
+    """Choosing a default calendar fills `working_days` for the years it covers; a revision
+    of it rewrites them; clearing it empties them; only a calendar manager may choose."""
+    calendar = cn_calendar(admin)
+    assert admin.get("/api/tenant").json["default_calendar"] is None
+    chosen = admin.put("/api/tenant/default-calendar", {"calendar": "cn"})
+    assert chosen.status_code == 200, chosen.json
+    assert chosen.json["default_calendar"] == "cn"
+    assert admin.get("/api/tenant").json["default_calendar"] == "cn"
+    days = working_days(services, "2026-10-01", "2026-10-10", "2026-10-12", "2027-01-04")
+    assert days == {
+        "2026-10-01": (0, "HOLIDAY", "国庆节", "cn", 2),
+        "2026-10-10": (1, "MAKEUP_WORKDAY", "国庆节（调休上班）", "cn", 2),
+        "2026-10-12": (1, "WEEKDAY", None, "cn", 2),
+    }  # 2027 is not covered: no row, never a guess
+    assert services.ledger.store.query("SELECT COUNT(*) FROM working_days")[0][0] == 365
+
+    current = admin.get(f"{CALENDARS}/{calendar['id']}").json
+    revised = admin.patch(
+        f"{CALENDARS}/{calendar['id']}",
+        {
+            "holidays": [*current["holidays"], {"date": "2026-10-12", "name": "公司周年"}],
+            "version": current["version"],
+        },
+    )
+    assert revised.status_code == 200, revised.json["errors"]
+    assert working_days(services, "2026-10-12")["2026-10-12"] == (0, "HOLIDAY", "公司周年", "cn", 3)
+
+    reviewer = account(admin, "vic", ["operator"])
+    refused = reviewer.put("/api/tenant/default-calendar", {"calendar": None})
+    assert refused.status_code == 403
+    unknown = admin.put("/api/tenant/default-calendar", {"calendar": "nowhere"})
+    assert errors_of(unknown) == {"calendar": ["no calendar has key nowhere"]}
+    cleared = admin.put("/api/tenant/default-calendar", {"calendar": None})
+    assert cleared.json["default_calendar"] is None
+    assert services.ledger.store.query("SELECT COUNT(*) FROM working_days")[0][0] == 0

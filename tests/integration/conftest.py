@@ -65,6 +65,7 @@ def busy(open_with: Opener) -> World:
         "Shanghai office", "CN", "Asia/Shanghai", holidays=holiday, years=[2026]
     )
     services.calendars.create(world.root, "cn", office)
+    services.calendars.choose_default(world.root, "cn")
     root = world.root.account_id
     services.groups.create(world.root, "finance", GroupFields("财务部", [root], root, None))
     world.run_now("manual-1")

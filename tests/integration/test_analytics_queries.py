@@ -54,6 +54,7 @@ from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from cronledger.persistence.store import as_instant
 from domain.approvals import Command, approval_uuid
+from domain.calendars import CalendarFields
 from domain.directory import Principal
 from domain.permissions import ROLES
 from domain.runs import run_uuid
@@ -214,6 +215,9 @@ def build(services: Services, clock: FakeClock) -> DataSet:
     ).id
     for definition in (d1, d2):
         directory.set_published(root, definition, True, None)
+    cn = services.calendars.create(root, "cn", CalendarFields("中国大陆", None, "Asia/Shanghai"))
+    services.calendars.import_years(root, cn.id, "CN", [2026], None)
+    services.calendars.choose_default(root, "cn")
 
     def schedule(
         actor: Principal,
@@ -618,6 +622,22 @@ def deadline_met_or_missed_per_definition_per_business_week(d: DataSet) -> list[
     # met: I1 and I2, approved before their deadlines; missed: I3 and I5, expired; I7 waits;
     # I4 was withdrawn by its applicant (neither)
     return [((), [("Payments", 2026, 40, 4, 1, 1, 1, 0.5), ("Vendors", 2026, 40, 2, 1, 1, 0, 0.5)])]
+
+
+@case(26)
+def runs_per_business_day_and_why_it_was_or_was_not_worked(d: DataSet) -> list[Case]:
+    # acme's default calendar is China's 2026: 10-01 to 10-03 are National Day holidays
+    holiday = "HOLIDAY", "国庆节"
+    return [
+        (
+            (),
+            [
+                ("2026-10-01", 0, *holiday, 2),
+                ("2026-10-02", 0, *holiday, 2),
+                ("2026-10-03", 0, *holiday, 4),
+            ],
+        )
+    ]
 
 
 @case(8)

@@ -4,21 +4,18 @@ snapshots read as having none."""
 
 from __future__ import annotations
 
-import pickle
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import uuid4
 
 import pytest
 from eventsourcing.domain import Snapshot
-from eventsourcing.persistence import Mapper
 
 from domain.approvals import APPROVE, ApprovalInstance, Command, Submission
 from domain.directory import Definition, check_notices
 from domain.errors import InvalidState, ValidationFailed
 from domain.schedules import Schedule
-from tests.support import PickleTranscoder
+from tests.support import stored_at_version
 from tests.unit.helpers import POLICY, SETTINGS
 
 SUBMITTED = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
@@ -245,19 +242,6 @@ def test_the_definitions_rules(
 
 
 # -- what earlier releases stored -----------------------------------------------------------
-
-
-def stored_at_version(event: Any, version: int, *new_fields: str) -> Any:
-    """`event` as a release that wrote it at class version `version`, before `new_fields`,
-    read back today (for a snapshot: the aggregate's state and version)."""
-    mapper: Mapper[Any] = Mapper(transcoder=PickleTranscoder())
-    stored = mapper.to_stored_event(event)
-    state = pickle.loads(stored.state)
-    older = state["state"] if isinstance(event, Snapshot) else state
-    older["class_version"] = version
-    for name in new_fields:
-        del older[name]
-    return mapper.to_domain_event(replace(stored, state=pickle.dumps(state)))
 
 
 NEW_ON_INSTANCES = ("reminders", "escalation")

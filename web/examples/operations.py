@@ -399,8 +399,14 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                 "actor": "root",
                 "reason": "INC-2041: the approval backend is down",
             },
+            "default_calendar": "cn",
         },
-        "running": {"id": TENANT_ID, "name": "acme", "schedules_paused": None},
+        "running": {
+            "id": TENANT_ID,
+            "name": "acme",
+            "schedules_paused": None,
+            "default_calendar": "cn",
+        },
     },
     "Problem": PROBLEMS,
 }

@@ -68,6 +68,22 @@ class TenantOut(OutSchema):
         allow_none=True,
         metadata={"description": "null: the tick registers the tenant's cycles"},
     )
+    default_calendar = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "the key of the calendar whose working days analysts' `working_days` "
+            "table lists; null: none"
+        },
+    )
+
+
+class DefaultCalendarBody(StrictSchema):
+    calendar = fields.String(
+        required=True,
+        allow_none=True,
+        validate=validate.Length(min=1, max=64),
+        metadata={"description": "a calendar's key; null: no default calendar"},
+    )
 
 
 class AccountCreate(StrictSchema):
