@@ -762,6 +762,13 @@ def claim_to_decision_per_reviewer(d: DataSet) -> list[Case]:
     return [((), [("root", 2, 2250.0, 3300.0)])]
 
 
+@case(26)
+def time_to_claim_per_business_week(d: DataSet) -> list[Case]:
+    # all six tasks of acme were submitted in ISO week 40 of 2026; I1 claimed after 600 s,
+    # I2 after 300 s, I3, I4, I5 and I7 never
+    return [((), [(2026, 40, 6, 2, 450.0, 600.0)])]
+
+
 @case(13)
 def projection_positions(d: DataSet) -> list[Case]:
     end = d.services.ledger.recorder.max_notification_id()
