@@ -22,6 +22,7 @@ from domain.directory import Account, Definition, Tenant
 from domain.messages import N_, Message
 from domain.runs import Run
 from domain.schedules import Schedule
+from projections.business import BusinessTime
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text, json_value
 from projections.keyset import ListSpec, Order, Slice, Window, read_slice
@@ -129,6 +130,10 @@ class OperationsProjection(Projection):
     revision = 2  # 0.11.0: settings digests of schedules saved with `skip` read `skip_while_open`
     # Each summary is kept as its template and values (JSON): the console says it in its reader's
     # language, the API answers its English. Rows of the older layout are rebuilt on upgrade.
+    business: BusinessTime
+
+    def __init__(self, zone: str) -> None:
+        self.business = BusinessTime(zone)
 
     def ddl(self, sql: Sql) -> list[str]:
         ts = sql.timestamp_type
@@ -136,42 +141,43 @@ class OperationsProjection(Projection):
             "CREATE TABLE IF NOT EXISTS operations ("
             f"position BIGINT PRIMARY KEY, tenant_id TEXT NOT NULL, at {ts} NOT NULL, "
             "actor TEXT NOT NULL, kind TEXT NOT NULL, aggregate_type TEXT NOT NULL, "
-            "aggregate_id TEXT NOT NULL, schedule_id TEXT, summary_words TEXT NOT NULL)",
+            "aggregate_id TEXT NOT NULL, schedule_id TEXT, summary_words TEXT NOT NULL, "
+            f"{BusinessTime.ddl()})",
             "CREATE INDEX IF NOT EXISTS operations_by_tenant ON operations (tenant_id, position)",
             "CREATE INDEX IF NOT EXISTS operations_by_time ON operations (tenant_id, at)",
             subjects_ddl(SUBJECTS),
         ]
 
     def handlers(self) -> dict[EventClass, Handler]:
+        zone = self.business
         return {
             Account.Registered: self.account_registered,
-            Account.Renamed: _later(_renamed),
-            Account.RolesChanged: _later(_roles_changed),
-            Account.Deactivated: _later(_plain("account.deactivated")),
-            Account.Activated: _later(_plain("account.activated")),
-            Account.TokenIssued: _later(_token("issued")),
-            Account.TokenRevoked: _later(_token("revoked")),
-            Account.PasswordSet: _later(_password_set),
+            Account.Renamed: _later(_renamed, zone),
+            Account.RolesChanged: _later(_roles_changed, zone),
+            Account.Deactivated: _later(_plain("account.deactivated"), zone),
+            Account.Activated: _later(_plain("account.activated"), zone),
+            Account.TokenIssued: _later(_token("issued"), zone),
+            Account.TokenRevoked: _later(_token("revoked"), zone),
+            Account.PasswordSet: _later(_password_set, zone),
             Definition.Registered: self.definition_registered,
-            Definition.Updated: _later(_definition_updated),
-            Definition.Published: _later(_plain("definition.published")),
-            Definition.Unpublished: _later(_plain("definition.unpublished")),
+            Definition.Updated: _later(_definition_updated, zone),
+            Definition.Published: _later(_plain("definition.published"), zone),
+            Definition.Unpublished: _later(_plain("definition.unpublished"), zone),
             Schedule.Created: self.schedule_created,
             Schedule.Updated: self.schedule_updated,
             Schedule.Enabled: self.schedule_switched,
             Schedule.Disabled: self.schedule_switched,
-            Schedule.Deleted: _later(_plain("schedule.deleted")),
+            Schedule.Deleted: _later(_plain("schedule.deleted"), zone),
             Run.Registered: self.run_registered,
-            Run.Retried: _later(_plain("run.retried")),
-            Run.Cancelled: _later(_plain("run.cancelled")),
+            Run.Retried: _later(_plain("run.retried"), zone),
+            Run.Cancelled: _later(_plain("run.cancelled"), zone),
             ApprovalInstance.Submitted: self.approval_submitted,
-            ApprovalInstance.DeadlineExtended: _later(_deadline_extended),
-            Tenant.SchedulesPaused: _tenant_pause("paused"),
-            Tenant.SchedulesResumed: _tenant_pause("resumed"),
+            ApprovalInstance.DeadlineExtended: _later(_deadline_extended, zone),
+            Tenant.SchedulesPaused: _tenant_pause("paused", zone),
+            Tenant.SchedulesResumed: _tenant_pause("resumed", zone),
         }
 
-    @staticmethod
-    def account_registered(sql: Sql, event: Account.Registered, position: int) -> None:
+    def account_registered(self, sql: Sql, event: Account.Registered, position: int) -> None:
         subject = Subject(str(event.tenant_id), event.account_id, None, None, None)
         remember_subject(sql, event, subject)
         summary = Message(
@@ -179,19 +185,18 @@ class OperationsProjection(Projection):
             account=event.account_id,
             roles=_roles(sorted(set(event.roles))),
         )
-        _insert(sql, event, position, subject, Row("account.registered", summary))
+        _insert(sql, event, position, self.business, subject, Row("account.registered", summary))
 
-    @staticmethod
-    def definition_registered(sql: Sql, event: Definition.Registered, position: int) -> None:
+    def definition_registered(self, sql: Sql, event: Definition.Registered, position: int) -> None:
         subject = Subject(str(event.tenant_id), event.key, None, None, None)
         remember_subject(sql, event, subject)
         summary = Message(
             "definition {key} registered as {name!r}, unpublished", key=event.key, name=event.name
         )
-        _insert(sql, event, position, subject, Row("definition.registered", summary))
+        row = Row("definition.registered", summary)
+        _insert(sql, event, position, self.business, subject, row)
 
-    @staticmethod
-    def schedule_created(sql: Sql, event: Schedule.Created, position: int) -> None:
+    def schedule_created(self, sql: Sql, event: Schedule.Created, position: int) -> None:
         name = event.settings["name"]
         subject = Subject(
             str(event.tenant_id),
@@ -205,10 +210,9 @@ class OperationsProjection(Projection):
             summary = Message("schedule {name!r} created, enabled", name=name)
         else:
             summary = Message("schedule {name!r} created, disabled", name=name)
-        _insert(sql, event, position, subject, Row("schedule.created", summary))
+        _insert(sql, event, position, self.business, subject, Row("schedule.created", summary))
 
-    @staticmethod
-    def schedule_updated(sql: Sql, event: Schedule.Updated, position: int) -> None:
+    def schedule_updated(self, sql: Sql, event: Schedule.Updated, position: int) -> None:
         """`schedule.enabled` or `.disabled` when the switch moved, else `schedule.updated`."""
         before = subject_of(sql, event)
         if before is None:
@@ -222,11 +226,11 @@ class OperationsProjection(Projection):
             (after.name, after.enabled, digest, str(event.originator_id)),
         )
         changed = digest != before.settings_digest
-        _insert(sql, event, position, after, _schedule_change(after, before.enabled, changed))
+        row = _schedule_change(after, before.enabled, changed)
+        _insert(sql, event, position, self.business, after, row)
 
-    @staticmethod
     def schedule_switched(
-        sql: Sql, event: Schedule.Enabled | Schedule.Disabled, position: int
+        self, sql: Sql, event: Schedule.Enabled | Schedule.Disabled, position: int
     ) -> None:
         """`schedule.enabled` or `.disabled`, as the event names it."""
         before = subject_of(sql, event)
@@ -237,10 +241,10 @@ class OperationsProjection(Projection):
             "UPDATE operation_subjects SET enabled = ? WHERE id = ?",
             (after.enabled, str(event.originator_id)),
         )
-        _insert(sql, event, position, after, _schedule_change(after, before.enabled, False))
+        row = _schedule_change(after, before.enabled, False)
+        _insert(sql, event, position, self.business, after, row)
 
-    @staticmethod
-    def run_registered(sql: Sql, event: Run.Registered, position: int) -> None:
+    def run_registered(self, sql: Sql, event: Run.Registered, position: int) -> None:
         """Every run is remembered (a tick's may be retried); only a manual one is an operation."""
         schedule_name = event.frozen["schedule_name"]
         subject = Subject(str(event.tenant_id), schedule_name, str(event.schedule_id), None, None)
@@ -252,7 +256,7 @@ class OperationsProjection(Projection):
             name=schedule_name,
             at=_instant(event.planned_at),
         )
-        _insert(sql, event, position, subject, Row("run.manual", summary))
+        _insert(sql, event, position, self.business, subject, Row("run.manual", summary))
 
     @staticmethod
     def approval_submitted(sql: Sql, event: ApprovalInstance.Submitted, position: int) -> None:
@@ -270,7 +274,7 @@ PAUSES = {
 }
 
 
-def _tenant_pause(verb: str) -> Handler:
+def _tenant_pause(verb: str, zone: BusinessTime) -> Handler:
     """A tenant's event: the tenant is its own aggregate, named by its id."""
 
     def handler(
@@ -279,18 +283,19 @@ def _tenant_pause(verb: str) -> Handler:
         tenant_id = str(event.originator_id)
         summary = Message(PAUSES[verb], reason=event.reason)
         row = Row(f"tenant.schedules_{verb}", summary)
-        _insert(sql, event, position, Subject(tenant_id, "", None, None, None), row)
+        subject = Subject(tenant_id, "", None, None, None)
+        _insert(sql, event, position, zone, subject, row)
 
     return handler
 
 
-def _later(describe: Describe) -> Handler:
+def _later(describe: Describe, zone: BusinessTime) -> Handler:
     """A handler for an event that does not name its tenant: the subject remembered does."""
 
     def handler(sql: Sql, event: Stamped, position: int) -> None:
         subject = subject_of(sql, event)
         if subject is not None:
-            _insert(sql, event, position, subject, describe(subject, event))
+            _insert(sql, event, position, zone, subject, describe(subject, event))
 
     return handler
 
@@ -430,10 +435,14 @@ def subject_of(sql: Sql, event: Stamped, table: str = SUBJECTS) -> Subject | Non
     return Subject(tenant_id, name, schedule_id, None if enabled is None else bool(enabled), digest)
 
 
-def _insert(sql: Sql, event: Stamped, position: int, subject: Subject, row: Row) -> None:
+def _insert(
+    sql: Sql, event: Stamped, position: int, zone: BusinessTime, subject: Subject, row: Row
+) -> None:
+    """The operation's row, with the business time of its instant."""
     sql.write(
         "INSERT INTO operations (position, tenant_id, at, actor, kind, aggregate_type, "
-        "aggregate_id, schedule_id, summary_words) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "aggregate_id, schedule_id, summary_words, local_date, local_hour, iso_week, iso_year) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             position,
             subject.tenant_id,
@@ -444,6 +453,7 @@ def _insert(sql: Sql, event: Stamped, position: int, subject: Subject, row: Row)
             str(event.originator_id),
             subject.schedule_id,
             json_text(row.summary.as_data()),
+            *zone.of(event.at),
         ),
     )
 

@@ -14,6 +14,7 @@ from uuid import UUID
 from cronledger.persistence.store import Store, as_instant
 from domain.approvals import APPROVED, REASSIGNED, REJECTED, TERMINAL, ApprovalInstance
 from domain.reviewers import ASSIGNED, CLOSED, FIRST_TASK, HIGH, OPEN
+from projections.business import BusinessTime, BusinessValues
 from projections.engine import EventClass, Handler, Projection, Sql
 from projections.json_columns import json_text
 from projections.keyset import ListSpec, Order, Row, Slice, Window, read_slice, searched_text
@@ -63,6 +64,10 @@ class TasksProjection(Projection):
 
     name = "tasks"
     tables = ("tasks", "task_candidates")
+    business: BusinessTime
+
+    def __init__(self, zone: str) -> None:
+        self.business = BusinessTime(zone)
 
     def ddl(self, sql: Sql) -> list[str]:
         ts = sql.timestamp_type
@@ -75,7 +80,8 @@ class TasksProjection(Projection):
             f"claimed_at {ts}, candidates TEXT, decided_by TEXT, decided_at {ts}, outcome TEXT, "
             f"position BIGINT NOT NULL, submitted_at {ts} NOT NULL, first_claimed_at {ts}, "
             f"claim_seconds {sql.seconds_type}, held_seconds {sql.seconds_type}, "
-            "search_text TEXT NOT NULL)",
+            "search_text TEXT NOT NULL, "
+            f"{BusinessTime.ddl('submitted_')}, {BusinessTime.ddl('decided_')})",
             "CREATE INDEX IF NOT EXISTS tasks_by_assignee "
             "ON tasks (tenant_id, assignee_id, state, review_deadline_at)",
             "CREATE INDEX IF NOT EXISTS tasks_by_decider "
@@ -91,38 +97,56 @@ class TasksProjection(Projection):
 
     def handlers(self) -> dict[EventClass, Handler]:
         return {
-            ApprovalInstance.Submitted: _submitted,
+            ApprovalInstance.Submitted: self.submitted,
             ApprovalInstance.DeadlineExtended: _extended,
-            **dict.fromkeys(TASK_EVENTS, _worked_on),
+            **dict.fromkeys(TASK_EVENTS, self.worked_on),
             ApprovalInstance.TaskReleased: _released,
             ApprovalInstance.Escalated: _escalated,
         }
 
+    def submitted(self, sql: Sql, event: ApprovalInstance.Submitted, position: int) -> None:
+        key = task_key(str(event.originator_id), FIRST_TASK)
+        sql.write(
+            "INSERT INTO tasks (id, tenant_id, instance_id, task_id, title, definition_id, "
+            "applicant_id, review_deadline_at, priority, state, candidates, position, "
+            "submitted_at, search_text, submitted_local_date, submitted_local_hour, "
+            "submitted_iso_week, submitted_iso_year) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'normal', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                str(event.tenant_id),
+                str(event.originator_id),
+                FIRST_TASK,
+                event.title,
+                event.definition_id,
+                event.applicant_id,
+                event.review_deadline_at,
+                OPEN,
+                None if event.candidates is None else json_text(sorted(event.candidates)),
+                position,
+                event.at,
+                searched_text(event.title),
+                *self.business.values(event.at),
+            ),
+        )
+        for account_id in event.candidates or ():
+            _add_candidate(sql, key, str(event.tenant_id), account_id)
 
-def _submitted(sql: Sql, event: ApprovalInstance.Submitted, position: int) -> None:
-    key = task_key(str(event.originator_id), FIRST_TASK)
-    sql.write(
-        "INSERT INTO tasks (id, tenant_id, instance_id, task_id, title, definition_id, "
-        "applicant_id, review_deadline_at, priority, state, candidates, position, submitted_at, "
-        "search_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'normal', ?, ?, ?, ?, ?)",
-        (
-            key,
-            str(event.tenant_id),
-            str(event.originator_id),
-            FIRST_TASK,
-            event.title,
-            event.definition_id,
-            event.applicant_id,
-            event.review_deadline_at,
-            OPEN,
-            None if event.candidates is None else json_text(sorted(event.candidates)),
-            position,
-            event.at,
-            searched_text(event.title),
-        ),
-    )
-    for account_id in event.candidates or ():
-        _add_candidate(sql, key, str(event.tenant_id), account_id)
+    def worked_on(self, sql: Sql, event: ApprovalInstance.CommandHandled, position: int) -> None:
+        """A claim, unclaim or reassignment moves its task; an accepted decision closes them
+        all (as `tasks_after` does on the instance)."""
+        instance_id = str(event.originator_id)
+        if not event.accepted:
+            return
+        if event.outcome in TERMINAL:
+            _closed(sql, instance_id, event, self.business.values(event.at))
+            return
+        key = task_key(instance_id, event.payload.get("task_id") or FIRST_TASK)
+        if isinstance(event, ApprovalInstance.Unclaimed):
+            _open(sql, key)
+            return
+        assignee = event.payload["assignee_id"] if event.outcome == REASSIGNED else event.actor
+        _assigned(sql, key, assignee, event.at)
 
 
 def _add_candidate(sql: Sql, key: str, tenant_id: str, account_id: str) -> None:
@@ -140,34 +164,20 @@ def _extended(sql: Sql, event: ApprovalInstance.DeadlineExtended, position: int)
     )
 
 
-def _worked_on(sql: Sql, event: ApprovalInstance.CommandHandled, position: int) -> None:
-    """A claim, unclaim or reassignment moves its task; an accepted decision closes them all
-    (as `tasks_after` does on the instance)."""
-    instance_id = str(event.originator_id)
-    if not event.accepted:
-        return
-    if event.outcome in TERMINAL:
-        _closed(sql, instance_id, event)
-        return
-    key = task_key(instance_id, event.payload.get("task_id") or FIRST_TASK)
-    if isinstance(event, ApprovalInstance.Unclaimed):
-        _open(sql, key)
-        return
-    assignee = event.payload["assignee_id"] if event.outcome == REASSIGNED else event.actor
-    _assigned(sql, key, assignee, event.at)
-
-
-def _closed(sql: Sql, instance_id: str, event: ApprovalInstance.CommandHandled) -> None:
-    """Every task of the instance closed by its decision; `held_seconds` when its assignee
-    decided it, from when they got it."""
+def _closed(
+    sql: Sql, instance_id: str, event: ApprovalInstance.CommandHandled, decided: BusinessValues
+) -> None:
+    """Every task of the instance closed by its decision, with the decision's business time;
+    `held_seconds` when its assignee decided it, from when they got it."""
     for key, assignee, claimed_at in sql.execute(
         "SELECT id, assignee_id, claimed_at FROM tasks WHERE instance_id = ?", (instance_id,)
     ).fetchall():
         held = sql.seconds_since(claimed_at, event.at) if assignee == event.actor else None
         sql.write(
             "UPDATE tasks SET state = ?, decided_by = ?, decided_at = ?, outcome = ?, "
-            "held_seconds = ? WHERE id = ?",
-            (CLOSED, event.actor, event.at, event.outcome, held, key),
+            "held_seconds = ?, decided_local_date = ?, decided_local_hour = ?, "
+            "decided_iso_week = ?, decided_iso_year = ? WHERE id = ?",
+            (CLOSED, event.actor, event.at, event.outcome, held, *decided, key),
         )
 
 

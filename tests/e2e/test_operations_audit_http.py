@@ -212,7 +212,7 @@ def test_an_extended_deadline_is_an_operation(
 def test_the_table_is_a_rebuildable_read_model_of_the_log(
     scenario: Scenario, services: Services
 ) -> None:
-    assert replay(services.ledger, [OperationsProjection()], lambda _: None) == []
+    assert replay(services.ledger, [OperationsProjection("UTC")], lambda _: None) == []
 
 
 def test_an_edit_counts_as_enabling_when_it_moves_the_switch(

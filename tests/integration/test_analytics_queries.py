@@ -624,7 +624,7 @@ def deadline_met_or_missed_per_definition_per_business_week(d: DataSet) -> list[
     return [((), [("Payments", 2026, 40, 4, 1, 1, 1, 0.5), ("Vendors", 2026, 40, 2, 1, 1, 0, 0.5)])]
 
 
-@case(26)
+@case(27)
 def runs_per_business_day_and_why_it_was_or_was_not_worked(d: DataSet) -> list[Case]:
     # acme's default calendar is China's 2026: 10-01 to 10-03 are National Day holidays
     holiday = "HOLIDAY", "国庆节"
@@ -780,6 +780,13 @@ def time_to_claim_per_definition(d: DataSet) -> list[Case]:
 def claim_to_decision_per_reviewer(d: DataSet) -> list[Case]:
     # root held I1 1,200 s (9:10 to 9:30) and I2 3,300 s (10:05 to 11:00), then approved each
     return [((), [("root", 2, 2250.0, 3300.0)])]
+
+
+@case(26)
+def time_to_claim_per_business_week(d: DataSet) -> list[Case]:
+    # all six tasks of acme were submitted in ISO week 40 of 2026; I1 claimed after 600 s,
+    # I2 after 300 s, I3, I4, I5 and I7 never
+    return [((), [(2026, 40, 6, 2, 450.0, 600.0)])]
 
 
 @case(13)
