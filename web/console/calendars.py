@@ -67,7 +67,12 @@ PREVIEW_DEFAULTS = {"kind": "working_days", "days": "3", "cutoff": "18:00", "hou
 def index(principal: Principal) -> str:
     view = list_view(CALENDAR_LISTING, size=forms.PAGE_SIZE)
     page = services().calendars.calendars(principal.tenant_id, view.window)
-    return render_template("console/calendars/index.html", page=page, view=view.found(page))
+    return render_template(
+        "console/calendars/index.html",
+        page=page,
+        view=view.found(page),
+        default_calendar=_default_key(principal),
+    )
 
 
 @bp.get("/<calendar_id>")
@@ -216,6 +221,20 @@ def import_years(principal: Principal, calendar_id: str) -> Response | tuple[str
     return redirect(url_for(".detail", calendar_id=saved.id, month=f"{first}-01"))
 
 
+@bp.post("/<calendar_id>/default")
+@signed_in(DIRECTORY_MANAGE)
+def choose_default(principal: Principal, calendar_id: str) -> Response:
+    """Make the calendar the tenant's default (`make=1`), or the tenant's default none."""
+    calendar = _calendar(principal, calendar_id)
+    making = request.form.get("make") == "1"
+    services().calendars.choose_default(principal, calendar.key if making else None)
+    if making:
+        flash(_("%(name)s is now the tenant's default calendar.", name=calendar.name), "good")
+    else:
+        flash(_("The tenant has no default calendar now."), "good")
+    return redirect(url_for(".detail", calendar_id=calendar.id))
+
+
 def _detail_page(
     principal: Principal,
     calendar: CalendarRow,
@@ -243,11 +262,16 @@ def _detail_page(
         errors=errors,
         reason_words=REASON_WORDS,
         weekdays=WEEKDAYS,
+        is_default=_default_key(principal) == calendar.key,
     )
     return html, status
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+def _default_key(principal: Principal) -> str | None:
+    return services().pauses.tenant(principal.tenant_id).default_calendar
 
 
 def _calendar(principal: Principal, calendar_id: str) -> CalendarRow:

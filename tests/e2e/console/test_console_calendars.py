@@ -1,8 +1,8 @@
 """Working calendars in a real browser, in Chinese and English, on both stores: a calendar
 created, CN 2026 imported from the holiday libraries (named with their versions), October
 showing 10-01 as the National Day holiday and Saturday 10-10 as a make-up workday (调休上班),
-and a three-working-day deadline previewed for Wednesday 2026-09-30 19:00 +08:00: Monday
-2026-10-12 18:00, with each day it passed over and why."""
+made the tenant's default calendar, and a three-working-day deadline previewed for Wednesday
+2026-09-30 19:00 +08:00: Monday 2026-10-12 18:00, with each day it passed over and why."""
 
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ WORDS = {
         "skipped": "8 days skipped",
         "sunday": "Sun",
         "zone": "Beijing time",
+        "make_default": "Make it the tenant's default",
+        "default": "the tenant's default",
     },
     "zh": {
         "h1": "工作日历",
@@ -54,6 +56,8 @@ WORDS = {
         "skipped": "跳过 8 天",
         "sunday": "周日",
         "zone": "北京时间",
+        "make_default": "设为租户默认日历",
+        "default": "租户默认",
     },
 }
 
@@ -81,6 +85,8 @@ def test_a_cn_calendar_is_imported_and_previews_a_deadline_in_working_days(
     page.locator("#import-form").get_by_role("button", name=words["import"]).click()
     expect(page.locator(".notice.good").last).to_have_text(re.compile(words["imported"]))
     expect(page.locator("#calendar-source")).to_contain_text("chinesecalendar")
+    page.get_by_role("button", name=words["make_default"]).click()
+    expect(page.locator("#default-badge")).to_have_text(words["default"])
     page.goto(page.url.split("?")[0] + "?month=2026-10")
     national_day = page.locator("#day-2026-10-01")
     expect(national_day).to_contain_text(words["holiday"])

@@ -144,6 +144,8 @@ def test_a_reader_sees_calendars_and_is_offered_no_change(console: Console, admi
     assert "Edit the calendar" not in page
     assert 'id="import-form"' not in page
     assert "Preview a deadline" in page
+    assert 'id="default-form"' not in page
+    assert console.post(f"{path}/default", {"make": "1"}).status_code == 403
     assert console.get(f"{path}/edit").status_code == 403
     assert console.post(f"{path}/import", {"region": "CN", "years": "2026"}).status_code == 403
 
@@ -188,3 +190,26 @@ def test_a_definition_made_in_the_console_counts_its_deadline_in_working_days(
     )
     assert refused.status_code == 422
     field_error(refused.get_data(as_text=True), "deadline_rule-calendar")
+
+
+def test_a_manager_makes_a_calendar_the_tenant_s_default_and_stops_it(
+    console: Console, admin: Api
+) -> None:
+    path = created(console)
+    made = console.post(f"{path}/default", {"make": "1"}, headers=CHINESE)
+    assert made.status_code == 302
+    page = console.page(path, headers=CHINESE)
+    assert "「上海办公室」已设为租户默认日历。" in page
+    assert '<span class="state active" id="default-badge">租户默认</span>' in page
+    assert "不再作为默认" in page
+    assert admin.get("/api/tenant").json["default_calendar"] == "office"
+    listed = console.page(CALENDARS, headers=ENGLISH)
+    assert re.search(
+        r'id="calendar-office">\s*<td>.*?<span class="state active">default</span>', listed, re.S
+    )
+    stopped = console.post(f"{path}/default", {"make": "0"}, headers=ENGLISH)
+    assert stopped.status_code == 302
+    page = console.page(path, headers=ENGLISH)
+    assert "The tenant has no default calendar now." in page
+    assert 'id="default-badge"' not in page
+    assert admin.get("/api/tenant").json["default_calendar"] is None
