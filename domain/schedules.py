@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -39,6 +39,12 @@ PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
 PLACEHOLDERS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M"}
 RULES_LISTED = ", ".join(CALENDAR_RULES)
 MAX_CYCLES_BEFORE_EDIT = 500  # per transaction; the service saves a longer backlog first
+DEFAULT_GROUP = "DEFAULT"  # 任务组名, as RuoYi names a job's group when none is given
+APPROVAL_TARGET = "approval"  # a cycle launches an approval instance (the default target)
+TARGET_KINDS = (APPROVAL_TARGET,)
+DEFAULT_AUTO_PAUSE = 3  # consecutive cycles ending without a launch before the schedule pauses
+MAX_AUTO_PAUSE = 1000
+MAX_GROUP = 64
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,9 @@ class ScheduleSettings:
     preset_id: str | None = None
     calendar: str | None = None  # a calendar's key: its cycles respect its working days
     calendar_rule: str | None = None  # CALENDAR_RULES', with a calendar only
+    group: str = DEFAULT_GROUP
+    target: dict[str, Any] = field(default_factory=lambda: {"kind": APPROVAL_TARGET})
+    auto_pause_after_failures: int | None = DEFAULT_AUTO_PAUSE  # None: never
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "form_data", FormData.of(self.form_data))
@@ -78,6 +87,8 @@ def checked_settings(settings: ScheduleSettings, now: datetime) -> ScheduleSetti
             ("misfire_policy", choice_problem(settings.misfire_policy, MISFIRE_POLICIES)),
             ("overlap_policy", choice_problem(settings.overlap_policy, OVERLAP_POLICIES)),
             ("calendar_rule", calendar_rule_problem(settings.calendar, settings.calendar_rule)),
+            ("group", group_problem(settings.group)),
+            ("auto_pause_after_failures", auto_pause_problem(settings.auto_pause_after_failures)),
         )
         if message
     }
@@ -118,6 +129,20 @@ def calendar_rule_problem(calendar: str | None, rule: str | None) -> str | None:
     if rule is None:
         return Message("a schedule on a calendar needs a rule: {choices}", choices=RULES_LISTED)
     return choice_problem(rule, CALENDAR_RULES)
+
+
+def group_problem(group: str) -> str | None:
+    """A job group (任务组名) is 1-64 characters, not only spaces."""
+    if group.strip() and len(group) <= MAX_GROUP:
+        return None
+    return Message("use 1-{most} characters, not only spaces", most=MAX_GROUP)
+
+
+def auto_pause_problem(failures: int | None) -> str | None:
+    """Null (never), or how many failed cycles in a row pause the schedule."""
+    if failures is None or 1 <= failures <= MAX_AUTO_PAUSE:
+        return None
+    return Message("use 1 to {most}, or null to never pause", most=MAX_AUTO_PAUSE)
 
 
 def template_problem(template: str) -> str | None:
@@ -181,6 +206,13 @@ def render_title(template: str, name: str, planned_at: datetime, timezone: str) 
     return template
 
 
+JOB_DEFAULTS: dict[str, Any] = {
+    "group": DEFAULT_GROUP,
+    "target": {"kind": APPROVAL_TARGET},
+    "auto_pause_after_failures": DEFAULT_AUTO_PAUSE,
+}
+
+
 def saved_against_first_revision(state: dict[str, Any]) -> None:
     """Upcast from before definition revisions: every definition then counted as revision 1."""
     state["definition_revision"] = FIRST_REVISION
@@ -201,6 +233,17 @@ def overlap_renamed(state: dict[str, Any]) -> None:
 def no_calendar(state: dict[str, Any]) -> None:
     """Upcast from before schedules could name a calendar: the saved settings named none."""
     state["settings"] = {**state["settings"], "calendar": None, "calendar_rule": None}
+
+
+def ungrouped(state: dict[str, Any]) -> None:
+    """Upcast from before job groups, targets and auto-pause: the saved settings were in the
+    default group, launched approvals, and pause after the default number of failures."""
+    state["settings"] = {**state["settings"], **JOB_DEFAULTS}
+
+
+def snapshot_ungrouped(state: dict[str, Any]) -> None:
+    """`ungrouped` for a snapshot, whose settings are decoded already."""
+    state["settings"] = replace(state["settings"], **JOB_DEFAULTS)
 
 
 def snapshot_no_calendar(state: dict[str, Any]) -> None:
@@ -236,21 +279,25 @@ class Schedule(Aggregate):
     Version 2 records the definition's published revision it was saved against
     (`definition_revision`): its runs launch that revision until the schedule is saved again.
     Version 3 names the overlap policy `skip` `skip_while_open`. Version 4's settings may name
-    a calendar and its rule (`calendar`, `calendar_rule`; None before).
+    a calendar and its rule (`calendar`, `calendar_rule`; None before). Version 5's settings
+    have `group`, `target` and `auto_pause_after_failures` (`DEFAULT`, an approval and 3
+    before).
     """
 
-    class_version = 4
+    class_version = 5
 
     upcast_v1_v2 = staticmethod(saved_against_first_revision)
     upcast_v2_v3 = staticmethod(snapshot_overlap_renamed)
     upcast_v3_v4 = staticmethod(snapshot_no_calendar)
+    upcast_v4_v5 = staticmethod(snapshot_ungrouped)
 
     class Created(Aggregate.Created):
         """Version 2 added `definition_revision` (1 before); version 3 names the overlap
         policy `skip` `skip_while_open`; version 4's settings have `calendar` and
-        `calendar_rule` (None before)."""
+        `calendar_rule` (None before); version 5's `group`, `target` and
+        `auto_pause_after_failures` (`DEFAULT`, an approval and 3 before)."""
 
-        class_version = 4
+        class_version = 5
         tenant_id: UUID
         settings: dict[str, Any]
         enabled: bool
@@ -262,6 +309,7 @@ class Schedule(Aggregate):
         upcast_v1_v2 = staticmethod(saved_against_first_revision)
         upcast_v2_v3 = staticmethod(overlap_renamed)
         upcast_v3_v4 = staticmethod(no_calendar)
+        upcast_v4_v5 = staticmethod(ungrouped)
 
     @event(Created)
     def __init__(
@@ -497,10 +545,11 @@ class Schedule(Aggregate):
         """Version 2 added `definition_revision` (1 before); version 3 `changes`, each field
         the save changed as `{"field", "old", "new"}` (None before: the timeline derives them);
         version 4 names the overlap policy `skip` `skip_while_open`, in both; version 5's
-        settings have `calendar` and `calendar_rule` (None before).
+        settings have `calendar` and `calendar_rule` (None before); version 6's `group`, `target`
+        and `auto_pause_after_failures` (`DEFAULT`, an approval and 3 before).
         """
 
-        class_version = 5
+        class_version = 6
         settings: dict[str, Any]
         enabled: bool
         next_fire_at: datetime | None
@@ -513,6 +562,7 @@ class Schedule(Aggregate):
         upcast_v2_v3 = staticmethod(changes_not_recorded)
         upcast_v3_v4 = staticmethod(overlap_renamed)
         upcast_v4_v5 = staticmethod(no_calendar)
+        upcast_v5_v6 = staticmethod(ungrouped)
 
     @event(Updated)
     def _updated(

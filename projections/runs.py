@@ -622,6 +622,7 @@ class RunFilter:
     trigger: str | None = None
     planned_from: datetime | None = None
     planned_to: datetime | None = None
+    group: str | None = None  # its schedule's job group, as the schedule is now
 
     def where(self, tenant_id: UUID) -> tuple[str, list[Any]]:
         """The SQL condition (fixed text, values as parameters) and its parameters.
@@ -639,6 +640,11 @@ class RunFilter:
             ("trigger = ?", self.trigger),
             ("planned_at >= ?", self.planned_from),
             ("planned_at < ?", self.planned_to),
+            (
+                "schedule_id IN (SELECT s.id FROM schedules s "
+                "WHERE s.tenant_id = runs.tenant_id AND s.job_group = ?)",
+                self.group,
+            ),
         ):
             if value is not None:
                 conditions.append(condition)

@@ -60,7 +60,9 @@ class SchedulesProjection(Projection):
             f"created_at {ts} NOT NULL, updated_at {ts} NOT NULL, updated_by TEXT NOT NULL, "
             f"deleted_at {ts}, last_run_id TEXT, last_run_planned_at {ts}, last_run_status TEXT, "
             "version INTEGER NOT NULL, log_version INTEGER NOT NULL, settings TEXT NOT NULL, "
-            "definition_revision INTEGER NOT NULL, search_text TEXT NOT NULL)",
+            "definition_revision INTEGER NOT NULL, search_text TEXT NOT NULL, "
+            "job_group TEXT NOT NULL, target_kind TEXT NOT NULL, "
+            "auto_pause_after_failures INTEGER)",
             "CREATE INDEX IF NOT EXISTS schedules_by_tenant "
             "ON schedules (tenant_id, created_at, id)",
             "CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_fire_at)",
@@ -68,6 +70,8 @@ class SchedulesProjection(Projection):
             "CREATE INDEX IF NOT EXISTS schedules_by_overlap_policy "
             "ON schedules (tenant_id, overlap_policy, created_at, id)",
             "CREATE INDEX IF NOT EXISTS schedules_by_name ON schedules (tenant_id, name, id)",
+            "CREATE INDEX IF NOT EXISTS schedules_by_group "
+            "ON schedules (tenant_id, job_group, created_at, id)",
         ]
 
     search_columns = (("schedules", "search_text"),)
@@ -97,10 +101,11 @@ class SchedulesProjection(Projection):
     def created(sql: Sql, event: Schedule.Created, position: int) -> None:
         sql.write(
             "INSERT INTO schedules (id, tenant_id, name, definition_id, initiator_id, "
-            "trigger_kind, trigger, timezone, misfire_policy, overlap_policy, enabled, "
-            "next_fire_at, created_at, updated_at, updated_by, version, log_version, settings, "
-            "definition_revision, search_text) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
+            "trigger_kind, trigger, timezone, misfire_policy, overlap_policy, job_group, "
+            "target_kind, auto_pause_after_failures, enabled, next_fire_at, created_at, "
+            "updated_at, updated_by, version, log_version, settings, definition_revision, "
+            "search_text) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -122,7 +127,8 @@ class SchedulesProjection(Projection):
         sql.write(
             "UPDATE schedules SET name = ?, definition_id = ?, initiator_id = ?, "
             "trigger_kind = ?, trigger = ?, timezone = ?, misfire_policy = ?, "
-            "overlap_policy = ?, enabled = ?, next_fire_at = ?, updated_at = ?, updated_by = ?, "
+            "overlap_policy = ?, job_group = ?, target_kind = ?, auto_pause_after_failures = ?, "
+            "enabled = ?, next_fire_at = ?, updated_at = ?, updated_by = ?, "
             "version = version + 1, log_version = ?, settings = ?, definition_revision = ?, "
             "search_text = ? WHERE id = ?",
             (
@@ -223,6 +229,9 @@ def _settings(settings: dict[str, Any]) -> tuple[Any, ...]:
         settings["timezone"],
         settings["misfire_policy"],
         settings["overlap_policy"],
+        settings["group"],
+        settings["target"]["kind"],
+        settings["auto_pause_after_failures"],
     )
 
 
@@ -290,6 +299,7 @@ class ScheduleFilter:
     definition_id: str | None = None
     initiator_id: str | None = None
     overlap_policy: str | None = None
+    job_group: str | None = None  # the API's `group`
 
     def where(self, tenant_id: UUID) -> tuple[str, list[Any]]:
         """The SQL condition on the tenant's undeleted schedules, and its parameters."""
@@ -409,6 +419,18 @@ class ScheduleRow(NamedTuple):
     @property
     def calendar_rule(self) -> str | None:
         return self.settings.calendar_rule
+
+    @property
+    def group(self) -> str:
+        return self.settings.group
+
+    @property
+    def target(self) -> dict[str, Any]:
+        return self.settings.target
+
+    @property
+    def auto_pause_after_failures(self) -> int | None:
+        return self.settings.auto_pause_after_failures
 
     @property
     def next_fire_at_local(self) -> datetime | None:

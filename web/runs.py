@@ -86,6 +86,7 @@ def list_run_log(principal: Principal, query: dict[str, Any]) -> Answered:
         trigger=query["trigger"],
         planned_from=query["planned_from"],
         planned_to=query["planned_to"],
+        group=query["group"],
     )
     page = services().runs.list_page(principal.tenant_id, run_filter, window(query, RUN_LISTING))
     return listed(page, RUN_ORDER, RunOut)

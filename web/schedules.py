@@ -27,7 +27,7 @@ from web.paging import listed, window
 from web.schemas.audit import TimelineOut
 from web.schemas.base import ReasonBody, VersionQuery, VersionReasonBody, defaults_of, page_of
 from web.schemas.schedules import (
-    CALENDAR_FIELDS,
+    LATER_FIELDS,
     OverlapMoveIn,
     OverlapMovesOut,
     PreviewIn,
@@ -102,6 +102,7 @@ def list_schedules(principal: Principal, query: dict[str, Any]) -> Answered:
         query["definition_id"],
         query["initiator_id"],
         query["overlap_policy"],
+        query["group"],
     )
     page = services().schedules.list_page(
         principal.tenant_id, wanted, window(query, SCHEDULE_LISTING)
@@ -180,12 +181,13 @@ def update_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]
 
 
 def _replace(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleAnswer:
-    """The fields given; the calendar and its rule, left out of a PUT (an older client's), as
-    they are (the version checked with the write makes sure they are what was read)."""
+    """The fields given; those added after the PUT was published, left out of a PUT (an
+    older client's), as they are (the version checked with the write makes sure they are what
+    was read)."""
     schedules = services().schedules
-    if not set(CALENDAR_FIELDS) <= body.keys():
+    if not set(LATER_FIELDS) <= body.keys():
         current = _schedule(principal, schedule_id)
-        body = {**{field: getattr(current, field) for field in CALENDAR_FIELDS}, **body}
+        body = {**{field: getattr(current, field) for field in LATER_FIELDS}, **body}
     return schedules.update(
         principal, schedule_id, schedules.settings_from(body), body["enabled"], body["version"]
     )

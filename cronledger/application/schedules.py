@@ -28,6 +28,9 @@ from domain.messages import Message
 from domain.overlap import DEFAULT_OVERLAP_POLICY, OVERLAP_POLICIES
 from domain.policy import RunPolicy
 from domain.schedules import (
+    APPROVAL_TARGET,
+    DEFAULT_AUTO_PAUSE,
+    DEFAULT_GROUP,
     MAX_CYCLES_BEFORE_EDIT,
     Schedule,
     ScheduleSettings,
@@ -203,6 +206,9 @@ class Schedules:
             preset_id=fields.get("preset_id"),
             calendar=fields.get("calendar"),
             calendar_rule=fields.get("calendar_rule"),
+            group=fields.get("group", DEFAULT_GROUP),
+            target=dict(fields.get("target") or {"kind": APPROVAL_TARGET}),
+            auto_pause_after_failures=fields.get("auto_pause_after_failures", DEFAULT_AUTO_PAUSE),
         )
 
     def create(

@@ -390,6 +390,10 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "incident": {"reason": "INC-2041: the approval backend is down"},
         "resolved": {"reason": "INC-2041 resolved"},
     },
+    "DefaultCalendarBody": {
+        "chosen": {"calendar": "cn"},
+        "none": {"calendar": None},
+    },
     "TenantOut": {
         "paused": {
             "id": TENANT_ID,

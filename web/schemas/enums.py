@@ -43,7 +43,7 @@ from domain.runs import (
     SKIP_MISSED,
     SKIP_OVERLAP,
 )
-from domain.schedules import MISFIRE_POLICIES
+from domain.schedules import MISFIRE_POLICIES, TARGET_KINDS
 from projections.operations import APPROVAL, DEFINITION, KINDS, RUN, SCHEDULE, TENANT
 from projections.tasks import SCOPES
 from web.schemas.base import Choices
@@ -134,6 +134,12 @@ CALENDAR_RULE = Choices(
     "what a schedule's calendar does to a cycle on a day it does not work: skip it "
     "(`working_days_only`) or launch it at the same local time on the next working day "
     "(`next_working_day`); it never adds a fire (docs/calendars.md#schedules-on-a-calendar)",
+)
+
+TARGET_KIND = Choices(
+    "TargetKind",
+    TARGET_KINDS,
+    "what a schedule's cycle does: launch an approval instance (`approval`, the default)",
 )
 
 OVERLAP_POLICY = Choices(

@@ -11,7 +11,9 @@ from marshmallow import (
 )
 
 from domain.messages import Message
+from domain.schedules import MAX_GROUP
 from projections.runs import RUN_LISTING
+from web.schemas import validate
 from web.schemas.base import (
     Choice,
     KeyedBody,
@@ -56,6 +58,11 @@ class RunLogQuery(RunListQuery):
     trigger = Choice(RUN_TRIGGER, load_default=None, metadata={"description": "what started it"})
     planned_from = UtcDateTime(load_default=None, metadata={"description": "inclusive"})
     planned_to = UtcDateTime(load_default=None, metadata={"description": "exclusive"})
+    group = fields.String(
+        validate=validate.Length(1, MAX_GROUP),
+        load_default=None,
+        metadata={"description": "its schedule's job group (任务组名), as the schedule is now"},
+    )
 
     @validates_schema
     def _check_window(self, data: dict[str, Any], **kwargs: Any) -> None:

@@ -11,6 +11,13 @@ from marshmallow import (
 )
 
 from domain.overlap import DEFAULT_OVERLAP_POLICY, policy_named
+from domain.schedules import (
+    APPROVAL_TARGET,
+    DEFAULT_AUTO_PAUSE,
+    DEFAULT_GROUP,
+    MAX_AUTO_PAUSE,
+    MAX_GROUP,
+)
 from projections.schedules import SCHEDULE_LISTING
 from web.schemas import validate
 from web.schemas.base import (
@@ -46,6 +53,7 @@ from web.schemas.enums import (
     OVERLAP_POLICY_IN,
     RUN_STATUS,
     SKIP_REASON_CODE,
+    TARGET_KIND,
 )
 
 MAX_PREVIEW = 50  # fire times in one preview
@@ -62,6 +70,19 @@ class OverlapPolicyIn(Choice):
 
 
 MAX_MOVED = 200  # schedules one bulk move of overlap policies takes
+
+
+def group_field(**kwargs: Any) -> fields.String:
+    """A job group (任务组名): 1-64 characters."""
+    return fields.String(
+        validate=validate.Length(1, MAX_GROUP),
+        metadata={"description": "its job group (任务组名), 1-64 characters; default `DEFAULT`"},
+        **kwargs,
+    )
+
+
+class TargetIn(StrictSchema):
+    kind = Choice(TARGET_KIND, required=True)
 
 
 class ScheduleFieldsIn(StrictSchema):
@@ -101,6 +122,22 @@ class ScheduleFieldsIn(StrictSchema):
         },
     )
     calendar_rule = Choice(CALENDAR_RULE, allow_none=True, load_default=None)
+    group = group_field(load_default=DEFAULT_GROUP)
+    target = fields.Nested(
+        TargetIn,
+        load_default=lambda: {"kind": APPROVAL_TARGET},
+        metadata={"description": "what a cycle does: launch an approval instance (the default)"},
+    )
+    auto_pause_after_failures = strict_int(
+        1,
+        MAX_AUTO_PAUSE,
+        allow_none=True,
+        load_default=DEFAULT_AUTO_PAUSE,
+        metadata={
+            "description": "after this many cycles in a row end without launching, the schedule "
+            "is disabled by the system (`Schedule.AutoPaused`); null: never"
+        },
+    )
 
 
 class ScheduleFromPresetIn(StrictSchema):
@@ -110,8 +147,9 @@ class ScheduleFromPresetIn(StrictSchema):
     name = name_field(load_default=None)
 
 
-CALENDAR_FIELDS = ("calendar", "calendar_rule")  # added after the PUT was published
-ScheduleUpdate = replacing(ScheduleFieldsIn, "ScheduleUpdate", CALENDAR_FIELDS)
+# Added after the PUT was published: a PUT leaving them out keeps them as they are.
+LATER_FIELDS = ("calendar", "calendar_rule", "group", "target", "auto_pause_after_failures")
+ScheduleUpdate = replacing(ScheduleFieldsIn, "ScheduleUpdate", LATER_FIELDS)
 
 SchedulePatch = merge_patch_of(ScheduleUpdate, "SchedulePatch")
 
@@ -260,6 +298,10 @@ class NextFireOut(OutSchema):
     local = LocalDateTime(metadata={"description": "in the schedule's time zone"})
 
 
+class TargetOut(OutSchema):
+    kind = Choice(TARGET_KIND)
+
+
 class ScheduleOut(OutSchema):
     id = server_uuid()
     name = fields.String()
@@ -275,6 +317,12 @@ class ScheduleOut(OutSchema):
     preset_id = fields.String(allow_none=True)
     calendar = fields.String(allow_none=True, metadata={"description": "a calendar's key"})
     calendar_rule = Choice(CALENDAR_RULE, allow_none=True)
+    group = fields.String(metadata={"description": "its job group (任务组名)"})
+    target = fields.Nested(TargetOut)
+    auto_pause_after_failures = fields.Integer(
+        allow_none=True,
+        metadata={"description": "failed cycles in a row that pause it; null: never"},
+    )
     version = fields.Integer()
     created_at = UtcDateTime()
     updated_at = UtcDateTime()
@@ -362,3 +410,4 @@ class ScheduleListQuery(PageQuery):
         load_default=None,
         metadata={"description": "schedules on this overlap policy (`skip`: `skip_while_open`)"},
     )
+    group = group_field(load_default=None)
