@@ -32,7 +32,8 @@ def test_a_schedule_s_group_files_it_and_its_runs(
     Ticker.of(services).scan()
     services.projector.catch_up()
     runs = admin.get(RUNS, query_string={"group": "财务"}).json["items"]
-    assert runs and {run["schedule_id"] for run in runs} == {finance.json["id"]}
+    assert runs
+    assert {run["schedule_id"] for run in runs} == {finance.json["id"]}
     assert admin.get(RUNS, query_string={"group": "nobody"}).json["items"] == []
 
     # an older client's PUT, which knows nothing of groups, keeps the group
