@@ -79,7 +79,7 @@ from web.schemas.base import VersionReasonBody
 from web.schemas.runs import RunLogQuery
 
 bp = Blueprint("runs", __name__, url_prefix="/runs")
-FILTERS = ("schedule_id", "status", "trigger", "planned_from", "planned_to")
+FILTERS = ("schedule_id", "status", "trigger", "planned_from", "planned_to", "group")
 LOCAL_TIMES = ("planned_from", "planned_to")  # typed in the viewer's zone
 LIST_ARGS = ("q", "sort", "page", "page_size")  # a bulk form's answer keeps them
 
@@ -388,6 +388,7 @@ def _listing(
         trigger=query["trigger"],
         planned_from=query["planned_from"],
         planned_to=query["planned_to"],
+        group=query.get("group"),
     )
     try:
         page = services().runs.list_page(

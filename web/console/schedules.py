@@ -53,7 +53,7 @@ from domain.permissions import (
     SCHEDULE_EDIT,
     SCHEDULE_LIST,
 )
-from domain.schedules import MISFIRE_POLICIES, untemplated
+from domain.schedules import DEFAULT_AUTO_PAUSE, DEFAULT_GROUP, MISFIRE_POLICIES, untemplated
 from domain.triggers import TriggerError, load_zone
 from projections.directory import DefinitionRow
 from projections.keyset import Window
@@ -84,10 +84,11 @@ from web.schemas.schedules import (
 
 bp = Blueprint("schedules", __name__, url_prefix="/schedules")
 
-FILTERS = ("name", "enabled", "definition_id", "initiator_id", "overlap_policy")
+FILTERS = ("name", "enabled", "definition_id", "initiator_id", "overlap_policy", "group")
 TRIGGER_INPUTS = ("kind", "expression", "weekdays", "windows", "interval_minutes")
 FORM_INPUTS = (
     "name",
+    "group",
     "definition_id",
     *TRIGGER_INPUTS,
     "timezone",
@@ -98,11 +99,15 @@ FORM_INPUTS = (
     "overlap_policy",
     "calendar",
     "calendar_rule",
+    "auto_pause_after_failures",
     "enabled",
     "preview_after",
 )
 TEXT_INPUTS = tuple(name for name in FORM_INPUTS if name not in ("weekdays", "enabled"))
 PRESET_INPUTS = ("name", "initiator_id")
+# Added after the form was first published: a post without them (a page opened before) keeps
+# their defaults rather than clearing them.
+LATER_INPUTS = ("group", "auto_pause_after_failures")
 Errors = dict[str, list[str]]
 Shown = str | tuple[str, int]
 
@@ -116,6 +121,7 @@ class ScheduleForm:
     """The create and edit form's fields, as the user typed them."""
 
     name: str = ""
+    group: str = DEFAULT_GROUP
     definition_id: str = ""
     kind: str = "cron"
     expression: str = "0 9 * * *"
@@ -130,6 +136,7 @@ class ScheduleForm:
     overlap_policy: str = DEFAULT_OVERLAP_POLICY
     calendar: str = ""
     calendar_rule: str = WORKING_DAYS_ONLY
+    auto_pause_after_failures: str = str(DEFAULT_AUTO_PAUSE)  # empty: never
     enabled: bool = False
     preview_after: str = ""
 
@@ -137,7 +144,13 @@ class ScheduleForm:
     def posted(cls) -> ScheduleForm:
         typed = request.form
         text: dict[str, Any] = {name: typed.get(name, "").strip() for name in TEXT_INPUTS}
-        return cls(**text, weekdays=typed.getlist("weekdays"), enabled="enabled" in typed)
+        kept = {name: typed[name].strip() for name in LATER_INPUTS if name in typed}
+        defaults = {name: getattr(cls, name) for name in LATER_INPUTS}
+        return cls(
+            **{**text, **defaults, **kept},
+            weekdays=typed.getlist("weekdays"),
+            enabled="enabled" in typed,
+        )
 
     @classmethod
     def of(cls, row: ScheduleRow) -> ScheduleForm:
@@ -145,6 +158,7 @@ class ScheduleForm:
         trigger = row.trigger
         form = cls(
             name=row.name,
+            group=row.group,
             definition_id=row.definition_id,
             kind=trigger["kind"],
             timezone=row.timezone,
@@ -155,6 +169,7 @@ class ScheduleForm:
             overlap_policy=row.overlap_policy,
             calendar=row.calendar or "",
             calendar_rule=row.calendar_rule or WORKING_DAYS_ONLY,
+            auto_pause_after_failures=_count_text(row.auto_pause_after_failures),
             enabled=row.enabled,
         )
         if trigger["kind"] == "cron":
@@ -163,6 +178,15 @@ class ScheduleForm:
         weekdays = [str(day) for day in trigger["weekdays"]]
         interval = str(trigger["interval_minutes"])
         return replace(form, weekdays=weekdays, windows=windows, interval_minutes=interval)
+
+
+def _count_text(count: int | None) -> str:
+    return "" if count is None else str(count)
+
+
+def _count_of(text: str) -> int | str | None:
+    """A typed count: empty is none; what is not a whole number goes to the schema as it is."""
+    return None if not text else int(text) if text.isdigit() else text
 
 
 def _json(value: Mapping[str, Any]) -> str:
@@ -232,6 +256,8 @@ def body_of(form: ScheduleForm) -> dict[str, Any]:
         "misfire_policy": form.misfire_policy,
         "overlap_policy": form.overlap_policy,
         **calendar_of(form),
+        "group": form.group,
+        "auto_pause_after_failures": _count_of(form.auto_pause_after_failures),
     }
     loaded = _loaded(ScheduleFieldsIn(), body, errors)
     if errors:
@@ -456,6 +482,9 @@ def label_of(name: str) -> str:
         "overlap_policy": _("Overlapping runs"),
         "calendar": _("Working calendar"),
         "calendar_rule": _("On a day off"),
+        "group": _("Job group"),
+        "auto_pause_after_failures": _("Pause after failed cycles in a row"),
+        "target": _("Target"),
         "enabled": _("Enabled"),
         "preview_after": _("Preview from"),
         "version": _("Version"),
