@@ -89,9 +89,9 @@ class SchedulesProjection(Projection):
                 Schedule.Enabled: self.switched,
                 Schedule.Disabled: self.switched,
                 Schedule.PlanAdvanced: self.advanced,
-                Schedule.RunRequested: self.run_requested,
-                Schedule.CycleFailed: self.run_requested,
-                Schedule.FailuresCleared: self.run_requested,
+                Schedule.RunRequested: self.log_moved,
+                Schedule.CycleFailed: self.log_moved,
+                Schedule.FailuresCleared: self.log_moved,
                 Schedule.AutoPaused: self.auto_paused,
                 Schedule.Deleted: self.deleted,
             },
@@ -188,7 +188,7 @@ class SchedulesProjection(Projection):
         )
 
     @staticmethod
-    def run_requested(
+    def log_moved(
         sql: Sql,
         event: Schedule.RunRequested | Schedule.CycleFailed | Schedule.FailuresCleared,
         position: int,
