@@ -13,7 +13,7 @@ from eventsourcing.domain import Aggregate, event
 from domain.calendar_cycles import CALENDAR_RULES, CycleCalendar
 from domain.directory import FIRST_REVISION
 from domain.errors import InvalidState, ValidationFailed
-from domain.messages import Message
+from domain.messages import N_, Message
 from domain.overlap import (
     DEFAULT_OVERLAP_POLICY,
     OVERLAP_POLICIES,
@@ -45,6 +45,9 @@ TARGET_KINDS = (APPROVAL_TARGET,)
 DEFAULT_AUTO_PAUSE = 3  # consecutive cycles ending without a launch before the schedule pauses
 MAX_AUTO_PAUSE = 1000
 MAX_GROUP = 64
+WORKER_ACTOR = "system:worker"  # who counts a schedule's failed cycles, and pauses it
+AUTO_PAUSED = "AUTO_PAUSED"  # the code of an auto-pause's reason
+AUTO_PAUSE_WORDS = N_("{count} cycle(s) in a row ended without launching: {runs}")
 
 
 @dataclass(frozen=True)
@@ -246,6 +249,12 @@ def snapshot_ungrouped(state: dict[str, Any]) -> None:
     state["settings"] = replace(state["settings"], **JOB_DEFAULTS)
 
 
+def no_failed_cycles(state: dict[str, Any]) -> None:
+    """Upcast from before auto-pause: no failed cycle counted, never paused by the service."""
+    state["failed_cycles"] = []
+    state["auto_paused"] = None
+
+
 def snapshot_no_calendar(state: dict[str, Any]) -> None:
     """`no_calendar` for a snapshot, whose settings are decoded already."""
     state["settings"] = replace(state["settings"], calendar=None, calendar_rule=None)
@@ -262,6 +271,17 @@ def saved_state(
 ) -> dict[str, Any]:
     """What a save sets, flat: the settings, the switch and the definition's revision."""
     return {**settings, "enabled": enabled, "definition_revision": definition_revision}
+
+
+def runs_listed(runs: list[dict[str, str]]) -> str:
+    """Failed cycles as a reason names them: each run's id and its error code."""
+    return ", ".join(f"{run['run_id']} ({run['error_code']})" for run in runs)
+
+
+def auto_pause_reason(runs: list[dict[str, str]]) -> tuple[str, dict[str, Any]]:
+    """An auto-pause's reason, in English (as events keep it), and the values of its words."""
+    params = {"count": len(runs), "runs": runs_listed(runs)}
+    return str(Message(AUTO_PAUSE_WORDS, **params)), params
 
 
 def changes_between(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
@@ -281,15 +301,18 @@ class Schedule(Aggregate):
     Version 3 names the overlap policy `skip` `skip_while_open`. Version 4's settings may name
     a calendar and its rule (`calendar`, `calendar_rule`; None before). Version 5's settings
     have `group`, `target` and `auto_pause_after_failures` (`DEFAULT`, an approval and 3
-    before).
+    before). Version 6 keeps the cycles that ended without launching since the last launch
+    (`failed_cycles`, each `{"run_id", "error_code"}`) and the service's pause they caused
+    (`auto_paused`: `{"at", "reason", "runs"}`, None while not paused so); none before.
     """
 
-    class_version = 5
+    class_version = 6
 
     upcast_v1_v2 = staticmethod(saved_against_first_revision)
     upcast_v2_v3 = staticmethod(snapshot_overlap_renamed)
     upcast_v3_v4 = staticmethod(snapshot_no_calendar)
     upcast_v4_v5 = staticmethod(snapshot_ungrouped)
+    upcast_v5_v6 = staticmethod(no_failed_cycles)
 
     class Created(Aggregate.Created):
         """Version 2 added `definition_revision` (1 before); version 3 names the overlap
@@ -332,6 +355,8 @@ class Schedule(Aggregate):
         self.updated_at = at
         self.updated_by = actor
         self.deleted = False
+        self.failed_cycles: list[dict[str, str]] = []
+        self.auto_paused: dict[str, Any] | None = None
 
     @classmethod
     def create(
@@ -416,6 +441,34 @@ class Schedule(Aggregate):
         runs = self.register_due(at, MAX_CYCLES_BEFORE_EDIT, policy, calendar=calendar)
         self._disabled(at=at, actor=actor, reason=reason)
         return runs
+
+    def cycle_failed(self, run_id: str, error_code: str, at: datetime) -> None:
+        """A cycle ended without launching (dead-lettered, or failed for good): counted while
+        the schedule is enabled and pauses (a cycle once, however often it is retried); the
+        count reaching `auto_pause_after_failures` disables it (`AutoPaused`), once."""
+        threshold = self.settings.auto_pause_after_failures
+        if self.deleted or not self.enabled or threshold is None:
+            return
+        if any(failed["run_id"] == run_id for failed in self.failed_cycles):
+            return
+        self._cycle_failed(run_id=run_id, error_code=error_code, at=at, actor=WORKER_ACTOR)
+        if len(self.failed_cycles) >= threshold:
+            runs = list(self.failed_cycles)
+            reason, params = auto_pause_reason(runs)
+            self._auto_paused(
+                runs=runs,
+                reason=reason,
+                reason_code=AUTO_PAUSED,
+                reason_params=params,
+                at=at,
+                actor=WORKER_ACTOR,
+            )
+
+    def cycle_launched(self, run_id: str, at: datetime) -> None:
+        """A cycle launched its instance: the count of failed cycles starts again (recorded
+        only when there is one to clear)."""
+        if self.failed_cycles and not self.deleted:
+            self._failures_cleared(run_id=run_id, at=at, actor=WORKER_ACTOR)
 
     def replans(self, settings: ScheduleSettings, enabled: bool, at: datetime) -> bool:
         """Whether this edit would move the plan."""
@@ -576,6 +629,8 @@ class Schedule(Aggregate):
         actor: str,
     ) -> None:
         self.settings = ScheduleSettings(**settings)
+        if enabled and not self.enabled:
+            self._switched_on()
         self.enabled = enabled
         self.next_fire_at = next_fire_at
         self.definition_revision = definition_revision
@@ -593,6 +648,7 @@ class Schedule(Aggregate):
     ) -> None:
         self.enabled = True
         self.next_fire_at = next_fire_at
+        self._switched_on()
         self._saved(at, actor)
 
     class Disabled(Aggregate.Event):
@@ -605,6 +661,64 @@ class Schedule(Aggregate):
         self.enabled = False
         self.next_fire_at = None
         self._saved(at, actor)
+
+    class CycleFailed(Aggregate.Event):
+        """A cycle of the schedule ended without launching: its run and the error code."""
+
+        run_id: str
+        error_code: str
+        at: datetime
+        actor: str
+
+    @event(CycleFailed)
+    def _cycle_failed(self, run_id: str, error_code: str, at: datetime, actor: str) -> None:
+        self.failed_cycles = [*self.failed_cycles, {"run_id": run_id, "error_code": error_code}]
+
+    class FailuresCleared(Aggregate.Event):
+        """A cycle launched (`run_id`) after failed ones: their count starts again."""
+
+        run_id: str
+        at: datetime
+        actor: str
+
+    @event(FailuresCleared)
+    def _failures_cleared(self, run_id: str, at: datetime, actor: str) -> None:
+        self.failed_cycles = []
+
+    class AutoPaused(Aggregate.Event):
+        """The service disabled the schedule: `runs` (each `{"run_id", "error_code"}`, oldest
+        first) ended without launching, in a row; `reason` says so in English, from its code
+        and `reason_params` (`count`, `runs`)."""
+
+        runs: list[dict[str, str]]
+        reason: str
+        reason_code: str
+        reason_params: dict[str, Any]
+        at: datetime
+        actor: str
+
+    @event(AutoPaused)
+    def _auto_paused(
+        self,
+        runs: list[dict[str, str]],
+        reason: str,
+        reason_code: str,
+        reason_params: dict[str, Any],
+        at: datetime,
+        actor: str,
+    ) -> None:
+        """Disabled as `Disabled` does, but the account that last saved it stays its saver (it
+        vouches for the launches of its runs); the count starts again."""
+        self.enabled = False
+        self.next_fire_at = None
+        self.failed_cycles = []
+        self.auto_paused = {"at": at, "reason": reason, "runs": runs}
+        self.revision += 1
+
+    def _switched_on(self) -> None:
+        """Enabled again: a pause by the service is over, and failed cycles count afresh."""
+        self.failed_cycles = []
+        self.auto_paused = None
 
     def _saved(self, at: datetime, actor: str) -> None:
         self.revision += 1

@@ -24,6 +24,7 @@ from domain.messages import Message
 RUN_DEAD_LETTERED = "run.dead_lettered"
 RUN_FAILED = "run.failed"
 RUN_SKIPPED = "run.skipped"
+SCHEDULE_AUTO_PAUSED = "schedule.auto_paused"
 APPROVAL_SUBMITTED = "approval.submitted"
 APPROVAL_DECIDED = "approval.decided"
 APPROVAL_EXPIRED = "approval.expired"
@@ -41,6 +42,7 @@ EVENT_TYPES = (
     RUN_DEAD_LETTERED,
     RUN_FAILED,
     RUN_SKIPPED,
+    SCHEDULE_AUTO_PAUSED,
     APPROVAL_SUBMITTED,
     APPROVAL_DECIDED,
     APPROVAL_EXPIRED,

@@ -21,7 +21,7 @@ from domain.approvals import ApprovalInstance
 from domain.directory import Account, Definition, Tenant
 from domain.messages import N_, Message
 from domain.runs import Run
-from domain.schedules import Schedule
+from domain.schedules import Schedule, runs_listed
 from projections.business import BusinessTime
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text, json_value
@@ -50,6 +50,7 @@ KINDS = (
     "schedule.updated",
     "schedule.enabled",
     "schedule.disabled",
+    "schedule.auto_paused",
     "schedule.deleted",
     "run.manual",
     "run.retried",
@@ -123,7 +124,8 @@ class OperationFilter:
 
 
 class OperationsProjection(Projection):
-    """The operations audit: configuration changes, manual runs, retries, cancels, extensions."""
+    """The operations audit: configuration changes (the service's auto-pauses too), manual runs,
+    retries, cancels, extensions."""
 
     name = "operations"
     tables = ("operations", "operation_subjects")
@@ -167,6 +169,7 @@ class OperationsProjection(Projection):
             Schedule.Updated: self.schedule_updated,
             Schedule.Enabled: self.schedule_switched,
             Schedule.Disabled: self.schedule_switched,
+            Schedule.AutoPaused: self.schedule_auto_paused,
             Schedule.Deleted: _later(_plain("schedule.deleted"), zone),
             Run.Registered: self.run_registered,
             Run.Retried: _later(_plain("run.retried"), zone),
@@ -242,6 +245,25 @@ class OperationsProjection(Projection):
             (after.enabled, str(event.originator_id)),
         )
         row = _schedule_change(after, before.enabled, False)
+        _insert(sql, event, position, self.business, after, row)
+
+    def schedule_auto_paused(self, sql: Sql, event: Schedule.AutoPaused, position: int) -> None:
+        """`schedule.auto_paused`: the service disabled it, naming the failed cycles."""
+        before = subject_of(sql, event)
+        if before is None:
+            return
+        after = before._replace(enabled=False)
+        sql.write(
+            "UPDATE operation_subjects SET enabled = ? WHERE id = ?",
+            (False, str(event.originator_id)),
+        )
+        summary = Message(
+            "schedule {name!r} paused: {count} cycle(s) in a row ended without launching: {runs}",
+            name=after.name,
+            count=len(event.runs),
+            runs=runs_listed(event.runs),
+        )
+        row = Row("schedule.auto_paused", summary)
         _insert(sql, event, position, self.business, after, row)
 
     def run_registered(self, sql: Sql, event: Run.Registered, position: int) -> None:

@@ -62,7 +62,8 @@ class SchedulesProjection(Projection):
             "version INTEGER NOT NULL, log_version INTEGER NOT NULL, settings TEXT NOT NULL, "
             "definition_revision INTEGER NOT NULL, search_text TEXT NOT NULL, "
             "job_group TEXT NOT NULL, target_kind TEXT NOT NULL, "
-            "auto_pause_after_failures INTEGER)",
+            f"auto_pause_after_failures INTEGER, auto_paused_at {ts}, auto_pause_reason TEXT, "
+            "auto_paused_runs TEXT)",
             "CREATE INDEX IF NOT EXISTS schedules_by_tenant "
             "ON schedules (tenant_id, created_at, id)",
             "CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_fire_at)",
@@ -88,7 +89,10 @@ class SchedulesProjection(Projection):
                 Schedule.Enabled: self.switched,
                 Schedule.Disabled: self.switched,
                 Schedule.PlanAdvanced: self.advanced,
-                Schedule.RunRequested: self.run_requested,
+                Schedule.RunRequested: self.log_moved,
+                Schedule.CycleFailed: self.log_moved,
+                Schedule.FailuresCleared: self.log_moved,
+                Schedule.AutoPaused: self.auto_paused,
                 Schedule.Deleted: self.deleted,
             },
             {
@@ -144,10 +148,13 @@ class SchedulesProjection(Projection):
                 str(event.originator_id),
             ),
         )
+        if event.enabled:
+            _unpaused(sql, event)
 
     @staticmethod
     def switched(sql: Sql, event: Schedule.Enabled | Schedule.Disabled, position: int) -> None:
-        """`Schedule.Enabled` or `.Disabled`: the switch and the plan move, the settings stay."""
+        """`Schedule.Enabled` or `.Disabled`: the switch and the plan move, the settings stay;
+        enabled, a pause by the service is over."""
         sql.write(
             "UPDATE schedules SET enabled = ?, next_fire_at = ?, updated_at = ?, updated_by = ?, "
             "version = version + 1, log_version = ? WHERE id = ?",
@@ -160,10 +167,34 @@ class SchedulesProjection(Projection):
                 str(event.originator_id),
             ),
         )
+        if isinstance(event, Schedule.Enabled):
+            _unpaused(sql, event)
 
     @staticmethod
-    def run_requested(sql: Sql, event: Schedule.RunRequested, position: int) -> None:
-        """A manual run on the schedule's history: only the aggregate's version moves."""
+    def auto_paused(sql: Sql, event: Schedule.AutoPaused, position: int) -> None:
+        """Disabled by the service: the version moves, the last save (who, when) stays."""
+        sql.write(
+            "UPDATE schedules SET enabled = ?, next_fire_at = NULL, auto_paused_at = ?, "
+            "auto_pause_reason = ?, auto_paused_runs = ?, version = version + 1, "
+            "log_version = ? WHERE id = ?",
+            (
+                False,
+                event.at,
+                event.reason,
+                json.dumps(event.runs),
+                event.originator_version,
+                str(event.originator_id),
+            ),
+        )
+
+    @staticmethod
+    def log_moved(
+        sql: Sql,
+        event: Schedule.RunRequested | Schedule.CycleFailed | Schedule.FailuresCleared,
+        position: int,
+    ) -> None:
+        """A manual run on the schedule's history, or its count of failed cycles moving: only
+        the aggregate's version moves."""
         sql.write(
             "UPDATE schedules SET log_version = ? WHERE id = ?",
             (event.originator_version, str(event.originator_id)),
@@ -216,6 +247,15 @@ class SchedulesProjection(Projection):
             "UPDATE schedules SET last_run_status = ? WHERE last_run_id = ?",
             (event.status, str(event.originator_id)),
         )
+
+
+def _unpaused(sql: Sql, event: Schedule.Updated | Schedule.Enabled) -> None:
+    """Enabled: a pause by the service, if there was one, is over."""
+    sql.write(
+        "UPDATE schedules SET auto_paused_at = NULL, auto_pause_reason = NULL, "
+        "auto_paused_runs = NULL WHERE id = ? AND auto_paused_at IS NOT NULL",
+        (str(event.originator_id),),
+    )
 
 
 def _settings(settings: dict[str, Any]) -> tuple[Any, ...]:
@@ -342,6 +382,9 @@ class ScheduleRow(NamedTuple):
     last_run_id: str | None
     last_run_planned_at: datetime | None
     last_run_status: str | None
+    auto_paused_at: datetime | None
+    auto_pause_reason: str | None
+    auto_paused_runs: list[dict[str, str]] | None
 
     @classmethod
     def of(cls, row: Row) -> ScheduleRow:
@@ -349,8 +392,11 @@ class ScheduleRow(NamedTuple):
         values = dict(zip(cls._fields, row, strict=True))
         for name in ("created_at", "updated_at", "next_fire_at", "last_run_planned_at"):
             values[name] = as_instant(values[name])
+        values["auto_paused_at"] = as_instant(values["auto_paused_at"])
         values["settings"] = ScheduleSettings(**json.loads(values["settings"]))
         values["enabled"] = bool(values["enabled"])
+        runs = values["auto_paused_runs"]
+        values["auto_paused_runs"] = None if runs is None else json.loads(runs)
         return cls(**values)
 
     @classmethod
@@ -370,6 +416,7 @@ class ScheduleRow(NamedTuple):
             last_run_id=last_run.run_id if last_run else None,
             last_run_planned_at=last_run.planned_at if last_run else None,
             last_run_status=last_run.status if last_run else None,
+            **_paused_fields(schedule.auto_paused),
         )
 
     @property
@@ -437,6 +484,18 @@ class ScheduleRow(NamedTuple):
         return local_or_none(self.next_fire_at, self.settings.timezone)
 
     @property
+    def auto_paused(self) -> dict[str, Any] | None:
+        """How the service paused it, while it is so paused: when, why, and the runs (each
+        `{"run_id", "error_code"}`) that ended without launching; None otherwise."""
+        if self.auto_paused_at is None:
+            return None
+        return {
+            "at": self.auto_paused_at,
+            "reason": self.auto_pause_reason,
+            "runs": self.auto_paused_runs or [],
+        }
+
+    @property
     def last_run(self) -> dict[str, Any] | None:
         """The newest planned run, its instant as ISO 8601 text; None before the first."""
         if self.last_run_id is None:
@@ -446,6 +505,16 @@ class ScheduleRow(NamedTuple):
             "planned_at": jsonable(self.last_run_planned_at),
             "status": self.last_run_status,
         }
+
+
+def _paused_fields(pause: dict[str, Any] | None) -> dict[str, Any]:
+    """A schedule's pause by the service, as its row's columns keep it."""
+    pause = pause or dict.fromkeys(("at", "reason", "runs"))
+    return {
+        "auto_paused_at": pause["at"],
+        "auto_pause_reason": pause["reason"],
+        "auto_paused_runs": pause["runs"],
+    }
 
 
 def live_schedule_page(

@@ -28,6 +28,7 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 from opentelemetry.trace import StatusCode
 
+from cronledger.application.auto_pause import cycles_counted
 from cronledger.application.calendars import Calendars
 from cronledger.application.reviews import Reviewing
 from cronledger.application.services import Services
@@ -145,11 +146,14 @@ class Worker:
         made = self._instances_made(claims) if check_instances else frozenset()
         launched, unchanged, outcomes = self._launched_in_memory(claims, made, now)
         claimed = {claim.run.id for claim in claims}
+        counted = cycles_counted(self.ledger, runs, now)  # the schedules' failed cycles
         self.ledger.save(
             *launched,
             *(run for run in runs if run.id not in claimed and run.pending_events),
+            *counted.schedules,
             unchanged=unchanged,
         )
+        counted.log_paused()
         for claim, outcome in zip(claims, outcomes, strict=True):
             report.count(outcome)
             with self._launch_span(claim, outcome):

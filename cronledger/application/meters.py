@@ -20,6 +20,7 @@ from cronledger.persistence.ledger import Recorded
 from domain.approvals import EXPIRED, ApprovalInstance
 from domain.launch import ATTEMPT_MESSAGES, NO_ELIGIBLE_REVIEWER
 from domain.runs import ATTEMPT_FAILED, ATTEMPT_SUCCEEDED, DEAD_LETTER, INTERRUPTED, Run
+from domain.schedules import Schedule
 from domain.webhooks import FAILED as GIVEN_UP
 
 REGISTRATION_LAG_BUCKETS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
@@ -85,6 +86,12 @@ class Meters:
             "Runs this process moved to the dead letter (their last attempt failed)",
             registry=None,
         )
+        self.auto_paused = Counter(
+            "cronledger_schedules_auto_paused",
+            "Schedules this process paused because their cycles ended without launching, "
+            "auto_pause_after_failures times in a row",
+            registry=None,
+        )
         self.registration_lag = Histogram(
             "cronledger_registration_lag_seconds",
             "Seconds from a cycle's planned instant to its registration by this process",
@@ -143,6 +150,7 @@ class Meters:
         return [
             self.attempts,
             self.dead_lettered,
+            self.auto_paused,
             self.registration_lag,
             self.launch_lag,
             self.expiry_lag,
@@ -168,6 +176,8 @@ class Meters:
                 self._expired(event, aggregate)
             elif type(event).__qualname__ in OUTCOME_OF_WEBHOOK_EVENT:
                 self._webhook_attempt_ended(event)
+            elif isinstance(event, Schedule.AutoPaused):
+                self.auto_paused.inc()
 
     def _attempt_ended(self, event: Any, aggregate: object) -> None:
         outcome = OUTCOME_OF_ATTEMPT_EVENT[type(event).__qualname__]

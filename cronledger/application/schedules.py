@@ -622,7 +622,7 @@ def schedule_uuid(schedule_id: str) -> UUID:
 
 
 SAVES = ("Schedule.Created", "Schedule.Updated")
-SWITCHES = {"Schedule.Enabled": True, "Schedule.Disabled": False}
+SWITCHES = {"Schedule.Enabled": True, "Schedule.Disabled": False, "Schedule.AutoPaused": False}
 
 
 def with_changes(entries: list[TimelineEntry]) -> list[TimelineEntry]:

@@ -67,6 +67,7 @@ from domain.webhooks import (
     RUN_DEAD_LETTERED,
     RUN_FAILED,
     RUN_SKIPPED,
+    SCHEDULE_AUTO_PAUSED,
     DeliveryPolicy,
     SubscriptionFields,
     WebhookDelivery,
@@ -228,12 +229,14 @@ REVIEW_WORK = {
     "ApprovalInstance.Commented": APPROVAL_COMMENTED,
 }
 REJECTION = "ApprovalInstance.Rejected"  # a decision (approval.decided) and approval.rejected
+AUTO_PAUSE = "Schedule.AutoPaused"
 # Every event that may tell a subscription something, by qualified name (a topic's end).
 TOLD_BY = frozenset(
     {
         *RUN_ENDINGS,
         "Run.Registered",
         "Run.SkippedOverlap",
+        AUTO_PAUSE,
         "ApprovalInstance.Submitted",
         *DECISIONS,
         "ApprovalInstance.Expired",
@@ -256,6 +259,8 @@ def types_of(event: Any) -> list[str]:
         return [RUN_SKIPPED]
     if name == "Run.Registered":
         return [RUN_SKIPPED] if event.status in SKIPPED_AT_REGISTRATION else []
+    if name == AUTO_PAUSE:
+        return [SCHEDULE_AUTO_PAUSED]
     if name == "ApprovalInstance.Submitted":
         return [APPROVAL_SUBMITTED]
     if name in DECISIONS:
@@ -307,6 +312,8 @@ def checkpoint_source(tree_size: int) -> str:
 def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
     if kind.startswith("run."):
         return {**_run(event, subject), **_run_detail(event)}
+    if kind == SCHEDULE_AUTO_PAUSED:
+        return _auto_paused(event, subject)
     instance = {"instance_id": str(event.originator_id)}
     if kind == APPROVAL_SUBMITTED:
         origin = event.origin or {}
@@ -341,6 +348,16 @@ def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
         }
     fields = {k: v for k, v in event.__dict__.items() if k not in ENVELOPE | {"at", "actor"}}
     return {**instance, **fields}
+
+
+def _auto_paused(event: Any, schedule: Any) -> dict[str, Any]:
+    """The schedule the service paused (named as it is when the message is made), and why."""
+    return {
+        "schedule_id": str(event.originator_id),
+        "name": schedule.settings.name if schedule is not None else None,
+        "runs": event.runs,
+        "reason": event.reason,
+    }
 
 
 def _review_work(event: Any) -> dict[str, Any]:

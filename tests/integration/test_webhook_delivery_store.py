@@ -65,7 +65,7 @@ def test_every_event_type_arrives_once_signed(open_with: Opener, tmp_path: Path)
     clock = FakeClock(datetime.now(UTC) - timedelta(hours=2))  # the events take an hour
     create_signing_key(tmp_path / "key.pem")  # checkpoint.signed: the log's tree is signed
     services = open_with(clock, signing_key_file=str(tmp_path / "key.pem"), **SETTINGS)
-    world = World(services, clock)
+    world = World(services, clock, auto_pause_after_failures=1)
     root, ann = world.root, _account(services, world, "ann")
     with receiving() as receiver:
         made = subscribe(services, root, receiver.url)
@@ -86,6 +86,9 @@ def test_every_event_type_arrives_once_signed(open_with: Opener, tmp_path: Path)
     dead = by_type["run.dead_lettered"]["data"]
     assert (dead["status"], dead["error"]["code"]) == ("DEAD_LETTER", "INITIATOR_INACTIVE")
     assert by_type["run.failed"]["data"]["error"]["code"] == "DEFINITION_NOT_FOUND"
+    paused = by_type["schedule.auto_paused"]["data"]  # the dead letter paused its schedule
+    assert (paused["schedule_id"], paused["name"]) == (world.schedule, "Daily")
+    assert paused["runs"] == [{"run_id": dead["run_id"], "error_code": "INITIATOR_INACTIVE"}]
     skip_reason = by_type["run.skipped"]["data"]["skip_reason"]
     assert (skip_reason["code"], skip_reason["blocking_status"]) == ("OVERLAP", "PENDING")
     decided = {m["data"]["state"] for m in messages if m["type"] == "approval.decided"}
@@ -121,6 +124,7 @@ def _every_kind_of_event(services: Services, world: World, root: Principal, ann:
     services.webhooks.ping(root, services.webhooks.webhooks(root.tenant_id, Window()).items[0].id)
     world.run_now("launched")  # approval.submitted
     Worker.of(services).drain()
+    services.schedules.set_enabled(root, world.schedule, True, None)
     world.run_now("dead")  # run.dead_lettered: one attempt, and the initiator is inactive
     world.set_ann_active(False)
     Worker.of(services).drain()

@@ -27,6 +27,7 @@ SYSTEM_ACTORS = {
     "system:tick": lazy_gettext("The scheduler"),
     "system:sweeper": lazy_gettext("The deadline sweeper"),
     "system:notifier": lazy_gettext("The notifier"),
+    "system:worker": lazy_gettext("The worker"),
 }
 
 NAMES = {
@@ -34,6 +35,9 @@ NAMES = {
     "Schedule.Updated": lazy_gettext("Schedule edited"),
     "Schedule.Enabled": lazy_gettext("Schedule enabled"),
     "Schedule.Disabled": lazy_gettext("Schedule disabled"),
+    "Schedule.CycleFailed": lazy_gettext("Cycle failed"),
+    "Schedule.FailuresCleared": lazy_gettext("Failed cycles cleared"),
+    "Schedule.AutoPaused": lazy_gettext("Schedule auto-paused"),
     "Schedule.RunRequested": lazy_gettext("Run requested by hand"),
     "Schedule.PlanAdvanced": lazy_gettext("Plan advanced"),
     "Schedule.Deleted": lazy_gettext("Schedule deleted"),
@@ -81,6 +85,20 @@ SENTENCES: dict[str, Said] = {
     "Schedule.Updated": lambda who, d: _("%(who)s edited the schedule.", who=who),
     "Schedule.Enabled": lambda who, d: _("%(who)s enabled the schedule.", who=who),
     "Schedule.Disabled": lambda who, d: _("%(who)s disabled the schedule.", who=who),
+    "Schedule.CycleFailed": lambda who, d: _(
+        "%(who)s counted a cycle that ended without launching (%(code)s).",
+        who=who,
+        code=d.get("error_code"),
+    ),
+    "Schedule.FailuresCleared": lambda who, d: _(
+        "%(who)s: a cycle launched, so failed cycles count afresh.", who=who
+    ),
+    "Schedule.AutoPaused": lambda who, d: ngettext(
+        "%(who)s paused the schedule: %(num)s cycle in a row ended without launching.",
+        "%(who)s paused the schedule: %(num)s cycles in a row ended without launching.",
+        len(d.get("runs") or []),
+        who=who,
+    ),
     "Schedule.RunRequested": lambda who, d: _("%(who)s asked for a run now.", who=who),
     "Schedule.PlanAdvanced": lambda who, d: ngettext(
         "%(who)s registered %(num)s cycle and planned the next fire.",

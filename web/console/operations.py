@@ -57,6 +57,7 @@ OPERATION_LABELS = {
     "schedule.updated": lazy_gettext("Schedule updated"),
     "schedule.enabled": lazy_gettext("Schedule enabled"),
     "schedule.disabled": lazy_gettext("Schedule disabled"),
+    "schedule.auto_paused": lazy_gettext("Schedule auto-paused"),
     "schedule.deleted": lazy_gettext("Schedule deleted"),
     "run.manual": lazy_gettext("Run started by hand"),
     "run.retried": lazy_gettext("Run retried"),

@@ -15,6 +15,7 @@ from markupsafe import Markup
 from domain import launch
 from domain import reason_codes as codes
 from domain.runs import INTERRUPTED
+from domain.schedules import AUTO_PAUSED
 from web.console.clock import local_text
 
 INSTANTS = ("deadline", "at")  # parameters that hold an instant, as ISO 8601 text
@@ -102,6 +103,9 @@ WORDS: dict[str, Callable[..., str]] = {
         "the definition's reviewers name nobody who may approve this instance"
     ),
     INTERRUPTED: lambda: gettext("the worker's lease ran out"),
+    AUTO_PAUSED: lambda count, runs: gettext(
+        "%(count)s cycle(s) in a row ended without launching: %(runs)s", count=count, runs=runs
+    ),
 }
 
 

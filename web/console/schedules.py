@@ -53,7 +53,13 @@ from domain.permissions import (
     SCHEDULE_EDIT,
     SCHEDULE_LIST,
 )
-from domain.schedules import DEFAULT_AUTO_PAUSE, DEFAULT_GROUP, MISFIRE_POLICIES, untemplated
+from domain.schedules import (
+    DEFAULT_AUTO_PAUSE,
+    DEFAULT_GROUP,
+    MISFIRE_POLICIES,
+    runs_listed,
+    untemplated,
+)
 from domain.triggers import TriggerError, load_zone
 from projections.directory import DefinitionRow
 from projections.keyset import Window
@@ -441,6 +447,7 @@ def _helpers() -> dict[str, Any]:
         "weekday_of": lambda instant: str(WEEKDAYS[instant.isoweekday() - 1]),
         "run_url": run_url,
         "skip_words": skip_words,
+        "pause_words": pause_words,
         "status_words": status_words,
         "MISFIRE_POLICIES": MISFIRE_POLICIES,
         "OVERLAP_POLICIES": OVERLAP_POLICIES,
@@ -511,6 +518,16 @@ def status_words(status: str) -> str:
         "SKIPPED_CALENDAR": _("Skipped (not a working day)"),
     }
     return words.get(status, status)
+
+
+def pause_words(pause: Mapping[str, Any]) -> str:
+    """Why the service paused the schedule: the failed cycles' runs and their error codes."""
+    runs = pause["runs"]
+    return _(
+        "%(count)s cycle(s) in a row ended without launching: %(runs)s",
+        count=len(runs),
+        runs=runs_listed(runs),
+    )
 
 
 def skip_words(reason: Mapping[str, Any] | None) -> str:

@@ -40,6 +40,9 @@ TYPE_WORDS = {
     "run.dead_lettered": lazy_gettext("a run gave up after its last attempt"),
     "run.failed": lazy_gettext("a run failed for good"),
     "run.skipped": lazy_gettext("a cycle was skipped"),
+    "schedule.auto_paused": lazy_gettext(
+        "a schedule was paused after cycles in a row ended without launching"
+    ),
     "approval.submitted": lazy_gettext("an instance was submitted"),
     "approval.decided": lazy_gettext("an instance was approved or withdrawn"),
     "approval.expired": lazy_gettext("an instance expired"),

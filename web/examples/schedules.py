@@ -80,6 +80,7 @@ CRON_SCHEDULE = {
     "group": "FINANCE",
     "target": {"kind": "approval"},
     "auto_pause_after_failures": 3,
+    "auto_paused": None,
     "version": 2,
     "created_at": CREATED_AT,
     "updated_at": CREATED_AT,
@@ -113,6 +114,7 @@ WINDOW_SCHEDULE = {
     "group": "DEFAULT",
     "target": {"kind": "approval"},
     "auto_pause_after_failures": 3,
+    "auto_paused": None,
     "version": 1,
     "created_at": CREATED_AT,
     "updated_at": CREATED_AT,
@@ -152,6 +154,37 @@ PRESET_SCHEDULE = {
     ),
 }
 
+FAILED_CYCLES = [
+    {"run_id": "8656bc9f-8e93-5f3e-8fef-15d28464e09d", "error_code": "INITIATOR_INACTIVE"},
+    {"run_id": "23402788-2371-5a94-9438-ca90d7d3486f", "error_code": "INITIATOR_INACTIVE"},
+    {"run_id": "6ff836dd-e108-5064-b1dc-b9e24ec8ed72", "error_code": "INITIATOR_INACTIVE"},
+]
+AUTO_PAUSED_SCHEDULE = {
+    **CRON_SCHEDULE,
+    "enabled": False,
+    "auto_paused": {
+        "at": "2026-10-05T01:07:31Z",
+        "reason": "3 cycle(s) in a row ended without launching: "
+        + ", ".join(f"{c['run_id']} ({c['error_code']})" for c in FAILED_CYCLES),
+        "runs": FAILED_CYCLES,
+    },
+    "version": 3,
+    "next_fire_at": None,
+    "next_fire_at_local": None,
+    "last_run": {
+        "run_id": FAILED_CYCLES[-1]["run_id"],
+        "planned_at": "2026-10-05T01:00:00Z",
+        "status": "DEAD_LETTER",
+    },
+    "next_fires": _fires(
+        ("2026-10-06T01:00:00Z", "2026-10-06T09:00:00+08:00"),
+        ("2026-10-07T01:00:00Z", "2026-10-07T09:00:00+08:00"),
+        ("2026-10-08T01:00:00Z", "2026-10-08T09:00:00+08:00"),
+        ("2026-10-09T01:00:00Z", "2026-10-09T09:00:00+08:00"),
+        ("2026-10-10T01:00:00Z", "2026-10-10T09:00:00+08:00"),
+    ),
+}
+
 TRIGGERS = {"cron": CRON_TRIGGER, "window-interval": WINDOW_TRIGGER}
 
 EXAMPLES: dict[str, dict[str, Any]] = {
@@ -187,6 +220,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "cron": CRON_SCHEDULE,
         "window-interval": WINDOW_SCHEDULE,
         "from-a-preset": PRESET_SCHEDULE,
+        "auto-paused": AUTO_PAUSED_SCHEDULE,
     },
     "SchedulePage": {
         "first-page": {

@@ -302,6 +302,26 @@ class TargetOut(OutSchema):
     kind = Choice(TARGET_KIND)
 
 
+class FailedCycleOut(OutSchema):
+    """A cycle that ended without launching: its run, and the code of its last error."""
+
+    run_id = server_uuid()
+    error_code = fields.String(
+        metadata={"description": "e.g. `INITIATOR_INACTIVE`, `DEFINITION_UNPUBLISHED`"}
+    )
+
+
+class AutoPausedOut(OutSchema):
+    """How the service paused the schedule (docs/api.md#auto-pause)."""
+
+    at = UtcDateTime()
+    reason = fields.String(metadata={"description": "in English, naming the runs and codes"})
+    runs = fields.List(
+        fields.Nested(FailedCycleOut),
+        metadata={"description": "the cycles that ended without launching, in a row, oldest first"},
+    )
+
+
 class ScheduleOut(OutSchema):
     id = server_uuid()
     name = fields.String()
@@ -322,6 +342,14 @@ class ScheduleOut(OutSchema):
     auto_pause_after_failures = fields.Integer(
         allow_none=True,
         metadata={"description": "failed cycles in a row that pause it; null: never"},
+    )
+    auto_paused = fields.Nested(
+        AutoPausedOut,
+        allow_none=True,
+        metadata={
+            "description": "while the service keeps it paused after failed cycles in a row: "
+            "when and why; null otherwise (enabling it again clears it)"
+        },
     )
     version = fields.Integer()
     created_at = UtcDateTime()
