@@ -15,6 +15,7 @@ from projections.schedules import SCHEDULE_LISTING
 from web.schemas import validate
 from web.schemas.base import (
     MAX_NAME,
+    MAX_SEARCH,
     OMITTED_WHEN,
     Choice,
     Described,
@@ -47,6 +48,7 @@ from web.schemas.enums import (
     RUN_STATUS,
     SKIP_REASON_CODE,
 )
+from web.schemas.exports import export_query
 
 MAX_PREVIEW = 50  # fire times in one preview
 
@@ -362,3 +364,11 @@ class ScheduleListQuery(PageQuery):
         load_default=None,
         metadata={"description": "schedules on this overlap policy (`skip`: `skip_while_open`)"},
     )
+    name_contains = fields.String(
+        validate=validate.Length(1, MAX_SEARCH),
+        load_default=None,
+        metadata={"description": "only schedules whose name holds this text, in any case"},
+    )
+
+
+ScheduleExportQuery = export_query(ScheduleListQuery, "ScheduleExportQuery")
