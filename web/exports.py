@@ -23,9 +23,10 @@ import xlsxwriter
 from flask import Response, stream_with_context
 
 from cronledger.application.exports import Asked, Cell, Export
+from domain.errors import ValidationFailed
 from domain.exports import CSV, OPERATIONS, RUNS, SCHEDULES, XLSX
 from domain.messages import Message
-from web.api import Download
+from web.api import Download, unstorable
 from web.language import name_language, said
 
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -61,8 +62,12 @@ DOWNLOAD = Download(
 
 def asked(query: Mapping[str, Any], given: Mapping[str, str]) -> Asked:
     """What an export's request asks for: its `format`, its `q`, and every filter `given`
-    (the request's own text, blank ones left out), to be recorded."""
+    (the request's own text, blank ones left out), to be recorded: a text no store keeps (a
+    NUL, a lone surrogate) is refused by field, as the API's query refuses it."""
     filters = {name: value for name, value in given.items() if name != "format" and value}
+    refused = unstorable(filters)
+    if refused:
+        raise ValidationFailed(refused)
     return Asked(query["format"], (query.get("q") or "").strip() or None, filters)
 
 

@@ -55,7 +55,7 @@ def test_the_buttons_carry_the_pages_filters_but_its_page_and_sort(
     assert operation["actor"] == "root"
 
 
-def test_wrong_filters_show_the_list_with_their_errors(console: Console) -> None:
+def test_wrong_filters_show_the_list_with_their_errors(console: Console, admin: Api) -> None:
     answer = console.get("/console/runs/export?format=csv&planned_from=soon", headers=ENGLISH)
     assert answer.status_code == 422
     assert "Enter a date and time" in answer.get_data(as_text=True)
@@ -64,6 +64,10 @@ def test_wrong_filters_show_the_list_with_their_errors(console: Console) -> None
     assert answer.status_code == 422
     answer = console.get("/console/schedules/export?format=csv&enabled=maybe")
     assert answer.status_code == 422
+    answer = console.get("/console/runs/export?format=csv&q=a%00b", headers=ENGLISH)
+    assert answer.status_code == 422  # no store keeps a NUL: nothing exported or recorded
+    assert "NUL" in answer.get_data(as_text=True)
+    assert admin.get("/api/audit/operations?kind=tenant.exported").json["items"] == []
 
 
 def test_too_many_rows_are_refused_on_the_page_in_its_language(
