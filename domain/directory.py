@@ -13,6 +13,7 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 from domain.errors import InvalidState, ValidationFailed, VersionConflict
+from domain.exports import check_export
 from domain.messages import Message
 from domain.permissions import ROLES, permissions_of
 from domain.reasons import ReasonedEvent, given_no_reason
@@ -319,6 +320,51 @@ class Tenant(Aggregate):
     @event(WebhookAdded)
     def webhook_added(self, webhook_id: UUID, at: datetime, actor: str) -> None:
         """Changes nothing here: the subscription's own events say what it is."""
+
+    def record_export(
+        self,
+        listing: str,
+        filters: Mapping[str, str],
+        file_format: str,
+        rows: int,
+        at: datetime,
+        actor: str,
+    ) -> None:
+        """Record that `actor` exported `rows` rows of `listing` as `file_format`, as
+        `filters` asked (domain/exports.py): refused beyond the cap, with nothing recorded."""
+        check_export(listing, file_format, rows)
+        self._exported(
+            listing=listing,
+            filters=dict(filters),
+            format=file_format,
+            rows=rows,
+            at=at,
+            actor=actor,
+        )
+
+    class Exported(Aggregate.Event):
+        """A list taken out as a file, before it was written: which list (`runs`, `schedules`
+        or `operations`), the filters as the request named them, the format (`csv` or
+        `xlsx`) and how many rows matched. The operations audit lists it."""
+
+        listing: str
+        filters: dict[str, str]
+        format: str
+        rows: int
+        at: datetime
+        actor: str
+
+    @event(Exported)
+    def _exported(
+        self,
+        listing: str,
+        filters: dict[str, str],
+        format: str,
+        rows: int,
+        at: datetime,
+        actor: str,
+    ) -> None:
+        """Changes nothing here: an export is a fact for the audit, not the tenant's state."""
 
     def remove_admin(
         self, account_id: str, active_admins: Collection[str], at: datetime, actor: str

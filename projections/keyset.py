@@ -8,7 +8,7 @@ and counts its matches up to COUNT_CAP only, so that a count never costs more th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -252,6 +252,63 @@ def read_slice(
         order.key_of(page[-1]) if more and not order.numbered else None,
         capped=total > cap,
     )
+
+
+def searched_where(
+    where: tuple[str, list[Any]], spec: ListSpec, search: str | None
+) -> tuple[str, list[Any]]:
+    """`where` and, given a search, the condition that the row holds it (as `read_slice`
+    searches)."""
+    if not search:
+        return where
+    condition, params = where
+    found, found_params = searching(spec.searched, search)
+    return f"{condition} AND {found}", [*params, *found_params]
+
+
+def count_up_to(store: Store, table: str, where: tuple[str, list[Any]], cap: int) -> int:
+    """How many rows of `table` match `where`, counted up to `cap + 1` at most (any more are
+    never read). `table` and the SQL of `where` are fixed SQL."""
+    condition, params = where
+    counted = f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {condition} LIMIT ?) AS n"  # noqa: S608
+    return int(store.query(counted, [*params, cap + 1])[0][0])
+
+
+def walk(
+    store: Store,
+    table: str,
+    where: tuple[str, list[Any]],
+    order: Order,
+    columns: str,
+    limit: int,
+    batch: int = 1_000,
+) -> Iterator[list[Row]]:
+    """The rows of `table` matching `where`, at most `limit`, in `order` (one that gives sort
+    keys), `batch` at a time: each batch read after the last row of the one before (keyset
+    paging, as cursors page), so that no read holds more than a batch and none counts. A row
+    inserted while the walk goes on appears only if its place is after the batch read last.
+    `table`, the SQL of `where` and `columns` are fixed SQL."""
+    condition, params = where
+    after: SortKey | None = None
+    left = limit
+    sorted_by = len(order.columns)
+    while left > 0:
+        page_condition, page_params = condition, params
+        if after is not None:
+            beyond, beyond_params = order.after(after)
+            page_condition, page_params = f"{condition} AND {beyond}", [*params, *beyond_params]
+        rows = store.query(
+            f"SELECT {', '.join(order.columns)}, {columns} FROM {table} "  # noqa: S608
+            f"WHERE {page_condition} ORDER BY {order.sql} LIMIT ?",
+            [*page_params, min(batch, left)],
+        )
+        if not rows:
+            return
+        yield [row[sorted_by:] for row in rows]
+        left -= len(rows)
+        if len(rows) < batch:
+            return
+        after = order.key_of(rows[-1])
 
 
 def names_by_id(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -25,7 +25,16 @@ from domain.schedules import Schedule, runs_listed
 from projections.business import BusinessTime
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text, json_value
-from projections.keyset import ListSpec, Order, Slice, Window, read_slice
+from projections.keyset import (
+    ListSpec,
+    Order,
+    Slice,
+    Window,
+    count_up_to,
+    read_slice,
+    searched_where,
+    walk,
+)
 
 # Aggregate types with a view of their own.
 SCHEDULE, RUN, APPROVAL, DEFINITION = "schedule", "run", "approval", "definition"
@@ -58,6 +67,7 @@ KINDS = (
     "approval.deadline_extended",
     "tenant.schedules_paused",
     "tenant.schedules_resumed",
+    "tenant.exported",
 )
 COLUMNS = "position, at, actor, kind, aggregate_type, aggregate_id, schedule_id, summary_words"
 # What a plain operation's summary says: its aggregate, named, and what happened to it.
@@ -178,6 +188,7 @@ class OperationsProjection(Projection):
             ApprovalInstance.DeadlineExtended: _later(_deadline_extended, zone),
             Tenant.SchedulesPaused: _tenant_pause("paused", zone),
             Tenant.SchedulesResumed: _tenant_pause("resumed", zone),
+            Tenant.Exported: _tenant_export(zone),
         }
 
     def account_registered(self, sql: Sql, event: Account.Registered, position: int) -> None:
@@ -307,6 +318,37 @@ def _tenant_pause(verb: str, zone: BusinessTime) -> Handler:
         row = Row(f"tenant.schedules_{verb}", summary)
         subject = Subject(tenant_id, "", None, None, None)
         _insert(sql, event, position, zone, subject, row)
+
+    return handler
+
+
+# What each list is called in an export's summary (domain/exports.py's LISTINGS).
+EXPORTED = {
+    "runs": N_("the execution log"),
+    "schedules": N_("the schedules list"),
+    "operations": N_("the operations audit"),
+}
+EXPORTS = {
+    True: N_("{listing} exported as `{format}`: {rows} rows; filters: {filters}"),
+    False: N_("{listing} exported as `{format}`: {rows} rows, unfiltered"),
+}
+
+
+def _tenant_export(zone: BusinessTime) -> Handler:
+    """An export: which list, how many rows, in which format, with which filters (each as
+    `name=value`, a code, in the order the request named them)."""
+
+    def handler(sql: Sql, event: Tenant.Exported, position: int) -> None:
+        filters = ", ".join(f"`{name}={value}`" for name, value in event.filters.items())
+        summary = Message(
+            EXPORTS[bool(filters)],
+            listing=Message(EXPORTED[event.listing]),
+            format=event.format,
+            rows=event.rows,
+            filters=filters,
+        )
+        subject = Subject(str(event.originator_id), "", None, None, None)
+        _insert(sql, event, position, zone, subject, Row("tenant.exported", summary))
 
     return handler
 
@@ -511,6 +553,22 @@ def operation_page(store: Store, wanted: OperationFilter, window: Window) -> Sli
     where = _where(wanted)
     found = read_slice(store, "operations", where, OPERATION_LISTING, window, columns=COLUMNS)
     return found.mapped(_operation)
+
+
+def operation_count(store: Store, wanted: OperationFilter, search: str | None, cap: int) -> int:
+    """How many of the tenant's operations match, up to `cap + 1`."""
+    where = searched_where(_where(wanted), OPERATION_LISTING, search)
+    return count_up_to(store, "operations", where, cap)
+
+
+def operation_batches(
+    store: Store, wanted: OperationFilter, search: str | None, limit: int
+) -> Iterator[list[Operation]]:
+    """The tenant's matching operations, at most `limit`, newest first, a batch at a time (an
+    export's)."""
+    where = searched_where(_where(wanted), OPERATION_LISTING, search)
+    for rows in walk(store, "operations", where, OPERATION_ORDER, COLUMNS, limit):
+        yield [_operation(row) for row in rows]
 
 
 def _where(wanted: OperationFilter) -> tuple[str, list[Any]]:

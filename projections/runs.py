@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -40,7 +40,19 @@ from domain.triggers import local_or_none
 from projections.business import BusinessTime
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text, json_value
-from projections.keyset import ListSpec, Order, Row, Slice, Window, read_slice, searched_text
+from projections.keyset import (
+    ListSpec,
+    Order,
+    Row,
+    Slice,
+    Window,
+    count_up_to,
+    read_slice,
+    searched_text,
+    searched_where,
+    walk,
+)
+from projections.schedules import name_holds
 
 
 class RunsProjection(Projection):
@@ -623,6 +635,7 @@ class RunFilter:
     planned_from: datetime | None = None
     planned_to: datetime | None = None
     group: str | None = None  # its schedule's job group, as the schedule is now
+    schedule_name: str | None = None  # a part of its schedule's name now, in any case
 
     def where(self, tenant_id: UUID) -> tuple[str, list[Any]]:
         """The SQL condition (fixed text, values as parameters) and its parameters.
@@ -649,6 +662,11 @@ class RunFilter:
             if value is not None:
                 conditions.append(condition)
                 params.append(value)
+        if self.schedule_name:
+            named, named_params = name_holds(self.schedule_name)
+            within = f"SELECT id FROM schedules WHERE tenant_id = ? AND {named}"  # noqa: S608
+            conditions.append(f"schedule_id IN ({within})")
+            params.extend([str(tenant_id), *named_params])
         return " AND ".join(conditions), params
 
 
@@ -891,6 +909,25 @@ def run_log_page(
         store, "runs", run_filter.where(tenant_id), RUN_LISTING, window, ", ".join(RunRow._fields)
     )
     return found.mapped(RunRow.of)
+
+
+def run_log_count(
+    store: Store, tenant_id: UUID, run_filter: RunFilter, search: str | None, cap: int
+) -> int:
+    """How many of the tenant's runs match the filter and the search, up to `cap + 1`."""
+    where = searched_where(run_filter.where(tenant_id), RUN_LISTING, search)
+    return count_up_to(store, "runs", where, cap)
+
+
+def run_log_batches(
+    store: Store, tenant_id: UUID, run_filter: RunFilter, search: str | None, limit: int
+) -> Iterator[list[RunRow]]:
+    """The tenant's matching runs, at most `limit`, newest planned first, a batch at a time
+    (an export's: the execution log's rows, never all read at once)."""
+    where = searched_where(run_filter.where(tenant_id), RUN_LISTING, search)
+    columns = ", ".join(RunRow._fields)
+    for rows in walk(store, "runs", where, RUN_ORDER, columns, limit):
+        yield [RunRow.of(row) for row in rows]
 
 
 def run_row(store: Store, tenant_id: UUID, run_id: UUID) -> RunRow | None:

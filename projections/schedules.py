@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, get_args
@@ -22,9 +22,13 @@ from projections.keyset import (
     Row,
     Slice,
     Window,
+    count_up_to,
     names_by_id,
     read_slice,
     searched_text,
+    searched_where,
+    searching,
+    walk,
 )
 from projections.pauses import NOT_PAUSED_TENANT
 
@@ -340,12 +344,24 @@ class ScheduleFilter:
     initiator_id: str | None = None
     overlap_policy: str | None = None
     job_group: str | None = None  # the API's `group`
+    name_contains: str | None = None  # not an exact match: a part of the name, in any case
 
     def where(self, tenant_id: UUID) -> tuple[str, list[Any]]:
         """The SQL condition on the tenant's undeleted schedules, and its parameters."""
-        wanted = {column: value for column, value in asdict(self).items() if value is not None}
-        conditions = ["tenant_id = ?", "deleted_at IS NULL", *(f"{c} = ?" for c in wanted)]
-        return " AND ".join(conditions), [str(tenant_id), *wanted.values()]
+        exact = {k: v for k, v in asdict(self).items() if v is not None and k != "name_contains"}
+        conditions = ["tenant_id = ?", "deleted_at IS NULL", *(f"{c} = ?" for c in exact)]
+        params = [str(tenant_id), *exact.values()]
+        if self.name_contains:
+            named, named_params = name_holds(self.name_contains)
+            conditions.append(named)
+            params.extend(named_params)
+        return " AND ".join(conditions), params
+
+
+def name_holds(text: str) -> tuple[str, list[Any]]:
+    """The condition that a `schedules` row's name holds `text`, in any case (its
+    `search_text` is its name, lower-cased), and its parameters."""
+    return searching(("search_text",), text)
 
 
 # Oldest first; `id` orders schedules created at the same instant.
@@ -527,6 +543,25 @@ def live_schedule_page(
         store, "schedules", wanted.where(tenant_id), SCHEDULE_LISTING, window, columns
     )
     return found.mapped(ScheduleRow.of)
+
+
+def live_schedule_count(
+    store: Store, tenant_id: UUID, wanted: ScheduleFilter, search: str | None, cap: int
+) -> int:
+    """How many of the tenant's undeleted schedules match, up to `cap + 1`."""
+    where = searched_where(wanted.where(tenant_id), SCHEDULE_LISTING, search)
+    return count_up_to(store, "schedules", where, cap)
+
+
+def live_schedule_batches(
+    store: Store, tenant_id: UUID, wanted: ScheduleFilter, search: str | None, limit: int
+) -> Iterator[list[ScheduleRow]]:
+    """The tenant's matching undeleted schedules, at most `limit`, oldest first, a batch at a
+    time (an export's)."""
+    where = searched_where(wanted.where(tenant_id), SCHEDULE_LISTING, search)
+    columns = ", ".join(ScheduleRow._fields)
+    for rows in walk(store, "schedules", where, SCHEDULE_ORDER, columns, limit):
+        yield [ScheduleRow.of(row) for row in rows]
 
 
 def schedule_row(store: Store, tenant_id: UUID, schedule_id: UUID) -> ScheduleRow | None:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from flask import current_app, g, jsonify, request
+from flask import Response, current_app, g, jsonify, request
 from flask.typing import ResponseReturnValue
 from marshmallow import RAISE, Schema, ValidationError
 
@@ -89,6 +89,15 @@ class Verified:
     key: str
 
 
+@dataclass(frozen=True)
+class Download:
+    """An answer that is a file, not JSON: the view returns it as a `Response` of one of
+    `media_types` (by media type, what it holds), with `headers` (by name, what each says)."""
+
+    media_types: Mapping[str, str]
+    headers: Mapping[str, str]
+
+
 # Another way to authenticate, tried before the bearer token (given the path): None leaves it
 # to the token.
 Verifier = Callable[..., Verified | None]
@@ -110,6 +119,7 @@ class EndpointSpec:
     versioned: Versioned = False
     verifier: Verifier | None = None
     also: str | None = None  # another permission that serves as well as `permission`
+    download: Download | None = None  # a file (the view's `Response`), not `response`'s JSON
 
 
 def services() -> Services:
@@ -130,13 +140,14 @@ def endpoint(
     versioned: Versioned = False,
     verifier: Verifier | None = None,
     also: str | None = None,
+    download: Download | None = None,
 ) -> Callable[[View], View]:
     """Declare a view: who may call it, what it takes and what it answers.
 
     A caller lacking `permission` but holding `seen_with` (who can see the resource) still
     reaches the view, whose service records the refusal and answers it 403. A caller holding
     `also` instead of `permission` is served as well. A request that `verifier` verifies
-    needs no token.
+    needs no token. A `download` view answers a file: its `Response` as it is.
     """
 
     def decorate(view: View) -> View:
@@ -154,6 +165,7 @@ def endpoint(
             versioned=versioned,
             verifier=verifier,
             also=also,
+            download=download,
         )
 
         @functools.wraps(view)
@@ -187,6 +199,8 @@ def endpoint(
                 services().ledger.forget_saved_position()
             with conflicts_as_failed_preconditions(expected):
                 result = view(**inputs)
+            if download is not None:
+                return cast(Response, result)
             written = {} if reading else written_headers(services())
             if response is None:
                 return "", status, written

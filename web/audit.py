@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint
+from flask import Blueprint, Response, request
 
 from cronledger.persistence.ledger import TimelineEntry
 from domain.directory import Principal
@@ -17,6 +17,8 @@ from projections.operations import (
     OperationFilter,
 )
 from web.api import Answered, endpoint, services
+from web.exports import DOWNLOAD, asked, exported
+from web.freshness import read_models_ready
 from web.paging import listed, window
 from web.schemas.audit import (
     BundleOut,
@@ -25,6 +27,7 @@ from web.schemas.audit import (
     CheckpointsQuery,
     ConsistencyOut,
     ConsistencyQuery,
+    OperationExportQuery,
     OperationOut,
     OperationsQuery,
     TimelineOut,
@@ -44,11 +47,32 @@ TAG = "audit"
     response=page_of(OperationOut),
 )
 def list_operations(principal: Principal, query: dict[str, Any]) -> Answered:
-    wanted = OperationFilter(
-        principal.tenant_id, query["actor"], query["kind"], query["since"], query["until"]
-    )
+    wanted = operation_filter_of(principal, query)
     page = services().operations.list_page(wanted, window(query, OPERATION_LISTING))
     return listed(page, OPERATION_ORDER)
+
+
+@bp.get("/operations/export")
+@endpoint(
+    "The operations audit as a file (CSV or XLSX): the audit's filters and search, newest "
+    "first, at most 100,000 operations; the export is an operation itself",
+    tag=TAG,
+    permission=AUDIT_READ,
+    query=OperationExportQuery,
+    download=DOWNLOAD,
+)
+def export_operations(principal: Principal, query: dict[str, Any]) -> Response:
+    read_models_ready(services())
+    wanted = operation_filter_of(principal, query)
+    return exported(services().exports.operations(principal, wanted, asked(query, request.args)))
+
+
+def operation_filter_of(principal: Principal, query: dict[str, Any]) -> OperationFilter:
+    """The audit's filters, as its query (or its export's) loaded them: the caller's
+    tenant's operations only."""
+    return OperationFilter(
+        principal.tenant_id, query["actor"], query["kind"], query["since"], query["until"]
+    )
 
 
 @bp.get("/timeline/<aggregate_id>")

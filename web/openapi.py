@@ -19,7 +19,7 @@ from marshmallow import Schema
 
 from cronledger.version import installed_version
 from domain.idempotency import KEY as IDEMPOTENCY_KEY
-from web.api import MERGE_PATCH_TYPES, Body, Either, EndpointSpec, MergePatch
+from web.api import MERGE_PATCH_TYPES, Body, Download, Either, EndpointSpec, MergePatch
 from web.examples import EXAMPLES
 from web.freshness import WAIT_SECONDS, WANTED_HEADER, WRITTEN_HEADER
 from web.idempotency import KEY_REUSED, reuse_code
@@ -465,7 +465,13 @@ def _invalid(declared: EndpointSpec) -> str:
         invalid = "Query parameters, which it takes none of"
     if declared.idempotent:
         invalid += ", or a malformed `Idempotency-Key`"
-    return invalid + " (each named in `errors`)."
+    invalid += " (each named in `errors`)."
+    if declared.download is not None:
+        invalid = (
+            f"`VALIDATION_FAILED`: {invalid[0].lower()}{invalid[1:]} `TOO_MANY_ROWS`: more rows "
+            "match than a file may hold (100,000): narrow the filters; nothing was recorded."
+        )
+    return invalid
 
 
 def _conflict(declared: EndpointSpec) -> dict[str, Any]:
@@ -487,6 +493,7 @@ def _conflict(declared: EndpointSpec) -> dict[str, Any]:
 
 
 def _success(declared: EndpointSpec, method: str) -> dict[str, Any]:
+    download = declared.download is not None
     headers = [*EVERY_RESPONSE]
     if method != "GET":
         headers.append(WRITTEN_HEADER)
@@ -494,7 +501,7 @@ def _success(declared: EndpointSpec, method: str) -> dict[str, Any]:
         headers.append("ETag")
     if declared.idempotent:
         headers.append("Idempotent-Replayed")
-    if declared.query is not None and issubclass(declared.query, PageQuery):
+    if declared.query is not None and issubclass(declared.query, PageQuery) and not download:
         headers.append("Link")
     answer: dict[str, Any] = {
         "description": SUCCESSES.get(declared.status, "done"),
@@ -502,7 +509,30 @@ def _success(declared: EndpointSpec, method: str) -> dict[str, Any]:
     }
     if declared.response is not None:
         answer["content"] = {"application/json": {"schema": declared.response}}
+    if declared.download is not None:
+        answer |= _file(declared.download, answer["headers"])
     return answer
+
+
+def _file(download: Download, headers: dict[str, Any]) -> dict[str, Any]:
+    """A file's answer: each media type it may be, and its own headers."""
+    described = "; ".join(f"`{media}`: {text}" for media, text in download.media_types.items())
+    return {
+        "description": f"the file. {described}",
+        "headers": headers
+        | {
+            name: {"description": text, "required": True, "schema": {"type": "string"}}
+            for name, text in download.headers.items()
+        },
+        "content": {media: {"schema": _file_schema(media)} for media in download.media_types},
+    }
+
+
+def _file_schema(media_type: str) -> dict[str, str]:
+    """A file of text (`text/...`, read as text), or of bytes."""
+    if media_type.startswith("text/"):
+        return {"type": "string"}
+    return {"type": "string", "format": "binary"}
 
 
 def _body_required(body: Body) -> bool:

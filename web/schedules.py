@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint
+from flask import Blueprint, Response, request
 
 from cronledger.application.idempotency import once
 from cronledger.application.schedules import PolicyMove, Preview, ScheduleAnswer
@@ -22,6 +22,8 @@ from domain.permissions import (
 )
 from projections.schedules import SCHEDULE_LISTING, SCHEDULE_ORDER, ScheduleFilter
 from web.api import Answered, Either, MergePatch, endpoint, services
+from web.exports import DOWNLOAD, asked, exported
+from web.freshness import read_models_ready
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
 from web.schemas.audit import TimelineOut
@@ -33,6 +35,7 @@ from web.schemas.schedules import (
     PreviewIn,
     PreviewOut,
     SavedPreviewQuery,
+    ScheduleExportQuery,
     ScheduleFieldsIn,
     ScheduleFromPresetIn,
     ScheduleListQuery,
@@ -96,18 +99,38 @@ def _create(
     response=page_of(ScheduleOut),
 )
 def list_schedules(principal: Principal, query: dict[str, Any]) -> Answered:
-    wanted = ScheduleFilter(
+    page = services().schedules.list_page(
+        principal.tenant_id, schedule_filter_of(query), window(query, SCHEDULE_LISTING)
+    )
+    return listed(page, SCHEDULE_ORDER, ScheduleOut)
+
+
+@bp.get("/export")
+@endpoint(
+    "The schedules as a file (CSV or XLSX): the list's filters and search, oldest created "
+    "first, at most 100,000; recorded in the operations audit",
+    tag=TAG,
+    permission=SCHEDULE_LIST,
+    query=ScheduleExportQuery,
+    download=DOWNLOAD,
+)
+def export_schedules(principal: Principal, query: dict[str, Any]) -> Response:
+    read_models_ready(services())
+    wanted = schedule_filter_of(query)
+    return exported(services().exports.schedules(principal, wanted, asked(query, request.args)))
+
+
+def schedule_filter_of(query: dict[str, Any]) -> ScheduleFilter:
+    """The schedules' filters, as the list's query (or its export's) loaded them."""
+    return ScheduleFilter(
         query["name"],
         query["enabled"],
         query["definition_id"],
         query["initiator_id"],
         query["overlap_policy"],
         query["group"],
+        query["name_contains"],
     )
-    page = services().schedules.list_page(
-        principal.tenant_id, wanted, window(query, SCHEDULE_LISTING)
-    )
-    return listed(page, SCHEDULE_ORDER, ScheduleOut)
 
 
 @bp.post("/preview")

@@ -19,6 +19,7 @@ from cronledger.application.contacts import Contacts
 from cronledger.application.credentials import Credentials
 from cronledger.application.directory import Directory
 from cronledger.application.evidence import CheckpointPolicy, Evidence
+from cronledger.application.exports import Exports
 from cronledger.application.groups import Groups
 from cronledger.application.mailer import Mailer
 from cronledger.application.meters import Meters
@@ -67,6 +68,7 @@ class Services:
     runs: Runs
     approvals: Approvals
     operations: Operations
+    exports: Exports
     pauses: Pauses
     health: Health
     callback_sources: CallbackSources
@@ -147,6 +149,7 @@ def open_services(
         runs=runs,
         approvals=Approvals(ledger, directory, projector, Reviewing(ledger, groups), calendars),
         operations=Operations(ledger),
+        exports=Exports(ledger),
         pauses=Pauses(ledger),
         health=health,
         callback_sources=CallbackSources(ledger, settings.secret_key),

@@ -1,6 +1,7 @@
 """Job groups (任务组名) over HTTP on both stores: a schedule's `group` (default `DEFAULT`),
-kept by an older client's PUT, filtering the schedules and the execution log; and the settings
-an older client never sends (`target`, `auto_pause_after_failures`) at their defaults."""
+kept by an older client's PUT, filtering the schedules, the execution log and their exports;
+and the settings an older client never sends (`target`, `auto_pause_after_failures`) at their
+defaults."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from cronledger.application.cycles import Ticker
 from cronledger.application.services import Services
 from tests.e2e.helpers import assert_problem
+from tests.e2e.test_exports_http import exported
 from tests.support import Api, FakeClock
 
 SCHEDULES = "/api/workflows/schedules"
@@ -35,6 +37,10 @@ def test_a_schedule_s_group_files_it_and_its_runs(
     assert runs
     assert {run["schedule_id"] for run in runs} == {finance.json["id"]}
     assert admin.get(RUNS, query_string={"group": "nobody"}).json["items"] == []
+    _, exported_runs, _ = exported(admin, RUNS, {"group": "财务", "format": "csv"})
+    assert [row[0] for row in exported_runs] == [run["id"] for run in runs]
+    _, exported_schedules, _ = exported(admin, SCHEDULES, {"group": "财务", "format": "xlsx"})
+    assert [row[1:3] for row in exported_schedules] == [["月结", "财务"]]
 
     # an older client's PUT, which knows nothing of groups, keeps the group
     older = {k: v for k, v in finance.json.items() if k in body}

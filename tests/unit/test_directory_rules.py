@@ -11,10 +11,12 @@ from eventsourcing.domain import Snapshot
 from domain.directory import (
     Account,
     Definition,
+    Tenant,
     check_expected_version,
     check_roles,
 )
 from domain.errors import InvalidState, ValidationFailed, VersionConflict
+from domain.exports import MAX_EXPORT_ROWS, TooManyRows
 from domain.launch import initiator_problem
 from domain.permissions import DIRECTORY_MANAGE, SCHEDULE_EDIT, permissions_of
 from tests.support import stored_by_an_older_release
@@ -177,3 +179,23 @@ def test_an_initiator_must_be_allowed_to_submit(roles: list[str], problem: str |
     found = launch_problem.reason if launch_problem else None
     assert (found or "").startswith(problem or "")
     assert (found is None) == (problem is None)
+
+
+def test_an_export_is_recorded_on_the_tenant_up_to_the_cap_and_refused_beyond() -> None:
+    tenant = Tenant(name="acme", at=AT, actor="system")
+    tenant.collect_events()
+    tenant.record_export("runs", {"status": "FAILED"}, "xlsx", MAX_EXPORT_ROWS, AT, "audrey")
+    (exported,) = tenant.collect_events()
+    assert isinstance(exported, Tenant.Exported)
+    assert (exported.listing, exported.filters, exported.format) == (
+        "runs",
+        {"status": "FAILED"},
+        "xlsx",
+    )
+    assert (exported.rows, exported.actor) == (MAX_EXPORT_ROWS, "audrey")
+    with pytest.raises(TooManyRows) as refused:
+        tenant.record_export("operations", {}, "csv", MAX_EXPORT_ROWS + 1, AT, "audrey")
+    assert refused.value.code == "TOO_MANY_ROWS"
+    with pytest.raises(ValueError, match="no export"):
+        tenant.record_export("approvals", {}, "csv", 1, AT, "audrey")
+    assert tenant.collect_events() == []  # refused: nothing recorded

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from flask import Blueprint, jsonify, request, url_for
+from flask import Blueprint, abort, jsonify, request, url_for
 from flask_babel import gettext as _
 from werkzeug.exceptions import NotFound as PageNotFound
 from werkzeug.wrappers import Response
 
 from cronledger.application.directory import Page
+from cronledger.health import REBUILDING
 from domain.directory import Principal
 from domain.errors import NotFound
 from domain.permissions import APPROVAL_LIST, SCHEDULE_LIST
@@ -39,6 +40,7 @@ MAX_PAGE = 1_000_000
 NEIGHBOURS = 2  # the page numbers shown on each side of the current page
 PICKED = 20  # the most options a picker offers at once
 NAME_MATCHES = 50  # how many items of a search a typed name is looked for among
+UNEXPORTED = ("page", "page_size", "sort", "format")  # what an export's link leaves out
 
 
 @dataclass
@@ -91,6 +93,14 @@ class ListView:
     def kept(self, *dropped: str) -> list[tuple[str, str]]:
         """The parameters a form of the page keeps as they are, but `dropped` (its own)."""
         return [(name, value) for name, value in self.args.items() if name not in dropped]
+
+    def export_url(self, endpoint: str, file_format: str) -> str:
+        """The list's export as `file_format`, with the list's filters and search (not its
+        page, page size or sort: an export holds every row, in the list's own order)."""
+        kept: dict[str, Any] = {
+            name: value for name, value in self.args.items() if name not in UNEXPORTED
+        }
+        return url_for(endpoint, **self.view_args, **kept, format=file_format)
 
     def page_url(self, number: int) -> str:
         return self.url(page=None if number == 1 else number)
@@ -153,6 +163,13 @@ def list_view(
         _number(kept.get("page"), 1, MAX_PAGE) or 1,
         _number(kept.get("page_size"), 1, MAX_PAGE_SIZE) or size,
     )
+
+
+def lists_ready() -> None:
+    """503 while the read models are rebuilt after an upgrade (their live tables lack the new
+    columns until the rebuilt ones are swapped in): before reading a whole list."""
+    if services().health.phase == REBUILDING:
+        abort(503, _("The lists are being rebuilt after an upgrade: try again in a minute."))
 
 
 def _number(text: str | None, low: int, high: int) -> int | None:

@@ -9,14 +9,16 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from flask import Blueprint, render_template, request, url_for
+from flask import Blueprint, abort, render_template, request, url_for
 from flask_babel import gettext as _
 from flask_babel import lazy_gettext, ngettext
 from marshmallow import ValidationError
+from werkzeug.wrappers import Response
 
 from cronledger.application.operations import Hour
 from domain.approvals import WAITING_REVIEW
 from domain.directory import PUBLIC_ID, Principal, account_uuid
+from domain.exports import FORMATS, TooManyRows
 from domain.permissions import AUDIT_READ, SCHEDULE_LIST
 from domain.runs import PENDING, RETRY_WAIT
 from projections.operations import (
@@ -33,7 +35,8 @@ from web.api import flatten, services
 from web.console.access import signed_in
 from web.console.charts import Chart, bar_chart, number
 from web.console.clock import in_viewer_zone, now, typed_instant, viewer_zone, zone_name
-from web.console.lists import account_names, list_view, schedule_names
+from web.console.lists import account_names, list_view, lists_ready, schedule_names
+from web.exports import asked, exported
 from web.schemas.audit import OperationsQuery
 
 bp = Blueprint("operations", __name__, url_prefix="/operations")
@@ -65,6 +68,7 @@ OPERATION_LABELS = {
     "approval.deadline_extended": lazy_gettext("Review deadline extended"),
     "tenant.schedules_paused": lazy_gettext("Every schedule paused"),
     "tenant.schedules_resumed": lazy_gettext("Every schedule resumed"),
+    "tenant.exported": lazy_gettext("List exported"),
 }
 AGGREGATE_LABELS = {
     SCHEDULE: lazy_gettext("schedule"),
@@ -195,8 +199,39 @@ def duration(seconds: float) -> str:
 @bp.get("/audit")
 @signed_in(AUDIT_READ)
 def audit(principal: Principal) -> tuple[str, int]:
+    return _audit_page(principal)
+
+
+@bp.get("/audit/export")
+@signed_in(AUDIT_READ)
+def audit_export(principal: Principal) -> Response | tuple[str, int]:
+    """The operations the audit's filters and search match, as a file (the API's export); the
+    audit again, saying why, when the filters are wrong or match too many."""
+    file_format = request.args.get("format", "")
+    if file_format not in FORMATS:
+        abort(404)
+    lists_ready()
     given = {name: request.args.get(name, "").strip() for name in AUDIT_FILTERS}
-    view = list_view(OPERATION_LISTING, size=AUDIT_PAGE_SIZE)
+    try:
+        wanted = audit_filter(principal, given)
+    except ValidationError:
+        return _audit_page(principal)
+    search = request.args.get("q", "").strip()
+    query = {"format": file_format, "q": search}
+    try:
+        found = services().exports.operations(
+            principal, wanted, asked(query, {**given, "q": search})
+        )
+    except TooManyRows as refused:
+        return _audit_page(principal, export_problem=refused.message)[0], 422
+    return exported(found)
+
+
+def _audit_page(principal: Principal, **more: Any) -> tuple[str, int]:
+    """The audit as the address's filters ask for it; `more`: more for the page."""
+    given = {name: request.args.get(name, "").strip() for name in AUDIT_FILTERS}
+    shown = {name: value for name, value in request.args.items() if name != "format"}
+    view = list_view(OPERATION_LISTING, "console.operations.audit", AUDIT_PAGE_SIZE, shown)
     errors: dict[str, list[str]] = {}
     page = None
     try:
@@ -218,6 +253,7 @@ def audit(principal: Principal) -> tuple[str, int]:
         schedules=schedule_names(principal, {o.schedule_id for o in items if o.schedule_id}),
         operation_labels=OPERATION_LABELS,
         aggregate_labels=AGGREGATE_LABELS,
+        **more,
     ), 422 if errors else 200
 
 

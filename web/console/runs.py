@@ -29,6 +29,7 @@ from cronledger.application.bulk import (
 )
 from domain.directory import Principal
 from domain.errors import DomainError, NotFound, ValidationFailed
+from domain.exports import FORMATS, TooManyRows
 from domain.messages import Joined, Message
 from domain.permissions import SCHEDULE_EDIT, SCHEDULE_LIST
 from domain.runs import (
@@ -49,7 +50,7 @@ from domain.runs import (
     SUCCEEDED,
     UNFINISHED,
 )
-from projections.runs import RUN_LISTING, RunDetail, RunFilter, RunRow
+from projections.runs import RUN_LISTING, RunDetail, RunRow
 from web.api import flatten, services
 from web.console.access import signed_in
 from web.console.bulk import (
@@ -68,18 +69,29 @@ from web.console.lists import (
     account_names,
     definition_names,
     list_view,
+    lists_ready,
     read_picker,
     schedule_names,
 )
 from web.console.live import caught_up, live_url
 from web.console.overlap_words import blocked_words, overlap_words
+from web.exports import asked, exported
 from web.paging import window
 from web.problems import STATUS_OF_CODE, Problem
+from web.runs import run_filter_of
 from web.schemas.base import VersionReasonBody
-from web.schemas.runs import RunLogQuery
+from web.schemas.runs import RunExportQuery, RunLogQuery
 
 bp = Blueprint("runs", __name__, url_prefix="/runs")
-FILTERS = ("schedule_id", "status", "trigger", "planned_from", "planned_to", "group")
+FILTERS = (
+    "schedule_id",
+    "schedule_name",
+    "status",
+    "trigger",
+    "planned_from",
+    "planned_to",
+    "group",
+)
 LOCAL_TIMES = ("planned_from", "planned_to")  # typed in the viewer's zone
 LIST_ARGS = ("q", "sort", "page", "page_size")  # a bulk form's answer keeps them
 
@@ -126,6 +138,28 @@ def _log_page(principal: Principal, asked: dict[str, Any], **more: Any) -> str:
         schedule_name=schedule_name,
         **more,
     )
+
+
+@bp.get("/export")
+@signed_in(SCHEDULE_LIST)
+def export(principal: Principal) -> Response | tuple[str, int]:
+    """The execution log as the page's filters and search ask for it, as a file (the API's
+    export); the page again, saying why, when the filters are wrong or match too many runs."""
+    file_format = request.args.get("format", "")
+    if file_format not in FORMATS:
+        abort(404)
+    lists_ready()
+    asked_for = {name: value for name, value in request.args.items() if name != "format"}
+    listing = _listing_of(principal, asked_for, "console.runs.index")
+    query = _query(listing, file_format)
+    if query is None:
+        return _log_page(principal, asked_for), 422
+    given = {**listing.typed, "q": listing.view.search}
+    try:
+        found = services().exports.runs(principal, run_filter_of(query), asked(query, given))
+    except TooManyRows as refused:
+        return _log_page(principal, asked_for, export_problem=refused.message), 422
+    return exported(found)
 
 
 @bp.post("/bulk")
@@ -375,31 +409,35 @@ def _listing(
 ) -> Listing:
     """The tenant's runs that the filters in `args` (and the `fixed` ones) ask for, a page of
     them, searched and sorted as asked; the filters' errors instead if they are invalid."""
-    view = list_view(RUN_LISTING, endpoint, args=args)
-    typed = {name: args.get(name, "").strip() for name in FILTERS}
-    listing = Listing({**typed, **(fixed or {})}, view)
-    _pick_schedule(principal, listing)
+    listing = _listing_of(principal, args, endpoint, fixed)
     query = _query(listing)
     if query is None:
         return listing
-    run_filter = RunFilter(
-        schedule_id=query["schedule_id"],
-        status=query["status"],
-        trigger=query["trigger"],
-        planned_from=query["planned_from"],
-        planned_to=query["planned_to"],
-        group=query.get("group"),
-    )
     try:
         page = services().runs.list_page(
-            principal.tenant_id, run_filter, window(query, RUN_LISTING)
+            principal.tenant_id, run_filter_of(query), window(query, RUN_LISTING)
         )
     except Problem as unavailable:  # the read models are being rebuilt after an upgrade
         listing.errors["_schema"] = [unavailable.detail]
         return listing
     listing.runs = page.items
-    listing.view = view.found(page)
+    listing.view = listing.view.found(page)
     listing.names = schedule_names(principal, {run.schedule_id for run in page.items})
+    return listing
+
+
+def _listing_of(
+    principal: Principal,
+    args: Mapping[str, str],
+    endpoint: str,
+    fixed: Mapping[str, str] | None = None,
+) -> Listing:
+    """The filters as typed in `args` (and the `fixed` ones), the schedule picked, no page
+    read yet."""
+    view = list_view(RUN_LISTING, endpoint, args=args)
+    typed = {name: args.get(name, "").strip() for name in FILTERS}
+    listing = Listing({**typed, **(fixed or {})}, view)
+    _pick_schedule(principal, listing)
     return listing
 
 
@@ -414,13 +452,16 @@ def _pick_schedule(principal: Principal, listing: Listing) -> None:
         listing.typed["schedule_id"] = found.value
 
 
-def _query(listing: Listing) -> dict[str, Any] | None:
-    """The filters as the API's run log takes them (its checks, its messages), or None."""
+def _query(listing: Listing, file_format: str | None = None) -> dict[str, Any] | None:
+    """The filters as the API's run log takes them (its checks, its messages), or None;
+    given a `file_format`, as its export takes them (no paging, no sort)."""
     view = listing.view
     given: dict[str, Any] = {"page_size": view.size, "page": view.number}
+    if file_format is not None:
+        given = {"format": file_format}
     if view.search:
         given["q"] = view.search
-    if view.sort:
+    if view.sort and file_format is None:
         given["sort"] = view.sort
     for name, value in listing.typed.items():
         if not value:
@@ -432,8 +473,9 @@ def _query(listing: Listing) -> dict[str, Any] | None:
                 listing.errors[name] = [_("Enter a date and time, e.g. 2026-10-01 09:00.")]
         else:
             given[name] = value
+    schema = RunLogQuery() if file_format is None else RunExportQuery()
     try:
-        query: dict[str, Any] = RunLogQuery().load(given)
+        query: dict[str, Any] = schema.load(given)
     except ValidationError as error:
         for name, messages in flatten(error.messages).items():
             listing.errors.setdefault(name, messages)

@@ -46,6 +46,7 @@ from cronledger.health import REBUILDING
 from domain.calendar_cycles import CALENDAR_RULES, WORKING_DAYS_ONLY
 from domain.directory import Principal
 from domain.errors import DomainError, NotFound, ValidationFailed, VersionConflict
+from domain.exports import FORMATS, TooManyRows
 from domain.overlap import DEFAULT_OVERLAP_POLICY, OVERLAP_POLICIES, SKIP_WHILE_OPEN
 from domain.permissions import (
     SCHEDULE_CREATE,
@@ -71,6 +72,7 @@ from web.console.clock import offset_text
 from web.console.code_words import code
 from web.console.cron_builder import MODES, builder_of
 from web.console.lists import (
+    ListView,
     account_names,
     definition_names,
     list_view,
@@ -79,10 +81,12 @@ from web.console.lists import (
 )
 from web.console.overlap_words import blocked_words, overlap_words
 from web.console.schedule_words import WEEKDAYS, _, as_written, in_words
+from web.exports import asked, exported
 from web.problems import STATUS_OF_CODE
 from web.schemas.base import ReasonBody
 from web.schemas.schedules import (
     OverlapMoveIn,
+    ScheduleExportQuery,
     ScheduleFieldsIn,
     ScheduleFromPresetIn,
     ScheduleListQuery,
@@ -90,7 +94,16 @@ from web.schemas.schedules import (
 
 bp = Blueprint("schedules", __name__, url_prefix="/schedules")
 
-FILTERS = ("name", "enabled", "definition_id", "initiator_id", "overlap_policy", "group")
+# The list's filters, in ScheduleFilter's order (`group` is its `job_group`).
+FILTERS = (
+    "name",
+    "enabled",
+    "definition_id",
+    "initiator_id",
+    "overlap_policy",
+    "group",
+    "name_contains",
+)
 TRIGGER_INPUTS = ("kind", "expression", "weekdays", "windows", "interval_minutes")
 FORM_INPUTS = (
     "name",
@@ -623,16 +636,7 @@ def _index_page(
     """The list as the address's filters, search, sort and page ask for it; a bulk form's
     refusal beside it (422); `more`: more for the page (a bulk action's report)."""
     view = list_view(SCHEDULE_LISTING, ".index", args=args)
-    typed = {name: args.get(name, "").strip() for name in FILTERS}
-    errors: Errors = {}
-    shown_names = {name: _read_picker(principal, name, typed, errors) for name in PICKED_FILTERS}
-    given = {
-        **{name: value for name, value in typed.items() if value},
-        **{name: value for name, value in view.args.items() if name in LIST_ARGS},
-    }
-    query = _loaded(ScheduleListQuery(), given, errors)
-    if services().health.phase == REBUILDING:
-        abort(503, _("The lists are being rebuilt after an upgrade: try again in a minute."))
+    typed, shown_names, errors, query = _filtered(principal, view, args)
     page = None
     if not errors:
         wanted = ScheduleFilter(*(query.get(name) for name in FILTERS))
@@ -656,6 +660,51 @@ def _index_page(
 
 
 LIST_ARGS = ("q", "sort", "page", "page_size")
+
+
+def _filtered(
+    principal: Principal, view: ListView, args: Mapping[str, str], file_format: str | None = None
+) -> tuple[dict[str, str], dict[str, str], Errors, dict[str, Any]]:
+    """The filters as typed (pickers read), the names the pickers show, what is wrong with
+    them, and the query the API's list (or, given a `file_format`, its export) loads."""
+    typed = {name: args.get(name, "").strip() for name in FILTERS}
+    errors: Errors = {}
+    shown_names = {name: _read_picker(principal, name, typed, errors) for name in PICKED_FILTERS}
+    kept = LIST_ARGS if file_format is None else ("q",)
+    given = {
+        **{name: value for name, value in typed.items() if value},
+        **{name: value for name, value in view.args.items() if name in kept},
+    }
+    if file_format is not None:
+        given["format"] = file_format
+    schema = ScheduleListQuery() if file_format is None else ScheduleExportQuery()
+    query = _loaded(schema, given, errors)
+    if services().health.phase == REBUILDING:
+        abort(503, _("The lists are being rebuilt after an upgrade: try again in a minute."))
+    return typed, shown_names, errors, query
+
+
+@bp.get("/export")
+@signed_in(SCHEDULE_LIST)
+def export(principal: Principal) -> Shown | Response:
+    """The schedules the list's filters and search match, as a file (the API's export); the
+    list again, saying why, when the filters are wrong or match too many."""
+    file_format = request.args.get("format", "")
+    if file_format not in FORMATS:
+        abort(404)
+    args = {name: value for name, value in request.args.items() if name != "format"}
+    view = list_view(SCHEDULE_LISTING, ".index", args=args)
+    typed, _names, errors, query = _filtered(principal, view, args, file_format)
+    if errors:
+        return _index_page(principal, args)
+    wanted = ScheduleFilter(*(query.get(name) for name in FILTERS))
+    given = {**typed, "q": view.search}
+    try:
+        found = services().exports.schedules(principal, wanted, asked(query, given))
+    except TooManyRows as refused:
+        shown = _index_page(principal, args, export_problem=refused.message)
+        return (shown if isinstance(shown, str) else shown[0]), 422
+    return exported(found)
 
 
 def _read_picker(principal: Principal, name: str, typed: dict[str, str], errors: Errors) -> str:

@@ -68,6 +68,14 @@ PROBLEMS = {
         "the definition's reviewers name nobody who may approve this instance",
         "/api/approvals",
     ),
+    "TOO_MANY_ROWS": problem_document(
+        "TOO_MANY_ROWS",
+        422,
+        "Too many rows",
+        "more than 100,000 rows match: narrow the filters (a shorter time window, a status, a "
+        "search) and export again",
+        "/api/workflows/runs/export",
+    ),
     "NOT_FOUND": problem_document(
         "NOT_FOUND",
         404,

@@ -34,6 +34,7 @@ from web.schemas.base import (
     sort_field,
 )
 from web.schemas.enums import AGGREGATE_TYPE, OPERATION_KIND
+from web.schemas.exports import export_query
 
 
 class TimelineEntryOut(OutSchema):
@@ -109,6 +110,9 @@ class OperationsQuery(PageQuery):
         since, until = data.get("since"), data.get("until")
         if since is not None and until is not None and until < since:
             raise ValidationError(Message("must not be before {field}", field="from"), "to")
+
+
+OperationExportQuery = export_query(OperationsQuery, "OperationExportQuery")
 
 
 class OperationOut(OutSchema):

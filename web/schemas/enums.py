@@ -30,6 +30,7 @@ from domain.approvals import (
 )
 from domain.calendar_cycles import CALENDAR_RULES
 from domain.credentials import PASSWORD_KINDS
+from domain.exports import FORMATS
 from domain.notices import LANGUAGES
 from domain.overlap import LEGACY_SKIP, OVERLAP_POLICIES
 from domain.permissions import ROLES
@@ -196,6 +197,13 @@ TRIGGER_KIND = Choices("TriggerKind", ("cron", "window-interval"), "a trigger's 
 ROLE = Choices("Role", tuple(sorted(ROLES)), "a role, granting permissions (docs/api.md)")
 
 OPERATION_KIND = Choices("OperationKind", KINDS, "the kind of an operation in the audit")
+
+EXPORT_FORMAT = Choices(
+    "ExportFormat",
+    FORMATS,
+    "an export's file: `csv` (UTF-8 with a byte order mark, comma-separated, a header row) or "
+    "`xlsx` (one worksheet, a header row)",
+)
 
 AGGREGATE_TYPE = Choices(
     "AggregateType",

@@ -15,6 +15,7 @@ from domain.schedules import MAX_GROUP
 from projections.runs import RUN_LISTING
 from web.schemas import validate
 from web.schemas.base import (
+    MAX_SEARCH,
     Choice,
     KeyedBody,
     LocalDateTime,
@@ -32,6 +33,7 @@ from web.schemas.base import (
     strict_int,
 )
 from web.schemas.enums import ATTEMPT_OUTCOME, RUN_STATUS, RUN_TRIGGER
+from web.schemas.exports import export_query
 from web.schemas.schedules import SkipReasonOut, calendar_finding
 
 
@@ -55,6 +57,14 @@ class RunListQuery(PageQuery):
 
 class RunLogQuery(RunListQuery):
     schedule_id = fields.UUID(load_default=None, metadata={"description": "its schedule's id"})
+    schedule_name = fields.String(
+        validate=validate.Length(1, MAX_SEARCH),
+        load_default=None,
+        metadata={
+            "description": "only runs whose schedule's name (as it is now, a deleted "
+            "schedule's too) holds this text, in any case"
+        },
+    )
     trigger = Choice(RUN_TRIGGER, load_default=None, metadata={"description": "what started it"})
     planned_from = UtcDateTime(load_default=None, metadata={"description": "inclusive"})
     planned_to = UtcDateTime(load_default=None, metadata={"description": "exclusive"})
@@ -71,6 +81,9 @@ class RunLogQuery(RunListQuery):
             raise ValidationError(
                 Message("must not be before {field}", field="planned_from"), "planned_to"
             )
+
+
+RunExportQuery = export_query(RunLogQuery, "RunExportQuery")
 
 
 class ErrorOut(OutSchema):

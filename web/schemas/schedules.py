@@ -22,6 +22,7 @@ from projections.schedules import SCHEDULE_LISTING
 from web.schemas import validate
 from web.schemas.base import (
     MAX_NAME,
+    MAX_SEARCH,
     OMITTED_WHEN,
     Choice,
     Described,
@@ -55,6 +56,7 @@ from web.schemas.enums import (
     SKIP_REASON_CODE,
     TARGET_KIND,
 )
+from web.schemas.exports import export_query
 
 MAX_PREVIEW = 50  # fire times in one preview
 
@@ -439,3 +441,11 @@ class ScheduleListQuery(PageQuery):
         metadata={"description": "schedules on this overlap policy (`skip`: `skip_while_open`)"},
     )
     group = group_field(load_default=None)
+    name_contains = fields.String(
+        validate=validate.Length(1, MAX_SEARCH),
+        load_default=None,
+        metadata={"description": "only schedules whose name holds this text, in any case"},
+    )
+
+
+ScheduleExportQuery = export_query(ScheduleListQuery, "ScheduleExportQuery")

@@ -240,13 +240,16 @@ def shape(url: str) -> tuple[str, tuple[str, ...]]:
 
 def crawled(browser: Console, starts: list[str]) -> Iterator[tuple[str, str]]:
     """Each console page reachable from `starts` by its links, and its HTML (each must answer
-    200): at most `SAME_SHAPE` of one shape, `MAX_PAGES` in all."""
+    200; a file a link downloads is left out): at most `SAME_SHAPE` of one shape, `MAX_PAGES`
+    in all."""
     seen, shapes = set(starts), Counter[tuple[str, tuple[str, ...]]]()
     waiting = deque(starts)
     while waiting and len(seen) <= MAX_PAGES:
         url = waiting.popleft()
         answer = browser.get(url, follow_redirects=True)
         assert answer.status_code == 200, (url, answer.status_code)
+        if answer.headers.get("Content-Disposition", "").startswith("attachment"):
+            continue  # a file (a list's export), not a page: its header row is checked apart
         html = answer.get_data(as_text=True)
         yield url, html
         for link in LINK.findall(html):
