@@ -12,6 +12,7 @@ from eventsourcing.domain import Aggregate, event
 from domain.approvals import ApprovalInstance, Ruled, Submission, approval_uuid
 from domain.directory import FIRST_REVISION, NAMESPACE, Definition, DefinitionTerms
 from domain.errors import DomainError, InvalidState
+from domain.jobs import APPROVAL, is_job
 from domain.launch import LaunchFailed
 from domain.messages import Message
 from domain.overlap import ALLOW, Blocker, renamed_in, skips
@@ -142,6 +143,11 @@ def frozen_at_first_revision(frozen: dict[str, Any]) -> dict[str, Any]:
     return {**frozen, "definition_revision": FIRST_REVISION}
 
 
+def frozen_for_approval(state: dict[str, Any]) -> None:
+    """Upcast from before built-in jobs: every run launched an approval."""
+    state["frozen"] = {**state["frozen"], "target": {"kind": APPROVAL}}
+
+
 def frozen_overlap_renamed(state: dict[str, Any]) -> None:
     """Upcast from before release 0.11.0 renamed the overlap policy `skip` `skip_while_open`."""
     state["frozen"] = renamed_in(state["frozen"])
@@ -165,10 +171,12 @@ class Run(Aggregate):
     keeps with each error (`last_error`, an attempt's `error`) the values its code names
     (`params`). Version 7 keeps the trace context it was started under (`traceparent`).
     Version 8 keeps what its schedule's calendar did to it: the instant it was moved to
-    (`moved_to`) and why it was moved or skipped (`calendar`).
+    (`moved_to`) and why it was moved or skipped (`calendar`). Version 9 freezes what it does
+    (`frozen["target"]`: an approval, or a built-in job's kind and timeout) and keeps a job's
+    result summary (`result`, on the run and on each attempt).
     """
 
-    class_version = 8
+    class_version = 9
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -215,6 +223,13 @@ class Run(Aggregate):
         state["moved_to"] = state["calendar"] = None
 
     @staticmethod
+    def upcast_v8_v9(state: dict[str, Any]) -> None:
+        """A snapshot before version 9 was of a run that launched an approval (no result)."""
+        frozen_for_approval(state)
+        state["result"] = None
+        state["attempts"] = [{**attempt, "result": None} for attempt in state["attempts"]]
+
+    @staticmethod
     def create_id(
         schedule_id: UUID, planned_at: datetime, request_id: str | None, actor: str
     ) -> UUID:
@@ -228,9 +243,11 @@ class Run(Aggregate):
         `traceparent`, the W3C trace context of the request that started the run (None: none
         came, or the tick registered it); version 5 `moved_to`, the instant a calendar's
         `next_working_day` moved the cycle to, and `calendar`, what the calendar found (None
-        before: no calendar moved or skipped a cycle)."""
+        before: no calendar moved or skipped a cycle); version 6 `target` in `frozen`, what the
+        run does: `{"kind": "approval"}`, or a built-in job's `{"kind", "timeout_seconds"}`
+        (an approval before)."""
 
-        class_version = 5
+        class_version = 6
         tenant_id: UUID
         schedule_id: UUID
         planned_at: datetime
@@ -260,6 +277,8 @@ class Run(Aggregate):
         @staticmethod
         def upcast_v4_v5(state: dict[str, Any]) -> None:
             state["moved_to"] = state["calendar"] = None
+
+        upcast_v5_v6 = staticmethod(frozen_for_approval)
 
     @event(Registered)
     def __init__(
@@ -299,6 +318,7 @@ class Run(Aggregate):
         self.attempts: list[dict[str, Any]] = []
         self.next_attempt_at = (moved_to or at) if status == PENDING else None
         self.instance_id: str | None = None
+        self.result: dict[str, Any] | None = None  # a job's summary, once it succeeded
         self.last_error: dict[str, Any] | None = None
         self.round_start = 0  # attempts before it belong to earlier rounds (manual retries)
         self.blocked_by: str | None = None  # the unfinished run that made it skip its overlap
@@ -371,6 +391,21 @@ class Run(Aggregate):
         at; after the schedule changed, or naming another version, the request id is reused."""
         if schedule_version != self.schedule_version or version not in (None, schedule_version):
             raise RequestIdReused(self)
+
+    @property
+    def target(self) -> dict[str, Any]:
+        """What the run does, frozen at registration: an approval, or a job's kind and timeout."""
+        target: dict[str, Any] = self.frozen["target"]
+        return target
+
+    @property
+    def is_job(self) -> bool:
+        return is_job(self.target)
+
+    @property
+    def job_timeout_seconds(self) -> int:
+        """A job run's timeout (0 for an approval's launch)."""
+        return int(self.target.get("timeout_seconds", 0))
 
     @property
     def overlap_policy(self) -> str:
@@ -527,7 +562,19 @@ class Run(Aggregate):
     def succeed(self, number: int, worker: str, instance_id: str, at: datetime) -> None:
         self.check_holds(number, worker)
         self._attempt_succeeded(
-            number=number, instance_id=instance_id, status=SUCCEEDED, at=at, actor=worker
+            number=number,
+            instance_id=instance_id,
+            result=None,
+            status=SUCCEEDED,
+            at=at,
+            actor=worker,
+        )
+
+    def succeed_job(self, number: int, worker: str, result: dict[str, Any], at: datetime) -> None:
+        """A built-in job's attempt ended well: its small result summary, no instance."""
+        self.check_holds(number, worker)
+        self._attempt_succeeded(
+            number=number, instance_id=None, result=result, status=SUCCEEDED, at=at, actor=worker
         )
 
     def fail(
@@ -629,30 +676,45 @@ class Run(Aggregate):
                 "outcome": None,
                 "error": None,
                 "instance_id": None,
+                "result": None,
                 "worker": worker,
                 "lease_expires_at": lease_expires_at,
             },
         ]
 
     class AttemptSucceeded(Aggregate.Event):
-        """Version 2 added `status`, the run's status after it."""
+        """Version 2 added `status`, the run's status after it; version 3 `result`, a built-in
+        job's small summary (None: an approval's launch, whose `instance_id` it has; a job's
+        success has no instance, `instance_id` None)."""
 
-        class_version = 2
+        class_version = 3
         number: int
-        instance_id: str
+        instance_id: str | None
+        result: dict[str, Any] | None
         status: str
         at: datetime
         actor: str
 
         upcast_v1_v2 = staticmethod(status_was(SUCCEEDED))
 
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            state["result"] = None
+
     @event(AttemptSucceeded)
     def _attempt_succeeded(
-        self, number: int, instance_id: str, status: str, at: datetime, actor: str
+        self,
+        number: int,
+        instance_id: str | None,
+        result: dict[str, Any] | None,
+        status: str,
+        at: datetime,
+        actor: str,
     ) -> None:
-        self._end_attempt(ATTEMPT_SUCCEEDED, None, instance_id, at)
+        self._end_attempt(ATTEMPT_SUCCEEDED, None, instance_id, at, result)
         self.status = status
         self.instance_id = instance_id
+        self.result = result
         self.last_error = None
         self.finished_at = at
 
@@ -814,7 +876,13 @@ class Run(Aggregate):
         self.finished_at = at
 
     def _end_attempt(
-        self, outcome: str, error: dict[str, Any] | None, instance_id: str | None, at: datetime
+        self,
+        outcome: str,
+        error: dict[str, Any] | None,
+        instance_id: str | None,
+        at: datetime,
+        result: dict[str, Any] | None = None,
     ) -> None:
         last = {**self.attempts[-1], "finished_at": at, "outcome": outcome}
-        self.attempts = [*self.attempts[:-1], {**last, "error": error, "instance_id": instance_id}]
+        ended = {**last, "error": error, "instance_id": instance_id, "result": result}
+        self.attempts = [*self.attempts[:-1], ended]

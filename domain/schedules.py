@@ -1,4 +1,5 @@
-"""Schedules (定时任务): what starts approval instances, when, and on whose behalf."""
+"""Schedules (定时任务): what starts approval instances (or runs a built-in job), when, and on
+whose behalf."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from eventsourcing.domain import Aggregate, event
 from domain.calendar_cycles import CALENDAR_RULES, CycleCalendar
 from domain.directory import FIRST_REVISION
 from domain.errors import InvalidState, ValidationFailed
+from domain.jobs import APPROVAL, checked_target, is_job, run_target, target_problems
 from domain.messages import N_, Message
 from domain.overlap import (
     DEFAULT_OVERLAP_POLICY,
@@ -40,8 +42,9 @@ PLACEHOLDERS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M"}
 RULES_LISTED = ", ".join(CALENDAR_RULES)
 MAX_CYCLES_BEFORE_EDIT = 500  # per transaction; the service saves a longer backlog first
 DEFAULT_GROUP = "DEFAULT"  # 任务组名, as RuoYi names a job's group when none is given
-APPROVAL_TARGET = "approval"  # a cycle launches an approval instance (the default target)
-TARGET_KINDS = (APPROVAL_TARGET,)
+APPROVAL_TARGET = APPROVAL  # a cycle launches an approval instance (the default target)
+# The settings only an approval target uses: a built-in job leaves them empty.
+APPROVAL_FIELDS = ("definition_id", "initiator_id", "title_template", "form_data")
 DEFAULT_AUTO_PAUSE = 3  # consecutive cycles ending without a launch before the schedule pauses
 MAX_AUTO_PAUSE = 1000
 MAX_GROUP = 64
@@ -73,6 +76,11 @@ class ScheduleSettings:
     def __post_init__(self) -> None:
         object.__setattr__(self, "form_data", FormData.of(self.form_data))
 
+    @property
+    def is_job(self) -> bool:
+        """Whether its cycles run a built-in job instead of launching an approval."""
+        return is_job(self.target)
+
     def timing_differs(self, other: ScheduleSettings) -> bool:
         return (self.trigger, self.timezone) != (other.trigger, other.timezone)
 
@@ -95,13 +103,28 @@ def checked_settings(settings: ScheduleSettings, now: datetime) -> ScheduleSetti
         )
         if message
     }
+    errors.update(target_problems(settings.target))
+    if not any(name.startswith("target") for name in errors):
+        errors.update(approval_field_problems(settings))
     try:
         trigger = checked_trigger(settings.trigger, settings.timezone, now)
     except ValidationFailed as failed:
         errors.update(failed.errors)
     if errors:
         raise ValidationFailed(errors)
-    return replace(settings, trigger=trigger)
+    return replace(settings, trigger=trigger, target=checked_target(settings.target))
+
+
+def approval_field_problems(settings: ScheduleSettings) -> dict[str, list[str]]:
+    """An approval target needs its definition and initiator; a built-in job launches no
+    approval, so it takes none of the approval's fields."""
+    if settings.is_job:
+        refused = Message("a built-in job launches no approval: leave it out")
+        return {name: [refused] for name in APPROVAL_FIELDS if getattr(settings, name)}
+    needed = Message("required when the target is an approval")
+    return {
+        name: [needed] for name in ("definition_id", "initiator_id") if not getattr(settings, name)
+    }
 
 
 def checked_trigger(trigger: dict[str, Any], timezone: str, now: datetime) -> dict[str, Any]:
@@ -546,6 +569,7 @@ class Schedule(Aggregate):
             "timezone": settings.timezone,
             "overlap_policy": settings.overlap_policy,
             "saved_by": self.updated_by,
+            "target": run_target(settings.target),
         }
         return Run(
             tenant_id=self.tenant_id,

@@ -92,13 +92,15 @@ class Break:
     problem: str
 
 
-def first_break(log: Iterable[Notification], chained: Iterable[tuple[int, str]]) -> Break | None:
+def first_break(
+    log: Iterable[Notification], chained: Iterable[tuple[int, str]], previous: str = GENESIS
+) -> Break | None:
     """Walk the log and the stored links together; the first position where they part.
 
-    Both are ascending by position. Log events after the chain's head are not judged (the
-    projection has not reached them yet).
+    Both are ascending by position, and start after the link `previous` (the genesis: from
+    the first event). Log events after the chain's head are not judged (the projection has
+    not reached them yet).
     """
-    previous = GENESIS
     links = iter(chained)
     expected = next(links, None)
     for notification in log:
@@ -117,15 +119,25 @@ def first_break(log: Iterable[Notification], chained: Iterable[tuple[int, str]])
     return None
 
 
-def stored_links(sql: Sql, page: int = 10_000) -> Iterator[tuple[int, str]]:
-    """Every stored link, ascending."""
-    after = 0
+def stored_links(
+    sql: Sql, after: int = 0, upto: int | None = None, page: int = 10_000
+) -> Iterator[tuple[int, str]]:
+    """Every stored link after position `after` (up to `upto`, if given), ascending."""
+    last = " AND position <= ?" if upto is not None else ""
+    bound = (upto,) if upto is not None else ()
     while True:
         rows = sql.execute(
-            "SELECT position, hash FROM event_hashes WHERE position > ? ORDER BY position LIMIT ?",
-            (after, page),
+            f"SELECT position, hash FROM event_hashes WHERE position > ?{last} "  # noqa: S608
+            "ORDER BY position LIMIT ?",
+            (after, *bound, page),
         ).fetchall()
         if not rows:
             return
         yield from ((int(p), str(h)) for p, h in rows)
         after = int(rows[-1][0])
+
+
+def stored_link(sql: Sql, position: int) -> str | None:
+    """The stored link of the event at `position`, if there is one."""
+    row = sql.execute("SELECT hash FROM event_hashes WHERE position = ?", (position,)).fetchone()
+    return None if row is None else str(row[0])

@@ -14,6 +14,7 @@ from eventsourcing.persistence import Notification
 from cronledger.persistence.ledger import jsonable
 from cronledger.persistence.store import Store, as_instant, tenant_scope
 from domain.approvals import WAITING_REVIEW
+from domain.jobs import APPROVAL
 from domain.overlap import SKIP_WHILE_OPEN, Blocker
 from domain.runs import (
     ATTEMPT_FAILED,
@@ -31,6 +32,7 @@ from domain.runs import (
     SKIPPED_CALENDAR,
     SKIPPED_MISSED,
     SKIPPED_OVERLAP,
+    SUCCEEDED,
     UNFINISHED,
     Run,
     run_trace_id,
@@ -87,7 +89,8 @@ class RunsProjection(Projection):
             "definition_revision INTEGER NOT NULL, timezone TEXT, form_data TEXT NOT NULL, "
             f"missed_until {ts}, blocking_status TEXT, blocking_instance_id TEXT, "
             "last_error_params TEXT, search_text TEXT NOT NULL, "
-            f"moved_to {ts}, calendar TEXT, {BusinessTime.ddl('planned_')})",
+            f"moved_to {ts}, calendar TEXT, target_kind TEXT NOT NULL, result TEXT, "
+            f"{BusinessTime.ddl('planned_')})",
             "CREATE INDEX IF NOT EXISTS runs_by_schedule "
             "ON runs (schedule_id, planned_at DESC, id)",
             "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status)",
@@ -99,7 +102,7 @@ class RunsProjection(Projection):
             "run_id TEXT NOT NULL, number INTEGER NOT NULL, tenant_id TEXT NOT NULL, "
             f"schedule_id TEXT NOT NULL, worker TEXT NOT NULL, started_at {ts} NOT NULL, "
             f"lease_expires_at {ts} NOT NULL, finished_at {ts}, outcome TEXT, error_code TEXT, "
-            "error_message TEXT, instance_id TEXT, error_params TEXT, "
+            "error_message TEXT, instance_id TEXT, error_params TEXT, result TEXT, "
             f"{BusinessTime.ddl('started_')}, PRIMARY KEY (run_id, number))",
             "CREATE INDEX IF NOT EXISTS attempts_by_tenant ON attempts (tenant_id, started_at)",
         ]
@@ -149,10 +152,10 @@ class RunsProjection(Projection):
             "registered_at, finished_at, skipped_count, registration_lag_seconds, version, "
             "skip_reason, schedule_version, triggered_by, request_id, trace_id, "
             "definition_revision, timezone, form_data, missed_until, search_text, moved_to, "
-            "calendar, planned_local_date, planned_local_hour, planned_iso_week, "
+            "calendar, target_kind, planned_local_date, planned_local_hour, planned_iso_week, "
             "planned_iso_year) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -183,6 +186,7 @@ class RunsProjection(Projection):
                 searched_text(frozen["title"], frozen.get("schedule_name")),
                 event.moved_to,
                 None if event.calendar is None else json_text(event.calendar),
+                frozen["target"]["kind"],
                 *self.business.values(event.planned_at),
             ),
         )
@@ -209,9 +213,9 @@ class RunsProjection(Projection):
         started, succeeded = launch.started, launch.succeeded
         sql.write(
             "INSERT INTO attempts (run_id, number, tenant_id, schedule_id, worker, started_at, "
-            "lease_expires_at, finished_at, outcome, instance_id, started_local_date, "
+            "lease_expires_at, finished_at, outcome, instance_id, result, started_local_date, "
             "started_local_hour, started_iso_week, started_iso_year) "
-            "SELECT id, ?, tenant_id, schedule_id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM runs "
+            "SELECT id, ?, tenant_id, schedule_id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM runs "
             "WHERE id = ?",
             (
                 started.number,
@@ -221,6 +225,7 @@ class RunsProjection(Projection):
                 succeeded.at,
                 ATTEMPT_SUCCEEDED,
                 succeeded.instance_id,
+                _result_text(succeeded),
                 *self.business.values(started.at),
                 str(started.originator_id),
             ),
@@ -368,6 +373,7 @@ def _succeeded(sql: Sql, event: Run.AttemptSucceeded, first_start: Computed) -> 
     return {
         "status": event.status,
         "instance_id": event.instance_id,
+        "result": _result_text(event),
         "lease_expires_at": None,
         "due_at": None,
         "last_error_code": None,
@@ -415,12 +421,17 @@ def _attempt_ended(outcome: str) -> Handler:
 
     def handler(sql: Sql, event: AttemptEnd, position: int) -> None:
         if isinstance(event, Run.AttemptSucceeded):
-            _end_attempt(sql, event, outcome, None, event.instance_id)
+            _end_attempt(sql, event, outcome, None, event.instance_id, _result_text(event))
         else:
             error = (event.code, event.message, _params_text(event))
             _end_attempt(sql, event, outcome, error, None)
 
     return handler
+
+
+def _result_text(event: Run.AttemptSucceeded) -> str | None:
+    """A job's result summary as JSON text; None for an approval's launch."""
+    return None if event.result is None else json_text(event.result)
 
 
 def _finished(sql: Sql, event: Stamped, first_start: Computed = STARTED_AT) -> dict[str, Any]:
@@ -442,13 +453,14 @@ def _end_attempt(
     outcome: str,
     error: tuple[str, str, str | None] | None,
     instance_id: str | None,
+    result: str | None = None,
 ) -> None:
     """Record how the attempt ended: its outcome, and its error (code, message, params as
-    JSON text) or its instance."""
+    JSON text), or its instance or its job's result (JSON text)."""
     code, message, params = error or (None, None, None)
     sql.write(
         "UPDATE attempts SET finished_at = ?, outcome = ?, error_code = ?, error_message = ?, "
-        "error_params = ?, instance_id = ? WHERE run_id = ? AND number = ?",
+        "error_params = ?, instance_id = ?, result = ? WHERE run_id = ? AND number = ?",
         (
             event.at,
             outcome,
@@ -456,6 +468,7 @@ def _end_attempt(
             message,
             params,
             instance_id,
+            result,
             str(event.originator_id),
             event.number,
         ),
@@ -724,6 +737,8 @@ class RunRow(NamedTuple):
     version: int
     moved_to: datetime | None
     calendar: dict[str, Any] | None
+    target_kind: str
+    result: dict[str, Any] | None
 
     @classmethod
     def of(cls, row: Row) -> RunRow:
@@ -734,6 +749,7 @@ class RunRow(NamedTuple):
         values["form_data"] = json.loads(values["form_data"])
         values["last_error_params"] = json_value(values["last_error_params"])
         values["calendar"] = json_value(values["calendar"])
+        values["result"] = json_value(values["result"])
         return cls(**values)
 
     @classmethod
@@ -774,7 +790,23 @@ class RunRow(NamedTuple):
             version=run.version,
             moved_to=run.moved_to,
             calendar=run.calendar,
+            target_kind=str(run.target["kind"]),
+            result=run.result,
         )
+
+    @property
+    def is_job(self) -> bool:
+        return self.target_kind != APPROVAL
+
+    @property
+    def shown_initiator_id(self) -> str | None:
+        """The initiator, as answers show it: None for a built-in job's run (it has none)."""
+        return None if self.is_job else self.initiator_id
+
+    @property
+    def shown_definition_revision(self) -> int | None:
+        """The definition's revision it launches; None for a built-in job's run."""
+        return None if self.is_job else self.definition_revision
 
     @property
     def planned_at_local(self) -> datetime | None:
@@ -841,6 +873,7 @@ class AttemptRow(NamedTuple):
     instance_id: str | None
     worker: str
     error_params: dict[str, Any] | None
+    result: dict[str, Any] | None
 
     @classmethod
     def of(cls, row: Row) -> AttemptRow:
@@ -848,6 +881,7 @@ class AttemptRow(NamedTuple):
         for name in ("started_at", "finished_at"):
             values[name] = jsonable(as_instant(values[name]))
         values["error_params"] = json_value(values["error_params"])
+        values["result"] = json_value(values["result"])
         return cls(**values)
 
     @classmethod
@@ -864,6 +898,7 @@ class AttemptRow(NamedTuple):
             instance_id=attempt["instance_id"],
             worker=attempt["worker"],
             error_params=error.get("params"),
+            result=attempt["result"],
         )
 
     @property
@@ -947,6 +982,16 @@ def run_attempts(store: Store, run_id: str) -> list[AttemptRow]:
         (run_id,),
     )
     return [AttemptRow.of(row) for row in rows]
+
+
+def last_job_result(store: Store, schedule_id: UUID, kind: str) -> dict[str, Any] | None:
+    """The result of the schedule's newest planned run of the job `kind` that succeeded."""
+    rows = store.query(
+        "SELECT result FROM runs WHERE schedule_id = ? AND status = ? AND target_kind = ? "
+        "ORDER BY planned_at DESC, id DESC LIMIT 1",
+        (str(schedule_id), SUCCEEDED, kind),
+    )
+    return json_value(rows[0][0]) if rows else None
 
 
 def backlog_by_status(store: Store, tenant_id: UUID | None) -> dict[str, int]:

@@ -31,8 +31,19 @@ from apispec.ext.marshmallow.openapi import OpenAPIConverter
 from marshmallow import fields
 
 from domain.calendars import CALENDAR_KEY, MAX_RULE_DAYS, MAX_RULE_HOURS, MAX_RULE_SECONDS
+from domain.jobs import (
+    APPROVAL,
+    AUDIT_CHECKPOINT,
+    AUDIT_VERIFY,
+    JOBS,
+    LONG_TIMEOUT,
+    MAX_PARAM_TEXT,
+    SHORT_TIMEOUT,
+    SYSTEM_HEALTH_CHECK,
+    WEBHOOK_PING,
+)
 from domain.triggers import MAX_EXPRESSION_LENGTH, MAX_WEEKDAYS, MAX_WINDOWS
-from web.schemas.base import Choice, Choices, Described, OutSchema, Tagged
+from web.schemas.base import OMITTED_WHEN, Choice, Choices, Described, OutSchema, Tagged
 
 SCHEMAS = "#/components/schemas/"
 HH_MM = "^([01][0-9]|2[0-3]):[0-5][0-9]$"  # domain/triggers.py `_HH_MM`
@@ -323,10 +334,156 @@ def deadline_rule_shapes(side: str) -> dict[str, dict[str, Any]]:
     }
 
 
-# The components a `Described` field may name, each of a request or an answer: the trigger
-# and the deadline rule.
+# Each target kind's component name and what it says (docs/jobs.md).
+TARGET_COMPONENTS = {
+    APPROVAL: ("ApprovalTarget", "launch an approval instance from the schedule's definition"),
+    SYSTEM_HEALTH_CHECK: (
+        "HealthCheckTarget",
+        "check that the store answers and that the worker's process's loops beat",
+    ),
+    AUDIT_VERIFY: (
+        "AuditVerifyTarget",
+        "verify the events appended since the last verified position (its last successful "
+        "run's `to`), or with `full` the whole log, its Merkle tree and signed checkpoints",
+    ),
+    AUDIT_CHECKPOINT: ("AuditCheckpointTarget", "sign a checkpoint of the log's Merkle tree now"),
+    WEBHOOK_PING: ("WebhookPingTarget", "send a `ping` message to one webhook subscription"),
+}
+JOB_PARAMS = {
+    AUDIT_VERIFY: {
+        "full": {
+            "type": "boolean",
+            "default": False,
+            "description": f"a whole pass (timeout up to {LONG_TIMEOUT} s, default "
+            f"{LONG_TIMEOUT}); false: the events appended since the last verified position",
+        }
+    },
+    WEBHOOK_PING: {
+        "webhook_id": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_PARAM_TEXT,
+            "description": "one of the tenant's webhook subscriptions",
+        }
+    },
+}
+
+
+def target_shapes(side: str) -> dict[str, dict[str, Any]]:
+    """A schedule's target's components, of a request (`In`) or an answer (`Out`): an
+    approval, or one of the built-in jobs with its params and timeout (docs/jobs.md)."""
+    closed = {"additionalProperties": False} if side == REQUEST else {}
+    shapes: dict[str, dict[str, Any]] = {}
+    for kind, (name, description) in TARGET_COMPONENTS.items():
+        properties: dict[str, Any] = {"kind": {"type": "string", "enum": [kind]}}
+        required = ["kind"]
+        if kind in JOBS:
+            properties.update(_job_properties(kind, side))
+            required += ["params", "timeout_seconds"] if side == ANSWER else []
+        shapes[f"{name}{side}"] = {
+            "type": "object",
+            "description": description,
+            "properties": properties,
+            "required": required,
+            **closed,
+        }
+    shapes[f"Target{side}"] = {
+        "description": "what a schedule's cycle does: launch an approval (the default) or run "
+        "one of the built-in jobs (docs/jobs.md)",
+        "oneOf": [reference(f"{name}{side}") for name, _ in TARGET_COMPONENTS.values()],
+        "discriminator": {
+            "propertyName": "kind",
+            "mapping": {
+                kind: SCHEMAS + f"{name}{side}" for kind, (name, _) in TARGET_COMPONENTS.items()
+            },
+        },
+    }
+    return shapes
+
+
+def _job_properties(kind: str, side: str) -> dict[str, Any]:
+    params = JOB_PARAMS.get(kind, {})
+    job = JOBS[kind]
+    most = LONG_TIMEOUT if job.long_when else SHORT_TIMEOUT
+    wanted = [name for name, spec in job.params.items() if spec.default is None]
+    described = (
+        "the job's params; in an answer, with their defaults"
+        if params
+        else "an open object: this kind takes no params yet, `{}`"
+    )
+    return {
+        "params": {
+            "type": "object",
+            "properties": params,
+            **({"required": wanted} if wanted else {}),
+            **({"additionalProperties": False} if side == REQUEST else {}),
+            "description": described,
+        },
+        "timeout_seconds": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": most,
+            "description": f"the job fails with `JOB_TIMEOUT` past it; default "
+            f"{job.default_timeout}"
+            + (
+                f" ({LONG_TIMEOUT} with `full`, the only way past {SHORT_TIMEOUT})"
+                if most > SHORT_TIMEOUT
+                else ""
+            ),
+        },
+    }
+
+
+def job_result_shapes(side: str) -> dict[str, dict[str, Any]]:
+    """A built-in job's result summary, in an answer: each kind says some of these
+    (docs/jobs.md#results); never its params or what a receiver answered."""
+
+    def said(kind: str, description: str) -> dict[str, Any]:
+        """A key some kinds' results carry (`ok` alone is in every one)."""
+        return {"type": kind, "description": description, OMITTED_WHEN: "another kind's result"}
+
+    return {
+        "JobResultOut": {
+            "type": "object",
+            "description": "a built-in job's summary once it succeeded (docs/jobs.md#results)",
+            "properties": {
+                "ok": {
+                    "type": "boolean",
+                    "description": "always true: a job that finds a fault fails instead",
+                },
+                "full": said("boolean", "`audit.verify`: a whole pass, or since the last"),
+                "events_verified": said("integer", "`audit.verify`: the events it checked"),
+                "from_position": {
+                    **said("integer", "`audit.verify`: the first position checked"),
+                    "nullable": True,
+                },
+                "to_position": said("integer", "`audit.verify`: the last position vouched for"),
+                "checkpoints_proven": said("integer", "`audit.verify`, full: checkpoints proven"),
+                "signed": said("boolean", "`audit.checkpoint`: whether it signed a new one"),
+                "tree_size": said("integer", "`audit.checkpoint`: the tree size signed last"),
+                "loops": said("integer", "`system.health_check`: the loops found beating"),
+                "status": said("integer", "`webhook.ping`: the receiver's HTTP status (2xx)"),
+                "delivery_id": {
+                    **said("string", "`webhook.ping`: the message, on the subscription"),
+                    "format": "uuid",
+                },
+            },
+            "required": ["ok"],
+        }
+    }
+
+
+# The components a `Described` field may name, each of a request or an answer: the trigger,
+# the deadline rule and a schedule's target; and, in answers, a job's result.
 DESCRIBED = {
-    f"{name}{side}": (shapes, side)
-    for name, shapes in (("Trigger", trigger_shapes), ("DeadlineRule", deadline_rule_shapes))
-    for side in (REQUEST, ANSWER)
+    **{
+        f"{name}{side}": (shapes, side)
+        for name, shapes in (
+            ("Trigger", trigger_shapes),
+            ("DeadlineRule", deadline_rule_shapes),
+            ("Target", target_shapes),
+        )
+        for side in (REQUEST, ANSWER)
+    },
+    "JobResultOut": (job_result_shapes, ANSWER),
 }

@@ -37,7 +37,7 @@ from domain.errors import DomainError, InvalidState, NotFound
 from domain.evidence import Checkpoint
 from domain.merkle import EMPTY_ROOT, frontier_after, root_of_frontier
 from domain.messages import Message
-from projections.chain import GENESIS, Break, first_break, stored_links
+from projections.chain import GENESIS, Break, first_break, stored_link, stored_links
 from projections.engine import Projector, Sql
 from projections.maintenance import Difference, replay
 from projections.merkle import TreeHead, signed_checkpoints, stored_leaf, stored_leaves, tree_head
@@ -92,6 +92,35 @@ class Verification:
     unproven: tuple[Checkpoint, ...] = ()
     authentication: Authentication = Authentication()
     skews: tuple[Skew, ...] = ()
+
+
+@dataclass(frozen=True)
+class RangeVerification:
+    """What a pass over the events after position `after` checked: how many, the first and
+    the last position (`to`: `after` when none were new), and where the log first broke, if
+    it did."""
+
+    after: int
+    events: int
+    first: int | None
+    to: int
+    found: Break | None
+
+
+class Tally:
+    """The events a walk of the log read: how many, the first and the last position."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: int | None = None
+        self.last: int | None = None
+
+    def through(self, log: Iterable[Notification]) -> Iterator[Notification]:
+        for notification in log:
+            self.count += 1
+            self.first = notification.id if self.first is None else self.first
+            self.last = notification.id
+            yield notification
 
 
 class NoEventKeysToVerify(DomainError):
@@ -263,9 +292,39 @@ class Audit:
             tuple(macs.skews),
         )
 
-    def _log(self, progress: Progress) -> Iterator[Notification]:
-        start = 1
-        while page := self.ledger.recorder.select_notifications(start=start, limit=LOG_PAGE):
+    def verify_since(self, after: int, progress: Progress) -> RangeVerification:
+        """The events appended after position `after` (the last one an earlier pass vouched
+        for), up to the chain's head: each link recomputed from the stored link at `after`,
+        and each MAC checked, so the pass stays as short as what was appended. Earlier events,
+        the Merkle tree and the signed checkpoints are a full pass's (`verify`)."""
+        self.projector.catch_up()
+        store = self.ledger.store
+        with store.connect() as connection:
+            sql = Sql(store.kind, connection)
+            head = _chain_head(sql)
+            start = stored_link(sql, after) if after else GENESIS
+            if start is None:
+                gone = Break(after, "the last verified event has no link (it was deleted)")
+                return RangeVerification(after, 0, None, after, gone)
+            macs = MacWalk(self.ledger, self.ledger.event_keys, read_boundary(sql), any_mac(sql))
+            tally = Tally()
+            log = tally.through(
+                macs.through(self._log(progress, after + 1, head.position), self.skew)
+            )
+            chain_break = first_break(log, stored_links(sql, after, head.position), start)
+        breaks = [b for b in (macs.found, chain_break) if b is not None]
+        found = min(breaks, key=lambda b: b.position) if breaks else None
+        return RangeVerification(after, tally.count, tally.first, tally.last or after, found)
+
+    def _log(
+        self, progress: Progress, start: int = 1, stop: int | None = None
+    ) -> Iterator[Notification]:
+        """The log's events from position `start` (up to `stop`, if given), a page at a time,
+        `progress` told after each page."""
+        if stop is not None and stop < start:
+            return
+        select = self.ledger.recorder.select_notifications
+        while page := select(start=start, limit=LOG_PAGE, stop=stop):
             yield from page
             progress(len(page))
             start = page[-1].id + 1

@@ -1,5 +1,6 @@
 """Launching runs (the worker's command): due runs claimed and launched as approval
-instances, with retries.
+instances, with retries; a run of a built-in job (docs/jobs.md) is claimed alike and its job
+run once the claim is committed.
 
 An instance lives on the same log as its run, so a poll starts and launches attempts in one
 commit: each claim, its new instance and the attempt's success (同事务回执) or failure, for up
@@ -8,6 +9,10 @@ checks read it, so no instance is ever created after the initiator's deactivatio
 and no attempt is left in flight between commits. An attempt an earlier release left claimed
 between two commits is taken over once its lease ran out; a retry or a recovery finds the
 instance by its id.
+
+A job's attempt is claimed in that commit with a lease that outlasts its timeout, then run
+outside any transaction (a job may take seconds), and its outcome recorded in a commit of its
+own: the same retries and dead letter as a launch's.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from opentelemetry.trace import StatusCode
 
 from cronledger.application.auto_pause import cycles_counted
 from cronledger.application.calendars import Calendars
+from cronledger.application.jobs import Jobs
 from cronledger.application.reviews import Reviewing
 from cronledger.application.services import Services
 from cronledger.config import Settings
@@ -53,6 +59,22 @@ DUE_READ_FACTOR = 4  # due runs read per run taken, so that busy schedules can b
 # flight once it commits, so `worker_concurrency` does not bound it.
 LAUNCHES_PER_COMMIT = 300
 ACCOUNT_IDS_KEPT = 4096
+JOB_LEASE_MARGIN = timedelta(seconds=30)  # a job's lease outlasts its timeout by this
+
+
+@dataclass(frozen=True)
+class LogLines:
+    """What the worker's log says of an attempt's outcome."""
+
+    succeeded: str
+    failed: str
+    rejected: str
+
+
+LAUNCH_LINES = LogLines(
+    "launch succeeded", "launch failed", "launch not recorded: the lease was lost"
+)
+JOB_LINES = LogLines("job succeeded", "job failed", "job not recorded: the lease was lost")
 
 
 @dataclass(frozen=True)
@@ -85,6 +107,7 @@ class Worker:
         worker = cls(services.ledger, services.projector, services.settings, name)
         worker.reviewing = services.approvals.reviewing
         worker.calendars = services.calendars
+        worker.jobs = Jobs.of(services, worker.name)
         return worker
 
     def __init__(
@@ -99,13 +122,17 @@ class Worker:
         self.per_schedule = settings.schedule_concurrency
         self.name = name or f"worker:{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:6]}"
         self.stopping = threading.Event()  # set on shutdown: what is claimed finishes, no more
+        self.jobs: Jobs | None = None  # `of` gives it one: the built-in jobs it runs
 
     def poll(self) -> WorkReport:
-        """Start and launch up to LAUNCHES_PER_COMMIT due attempts, all in one commit."""
+        """Start and launch up to LAUNCHES_PER_COMMIT due attempts, all in one commit; then
+        run the jobs among them, each recorded as it ends."""
         self.projector.catch_up()
         due = self._due(LAUNCHES_PER_COMMIT)
         with self.ledger.projections_deferred():  # the next poll catches them up
-            report = self._start_and_launch(due)
+            report, jobs = self._start_and_launch(due)
+        for claim in jobs:
+            report.count(self._run_job(claim))
         if report.claimed:
             log.info("launched runs", extra={"worker": self.name, **report.__dict__})
         return report
@@ -120,21 +147,26 @@ class Worker:
                 break
         return total
 
-    def _start_and_launch(self, run_ids: Sequence[UUID]) -> WorkReport:
+    def _start_and_launch(self, run_ids: Sequence[UUID]) -> tuple[WorkReport, list[Claim]]:
         """All in one commit; if anything moved meanwhile (another worker won a run, an
         initiator changed, an instance exists), all again from a fresh read; if that fails
-        too, one run at a time."""
+        too, one run at a time. What happened, and the jobs' attempts claimed (to run)."""
         for check_instances in (False, True):
             with suppress(IntegrityError):
                 return self._started_and_launched(run_ids, check_instances)
-        report = WorkReport()
+        report, jobs = WorkReport(), []
         for run_id in run_ids:
-            report.add(self.ledger.retrying(partial(self._started_and_launched, [run_id], True)))
-        return report
+            each = self.ledger.retrying(partial(self._started_and_launched, [run_id], True))
+            report.add(each[0])
+            jobs.extend(each[1])
+        return report, jobs
 
-    def _started_and_launched(self, run_ids: Sequence[UUID], check_instances: bool) -> WorkReport:
+    def _started_and_launched(
+        self, run_ids: Sequence[UUID], check_instances: bool
+    ) -> tuple[WorkReport, list[Claim]]:
         """Read the runs, start each due one's attempt (or skip its overlap), launch the
-        attempts, and commit it all at once; what happened.
+        approvals' attempts, and commit it all at once; what happened, and the attempts of
+        the jobs (committed as claimed: they run after the commit).
 
         With `check_instances`, an instance an earlier attempt made (and lost the outcome of)
         is reused; without, its existence fails the commit.
@@ -143,9 +175,10 @@ class Worker:
         now = self.ledger.clock()
         report = WorkReport()
         claims = self._started(runs, now, report)
-        made = self._instances_made(claims) if check_instances else frozenset()
-        launched, unchanged, outcomes = self._launched_in_memory(claims, made, now)
-        claimed = {claim.run.id for claim in claims}
+        launches = [claim for claim in claims if not claim.run.is_job]
+        made = self._instances_made(launches) if check_instances else frozenset()
+        launched, unchanged, outcomes = self._launched_in_memory(launches, made, now)
+        claimed = {claim.run.id for claim in launches}
         counted = cycles_counted(self.ledger, runs, now)  # the schedules' failed cycles
         self.ledger.save(
             *launched,
@@ -154,14 +187,50 @@ class Worker:
             unchanged=unchanged,
         )
         counted.log_paused()
-        for claim, outcome in zip(claims, outcomes, strict=True):
+        for claim, outcome in zip(launches, outcomes, strict=True):
             report.count(outcome)
             with self._launch_span(claim, outcome):
                 self._log_outcome(claim, outcome)
-        return report
+        return report, [claim for claim in claims if claim.run.is_job]
+
+    # -- built-in jobs ---------------------------------------------------------
+
+    def _run_job(self, claim: Claim) -> str:
+        """Run a claimed job's attempt, then record its outcome; the outcome counted."""
+        assert self.jobs is not None, "Worker.of gives a worker its job runner"
+        try:
+            result: dict[str, object] | LaunchFailed = self.jobs.run(claim.run)
+        except LaunchFailed as failure:
+            result = failure
+        outcome, run = self.ledger.retrying(partial(self._record_job, claim, result))
+        recorded = Claim(run, claim.number)
+        with self._launch_span(recorded, outcome, "run job"):
+            self._log_outcome(recorded, outcome, JOB_LINES)
+        return outcome
+
+    def _record_job(
+        self, claim: Claim, result: dict[str, object] | LaunchFailed
+    ) -> tuple[str, Run]:
+        """The job's outcome on its run, read afresh; a lease lost meanwhile is recorded,
+        never applied."""
+        run = self.ledger.find(Run, claim.run.id, "run", claim.run.id)
+        now = self.ledger.clock()
+        if not run.holds(claim.number, self.name):
+            run.reject_outcome(claim.number, self.name, "job", now)
+            outcome = "rejected"
+        elif isinstance(result, LaunchFailed):
+            run.fail(claim.number, self.name, result, self.policy, now)
+            outcome = "failed"
+        else:
+            run.succeed_job(claim.number, self.name, dict(result), now)
+            outcome = "succeeded"
+        counted = cycles_counted(self.ledger, [run], now)  # a job's cycle counts as a launch's
+        self.ledger.save(run, *counted.schedules)
+        counted.log_paused()
+        return outcome, run
 
     @contextmanager
-    def _launch_span(self, claim: Claim, outcome: str) -> Iterator[None]:
+    def _launch_span(self, claim: Claim, outcome: str, name: str = "launch run") -> Iterator[None]:
         """The launch as a span of the run's trace (the request's that started it, or the
         run's own), linked to the poll that made it; its log lines are written in it."""
         run = claim.run
@@ -172,7 +241,7 @@ class Worker:
             "cronledger.attempt": claim.number,
             "cronledger.outcome": outcome,
         }
-        with span_in("launch run", run.launch_traceparent, attributes) as span:
+        with span_in(name, run.launch_traceparent, attributes) as span:
             if outcome != "succeeded":
                 span.set_status(StatusCode.ERROR, run.error_code)
             yield
@@ -221,10 +290,16 @@ class Worker:
             if blocker := blockers.get(run.id):
                 run.skip_overlap(blocker, now, self.name)
                 report.skipped += 1
-            elif number := run.claim(self.name, now, self.lease):
+            elif number := run.claim(self.name, now, self._lease_of(run)):
                 claims.append(Claim(run, number))
         report.claimed += len(claims)
         return claims
+
+    def _lease_of(self, run: Run) -> timedelta:
+        """How long an attempt is held: a job's outlasts its timeout."""
+        if not run.is_job:
+            return self.lease
+        return max(self.lease, timedelta(seconds=run.job_timeout_seconds) + JOB_LEASE_MARGIN)
 
     def _launched_in_memory(
         self, claims: Sequence[Claim], made: Collection[UUID], now: datetime
@@ -273,16 +348,19 @@ class Worker:
         except NoEligibleReviewer as refused:
             raise LaunchFailed(NO_ELIGIBLE_REVIEWER, refused.message) from None
 
-    def _log_outcome(self, claim: Claim, outcome: str) -> None:
-        """One line per committed launch; never the form data (requirement 002). A failed
-        attempt is a WARNING, one that dead-lettered its run an ERROR."""
+    def _log_outcome(self, claim: Claim, outcome: str, lines: LogLines = LAUNCH_LINES) -> None:
+        """One line per committed launch or job; never the form data, a job's params or what
+        a receiver answered (requirement 002). A failed attempt is a WARNING, one that
+        dead-lettered its run an ERROR."""
         run = claim.run
         if outcome == "succeeded":
-            log.info("launch succeeded", extra=self._traced(claim, instance_id=run.instance_id))
+            log.info(lines.succeeded, extra=self._traced(claim, instance_id=run.instance_id))
+        elif outcome == "rejected":
+            log.warning(lines.rejected, extra=self._traced(claim))
         else:
             level = logging.ERROR if run.status == DEAD_LETTER else logging.WARNING
             fields = self._traced(claim, error_code=run.error_code, status=run.status)
-            log.log(level, "launch failed", extra=fields)
+            log.log(level, lines.failed, extra=fields)
 
     def _traced(self, claim: Claim, **fields: object) -> dict[str, object]:
         """A launch log line's fields: the run's trace id (its record shows it), the attempt."""

@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 
 from cronledger.persistence.ledger import Recorded
 from domain.approvals import EXPIRED, ApprovalInstance
+from domain.jobs import JOB_MESSAGES
 from domain.launch import ATTEMPT_MESSAGES, NO_ELIGIBLE_REVIEWER
 from domain.runs import ATTEMPT_FAILED, ATTEMPT_SUCCEEDED, DEAD_LETTER, INTERRUPTED, Run
 from domain.schedules import Schedule
@@ -59,7 +60,7 @@ DATABASE_ERROR_SOURCES = ("api", "metrics", "notifier", "projections", "sweeper"
 # Every (outcome, error code) an attempt can end with; "" is a success's code.
 ATTEMPT_LABELS = (
     (ATTEMPT_SUCCEEDED, ""),
-    *((ATTEMPT_FAILED, code) for code in (*ATTEMPT_MESSAGES, NO_ELIGIBLE_REVIEWER)),
+    *((ATTEMPT_FAILED, code) for code in (*ATTEMPT_MESSAGES, NO_ELIGIBLE_REVIEWER, *JOB_MESSAGES)),
     (INTERRUPTED, INTERRUPTED),
 )
 

@@ -129,7 +129,6 @@ class Notifier:
         self.tls = httpx.create_ssl_context(trust_env=False)  # shared: making one costs more
         # than sending a message to a nearby receiver
         self.deadline = settings.webhook_attempt_deadline_seconds
-        self.too_late = f"no complete answer within the attempt deadline ({self.deadline:g} s)"
         self.lease = timedelta(seconds=self.deadline + LEASE_MARGIN_SECONDS)
         self.response_bytes = settings.webhook_response_bytes
         self.name = name or f"notifier:{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:6]}"
@@ -367,20 +366,43 @@ class Notifier:
             secret,
         )
 
-    def send(self, claim: Claim) -> Response:
-        """One attempt, ended at the attempt deadline whatever the receiver does: the URL
-        checked again, the message signed and posted to the checked address; what came back
-        (a 2xx is delivered, anything else failed)."""
-        started = time.perf_counter()
-        return asyncio.run(self._attempt(claim, started))
+    def send_now(
+        self, delivery: WebhookDelivery, subscription: WebhookSubscription, deadline: float
+    ) -> Response:
+        """A message made elsewhere (a `webhook.ping` job's), saved with its first attempt
+        claimed (so no notifier loop sends it too), sent at once within `deadline` seconds (or
+        the attempt deadline, if shorter), and its outcome recorded as any attempt's."""
+        number = delivery.start_attempt(self.name, self.lease, self.ledger.clock())
+        self.ledger.save(delivery)
+        secret = self.webhooks.secret_of(subscription.id, subscription.generation)
+        claim = Claim(
+            delivery.id,
+            delivery.tenant_id,
+            number,
+            delivery.message_id,
+            delivery.payload,
+            subscription.url,
+            secret,
+        )
+        response = self.send(claim, min(deadline, self.deadline))
+        self._record(claim, response)
+        return response
 
-    async def _attempt(self, claim: Claim, started: float) -> Response:
+    def send(self, claim: Claim, deadline: float | None = None) -> Response:
+        """One attempt, ended at the attempt deadline (or `deadline` seconds) whatever the
+        receiver does: the URL checked again, the message signed and posted to the checked
+        address; what came back (a 2xx is delivered, anything else failed)."""
+        started = time.perf_counter()
+        return asyncio.run(self._attempt(claim, started, deadline or self.deadline))
+
+    async def _attempt(self, claim: Claim, started: float, deadline: float) -> Response:
         """The attempt, or why it failed."""
         try:
-            ends_at = asyncio.get_running_loop().time() + self.deadline
+            ends_at = asyncio.get_running_loop().time() + deadline
             return await self._post(claim, started, ends_at)
         except TimeoutError:
-            return Response(None, _since(started), self.too_late)
+            too_late = f"no complete answer within the attempt deadline ({deadline:g} s)"
+            return Response(None, _since(started), too_late)
         except ValidationFailed as refused:
             return Response(None, 0.0, f"refused: {' '.join(refused.errors['url'])}")
         except httpx.TimeoutException:

@@ -74,8 +74,11 @@ class Runs:
 
     def _retried(self, run: Run, at: datetime, actor: str, reason: str | None) -> None:
         """Retry, refused as run-now is (422) while the initiator or definition still fails
-        the launch checks: the new round could only fail again."""
+        the launch checks: the new round could only fail again (a built-in job's run has
+        neither: its job is checked as it runs)."""
         run.retry(at, actor, reason)
+        if run.is_job:
+            return
         problems = self.directory.launch_problems_of(
             run.tenant_id, run.definition_id, run.initiator_id
         )

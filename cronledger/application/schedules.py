@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
@@ -21,11 +21,13 @@ from cronledger.persistence.ledger import Ledger, TimelineEntry
 from cronledger.tracing import current_traceparent
 from domain.calendar_cycles import CycleCalendar, Placement, place
 from domain.calendars import Calendar, calendar_uuid, working_calendar
-from domain.directory import Principal, check_expected_version
-from domain.errors import InFlight, NotFound, ValidationFailed
+from domain.directory import FIRST_REVISION, Principal, check_expected_version
+from domain.errors import Forbidden, InFlight, NotFound, ValidationFailed
 from domain.idempotency import KeyedRequest
+from domain.jobs import WEBHOOK_PING
 from domain.messages import Message
 from domain.overlap import DEFAULT_OVERLAP_POLICY, OVERLAP_POLICIES
+from domain.permissions import DIRECTORY_MANAGE
 from domain.policy import RunPolicy
 from domain.schedules import (
     APPROVAL_TARGET,
@@ -44,6 +46,7 @@ from domain.schedules import (
 )
 from domain.triggers import fire_times, load_zone, local_time, parse_trigger
 from domain.values import FormData
+from domain.webhooks import WebhookSubscription
 from projections.keyset import Window
 from projections.runs import RunDetail, RunFilter, RunRow
 from projections.schedules import (
@@ -95,6 +98,19 @@ class ScheduleAnswer:
         if name.startswith("__"):  # copy and pickle ask before the fields are set
             raise AttributeError(name)
         return getattr(self.row, name)
+
+    @property
+    def definition_id(self) -> str | None:
+        """The definition it launches; None for a built-in job's schedule."""
+        return self.row.definition_id or None
+
+    @property
+    def initiator_id(self) -> str | None:
+        return self.row.initiator_id or None
+
+    @property
+    def definition_revision(self) -> int | None:
+        return None if self.row.settings.is_job else self.row.definition_revision
 
 
 @dataclass(frozen=True)
@@ -195,11 +211,11 @@ class Schedules:
         """Settings from request fields; an omitted timezone is the business timezone."""
         return ScheduleSettings(
             name=fields["name"],
-            definition_id=fields["definition_id"],
+            definition_id=fields.get("definition_id") or "",  # "": a built-in job's, which has none
             trigger=fields["trigger"],
             timezone=fields.get("timezone") or self.default_timezone,
-            initiator_id=fields["initiator_id"],
-            title_template=fields.get("title_template", ""),
+            initiator_id=fields.get("initiator_id") or "",
+            title_template=fields.get("title_template") or "",
             form_data=FormData.of(fields.get("form_data")),
             misfire_policy=fields.get("misfire_policy", "catch_up"),
             overlap_policy=fields.get("overlap_policy", DEFAULT_OVERLAP_POLICY),
@@ -229,6 +245,7 @@ class Schedules:
         request: KeyedRequest | None,
     ) -> ScheduleAnswer:
         check_key(self.ledger, request)
+        check_may_save_jobs(actor, settings)
         at = self.ledger.clock()
         settings = self._checked(actor.tenant_id, settings, at)
         revision = self._published_revision(actor.tenant_id, settings)
@@ -276,7 +293,8 @@ class Schedules:
         version: int,
     ) -> ScheduleAnswer:
         """Replace the settings; cycles due under the old plan are registered first."""
-        self.schedule(actor.tenant_id, schedule_id)
+        saved = self.schedule(actor.tenant_id, schedule_id)
+        check_may_save_jobs(actor, saved.settings, settings)
         settings = self._checked(actor.tenant_id, settings, self.ledger.clock())
         revision = self._published_revision(actor.tenant_id, settings)
         return self.ledger.retrying(
@@ -333,6 +351,7 @@ class Schedules:
         if schedule.enabled == enabled:
             return self.answer_of(schedule)
         if enabled:
+            check_may_save_jobs(actor, schedule.settings)
             self._checked(actor.tenant_id, schedule.settings, self.ledger.clock())
         return self.ledger.retrying(
             lambda: self._switch(actor, schedule_id, enabled, version, reason)
@@ -397,6 +416,7 @@ class Schedules:
 
     def _delete(self, actor: Principal, schedule_id: str, version: int, reason: str | None) -> None:
         schedule = self.schedule(actor.tenant_id, schedule_id, version)
+        check_may_save_jobs(actor, schedule.settings)
         unfinished = self.runs.unfinished(schedule.id)
         if unfinished:
             raise InFlight(
@@ -591,26 +611,68 @@ class Schedules:
         return fires_after(trigger, timezone, count, after or self.ledger.clock())
 
     def _published_revision(self, tenant_id: UUID, settings: ScheduleSettings) -> int:
-        """The revision of the (checked, so published) definition a schedule is saved against."""
+        """The revision of the (checked, so published) definition a schedule is saved against
+        (the first for a built-in job, which has none)."""
+        if settings.is_job:
+            return FIRST_REVISION
         definition = self.directory.definition_aggregate(tenant_id, settings.definition_id)
         return definition.revision
 
     def _checked(
         self, tenant_id: UUID, settings: ScheduleSettings, at: datetime
     ) -> ScheduleSettings:
-        """Every rule at once: the settings' own, the definition's and the initiator's."""
-        errors: dict[str, list[str]] = {}
+        """Every rule at once: the settings' own, the definition's and the initiator's (an
+        approval's), or the webhook subscription's (a `webhook.ping` job's)."""
+        own: dict[str, list[str]] = {}
         try:
             settings = checked_settings(settings, at)
         except ValidationFailed as failed:
-            errors.update(failed.errors)
-        errors.update(self.directory.launch_problems(tenant_id, settings))
+            own = failed.errors
+        errors = {**self._target_problems(tenant_id, settings), **own}
         key = settings.calendar
         if key is not None and not self.ledger.exists(calendar_uuid(tenant_id, key)):
             errors["calendar"] = [Message("the tenant has no calendar {key}", key=key)]
         if errors:
             raise ValidationFailed(errors)
         return settings
+
+    def _target_problems(self, tenant_id: UUID, settings: ScheduleSettings) -> dict[str, list[str]]:
+        """What the tenant's directory says of the target: an approval's definition and
+        initiator, or the subscription a `webhook.ping` job pings."""
+        kind = settings.target.get("kind")
+        if kind == APPROVAL_TARGET:
+            return self.directory.launch_problems(tenant_id, settings)
+        if kind == WEBHOOK_PING:
+            return self._webhook_problems(tenant_id, settings.target.get("params"))
+        return {}
+
+    def _webhook_problems(self, tenant_id: UUID, params: object) -> dict[str, list[str]]:
+        """The subscription must be a live one of the tenant."""
+        webhook_id = params.get("webhook_id") if isinstance(params, Mapping) else None
+        if not isinstance(webhook_id, str):
+            return {}  # the target's own check names it
+        try:
+            found = self.ledger.find_in_tenant(
+                WebhookSubscription, webhook_id, "webhook", tenant_id
+            )
+        except NotFound:
+            found = None
+        if found is None or found.deleted:
+            missing = Message("the tenant has no webhook subscription {id}", id=webhook_id)
+            return {"target.params.webhook_id": [missing]}
+        return {}
+
+
+def check_may_save_jobs(actor: Principal, *settings: ScheduleSettings) -> None:
+    """Saving, enabling or deleting a schedule that runs a built-in job (before or after the
+    save) needs `directory:manage`: the jobs act on the whole service (docs/jobs.md)."""
+    if any(each.is_job for each in settings) and not actor.can(DIRECTORY_MANAGE):
+        raise Forbidden(
+            Message(
+                "only an account with {permission} may save a schedule that runs a built-in job",
+                permission=DIRECTORY_MANAGE,
+            )
+        )
 
 
 def schedule_uuid(schedule_id: str) -> UUID:

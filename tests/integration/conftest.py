@@ -86,8 +86,18 @@ def busy(open_with: Opener) -> World:
     services.pauses.pause_tenant(globex, "a tenant paused for the night")
     hook = SubscriptionFields("http://127.0.0.1:9/hook", ["ping"], "on call", True)
     services.webhooks.ping(world.root, services.webhooks.create(world.root, hook).webhook.id)
+    _checked_once(services, world)
     services.projector.catch_up()
     return world
+
+
+def _checked_once(services: Services, world: World) -> None:
+    """A schedule that runs a built-in job, run once: a job's run with its result."""
+    fields = {"name": "自检", "trigger": {"kind": "cron", "expression": "0 3 * * *"}}
+    job = services.schedules.settings_from({**fields, "target": {"kind": "system.health_check"}})
+    made = services.schedules.create(world.root, job, False)
+    services.schedules.run_now(world.root, made.id, "check-1")
+    Worker.of(services).drain()
 
 
 def _settings_of(schedule: Any) -> dict[str, Any]:

@@ -92,9 +92,9 @@ def test_a_crash_mid_batch_then_a_restart_equals_a_rebuild(
     with pytest.raises(KeyboardInterrupt):
         projector.catch_up()
     monkeypatch.undo()
-    assert services.store.query("SELECT COUNT(*) FROM runs")[0][0] == 7
+    assert services.store.query("SELECT COUNT(*) FROM runs")[0][0] == 8
     projector.catch_up()
-    assert services.store.query("SELECT COUNT(*) FROM runs")[0][0] == 37
+    assert services.store.query("SELECT COUNT(*) FROM runs")[0][0] == 38
     assert differences(services) == []
 
 

@@ -1,4 +1,5 @@
-"""Examples of runs: registered by run now, launched, skipped, and failing with a retry due."""
+"""Examples of runs: registered by run now, launched, skipped, failing with a retry due, and
+a nightly `audit.verify` job's run with its result."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from web.examples.world import (
     FAILING_RUN_ID,
     LAUNCHED_INSTANCE_ID,
     MANUAL_RUN_ID,
+    NIGHTLY_SCHEDULE_ID,
     SKIPPED_RUN_ID,
+    VERIFIED_RUN_ID,
     WINDOW_SCHEDULE_ID,
     WORKER,
 )
@@ -19,6 +22,7 @@ REGISTERED = {
     "schedule_id": CRON_SCHEDULE_ID,
     "schedule_version": 2,
     "definition_revision": 1,
+    "target_kind": "approval",
     "planned_at": "2026-10-01T09:00:00Z",
     "planned_at_local": "2026-10-01T17:00:00+08:00",
     "trigger": "manual",
@@ -33,6 +37,7 @@ REGISTERED = {
     "next_attempt_at": "2026-10-01T09:00:00Z",
     "last_error": None,
     "instance_id": None,
+    "result": None,
     "registered_at": "2026-10-01T09:00:00Z",
     "started_at": None,
     "finished_at": None,
@@ -105,15 +110,58 @@ FAILING = {
 }
 
 
-def _attempt(outcome: str, error: Any, instance_id: Any, finished_at: str) -> dict[str, Any]:
+VERIFY_RESULT = {
+    "ok": True,
+    "full": False,
+    "events_verified": 120,
+    "from_position": 1001,
+    "to_position": 1120,
+}
+VERIFIED = {
+    **REGISTERED,
+    "id": VERIFIED_RUN_ID,
+    "schedule_id": NIGHTLY_SCHEDULE_ID,
+    "schedule_version": 1,
+    "definition_revision": None,
+    "target_kind": "audit.verify",
+    "planned_at": "2026-10-01T18:00:00Z",
+    "planned_at_local": "2026-10-02T02:00:00+08:00",
+    "trigger": "schedule",
+    "triggered_by": "system:tick",
+    "request_id": None,
+    "status": "SUCCEEDED",
+    "title": "Nightly audit",
+    "form_data": {},
+    "initiator_id": None,
+    "attempt_count": 1,
+    "next_attempt_at": None,
+    "result": VERIFY_RESULT,
+    "registered_at": "2026-10-01T18:00:01Z",
+    "started_at": "2026-10-01T18:00:02Z",
+    "finished_at": "2026-10-01T18:00:02.5Z",
+    "duration_seconds": 0.5,
+    "trace_id": "d3075e04546f557b987e514d18320aed",
+    "version": 3,
+}
+
+
+def _attempt(
+    outcome: str,
+    error: Any,
+    instance_id: Any,
+    finished_at: str,
+    started_at: str = "2026-10-01T09:00:01Z",
+    result: Any = None,
+) -> dict[str, Any]:
     """The first attempt, started a second after the run was registered."""
     return {
         "number": 1,
-        "started_at": "2026-10-01T09:00:01Z",
+        "started_at": started_at,
         "finished_at": finished_at,
         "outcome": outcome,
         "error": error,
         "instance_id": instance_id,
+        "result": result,
         "worker": WORKER,
     }
 
@@ -131,6 +179,19 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "retry-due": {
             **FAILING,
             "attempts": [_attempt("FAILED", INACTIVE, None, "2026-10-01T09:00:01Z")],
+        },
+        "nightly-audit-verify": {
+            **VERIFIED,
+            "attempts": [
+                _attempt(
+                    "SUCCEEDED",
+                    None,
+                    None,
+                    "2026-10-01T18:00:02.5Z",
+                    "2026-10-01T18:00:02Z",
+                    VERIFY_RESULT,
+                )
+            ],
         },
     },
     "RunPage": {

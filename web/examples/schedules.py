@@ -1,9 +1,11 @@
-"""Examples of schedules and fire-time previews: a cron trigger and a window-interval trigger."""
+"""Examples of schedules and fire-time previews: a cron trigger and a window-interval trigger,
+and a nightly `audit.verify` job."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from web.examples.webhooks import WEBHOOK_ID
 from web.examples.world import (
     CREATED_AT,
     CRON_SCHEDULE_ID,
@@ -11,9 +13,11 @@ from web.examples.world import (
     DEFINITION_ID,
     LAUNCHED_INSTANCE_ID,
     MANUAL_RUN_ID,
+    NIGHTLY_SCHEDULE_ID,
     PRESET_SCHEDULE_ID,
     PRESET_TRIGGER,
     SKIPPED_RUN_ID,
+    VERIFIED_RUN_ID,
     WINDOW_SCHEDULE_ID,
     WINDOW_TRIGGER,
 )
@@ -185,6 +189,54 @@ AUTO_PAUSED_SCHEDULE = {
     ),
 }
 
+NIGHTLY_TARGET = {"kind": "audit.verify", "params": {"full": False}, "timeout_seconds": 10}
+NIGHTLY_FIELDS = {
+    "name": "Nightly audit",
+    "trigger": {"kind": "cron", "expression": "0 2 * * *"},
+    "timezone": "Asia/Shanghai",
+    "group": "OPS",
+    "target": {"kind": "audit.verify"},
+    "enabled": True,
+}
+NIGHTLY_SCHEDULE = {
+    **WINDOW_SCHEDULE,
+    "id": NIGHTLY_SCHEDULE_ID,
+    **NIGHTLY_FIELDS,
+    "definition_id": None,
+    "initiator_id": None,
+    "title_template": "",
+    "form_data": {},
+    "misfire_policy": "catch_up",
+    "group": "OPS",
+    "target": NIGHTLY_TARGET,
+    "next_fire_at": "2026-10-02T18:00:00Z",
+    "next_fire_at_local": "2026-10-03T02:00:00+08:00",
+    "last_run": {
+        "run_id": VERIFIED_RUN_ID,
+        "planned_at": "2026-10-01T18:00:00Z",
+        "status": "SUCCEEDED",
+    },
+    "definition_revision": None,
+    "next_fires": _fires(
+        ("2026-10-02T18:00:00Z", "2026-10-03T02:00:00+08:00"),
+        ("2026-10-03T18:00:00Z", "2026-10-04T02:00:00+08:00"),
+        ("2026-10-04T18:00:00Z", "2026-10-05T02:00:00+08:00"),
+        ("2026-10-05T18:00:00Z", "2026-10-06T02:00:00+08:00"),
+        ("2026-10-06T18:00:00Z", "2026-10-07T02:00:00+08:00"),
+    ),
+}
+PING_TARGET = {"kind": "webhook.ping", "params": {"webhook_id": WEBHOOK_ID}}
+TARGETS_IN = {
+    "approval": {"kind": "approval"},
+    "nightly-audit-verify": {"kind": "audit.verify"},
+    "full-verify": {"kind": "audit.verify", "params": {"full": True}, "timeout_seconds": 300},
+    "webhook-ping": PING_TARGET,
+}
+TARGETS_OUT = {
+    "approval": {"kind": "approval"},
+    "nightly-audit-verify": NIGHTLY_TARGET,
+    "webhook-ping": {**PING_TARGET, "timeout_seconds": 10},
+}
 TRIGGERS = {"cron": CRON_TRIGGER, "window-interval": WINDOW_TRIGGER}
 
 EXAMPLES: dict[str, dict[str, Any]] = {
@@ -194,7 +246,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "CronTriggerOut": {"cron": CRON_TRIGGER},
     "WindowIntervalTriggerIn": {"window-interval": WINDOW_TRIGGER},
     "WindowIntervalTriggerOut": {"window-interval": WINDOW_TRIGGER},
-    "ScheduleFieldsIn": {"cron": CRON_FIELDS, "window-interval": WINDOW_FIELDS},
+    "TargetIn": TARGETS_IN,
+    "TargetOut": TARGETS_OUT,
+    "ScheduleFieldsIn": {
+        "cron": CRON_FIELDS,
+        "window-interval": WINDOW_FIELDS,
+        "nightly-audit-verify": NIGHTLY_FIELDS,
+    },
     "ScheduleFromPresetIn": {
         "from-a-preset": {
             "definition_id": DEFINITION_ID,
@@ -221,6 +279,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "window-interval": WINDOW_SCHEDULE,
         "from-a-preset": PRESET_SCHEDULE,
         "auto-paused": AUTO_PAUSED_SCHEDULE,
+        "nightly-audit-verify": NIGHTLY_SCHEDULE,
     },
     "SchedulePage": {
         "first-page": {

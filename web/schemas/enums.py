@@ -31,6 +31,7 @@ from domain.approvals import (
 from domain.calendar_cycles import CALENDAR_RULES
 from domain.credentials import PASSWORD_KINDS
 from domain.exports import FORMATS
+from domain.jobs import TARGET_KINDS
 from domain.notices import LANGUAGES
 from domain.overlap import LEGACY_SKIP, OVERLAP_POLICIES
 from domain.permissions import ROLES
@@ -44,7 +45,7 @@ from domain.runs import (
     SKIP_MISSED,
     SKIP_OVERLAP,
 )
-from domain.schedules import MISFIRE_POLICIES, TARGET_KINDS
+from domain.schedules import MISFIRE_POLICIES
 from projections.operations import APPROVAL, DEFINITION, KINDS, RUN, SCHEDULE, TENANT
 from projections.tasks import SCOPES
 from web.schemas.base import Choices
@@ -140,7 +141,10 @@ CALENDAR_RULE = Choices(
 TARGET_KIND = Choices(
     "TargetKind",
     TARGET_KINDS,
-    "what a schedule's cycle does: launch an approval instance (`approval`, the default)",
+    "what a schedule's cycle does: launch an approval instance (`approval`, the default), or "
+    "run a built-in job: check the store and the loops (`system.health_check`), verify the "
+    "log since the last verified position or in full (`audit.verify`), sign a checkpoint now "
+    "(`audit.checkpoint`), ping a webhook subscription (`webhook.ping`) (docs/jobs.md)",
 )
 
 OVERLAP_POLICY = Choices(

@@ -17,6 +17,7 @@ from web.schemas import validate
 from web.schemas.base import (
     MAX_SEARCH,
     Choice,
+    Described,
     KeyedBody,
     LocalDateTime,
     OutSchema,
@@ -32,7 +33,7 @@ from web.schemas.base import (
     sort_field,
     strict_int,
 )
-from web.schemas.enums import ATTEMPT_OUTCOME, RUN_STATUS, RUN_TRIGGER
+from web.schemas.enums import ATTEMPT_OUTCOME, RUN_STATUS, RUN_TRIGGER, TARGET_KIND
 from web.schemas.exports import export_query
 from web.schemas.schedules import SkipReasonOut, calendar_finding
 
@@ -85,6 +86,17 @@ class RunLogQuery(RunListQuery):
 
 RunExportQuery = export_query(RunLogQuery, "RunExportQuery")
 
+JOB_RESULT = (
+    "a built-in job's small summary once it succeeded (docs/jobs.md#results), e.g. "
+    '`{"ok": true, "full": false, "events_verified": 120, "from_position": 1001, '
+    '"to_position": 1120}`; never '
+    "its params or what a receiver answered; null for an approval's launch"
+)
+
+
+def job_result_field(description: str = JOB_RESULT) -> Described:
+    return Described("JobResultOut", allow_none=True, metadata={"description": description})
+
 
 class ErrorOut(OutSchema):
     """Why a launch failed."""
@@ -103,6 +115,7 @@ class AttemptOut(OutSchema):
     )
     error = fields.Nested(ErrorOut, allow_none=True)
     instance_id = server_uuid(allow_none=True, metadata={"description": "the instance it launched"})
+    result = job_result_field("a built-in job's summary, when the attempt succeeded")
     worker = fields.String()
 
 
@@ -111,7 +124,16 @@ class RunOut(OutSchema):
     schedule_id = server_uuid()
     schedule_version = fields.Integer(metadata={"description": "the schedule's, at registration"})
     definition_revision = fields.Integer(
-        metadata={"description": "the definition's revision it launches, frozen at registration"}
+        attribute="shown_definition_revision",
+        allow_none=True,
+        metadata={
+            "description": "the definition's revision it launches, frozen at registration; null "
+            "for a built-in job's run"
+        },
+    )
+    target_kind = Choice(
+        TARGET_KIND,
+        metadata={"description": "what it does, frozen at registration (docs/jobs.md)"},
     )
     planned_at = UtcDateTime()
     planned_at_local = LocalDateTime(
@@ -127,7 +149,11 @@ class RunOut(OutSchema):
     status = Choice(RUN_STATUS)
     title = fields.String()
     form_data = form_data_field()
-    initiator_id = fields.String()
+    initiator_id = fields.String(
+        attribute="shown_initiator_id",
+        allow_none=True,
+        metadata={"description": "null for a built-in job's run"},
+    )
     attempt_count = fields.Integer()
     max_attempts = fields.Integer()
     next_attempt_at = UtcDateTime(allow_none=True)
@@ -135,6 +161,7 @@ class RunOut(OutSchema):
         ErrorOut, allow_none=True, metadata={"description": "the last failed attempt's error"}
     )
     instance_id = server_uuid(allow_none=True, metadata={"description": "the instance it launched"})
+    result = job_result_field()
     registered_at = UtcDateTime()
     started_at = UtcDateTime(allow_none=True, metadata={"description": "the first attempt's"})
     finished_at = UtcDateTime(allow_none=True)

@@ -54,7 +54,6 @@ from web.schemas.enums import (
     OVERLAP_POLICY_IN,
     RUN_STATUS,
     SKIP_REASON_CODE,
-    TARGET_KIND,
 )
 from web.schemas.exports import export_query
 
@@ -83,13 +82,17 @@ def group_field(**kwargs: Any) -> fields.String:
     )
 
 
-class TargetIn(StrictSchema):
-    kind = Choice(TARGET_KIND, required=True)
+APPROVAL_ONLY = "an approval target's (required there); a built-in job takes none: null or omitted"
 
 
 class ScheduleFieldsIn(StrictSchema):
     name = name_field(required=True)
-    definition_id = fields.String(required=True, validate=validate.Length(1, 64))
+    definition_id = fields.String(
+        validate=validate.Length(1, 64),
+        allow_none=True,
+        load_default=None,
+        metadata={"description": f"the definition it launches: {APPROVAL_ONLY}"},
+    )
     trigger = Described(
         "TriggerIn",
         required=True,
@@ -105,8 +108,17 @@ class ScheduleFieldsIn(StrictSchema):
         load_default=None,
         metadata={"description": "IANA name; omitted means CRONLEDGER_TIMEZONE"},
     )
-    initiator_id = fields.String(required=True, validate=validate.Length(1, 64))
-    title_template = fields.String(validate=validate.Length(max=MAX_NAME), load_default="")
+    initiator_id = fields.String(
+        validate=validate.Length(1, 64),
+        allow_none=True,
+        load_default=None,
+        metadata={"description": f"on whose behalf it launches: {APPROVAL_ONLY}"},
+    )
+    title_template = fields.String(
+        validate=validate.Length(max=MAX_NAME),
+        load_default="",
+        metadata={"description": "an approval's title; a built-in job's is empty"},
+    )
     form_data = form_data_field(load_default=dict)
     enabled = strict_bool(load_default=False)
     misfire_policy = Choice(MISFIRE_POLICY, load_default="catch_up")
@@ -125,10 +137,14 @@ class ScheduleFieldsIn(StrictSchema):
     )
     calendar_rule = Choice(CALENDAR_RULE, allow_none=True, load_default=None)
     group = group_field(load_default=DEFAULT_GROUP)
-    target = fields.Nested(
-        TargetIn,
+    target = Described(
+        "TargetIn",
         load_default=lambda: {"kind": APPROVAL_TARGET},
-        metadata={"description": "what a cycle does: launch an approval instance (the default)"},
+        metadata={
+            "description": "what a cycle does: launch an approval instance (the default), or "
+            "run a built-in job with its params and timeout (docs/jobs.md; saving one needs "
+            "`directory:manage`); a PATCH merges it into the current one (RFC 7396)"
+        },
     )
     auto_pause_after_failures = strict_int(
         1,
@@ -300,10 +316,6 @@ class NextFireOut(OutSchema):
     local = LocalDateTime(metadata={"description": "in the schedule's time zone"})
 
 
-class TargetOut(OutSchema):
-    kind = Choice(TARGET_KIND)
-
-
 class FailedCycleOut(OutSchema):
     """A cycle that ended without launching: its run, and the code of its last error."""
 
@@ -327,10 +339,14 @@ class AutoPausedOut(OutSchema):
 class ScheduleOut(OutSchema):
     id = server_uuid()
     name = fields.String()
-    definition_id = server_uuid()
+    definition_id = server_uuid(
+        allow_none=True, metadata={"description": "null for a built-in job's schedule"}
+    )
     trigger = Described("TriggerOut")
     timezone = fields.String(metadata={"description": "IANA name"})
-    initiator_id = fields.String()
+    initiator_id = fields.String(
+        allow_none=True, metadata={"description": "null for a built-in job's schedule"}
+    )
     title_template = fields.String()
     form_data = form_data_field()
     enabled = fields.Boolean()
@@ -340,7 +356,12 @@ class ScheduleOut(OutSchema):
     calendar = fields.String(allow_none=True, metadata={"description": "a calendar's key"})
     calendar_rule = Choice(CALENDAR_RULE, allow_none=True)
     group = fields.String(metadata={"description": "its job group (任务组名)"})
-    target = fields.Nested(TargetOut)
+    target = Described(
+        "TargetOut",
+        metadata={
+            "description": "what a cycle does: an approval, or a built-in job (docs/jobs.md)"
+        },
+    )
     auto_pause_after_failures = fields.Integer(
         allow_none=True,
         metadata={"description": "failed cycles in a row that pause it; null: never"},
@@ -368,7 +389,11 @@ class ScheduleOut(OutSchema):
         LastSkipOut, allow_none=True, metadata={"description": "the run skipped most recently"}
     )
     definition_revision = fields.Integer(
-        metadata={"description": "the definition's revision it was last saved against"}
+        allow_none=True,
+        metadata={
+            "description": "the definition's revision it was last saved against; null for a "
+            "built-in job's schedule"
+        },
     )
     next_fires = fields.List(
         fields.Nested(NextFireOut),
