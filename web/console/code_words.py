@@ -8,7 +8,7 @@ from __future__ import annotations
 from flask_babel import gettext, lazy_gettext
 from markupsafe import Markup
 
-from domain import launch
+from domain import jobs, launch
 from domain.approvals import (
     APPROVED,
     CLAIMED,
@@ -61,6 +61,17 @@ ERROR_LABELS = {
     launch.SAVER_INACTIVE: lazy_gettext("Saver deactivated"),
     launch.SAVER_NOT_PERMITTED: lazy_gettext("Saver may no longer edit"),
     launch.NO_ELIGIBLE_REVIEWER: lazy_gettext("No eligible reviewer"),
+    jobs.JOB_TIMEOUT: lazy_gettext("Timed out"),
+    jobs.JOB_FAILED: lazy_gettext("Job failed"),
+    jobs.JOB_CHANGED: lazy_gettext("Job changed"),
+    jobs.STORE_UNAVAILABLE: lazy_gettext("Store unavailable"),
+    jobs.LOOP_STOPPED: lazy_gettext("Loop stopped"),
+    jobs.AUDIT_BROKEN: lazy_gettext("Audit log fails verification"),
+    jobs.NO_SIGNING_KEY: lazy_gettext("No signing key"),
+    jobs.WEBHOOK_NOT_FOUND: lazy_gettext("Webhook not found"),
+    jobs.WEBHOOK_DISABLED: lazy_gettext("Webhook disabled"),
+    jobs.WEBHOOK_UNREACHABLE: lazy_gettext("Receiver unreachable"),
+    jobs.WEBHOOK_REFUSED: lazy_gettext("Receiver refused"),
     INTERRUPTED: lazy_gettext("Interrupted"),
     SKIP_OVERLAP: lazy_gettext("Overlap"),
     SKIP_MISSED: lazy_gettext("Missed"),

@@ -56,6 +56,7 @@ FIELD_LABELS = {
     "review_deadline_at": lazy_gettext("Review deadline"),
     "review_deadline_offset_minutes": lazy_gettext("Deadline's offset (minutes)"),
     "review_window_seconds": lazy_gettext("Review window (seconds)"),
+    "result": lazy_gettext("Job result"),
     "reviewers": lazy_gettext("Reviewers"),
     "revision": lazy_gettext("Revision"),
     "revisions": lazy_gettext("Revisions"),

@@ -12,7 +12,7 @@ from typing import Any
 from flask_babel import gettext
 from markupsafe import Markup
 
-from domain import launch
+from domain import jobs, launch
 from domain import reason_codes as codes
 from domain.runs import INTERRUPTED
 from domain.schedules import AUTO_PAUSED
@@ -106,6 +106,23 @@ WORDS: dict[str, Callable[..., str]] = {
     AUTO_PAUSED: lambda count, runs: gettext(
         "%(count)s cycle(s) in a row ended without launching: %(runs)s", count=count, runs=runs
     ),
+    jobs.JOB_TIMEOUT: lambda seconds: gettext(
+        "the job did not finish within %(seconds)s s", seconds=seconds
+    ),
+    jobs.JOB_FAILED: lambda: gettext("the job stopped on an unexpected error"),
+    jobs.JOB_CHANGED: lambda kind: gettext("the schedule no longer runs %(kind)s", kind=kind),
+    jobs.STORE_UNAVAILABLE: lambda: gettext("the store did not answer"),
+    jobs.LOOP_STOPPED: lambda loops: gettext(
+        "loop(s) %(loops)s stopped or missed their heartbeat", loops=loops
+    ),
+    jobs.AUDIT_BROKEN: lambda position: gettext(
+        "the log fails its verification at position %(position)s", position=position
+    ),
+    jobs.NO_SIGNING_KEY: lambda: gettext("this process has no signing key"),
+    jobs.WEBHOOK_NOT_FOUND: lambda: gettext("the webhook subscription is not in the tenant"),
+    jobs.WEBHOOK_DISABLED: lambda: gettext("the webhook subscription is disabled"),
+    jobs.WEBHOOK_UNREACHABLE: lambda: gettext("the receiver gave no answer in time"),
+    jobs.WEBHOOK_REFUSED: lambda status: gettext("the receiver answered %(status)s", status=status),
 }
 
 

@@ -63,6 +63,7 @@ from web.console.bulk import (
     report,
 )
 from web.console.clock import typed_instant
+from web.console.job_words import result_words, target_words
 from web.console.lists import (
     ListView,
     Named,
@@ -539,6 +540,8 @@ def _runs_context() -> dict[str, Any]:
         "instant": instant,
         "blocked_words": blocked_words,
         "overlap_words": overlap_words,
+        "target_words": target_words,
+        "result_words": result_words,
     }
 
 

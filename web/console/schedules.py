@@ -47,8 +47,10 @@ from domain.calendar_cycles import CALENDAR_RULES, WORKING_DAYS_ONLY
 from domain.directory import Principal
 from domain.errors import DomainError, NotFound, ValidationFailed, VersionConflict
 from domain.exports import FORMATS, TooManyRows
+from domain.jobs import APPROVAL, AUDIT_VERIFY, TARGET_KINDS, WEBHOOK_PING, is_job
 from domain.overlap import DEFAULT_OVERLAP_POLICY, OVERLAP_POLICIES, SKIP_WHILE_OPEN
 from domain.permissions import (
+    DIRECTORY_MANAGE,
     SCHEDULE_CREATE,
     SCHEDULE_DELETE,
     SCHEDULE_EDIT,
@@ -71,6 +73,7 @@ from web.console.bulk import Confirm, ConfirmRow, Picked, picked, posted_reason,
 from web.console.clock import offset_text
 from web.console.code_words import code
 from web.console.cron_builder import MODES, builder_of
+from web.console.job_words import target_label, target_words
 from web.console.lists import (
     ListView,
     account_names,
@@ -105,9 +108,18 @@ FILTERS = (
     "name_contains",
 )
 TRIGGER_INPUTS = ("kind", "expression", "weekdays", "windows", "interval_minutes")
+TARGET_INPUTS = ("target_kind", "target_full", "target_webhook_id", "target_timeout_seconds")
+# A target's errors (the API's names) by the form field that shows each.
+TARGET_FIELDS = {
+    "target.kind": "target_kind",
+    "target.params.full": "target_full",
+    "target.params.webhook_id": "target_webhook_id",
+    "target.timeout_seconds": "target_timeout_seconds",
+}
 FORM_INPUTS = (
     "name",
     "group",
+    *TARGET_INPUTS,
     "definition_id",
     *TRIGGER_INPUTS,
     "timezone",
@@ -122,11 +134,13 @@ FORM_INPUTS = (
     "enabled",
     "preview_after",
 )
-TEXT_INPUTS = tuple(name for name in FORM_INPUTS if name not in ("weekdays", "enabled"))
+TEXT_INPUTS = tuple(
+    name for name in FORM_INPUTS if name not in ("weekdays", "enabled", "target_full")
+)
 PRESET_INPUTS = ("name", "initiator_id")
 # Added after the form was first published: a post without them (a page opened before) keeps
 # their defaults rather than clearing them.
-LATER_INPUTS = ("group", "auto_pause_after_failures")
+LATER_INPUTS = ("group", "target_kind", "auto_pause_after_failures")
 Errors = dict[str, list[str]]
 Shown = str | tuple[str, int]
 
@@ -141,6 +155,10 @@ class ScheduleForm:
 
     name: str = ""
     group: str = DEFAULT_GROUP
+    target_kind: str = APPROVAL
+    target_full: bool = False
+    target_webhook_id: str = ""
+    target_timeout_seconds: str = ""  # empty: the job's default
     definition_id: str = ""
     kind: str = "cron"
     expression: str = "0 9 * * *"
@@ -169,6 +187,7 @@ class ScheduleForm:
             **{**text, **defaults, **kept},
             weekdays=typed.getlist("weekdays"),
             enabled="enabled" in typed,
+            target_full="target_full" in typed,
         )
 
     @classmethod
@@ -190,6 +209,7 @@ class ScheduleForm:
             calendar_rule=row.calendar_rule or WORKING_DAYS_ONLY,
             auto_pause_after_failures=_count_text(row.auto_pause_after_failures),
             enabled=row.enabled,
+            **_target_inputs(row.target),
         )
         if trigger["kind"] == "cron":
             return replace(form, expression=trigger["expression"])
@@ -197,6 +217,48 @@ class ScheduleForm:
         weekdays = [str(day) for day in trigger["weekdays"]]
         interval = str(trigger["interval_minutes"])
         return replace(form, weekdays=weekdays, windows=windows, interval_minutes=interval)
+
+
+def _target_inputs(target: Mapping[str, Any]) -> dict[str, Any]:
+    """The form's target fields, filled with a saved target."""
+    params = target.get("params") or {}
+    return {
+        "target_kind": target["kind"],
+        "target_full": bool(params.get("full")),
+        "target_webhook_id": params.get("webhook_id", ""),
+        "target_timeout_seconds": _count_text(target.get("timeout_seconds")),
+    }
+
+
+def target_of(form: ScheduleForm, errors: Errors) -> dict[str, Any]:
+    """The target's JSON shape (docs/jobs.md) from the form: an approval, or a built-in job
+    with the params its kind takes; the domain checks it."""
+    kind = form.target_kind or APPROVAL
+    if not is_job({"kind": kind}):
+        return {"kind": kind}
+    params: dict[str, Any] = {}
+    if kind == AUDIT_VERIFY:
+        params["full"] = form.target_full
+    if kind == WEBHOOK_PING and form.target_webhook_id:
+        params["webhook_id"] = form.target_webhook_id
+    timeout = form.target_timeout_seconds
+    if timeout and not timeout.isdigit():
+        errors["target_timeout_seconds"] = [_("Write a whole number of seconds.")]
+    seconds = int(timeout) if timeout.isdigit() else None
+    return {"kind": kind, "params": params, "timeout_seconds": seconds}
+
+
+def approval_of(form: ScheduleForm, errors: Errors) -> dict[str, Any]:
+    """The approval's fields from the form; a built-in job takes none (what is typed in them,
+    hidden while a job is chosen, is left out)."""
+    if is_job({"kind": form.target_kind}):
+        return {"definition_id": None, "initiator_id": None, "title_template": "", "form_data": {}}
+    return {
+        "definition_id": form.definition_id or None,
+        "initiator_id": form.initiator_id or None,
+        "title_template": form.title_template,
+        "form_data": form_data_of(form.form_data, errors),
+    }
 
 
 def _count_text(count: int | None) -> str:
@@ -265,12 +327,10 @@ def body_of(form: ScheduleForm) -> dict[str, Any]:
     errors: Errors = {}
     body = {
         "name": form.name,
-        "definition_id": form.definition_id,
+        **approval_of(form, errors),
         "trigger": trigger_of(form, errors),
         "timezone": form.timezone or None,
-        "initiator_id": form.initiator_id,
-        "title_template": form.title_template,
-        "form_data": form_data_of(form.form_data, errors),
+        "target": target_of(form, errors),
         "enabled": form.enabled,
         "misfire_policy": form.misfire_policy,
         "overlap_policy": form.overlap_policy,
@@ -322,6 +382,8 @@ def on_form(
         head, _dot, rest = name.partition(".")
         if head == "trigger" and "expression" in inputs:
             target = rest if rest in TRIGGER_INPUTS else "expression" if kind == "cron" else "kind"
+        elif head == "target" and "target_kind" in inputs:
+            target = TARGET_FIELDS.get(name, "target_kind")
         else:
             target = name if name in inputs else "form"
         shown.setdefault(target, []).extend(messages)
@@ -473,6 +535,9 @@ def _helpers() -> dict[str, Any]:
         "SKIPPED": SKIPPED,
         "WEEKDAYS": WEEKDAYS,
         "label_of": label_of,
+        "TARGET_KINDS": TARGET_KINDS,
+        "target_label": target_label,
+        "target_words": target_words,
         "instant": instant,
         "json_text": _json,
     }
@@ -505,6 +570,10 @@ def label_of(name: str) -> str:
         "group": _("Job group"),
         "auto_pause_after_failures": _("Pause after failed cycles in a row"),
         "target": _("Target"),
+        "target_kind": _("Target"),
+        "target_full": _("A whole pass"),
+        "target_webhook_id": _("Webhook subscription"),
+        "target_timeout_seconds": _("Timeout (seconds)"),
         "enabled": _("Enabled"),
         "preview_after": _("Preview from"),
         "version": _("Version"),
@@ -650,7 +719,9 @@ def _index_page(
         move_errors=move_errors or {},
         page=page,
         view=view,
-        initiators=account_names(principal, {i.initiator_id for i in page.items} if page else ()),
+        initiators=account_names(
+            principal, {i.initiator_id for i in page.items if i.initiator_id} if page else ()
+        ),
         filters={name: value for name, value in view.args.items() if name != "page"},
         still_open=_count_on(principal, SKIP_WHILE_OPEN),
         request_id=uuid4().hex,
@@ -921,8 +992,12 @@ def _everything_wrong(
     trigger's and the zone's, the definition's and the initiator's): a refusal by the request's
     own checks comes before the domain's, and the user hears of everything at once."""
     shown = on_form(refused.errors, form.kind)
-    launching = services().directory.launch_problems_of(
-        principal.tenant_id, form.definition_id, form.initiator_id
+    launching = (
+        {}
+        if is_job({"kind": form.target_kind})
+        else services().directory.launch_problems_of(
+            principal.tenant_id, form.definition_id, form.initiator_id
+        )
     )
     previewed = form_preview(form, principal.tenant_id).problems
     for name, said in {**previewed, **launching}.items():
@@ -953,6 +1028,7 @@ def _form_page(
         zones=sorted(available_timezones()),
         preview=form_preview(form, principal.tenant_id),
         calendars=calendar_choices(principal, form.calendar),
+        webhooks=webhook_choices(principal, form.target_webhook_id),
         builder=builder_of(form.expression),
         builder_modes=builder_modes(),
     )
@@ -967,6 +1043,18 @@ def calendar_choices(principal: Principal, chosen: str) -> list[tuple[str, str]]
     page = services().calendars.calendars(principal.tenant_id, Window(size=CALENDARS_OFFERED))
     offered = [(row.key, row.name) for row in page.items]
     if chosen and chosen not in {key for key, _name in offered}:
+        offered.append((chosen, chosen))
+    return offered
+
+
+def webhook_choices(principal: Principal, chosen: str) -> list[tuple[str, str]]:
+    """The tenant's webhook subscriptions (id, words) a `webhook.ping` job may ping, for a
+    directory manager (who alone may save one); the chosen id too, should it name none."""
+    offered: list[tuple[str, str]] = []
+    if principal.can(DIRECTORY_MANAGE):
+        page = services().webhooks.webhooks(principal.tenant_id, Window(size=CALENDARS_OFFERED))
+        offered = [(row.id, row.description or row.url) for row in page.items]
+    if chosen and chosen not in {key for key, _words in offered}:
         offered.append((chosen, chosen))
     return offered
 
@@ -999,8 +1087,8 @@ def _detail_page(principal: Principal, schedule_id: str, problems: Sequence[str]
     return render_template(
         "console/schedules/detail.html",
         view=view,
-        definitions=definition_names(principal, [view.definition_id]),
-        initiators=account_names(principal, [view.initiator_id]),
+        definitions=definition_names(principal, [view.definition_id or ""]),
+        initiators=account_names(principal, [view.initiator_id or ""]),
         fires=marked(_saved_fires(principal, view), None, None),
         problems=problems,
         request_id=uuid4().hex,

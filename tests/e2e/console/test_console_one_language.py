@@ -147,6 +147,15 @@ def tenant(admin: Api, services: Services, clock: FakeClock) -> Tenant:
     work(services, clock, 120)
     clock.advance(600)
     work(services, clock)
+    verify = {"kind": "audit.verify", "params": {"full": True}}  # a built-in job's run
+    nightly = created(
+        admin,
+        "/api/workflows/schedules",
+        {"name": "夜间审计", "trigger": {"kind": "cron", "expression": "0 2 * * *"},
+         "target": verify},
+    )  # fmt: skip
+    created(admin, f"/api/workflows/schedules/{nightly['id']}/run", {"request_id": "verify"})
+    work(services, clock)
     failing_runs = f"/api/workflows/schedules/{failing['id']}/run"
     admin.post("/api/accounts/sam/deactivate")
     created(admin, failing_runs, {"request_id": "dead"})
@@ -213,13 +222,18 @@ def one_of_each(admin: Api) -> Tenant:
     """The page of a run in each status and of an instance in each state the tenant holds."""
     runs = admin.get("/api/workflows/runs?page_size=200").json["items"]
     instances = admin.get("/api/approvals?page_size=200").json["items"]
+    launches = [run for run in runs if run["target_kind"] == "approval"]
+    job = next(run for run in runs if run["target_kind"] != "approval")
     held = Tenant(
-        {run["status"]: f"/console/runs/{run['id']}" for run in runs},
+        {
+            **{run["status"]: f"/console/runs/{run['id']}" for run in launches},
+            "JOB": f"/console/runs/{job['id']}",
+        },
         {i["state"]: f"/console/approvals/{i['id']}" for i in instances},
     )
     # Not RUNNING (a worker's, for an instant) nor FAILED (its initiator or definition gone from
-    # the log, which no request can do).
-    assert len(held.runs) == 7, sorted(held.runs)
+    # the log, which no request can do); and a built-in job's run.
+    assert len(held.runs) == 8, sorted(held.runs)
     assert len(held.instances) == 5, sorted(held.instances)
     return held
 
