@@ -287,3 +287,23 @@ def test_a_job_past_its_timeout_fails_with_job_timeout_and_waits_to_retry(
     (run,) = runs_of(admin, created["id"])
     assert (run["status"], run["last_error"]["code"]) == ("RETRY_WAIT", "JOB_TIMEOUT")
     assert run["last_error"]["params"] == {"seconds": "1"}
+
+
+def test_a_job_that_fails_for_good_counts_toward_auto_pause(
+    admin: Api, services: Services, clock: FakeClock
+) -> None:
+    hook = admin.post(
+        "/api/webhooks", {"url": "http://127.0.0.1:9/hook", "event_types": ["ping"]}
+    ).json
+    target = {"kind": "webhook.ping", "params": {"webhook_id": hook["id"]}}
+    created = admin.post(SCHEDULES, job(target, enabled=True, auto_pause_after_failures=1)).json
+    assert admin.post(f"{SCHEDULES}/{created['id']}/run", {"request_id": "gone"}).status_code == 202
+    assert admin.delete(f"/api/webhooks/{hook['id']}").status_code == 204
+    assert work(services, clock, clock.now) == 0
+    (run,) = runs_of(admin, created["id"])
+    assert (run["status"], run["last_error"]["code"]) == ("FAILED", "WEBHOOK_NOT_FOUND")
+    paused = admin.get(f"{SCHEDULES}/{created['id']}").json
+    assert paused["enabled"] is False
+    assert paused["auto_paused"]["runs"] == [
+        {"run_id": run["id"], "error_code": "WEBHOOK_NOT_FOUND"}
+    ]
