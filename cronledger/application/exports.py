@@ -133,6 +133,8 @@ RUN_COLUMNS: tuple[Column[NamedRun], ...] = (
     Column("error_code", Message("Error code"), lambda r: r.run.error_code),
     Column("error_message", Message("Error message"), lambda r: r.run.last_error_message),
     Column("instance_id", Message("Approval instance id"), lambda r: r.run.instance_id),
+    Column("target", Message("Target"), lambda r: r.run.target_kind),
+    Column("result", Message("Job result"), lambda r: json_cell(r.run.result)),
     Column("initiator_id", Message("Initiator"), lambda r: r.run.initiator_id),
     Column("trace_id", Message("Trace id"), lambda r: r.run.trace_id),
 )

@@ -47,6 +47,8 @@ RUN_FIELDS = (
     "error_code",
     None,  # the last error's message
     "instance_id",
+    "target_kind",
+    None,  # a job's result (JSON text): null for an approval's run
     "initiator_id",
     "trace_id",
 )
@@ -67,6 +69,8 @@ RUN_HEADERS_EN = [
     "Error code",
     "Error message",
     "Approval instance id",
+    "Target",
+    "Job result",
     "Initiator",
     "Trace id",
 ]
@@ -87,6 +91,8 @@ RUN_HEADERS_ZH = [
     "错误代码",
     "错误信息",
     "审批实例 ID",
+    "执行目标",
+    "作业结果",
     "发起人",
     "追踪 ID",
 ]
