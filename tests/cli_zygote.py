@@ -33,6 +33,7 @@ def start(request: dict[str, Any], control: int) -> int:
     if pid == 0:
         os.close(control)
         _child(request)  # never returns
+    ended.pop(pid, None)  # the pid may be an earlier, reaped child's: its end is not this one's
     return pid
 
 
