@@ -101,6 +101,19 @@ class Claim:
     url: str
     secret: str
 
+    @classmethod
+    def of(cls, delivery: WebhookDelivery, number: int, url: str, secret: str) -> Claim:
+        """Attempt `number` of `delivery`, to `url` signed with `secret`."""
+        return cls(
+            delivery.id,
+            delivery.tenant_id,
+            number,
+            delivery.message_id,
+            delivery.payload,
+            url,
+            secret,
+        )
+
 
 class Notifier:
     @classmethod
@@ -356,15 +369,7 @@ class Notifier:
             self.ledger.save(delivery)
         except (IntegrityError, DomainError):  # another notifier claimed it first
             return None
-        return Claim(
-            delivery.id,
-            delivery.tenant_id,
-            number,
-            delivery.message_id,
-            delivery.payload,
-            subscription.url,
-            secret,
-        )
+        return Claim.of(delivery, number, subscription.url, secret)
 
     def send_now(
         self, delivery: WebhookDelivery, subscription: WebhookSubscription, deadline: float
@@ -375,15 +380,7 @@ class Notifier:
         number = delivery.start_attempt(self.name, self.lease, self.ledger.clock())
         self.ledger.save(delivery)
         secret = self.webhooks.secret_of(subscription.id, subscription.generation)
-        claim = Claim(
-            delivery.id,
-            delivery.tenant_id,
-            number,
-            delivery.message_id,
-            delivery.payload,
-            subscription.url,
-            secret,
-        )
+        claim = Claim.of(delivery, number, subscription.url, secret)
         response = self.send(claim, min(deadline, self.deadline))
         self._record(claim, response)
         return response
