@@ -14,11 +14,13 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.directory import (
     NAMESPACE,
+    RETURN_TO_FIRST,
     Definition,
     DefinitionTerms,
     Escalation,
     Reminder,
     self_approval_was_not_allowed,
+    with_pause_terms,
     without_notices,
 )
 from domain.errors import DomainError, Forbidden, InvalidState, NotAReviewer, ValidationFailed
@@ -36,21 +38,29 @@ from domain.reason_codes import (
     CALLBACK_OBSERVED,
     CLAIMED_BY_OTHER,
     CLAIMED_IN_TIME,
+    CLOCK_ALREADY_PAUSED,
+    CLOCK_NOT_PAUSED,
+    CLOCK_RESUMED_AT_MAX_PAUSE,
     COMMENTED_IN_TIME,
     CONTRACT_MISMATCH,
     DEADLINE_EXTENDED,
     DEADLINE_NOT_DUE,
     DEADLINE_PASSED,
+    DEADLINE_PAUSED,
+    DEADLINE_RESUMED,
     ESCALATION_TARGET_INELIGIBLE,
     EXTENSION_NOT_LATER,
     EXTENSION_TOO_FAR,
+    INSTANCE_RETURNED,
     MATERIAL_STALE,
     NOT_A_REVIEWER,
     NOT_THE_APPLICANT,
     NOT_THE_ASSIGNEE,
+    NOT_WAITING_FOR_REVIEW,
     PERMISSION_MISSING,
     REASSIGNED_IN_TIME,
     REJECTED_IN_TIME,
+    RETURNED_FOR_CHANGES,
     REVIEWER_INELIGIBLE,
     SELF_APPROVAL_APPLICANT,
     SELF_APPROVAL_SAVER_UNKNOWN,
@@ -67,6 +77,7 @@ APPROVED = "APPROVED"
 WITHDRAWN = "WITHDRAWN"
 EXPIRED = "EXPIRED"
 REJECTED = "REJECTED"  # 拒绝: the application is refused
+RETURNED = "RETURNED"  # 退回: sent back to the applicant for changes; not final, the clock stops
 TERMINAL = frozenset({APPROVED, WITHDRAWN, EXPIRED, REJECTED})
 MAX_EXTENSION = timedelta(days=30)
 # What an escalation does: take the task to its target, or only raise its priority and tell.
@@ -91,12 +102,21 @@ CLAIMED = "CLAIMED"
 UNCLAIMED = "UNCLAIMED"
 REASSIGNED = "REASSIGNED"
 COMMENTED = "COMMENTED"
+PAUSED = "PAUSED"  # the clock stopped (pause-deadline)
+RESUMED = "RESUMED"  # the clock runs again, the deadline moved by the time it stood
 TAKEN = "CLAIMED_BY_OTHER"  # refused, recorded, answered 409: another account holds the task
 
 SUBMIT = "submit"
 APPROVE, WITHDRAW, EXTEND, SIGN, SWEEP = "approve", "withdraw", "extend-deadline", "sign", "sweep"
 CLAIM, UNCLAIM, REASSIGN, REJECT, COMMENT = "claim", "unclaim", "reassign", "reject", "comment"
-REVIEWING = frozenset({APPROVE, REJECT, CLAIM})  # commands only a task's reviewers may send
+PAUSE, RESUME, RETURN = "pause-deadline", "resume-deadline", "return"
+REVIEWING = frozenset({APPROVE, REJECT, CLAIM, RETURN})  # commands only a task's reviewers send
+CLOCK = frozenset({PAUSE, RESUME})  # commands on the review clock, by whoever may extend
+# What a RETURNED instance still takes: the applicant's withdraw, a comment, a callback, a sweep.
+WHILE_RETURNED = frozenset({WITHDRAW, COMMENT, SIGN, SWEEP})
+CLOCK_OUTCOMES = {PAUSE: (PAUSED, DEADLINE_PAUSED), RESUME: (RESUMED, DEADLINE_RESUMED)}
+# Why the clock stood: a pause (pause-deadline) or a return (退回).
+PAUSE_KIND, RETURN_KIND = "pause", "return"
 HOLDING = frozenset({UNCLAIM, REASSIGN})  # commands only the assignee or an admin may send
 DEADLINE_ACTOR = "system:sweeper"  # who expires an instance: the deadline rule, run by the service
 PERMISSION_OF_COMMAND = {
@@ -107,6 +127,9 @@ PERMISSION_OF_COMMAND = {
     REASSIGN: APPROVAL_DECIDE,
     WITHDRAW: APPROVAL_SUBMIT,
     EXTEND: APPROVAL_DECIDE,
+    PAUSE: APPROVAL_DECIDE,
+    RESUME: APPROVAL_DECIDE,
+    RETURN: APPROVAL_DECIDE,
     SIGN: APPROVAL_CALLBACK,
 }
 FIELD_OF_RULE = {
@@ -227,6 +250,45 @@ COUNTED_EXTENSION = ("new_deadline_at", "calendar", "calendar_revision")
 # policy keeps, under `working_time_notices`, when each reminder and the escalation fall due,
 # counted in working time too.
 Ruled = tuple[datetime, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Clock:
+    """How the review clock counts the time it stood (docs/approvals.md#pausing-the-clock):
+    `measure` is the time counted between two instants, `add` moves an instant by it. In plain
+    time by default; the service gives one in working time for a deadline counted on a
+    calendar (cronledger/application/calendars.py)."""
+
+    measure: Callable[[datetime, datetime], timedelta] = lambda start, end: end - start
+    add: Callable[[datetime, timedelta], datetime] = lambda instant, counted: instant + counted
+
+
+PLAIN_CLOCK = Clock()
+
+
+def moved_notices(
+    counted: Mapping[str, Any] | None,
+    escalation_due: datetime | None,
+    since: datetime,
+    move: Callable[[datetime], datetime],
+) -> dict[str, Any]:
+    """The counted reminder and escalation instants after the clock stood from `since`: those
+    still to come then move with the deadline (an escalation is counted from the submission,
+    so it is kept here once the clock moved it)."""
+    kept = dict(counted or {})
+    reminders = {
+        before: move(due).isoformat() if due > since else due.isoformat()
+        for before, due in (
+            (b, datetime.fromisoformat(text)) for b, text in kept.get("reminders", {}).items()
+        )
+    }
+    if reminders:
+        kept["reminders"] = reminders
+    if escalation_due is not None:
+        kept["escalation_due_at"] = (
+            move(escalation_due) if escalation_due > since else escalation_due
+        ).isoformat()
+    return kept
 
 
 def offset_minutes_of(moment: datetime) -> int:
@@ -422,17 +484,20 @@ def decide(
     granted: frozenset[str] = ALL_PERMISSIONS,
     contract_id: str | None = None,
     review: Review = Review(),
+    paused_since: datetime | None = None,
 ) -> Decision:
     """The one transition rule (docs/approvals.md), whatever the entry point.
 
     `granted` are the actor's permissions (the service's own actors hold them all);
-    `contract_id` is the contract the instance's callbacks are bound to, if any yet.
+    `contract_id` is the contract the instance's callbacks are bound to, if any yet;
+    `paused_since` when its review clock stands (paused or returned): its deadline never
+    passes then.
     """
     refusal = refusal_of(command, actor, parties, granted, review)
     if refusal is not None:
         return Decision(FORBIDDEN, state, False, refusal)
     decision = _decide_in_time(
-        state, deadline, material_version, command, now, actor, parties, review
+        state, deadline, material_version, command, now, actor, parties, review, paused_since
     )
     if command.kind == SIGN:
         return _matched(
@@ -482,8 +547,9 @@ def _decide_in_time(
     actor: str,
     parties: Parties,
     review: Review,
+    paused_since: datetime | None = None,
 ) -> Decision:
-    if state == WAITING_REVIEW and now >= deadline:
+    if state == WAITING_REVIEW and now >= deadline and paused_since is None:
         passed = Reason(DEADLINE_PASSED, {"deadline": deadline.isoformat(), "at": now.isoformat()})
         return Decision(EXPIRED, EXPIRED, command.kind == SWEEP, passed)
     decided = Reason(ALREADY_DECIDED, {"state": state})
@@ -492,6 +558,9 @@ def _decide_in_time(
     if state in TERMINAL:
         outcome = LATE_OR_CONFLICT if command.kind == SIGN else CONFLICT
         return Decision(outcome, state, False, decided)
+    if state == RETURNED and command.kind not in WHILE_RETURNED:
+        why = NOT_WAITING_FOR_REVIEW if command.kind in CLOCK else INSTANCE_RETURNED
+        return Decision(CONFLICT, state, False, Reason(why, {"state": state}))
     holder = review.task.held_by_other(actor)
     if command.kind in REVIEWING and holder is not None:
         return Decision(
@@ -501,20 +570,36 @@ def _decide_in_time(
         return _decide_extension(deadline, command, now)
     if command.kind == REASSIGN:
         return _decide_reassignment(command, parties, review)
-    return _decide_waiting(material_version, command, parties.interest_of(actor))
+    if command.kind in CLOCK:
+        return _decide_clock(command, paused_since)
+    return _decide_waiting(material_version, command, parties.interest_of(actor), state)
 
 
-def _decide_waiting(material_version: int, command: Command, interest: Reason | None) -> Decision:
+def _decide_clock(command: Command, paused_since: datetime | None) -> Decision:
+    """A pause of a running clock, or a resume of a paused one; the other way round refused."""
+    if command.kind == PAUSE and paused_since is not None:
+        since = Reason(CLOCK_ALREADY_PAUSED, {"since": paused_since.isoformat()})
+        return Decision(CONFLICT, WAITING_REVIEW, False, since)
+    if command.kind == RESUME and paused_since is None:
+        return Decision(CONFLICT, WAITING_REVIEW, False, Reason(CLOCK_NOT_PAUSED))
+    outcome, code = CLOCK_OUTCOMES[command.kind]
+    said = Reason(code, {"reason": command.payload["reason"]})
+    return Decision(outcome, WAITING_REVIEW, True, said)
+
+
+def _decide_waiting(
+    material_version: int, command: Command, interest: Reason | None, state: str = WAITING_REVIEW
+) -> Decision:
     if command.kind in REVIEWING and interest is not None:
-        return Decision(SELF_APPROVAL, WAITING_REVIEW, False, interest)
+        return Decision(SELF_APPROVAL, state, False, interest)
     stale = stale_material(command, material_version)
     if stale is not None:
-        return Decision(STALE_MATERIAL, WAITING_REVIEW, False, stale)
+        return Decision(STALE_MATERIAL, state, False, stale)
     accepted = ACCEPTED_WHILE_WAITING.get(command.kind)
     if accepted is not None:
         outcome, code = accepted
-        return Decision(outcome, STATE_AFTER.get(outcome, WAITING_REVIEW), True, Reason(code))
-    return Decision(NOT_DUE, WAITING_REVIEW, True, Reason(DEADLINE_NOT_DUE))
+        return Decision(outcome, STATE_AFTER.get(outcome, state), True, Reason(code))
+    return Decision(NOT_DUE, state, True, Reason(DEADLINE_NOT_DUE))
 
 
 def _decide_reassignment(command: Command, parties: Parties, review: Review) -> Decision:
@@ -611,7 +696,7 @@ class ApprovalInstance(Aggregate):
     def create_id(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
         return approval_uuid(tenant_id, applicant_id, command_id)
 
-    class_version = 8
+    class_version = 9
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -658,15 +743,25 @@ class ApprovalInstance(Aggregate):
         state["tasks"] = [_legacy_task(state["state"]).as_dict()]
         state["comments"] = []
 
+    @staticmethod
+    def upcast_v8_v9(state: dict[str, Any]) -> None:
+        """A snapshot from before the paused clock and returns: never paused, no limit on a
+        pause, a revise after a return goes back to the first level."""
+        state["paused_since"] = None
+        state["pauses"] = []
+        state["paused_seconds"] = 0.0
+        with_pause_terms(state)
+
     class Submitted(Aggregate.Created):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 gave a launch's `origin` its fire metadata (see `fire_metadata`); version 4
         added `review_deadline_offset_minutes`, the offset a deadline was given with (None: UTC,
         or a deadline from the definition's review window); version 5 the definition's
         `reminders` and `escalation` (none before); version 6 the definition's `reviewers`
-        and the review task's `candidates` (None before: anyone who may decide)."""
+        and the review task's `candidates` (None before: anyone who may decide); version 7
+        the definition's `max_pause_seconds` (None: no limit) and `return_to` (`first`)."""
 
-        class_version = 6
+        class_version = 7
         tenant_id: UUID
         definition_id: str
         applicant_id: str
@@ -686,6 +781,8 @@ class ApprovalInstance(Aggregate):
         escalation: Escalation | None
         reviewers: dict[str, Any] | None
         candidates: list[str] | None
+        max_pause_seconds: int | None
+        return_to: str
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -703,6 +800,10 @@ class ApprovalInstance(Aggregate):
         def upcast_v5_v6(state: dict[str, Any]) -> None:
             state["reviewers"] = None
             state["candidates"] = None
+
+        @staticmethod
+        def upcast_v6_v7(state: dict[str, Any]) -> None:
+            with_pause_terms(state)
 
     @classmethod
     def submit(
@@ -748,6 +849,8 @@ class ApprovalInstance(Aggregate):
             escalation=None if definition.escalation is None else dict(definition.escalation),
             reviewers=definition.reviewers,
             candidates=None if candidates is None else sorted(candidates),
+            max_pause_seconds=definition.max_pause_seconds,
+            return_to=definition.return_to,
         )
 
     @event(Submitted)
@@ -772,6 +875,8 @@ class ApprovalInstance(Aggregate):
         escalation: Escalation | None = None,
         reviewers: dict[str, Any] | None = None,
         candidates: Sequence[str] | None = None,
+        max_pause_seconds: int | None = None,
+        return_to: str = RETURN_TO_FIRST,
     ) -> None:
         self.tenant_id = tenant_id
         self.definition_id = definition_id
@@ -801,6 +906,11 @@ class ApprovalInstance(Aggregate):
         task = Task(FIRST_TASK, None if candidates is None else tuple(candidates))
         self.tasks = [task.as_dict()]
         self.comments: list[dict[str, Any]] = []  # author, text, at, command
+        self.max_pause_seconds = max_pause_seconds  # None: a pause may last any time
+        self.return_to = return_to  # where a revise after a return goes: first, returning
+        self.paused_since: datetime | None = None  # the review clock stands (pause, return)
+        self.pauses: list[dict[str, Any]] = []  # kind, from, to, reason, actor, deadlines
+        self.paused_seconds = 0.0  # how long the clock stood, the open pause left out
 
     def answer_to(
         self,
@@ -862,12 +972,16 @@ class ApprovalInstance(Aggregate):
         actor: str,
         granted: frozenset[str] = ALL_PERMISSIONS,
         review: Review | None = None,
+        clock: Clock = PLAIN_CLOCK,
     ) -> Answer:
         """Decide `command` at server time `at` and record it, winner or loser (refusals too).
 
         A command that finds the deadline passed is recorded as rejected (EXPIRED), after the
-        expiry itself, which is the deadline rule's (`DEADLINE_ACTOR`), not the caller's.
+        expiry itself, which is the deadline rule's (`DEADLINE_ACTOR`), not the caller's. A
+        pause that outlasted `max_pause_seconds` is first resumed by the deadline rule, at the
+        end of the time it was allowed; `clock` counts the time the clock stood.
         """
+        self.resume_overdue_pause(at, clock)
         decision = decide(
             self.state,
             self.review_deadline_at,
@@ -879,15 +993,9 @@ class ApprovalInstance(Aggregate):
             granted=granted,
             contract_id=self.contract_id,
             review=review or self.review(),
+            paused_since=self.paused_since,
         )
-        extension = (
-            {
-                "rule_version": DEADLINE_RULES_VERSION,
-                "deadline_offset_minutes": command.deadline_offset_minutes,
-            }
-            if decision.outcome == EXTENDED
-            else {}
-        )
+        extension = self._recorded_with(decision.outcome, command, at, clock)
         late = decision.outcome == EXPIRED and command.kind != SWEEP
         if late:
             self.handle(Command(SWEEP, None), at, DEADLINE_ACTOR)
@@ -910,6 +1018,140 @@ class ApprovalInstance(Aggregate):
             )
         return Answer.of(decision, command.fingerprint)
 
+    def _recorded_with(
+        self, outcome: str, command: Command, at: datetime, clock: Clock
+    ) -> dict[str, Any]:
+        """What an outcome's event keeps besides the command: an extension's rules and offset;
+        how a resume (or a return that ends a pause) moved the deadline."""
+        if outcome == EXTENDED:
+            return {
+                "rule_version": DEADLINE_RULES_VERSION,
+                "deadline_offset_minutes": command.deadline_offset_minutes,
+            }
+        if outcome == RESUMED:
+            return {"clock": self.stood_clock(at, clock)}
+        if outcome == RETURNED:
+            return {"clock": None if self.paused_since is None else self.stood_clock(at, clock)}
+        return {}
+
+    @property
+    def pause_ends_at(self) -> datetime | None:
+        """When a pause (not a return) reaches `max_pause_seconds` and the clock resumes by
+        itself; None when the clock runs, stands for a return, or a pause has no limit."""
+        if self.paused_since is None or self.max_pause_seconds is None:
+            return None
+        if self.pauses[-1]["kind"] != PAUSE_KIND:
+            return None
+        return self.paused_since + timedelta(seconds=self.max_pause_seconds)
+
+    def resume_overdue_pause(self, at: datetime, clock: Clock = PLAIN_CLOCK) -> None:
+        """Resume a pause that reached `max_pause_seconds` by `at`, as the deadline rule
+        (`DEADLINE_ACTOR`) at the instant it did: the deadline moves by the time allowed."""
+        ends_at = self.pause_ends_at
+        if ends_at is None or at < ends_at:
+            return
+        why = Reason(CLOCK_RESUMED_AT_MAX_PAUSE, {"max_pause_seconds": self.max_pause_seconds})
+        command = Command(RESUME, None, {"automatic": True})
+        self.trigger_event(
+            ApprovalInstance.DeadlineResumed,
+            clock=self.stood_clock(ends_at, clock),
+            command=RESUME,
+            command_id=None,
+            payload=command.payload,
+            outcome=RESUMED,
+            reason=why.text,
+            reason_code=why.code,
+            reason_params=dict(why.params),
+            accepted=True,
+            fingerprint=command.fingerprint,
+            at=at,
+            actor=DEADLINE_ACTOR,
+            admission=None,
+        )
+
+    def stood_clock(self, end: datetime, clock: Clock = PLAIN_CLOCK) -> dict[str, Any]:
+        """How the clock that stood since `paused_since` runs again at `end`: the deadline, and
+        the counted reminders and escalation still to come, move by the time it stood (as
+        `clock` counts it, in working time for a deadline counted on a calendar). What a
+        resume, a return ending a pause, or a come-back after a return records."""
+        since = self.paused_since
+        assert since is not None, "only a clock that stands runs again"
+        counted = clock.measure(since, end)
+
+        def move(instant: datetime) -> datetime:
+            return clock.add(instant, counted)
+
+        owed_escalation = (
+            escalation_due_at(self.submitted_at, self.escalation, self._counted_notices)
+            if self.escalation is not None and self.escalated is None
+            else None
+        )
+        return {
+            "kind": self.pauses[-1]["kind"],
+            "from": since,
+            "to": end,
+            "old_deadline_at": self.review_deadline_at,
+            "new_deadline_at": move(self.review_deadline_at),
+            "counted_seconds": counted.total_seconds(),
+            "working_time_notices": moved_notices(
+                self._counted_notices, owed_escalation, since, move
+            ),
+        }
+
+    @property
+    def _counted_notices(self) -> dict[str, Any] | None:
+        counted: dict[str, Any] | None = self.deadline_policy.get("working_time_notices")
+        return counted
+
+    def come_back(self, stood: Mapping[str, Any], to_level: int | None = None) -> None:
+        """Apply step of the command that answers a return (revise): the instance waits for
+        review again with its tasks open, and its clock runs again as `stood` (`stood_clock`
+        at the command's instant, kept on its event) says. `to_level` is the level the
+        review resumes at (the definition's `return_to`), the levels' to use."""
+        if self.state != RETURNED:
+            raise InvalidState(Message("the instance is {state}, not returned", state=self.state))
+        self.state = WAITING_REVIEW
+        self.tasks = [Task.of(t).released().as_dict() for t in self.tasks]
+        self._run_again(stood)
+
+    def _stop(self, kind: str, handled: CommandHandled) -> None:
+        """The clock stands from the command's instant: a pause, or a return."""
+        self.paused_since = handled.at
+        self.pauses.append(
+            {
+                "kind": kind,
+                "from": handled.at,
+                "to": None,
+                "reason": handled.payload.get("reason") or handled.payload.get("comment"),
+                "actor": handled.actor,
+                "old_deadline_at": self.review_deadline_at,
+                "new_deadline_at": None,
+            }
+        )
+
+    def _run_again(self, stood: Mapping[str, Any]) -> None:
+        """The clock runs again: the open pause closed, the deadline and counted notices moved."""
+        self.pauses[-1] = {
+            **self.pauses[-1],
+            "to": stood["to"],
+            "old_deadline_at": stood["old_deadline_at"],
+            "new_deadline_at": stood["new_deadline_at"],
+        }
+        self.paused_seconds += (stood["to"] - stood["from"]).total_seconds()
+        self.paused_since = None
+        self.review_deadline_at = stood["new_deadline_at"]
+        if stood["working_time_notices"]:
+            self.deadline_policy = {
+                **self.deadline_policy,
+                "working_time_notices": stood["working_time_notices"],
+            }
+
+    def _ended_stood(self, at: datetime) -> None:
+        """A decision while the clock stands: the open pause ends, the deadline unmoved."""
+        deadline = self.review_deadline_at
+        stood = {"from": self.paused_since, "to": at, "old_deadline_at": deadline}
+        self._run_again({**stood, "new_deadline_at": deadline, "working_time_notices": None})
+
     def owed_notices(self) -> list[Notice]:
         """The reminders and escalation still owed, earliest first (see `owed_notices`)."""
         return owed_notices(
@@ -925,7 +1167,7 @@ class ApprovalInstance(Aggregate):
     @property
     def next_notice_at(self) -> datetime | None:
         """When the next reminder or the escalation is due; None when none is owed any more."""
-        if self.state != WAITING_REVIEW:
+        if self.state != WAITING_REVIEW or self.paused_since is not None:
             return None
         owed = self.owed_notices()
         return owed[0].due_at if owed else None
@@ -944,6 +1186,8 @@ class ApprovalInstance(Aggregate):
         escalation's target."""
         if self.state != WAITING_REVIEW or at >= self.review_deadline_at:
             return
+        if self.paused_since is not None:
+            return  # a clock that stands owes no notices
         for notice in self.owed_notices():
             if notice.due_at > at:
                 break
@@ -1058,6 +1302,8 @@ class ApprovalInstance(Aggregate):
                     deadline=self.review_deadline_at.isoformat(),
                 )
             )
+        if self.paused_since is not None:
+            raise InvalidState(Message("the review clock is paused"))
 
     class ReminderDue(Aggregate.Event):
         """A reminder of the definition came due `before_seconds` before the review deadline
@@ -1248,6 +1494,31 @@ class ApprovalInstance(Aggregate):
     class CallbackObserved(CommandHandled):
         pass
 
+    class DeadlinePaused(CommandHandled):
+        """The review clock stopped (pause-deadline, with a reason): the instance does not
+        expire, nor owe reminders or its escalation, until it runs again. New in version 1
+        (release 0.15.0)."""
+
+        class_version = 1
+
+    class DeadlineResumed(CommandHandled):
+        """The review clock runs again: `clock` (see `ApprovalInstance.stood_clock`) says
+        from when to when it stood and how the deadline (`old_deadline_at`,
+        `new_deadline_at`) and the counted notices moved. By a person (resume-deadline), or
+        by the deadline rule at `max_pause_seconds` (payload `automatic`). Version 1."""
+
+        class_version = 1
+        clock: dict[str, Any]
+
+    class Returned(CommandHandled):
+        """A reviewer sent the instance back to its applicant for changes (退回, with a
+        comment): RETURNED, its tasks closed, its clock stands until it comes back (see
+        `ApprovalInstance.come_back`). `clock` is how a pause open then ended (None: the
+        clock ran). Version 1."""
+
+        class_version = 1
+        clock: dict[str, Any] | None
+
     class CommandRejected(CommandHandled):
         pass
 
@@ -1268,11 +1539,14 @@ class ApprovalInstance(Aggregate):
             self.observe(handled)  # a refused caller's callback is no observation
         if isinstance(handled, ApprovalInstance.DeadlineExtended):
             self.extend(handled)
+        self._clock_after(handled)
         comment = comment_of(handled)
         if comment is not None:
             self.comments.append(comment)
         self.tasks = tasks_after(self.tasks, handled, state)
-        if state != self.state:
+        if state != self.state and state in TERMINAL:
+            if self.paused_since is not None:
+                self._ended_stood(handled.at)
             self.state = state
             self.decided_at = handled.at
             self.winning_command = {
@@ -1280,6 +1554,20 @@ class ApprovalInstance(Aggregate):
                 "kind": handled.command,
                 "actor": handled.actor,
             }
+        elif state != self.state:
+            self.state = state  # RETURNED: not decided
+
+    def _clock_after(self, handled: CommandHandled) -> None:
+        """A pause stops the clock, a resume runs it again; a return stops it (ending a pause
+        first)."""
+        if isinstance(handled, ApprovalInstance.DeadlinePaused):
+            self._stop(PAUSE_KIND, handled)
+        elif isinstance(handled, ApprovalInstance.DeadlineResumed):
+            self._run_again(handled.clock)
+        elif isinstance(handled, ApprovalInstance.Returned):
+            if handled.clock is not None:
+                self._run_again(handled.clock)
+            self._stop(RETURN_KIND, handled)
 
     @property
     def decided_by(self) -> str | None:
@@ -1388,7 +1676,7 @@ def tasks_after(
     moved = []
     for stored in tasks:
         task = Task.of(stored)
-        if state in TERMINAL:
+        if state in TERMINAL or state == RETURNED:
             task = task.closed()
         elif task.id == wanted and handled.outcome == CLAIMED:
             task = task.assigned(handled.actor, handled.at)
@@ -1405,7 +1693,13 @@ def _check_due(due_at: datetime, at: datetime) -> None:
         raise InvalidState(Message("not due until {due_at}", due_at=due_at.isoformat()))
 
 
-STATE_AFTER = {APPROVED: APPROVED, WITHDRAWN: WITHDRAWN, EXPIRED: EXPIRED, REJECTED: REJECTED}
+STATE_AFTER = {
+    APPROVED: APPROVED,
+    WITHDRAWN: WITHDRAWN,
+    EXPIRED: EXPIRED,
+    REJECTED: REJECTED,
+    RETURNED: RETURNED,
+}
 # What a command that the rule lets through gets while the instance waits: outcome and reason.
 ACCEPTED_WHILE_WAITING = {
     APPROVE: (APPROVED, APPROVED_IN_TIME),
@@ -1415,6 +1709,7 @@ ACCEPTED_WHILE_WAITING = {
     CLAIM: (CLAIMED, CLAIMED_IN_TIME),
     UNCLAIM: (UNCLAIMED, UNCLAIMED_IN_TIME),
     COMMENT: (COMMENTED, COMMENTED_IN_TIME),
+    RETURN: (RETURNED, RETURNED_FOR_CHANGES),
 }
 EVENT_OF_OUTCOME: dict[str, type[ApprovalInstance.CommandHandled]] = {
     APPROVED: ApprovalInstance.Approved,
@@ -1425,6 +1720,9 @@ EVENT_OF_OUTCOME: dict[str, type[ApprovalInstance.CommandHandled]] = {
     UNCLAIMED: ApprovalInstance.Unclaimed,
     REASSIGNED: ApprovalInstance.Reassigned,
     COMMENTED: ApprovalInstance.Commented,
+    PAUSED: ApprovalInstance.DeadlinePaused,
+    RESUMED: ApprovalInstance.DeadlineResumed,
+    RETURNED: ApprovalInstance.Returned,
     TAKEN: ApprovalInstance.CommandRejected,
     EXTENDED: ApprovalInstance.DeadlineExtended,
     OBSERVED: ApprovalInstance.CallbackObserved,

@@ -629,6 +629,17 @@ def ruled_by_review_window(state: dict[str, Any]) -> None:
     state["deadline_rule"] = seconds_rule(state["review_window_seconds"])
 
 
+RETURN_TO_FIRST, RETURN_TO_RETURNING = "first", "returning"
+RETURN_TO = (RETURN_TO_FIRST, RETURN_TO_RETURNING)  # where a revise after a return goes
+
+
+def with_pause_terms(state: dict[str, Any]) -> None:
+    """Upcast of an event (or terms) from before pauses and returns: a pause may last any time,
+    and a revise after a return goes back to the first level."""
+    state.setdefault("max_pause_seconds", None)
+    state.setdefault("return_to", RETURN_TO_FIRST)
+
+
 @dataclass(frozen=True)
 class DefinitionTerms:
     """What a launch takes from one published revision of a definition."""
@@ -641,6 +652,8 @@ class DefinitionTerms:
     escalation: Escalation | None
     reviewers: dict[str, Any] | None  # None: anyone who may decide (before reviewers)
     deadline_rule: dict[str, Any]  # seconds, working_days or working_hours (docs/calendars.md)
+    max_pause_seconds: int | None = None  # the longest a pause stands; None: no limit
+    return_to: str = RETURN_TO_FIRST  # where a revise after a return goes: first, returning
 
 
 class Definition(Aggregate):
@@ -651,10 +664,11 @@ class Definition(Aggregate):
     are kept, so a schedule saved against one launches with it. Version 3 added them; version 4
     `reminders` and `escalation` (docs/approvals.md#reminders-and-escalation); version 5
     `reviewers` (docs/approvals.md#who-reviews); version 6 `deadline_rule`
-    (docs/calendars.md#deadlines-in-working-time).
+    (docs/calendars.md#deadlines-in-working-time); version 7 `max_pause_seconds` and
+    `return_to` (docs/approvals.md#pausing-the-clock).
     """
 
-    class_version = 6
+    class_version = 7
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -691,6 +705,13 @@ class Definition(Aggregate):
             ruled_by_review_window(terms)
 
     @staticmethod
+    def upcast_v6_v7(state: dict[str, Any]) -> None:
+        """A snapshot from before pauses and returns: no limit, back to the first level."""
+        with_pause_terms(state)
+        for terms in state["revisions"].values():
+            with_pause_terms(terms)
+
+    @staticmethod
     def create_id(tenant_id: UUID, key: str) -> UUID:
         return definition_uuid(tenant_id, key)
 
@@ -698,9 +719,10 @@ class Definition(Aggregate):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 `reminders` and `escalation` (none before); version 4 `reviewers` (None
         before: anyone who may decide); version 5 `deadline_rule` (before: the review window
-        in seconds)."""
+        in seconds); version 6 `max_pause_seconds` (None: no limit) and `return_to`
+        (`first`)."""
 
-        class_version = 5
+        class_version = 6
         tenant_id: UUID
         key: str
         name: str
@@ -714,11 +736,14 @@ class Definition(Aggregate):
         escalation: Escalation | None
         reviewers: dict[str, Any] | None
         deadline_rule: dict[str, Any]
+        max_pause_seconds: int | None
+        return_to: str
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(without_notices)
         upcast_v3_v4 = staticmethod(without_reviewers)
         upcast_v4_v5 = staticmethod(ruled_by_review_window)
+        upcast_v5_v6 = staticmethod(with_pause_terms)
 
     @event(Registered)
     def __init__(
@@ -736,6 +761,8 @@ class Definition(Aggregate):
         escalation: Escalation | None = None,
         reviewers: dict[str, Any] | None = None,
         deadline_rule: dict[str, Any] | None = None,
+        max_pause_seconds: int | None = None,
+        return_to: str = RETURN_TO_FIRST,
     ) -> None:
         self.tenant_id = tenant_id
         self.key = key
@@ -748,6 +775,8 @@ class Definition(Aggregate):
         self.escalation = escalation
         self.reviewers = reviewers
         self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
+        self.max_pause_seconds = max_pause_seconds
+        self.return_to = return_to
         self.published = False
         self.created_at = at
         self.revision = UNPUBLISHED_REVISION
@@ -759,16 +788,18 @@ class Definition(Aggregate):
         return DefinitionTerms(**_terms_of(self.__dict__))
 
     def terms_of(self, revision: int) -> DefinitionTerms:
-        """The terms of a published revision, which a launch frozen at it uses."""
+        """The terms of a published revision, which a launch frozen at it uses (terms kept
+        before a field was added read it as its default)."""
         return DefinitionTerms(**self.revisions[str(revision)])
 
     class Updated(Aggregate.Event):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 added `revision`, the definition's revision after it (1 before); version 4
         `reminders` and `escalation` (none before); version 5 `reviewers` (None before);
-        version 6 `deadline_rule` (before: the review window in seconds)."""
+        version 6 `deadline_rule` (before: the review window in seconds); version 7
+        `max_pause_seconds` (None: no limit) and `return_to` (`first`)."""
 
-        class_version = 6
+        class_version = 7
         name: str
         external: bool
         review_window_seconds: int
@@ -781,12 +812,15 @@ class Definition(Aggregate):
         escalation: Escalation | None
         reviewers: dict[str, Any] | None
         deadline_rule: dict[str, Any]
+        max_pause_seconds: int | None
+        return_to: str
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(counted_as_first_revision)
         upcast_v3_v4 = staticmethod(without_notices)
         upcast_v4_v5 = staticmethod(without_reviewers)
         upcast_v5_v6 = staticmethod(ruled_by_review_window)
+        upcast_v6_v7 = staticmethod(with_pause_terms)
 
     def update(
         self,
@@ -801,6 +835,8 @@ class Definition(Aggregate):
         escalation: Escalation | None = None,
         reviewers: dict[str, Any] | None = None,
         deadline_rule: dict[str, Any] | None = None,
+        max_pause_seconds: int | None = None,
+        return_to: str = RETURN_TO_FIRST,
     ) -> None:
         """Change the settings; while published, the change is published as a new revision.
         Reviewers once named stay named (`reviewers` None keeps them); no `deadline_rule`
@@ -820,6 +856,8 @@ class Definition(Aggregate):
             escalation=kept_escalation,
             reviewers=self.reviewers if reviewers is None else reviewers,
             deadline_rule=deadline_rule or seconds_rule(review_window_seconds),
+            max_pause_seconds=max_pause_seconds,
+            return_to=return_to,
         )
 
     @event(Updated)
@@ -837,6 +875,8 @@ class Definition(Aggregate):
         escalation: Escalation | None,
         reviewers: dict[str, Any] | None = None,
         deadline_rule: dict[str, Any] | None = None,
+        max_pause_seconds: int | None = None,
+        return_to: str = RETURN_TO_FIRST,
     ) -> None:
         self.name = name
         self.external = external
@@ -847,6 +887,8 @@ class Definition(Aggregate):
         self.escalation = escalation
         self.reviewers = reviewers
         self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
+        self.max_pause_seconds = max_pause_seconds
+        self.return_to = return_to
         self._reach(revision)
 
     def publish(self, at: datetime, actor: str) -> None:

@@ -43,6 +43,15 @@ COMMENTED_IN_TIME = "COMMENTED_IN_TIME"
 ASSIGNEE_MAY_NOT_DECIDE = "ASSIGNEE_MAY_NOT_DECIDE"
 # An escalation whose target may not approve the instance: recorded, the task left as it was.
 ESCALATION_TARGET_INELIGIBLE = "ESCALATION_TARGET_INELIGIBLE"
+# The review clock (pause-deadline, resume-deadline) and a return (退回).
+DEADLINE_PAUSED = "DEADLINE_PAUSED"
+DEADLINE_RESUMED = "DEADLINE_RESUMED"
+CLOCK_ALREADY_PAUSED = "CLOCK_ALREADY_PAUSED"
+CLOCK_NOT_PAUSED = "CLOCK_NOT_PAUSED"
+CLOCK_RESUMED_AT_MAX_PAUSE = "CLOCK_RESUMED_AT_MAX_PAUSE"
+RETURNED_FOR_CHANGES = "RETURNED_FOR_CHANGES"
+INSTANCE_RETURNED = "INSTANCE_RETURNED"
+NOT_WAITING_FOR_REVIEW = "NOT_WAITING_FOR_REVIEW"
 
 ENGLISH = {
     APPROVED_IN_TIME: N_("approved before the deadline"),
@@ -78,6 +87,16 @@ ENGLISH = {
         "{account} may no longer decide (deactivated, or without the permission): "
         "the task may be claimed again"
     ),
+    DEADLINE_PAUSED: "{reason}",  # the words of whoever paused the clock
+    DEADLINE_RESUMED: "{reason}",
+    CLOCK_ALREADY_PAUSED: N_("the review clock is already paused since {since}"),
+    CLOCK_NOT_PAUSED: N_("the review clock is not paused"),
+    CLOCK_RESUMED_AT_MAX_PAUSE: N_(
+        "the review clock resumed by itself after the longest pause, {max_pause_seconds} s"
+    ),
+    RETURNED_FOR_CHANGES: N_("returned to the applicant for changes"),
+    INSTANCE_RETURNED: N_("the instance was returned to its applicant for changes"),
+    NOT_WAITING_FOR_REVIEW: N_("the instance is {state}, not waiting for review"),
 }
 MISMATCHES = "mismatches"  # a callback's differences from its instance, each a reason
 # Values that are words rather than names (NOT_THE_ASSIGNEE's command), and the words they are.

@@ -487,4 +487,6 @@ def definition_fields(body: dict[str, Any]) -> DefinitionFields:
         reminders=body["reminders"],
         escalation=body["escalation"],
         reviewers=body.get("reviewers"),
+        max_pause_seconds=body["max_pause_seconds"],
+        return_to=body["return_to"],
     )

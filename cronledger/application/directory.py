@@ -16,6 +16,7 @@ from cronledger.persistence.ledger import Ledger, TimelineEntry
 from domain.calendars import calendar_uuid, kept_rule, rule_problems
 from domain.directory import (
     ADMIN_ROLE,
+    RETURN_TO_FIRST,
     SYSTEM_ACTOR,
     TENANT_NAME,
     Account,
@@ -95,6 +96,8 @@ class DefinitionFields:
     escalation: dict[str, Any] | None = None  # after how long waiting, and to whom
     reviewers: dict[str, Any] | None = None  # who reviews (domain/reviewers.py); None: anyone
     deadline_rule: dict[str, Any] | None = None  # None: review_window_seconds, in seconds
+    max_pause_seconds: int | None = None  # the longest a pause stands; None: no limit
+    return_to: str = RETURN_TO_FIRST  # where a revise after a return goes
 
 
 @dataclass(frozen=True)
@@ -476,6 +479,8 @@ class Directory:
             escalation=escalation,
             reviewers=fields.reviewers,
             deadline_rule=_rule_of(fields),
+            max_pause_seconds=fields.max_pause_seconds,
+            return_to=fields.return_to,
         )
         tenant.add_definition(str(definition.id))
         self.ledger.save(
@@ -504,6 +509,8 @@ class Directory:
             escalation=fields.escalation,
             reviewers=fields.reviewers,
             deadline_rule=_rule_of(fields),
+            max_pause_seconds=fields.max_pause_seconds,
+            return_to=fields.return_to,
         )
         self.ledger.save(definition)
         return DefinitionRow.of_aggregate(definition)

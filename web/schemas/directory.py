@@ -11,7 +11,7 @@ from marshmallow import (
 )
 
 from domain.credentials import MAX_PASSWORD, MIN_PASSWORD
-from domain.directory import MAX_REMINDERS, PUBLIC_ID
+from domain.directory import MAX_REMINDERS, PUBLIC_ID, RETURN_TO, RETURN_TO_FIRST
 from domain.messages import Message
 from domain.permissions import ROLES
 from domain.reasons import MAX_REASON
@@ -230,6 +230,8 @@ KEPT_WHEN_LEFT_OUT = (
     "reviewers",
     "review_window_seconds",
     "deadline_rule",
+    "max_pause_seconds",
+    "return_to",
 )
 
 
@@ -310,6 +312,25 @@ class DefinitionFieldsIn(StrictSchema):
         load_default=None,
         metadata={"description": f"null: none; {NOTICES_FIXED}; a PUT leaving it out keeps it"},
     )
+    max_pause_seconds = strict_int(
+        1,
+        MAX_REVIEW_WINDOW_SECONDS,
+        allow_none=True,
+        load_default=None,
+        metadata={
+            "description": "the longest one pause of an instance's clock (pause-deadline) may "
+            "last: then the clock resumes by itself (docs/approvals.md#pausing-the-clock); "
+            "null: no limit; a return is not limited; fixed on each instance when it starts"
+        },
+    )
+    return_to = fields.String(
+        load_default=RETURN_TO_FIRST,
+        validate=validate.OneOf(RETURN_TO),
+        metadata={
+            "description": "where a revise after a return (退回) takes the review: `first` "
+            "(the first level) or `returning` (the level that returned it)"
+        },
+    )
     reviewers = fields.Nested(
         ReviewersIn,
         load_default=None,
@@ -381,6 +402,10 @@ class DefinitionOut(OutSchema):
     reviewers = fields.Nested(
         ReviewersOut, allow_none=True, metadata={"description": "null: anyone who may decide"}
     )
+    max_pause_seconds = fields.Integer(
+        allow_none=True, metadata={"description": "the longest one pause lasts; null: no limit"}
+    )
+    return_to = fields.String(metadata={"description": "first or returning"})
     version = fields.Integer()
     created_at = UtcDateTime()
 
