@@ -1117,40 +1117,20 @@ class ApprovalInstance(Aggregate):
     def _stop(self, kind: str, handled: CommandHandled) -> None:
         """The clock stands from the command's instant: a pause, or a return."""
         self.paused_since = handled.at
-        self.pauses.append(
-            {
-                "kind": kind,
-                "from": handled.at,
-                "to": None,
-                "reason": handled.payload.get("reason") or handled.payload.get("comment"),
-                "actor": handled.actor,
-                "old_deadline_at": self.review_deadline_at,
-                "new_deadline_at": None,
-            }
-        )
+        self.pauses.append(opened_pause(kind, handled, self.review_deadline_at))
 
     def _run_again(self, stood: Mapping[str, Any]) -> None:
         """The clock runs again: the open pause closed, the deadline and counted notices moved."""
-        self.pauses[-1] = {
-            **self.pauses[-1],
-            "to": stood["to"],
-            "old_deadline_at": stood["old_deadline_at"],
-            "new_deadline_at": stood["new_deadline_at"],
-        }
-        self.paused_seconds += (stood["to"] - stood["from"]).total_seconds()
+        self.pauses[-1] = closed_pause(self.pauses[-1], stood)
+        self.paused_seconds += stood_seconds(stood)
         self.paused_since = None
         self.review_deadline_at = stood["new_deadline_at"]
-        if stood["working_time_notices"]:
-            self.deadline_policy = {
-                **self.deadline_policy,
-                "working_time_notices": stood["working_time_notices"],
-            }
+        self.deadline_policy = policy_after_stood(self.deadline_policy, stood)
 
     def _ended_stood(self, at: datetime) -> None:
         """A decision while the clock stands: the open pause ends, the deadline unmoved."""
-        deadline = self.review_deadline_at
-        stood = {"from": self.paused_since, "to": at, "old_deadline_at": deadline}
-        self._run_again({**stood, "new_deadline_at": deadline, "working_time_notices": None})
+        assert self.paused_since is not None
+        self._run_again(unmoved(self.paused_since, at, self.review_deadline_at))
 
     def owed_notices(self) -> list[Notice]:
         """The reminders and escalation still owed, earliest first (see `owed_notices`)."""
@@ -1608,6 +1588,54 @@ class ApprovalInstance(Aggregate):
         self.deadline_policy = extended_policy(
             self.deadline_policy, handled.reason, handled.rule_version, handled.payload
         )
+
+
+def opened_pause(
+    kind: str, handled: ApprovalInstance.CommandHandled, deadline: datetime
+) -> dict[str, Any]:
+    """The entry of `pauses` a pause (its reason) or a return (its comment) opens."""
+    return {
+        "kind": kind,
+        "from": handled.at,
+        "to": None,
+        "reason": handled.payload.get("reason") or handled.payload.get("comment"),
+        "actor": handled.actor,
+        "old_deadline_at": deadline,
+        "new_deadline_at": None,
+    }
+
+
+def closed_pause(opened: Mapping[str, Any], stood: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry of `pauses` once the clock ran again, as `stood` says."""
+    return {
+        **opened,
+        "to": stood["to"],
+        "old_deadline_at": stood["old_deadline_at"],
+        "new_deadline_at": stood["new_deadline_at"],
+    }
+
+
+def stood_seconds(stood: Mapping[str, Any]) -> float:
+    """How long the clock stood, as a clock on the wall says."""
+    return float((stood["to"] - stood["from"]).total_seconds())
+
+
+def unmoved(since: datetime, to: datetime, deadline: datetime) -> dict[str, Any]:
+    """A clock that stood from `since` to a decision at `to`: nothing moves."""
+    return {
+        "from": since,
+        "to": to,
+        "old_deadline_at": deadline,
+        "new_deadline_at": deadline,
+        "working_time_notices": None,
+    }
+
+
+def policy_after_stood(policy: Mapping[str, Any], stood: Mapping[str, Any]) -> dict[str, Any]:
+    """The deadline policy once the clock ran again: its counted notices moved with it."""
+    if not stood["working_time_notices"]:
+        return dict(policy)
+    return {**policy, "working_time_notices": stood["working_time_notices"]}
 
 
 def extended_policy(

@@ -208,6 +208,28 @@ def add_working_time(
     raise AssertionError("unreachable: _days_from raises first")
 
 
+def working_time_between(calendar: WorkingCalendar, start: datetime, end: datetime) -> timedelta:
+    """How much of the calendar's working time lies between two instants (a paused clock's
+    time, counted in working time)."""
+    counted = timedelta(0)
+    local_day = start.astimezone(calendar.zone).date() - DAY  # a period may run past midnight
+    for day in _days_from(calendar, local_day, 1):
+        periods = working_periods(calendar, day)
+        if day.date > end.astimezone(calendar.zone).date():
+            return counted
+        for begin, finish in periods:
+            overlap = min(finish, end) - max(begin, start)
+            counted += max(overlap, timedelta(0))
+    raise AssertionError("unreachable: _days_from raises first")
+
+
+def moved_in_working_time(calendar: WorkingCalendar, instant: datetime, by: timedelta) -> datetime:
+    """`instant` moved later by `by` of working time (none: where it is)."""
+    if by <= timedelta(0):
+        return instant
+    return add_working_time(calendar, instant, int(by.total_seconds()))[0]
+
+
 def subtract_working_time(calendar: WorkingCalendar, end: datetime, seconds: int) -> datetime:
     """The instant `seconds` of working time before `end` (a reminder before a deadline)."""
     left = timedelta(seconds=seconds)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 from uuid import UUID
 
@@ -15,18 +15,26 @@ from domain.approvals import (
     CLAIMED,
     EXPIRED,
     FORBIDDEN,
+    PAUSE_KIND,
     REASSIGNED,
+    RETURN_KIND,
+    RETURNED,
     SIGN,
     TERMINAL,
     UNCLAIMED,
     WAITING_REVIEW,
     ApprovalInstance,
     at_offset,
+    closed_pause,
     comment_of,
     escalated_tasks,
     extended_policy,
+    opened_pause,
     owed_notices,
+    policy_after_stood,
+    stood_seconds,
     tasks_after,
+    unmoved,
 )
 from domain.reviewers import FIRST_TASK, Task
 from projections.business import BusinessTime, BusinessValues
@@ -47,6 +55,9 @@ COMMANDS = (
     ApprovalInstance.Unclaimed,
     ApprovalInstance.Reassigned,
     ApprovalInstance.Commented,
+    ApprovalInstance.DeadlinePaused,
+    ApprovalInstance.DeadlineResumed,
+    ApprovalInstance.Returned,
 )
 
 
@@ -78,6 +89,8 @@ class ApprovalsProjection(Projection):
             f"reminders_sent TEXT NOT NULL, escalated_account_id TEXT, escalated_at {ts}, "
             f"next_notice_at {ts}, reviewers TEXT, tasks TEXT NOT NULL, comments TEXT NOT NULL, "
             "search_text TEXT NOT NULL, "
+            f"paused_since {ts}, paused_seconds {seconds} NOT NULL, pauses TEXT NOT NULL, "
+            f"pause_ends_at {ts}, max_pause_seconds INTEGER, return_to TEXT NOT NULL, "
             f"{BusinessTime.ddl('submitted_')}, {BusinessTime.ddl('decided_')})",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
@@ -87,6 +100,7 @@ class ApprovalsProjection(Projection):
             "ON approvals (state, review_deadline_at)",
             "CREATE INDEX IF NOT EXISTS approvals_by_next_notice "
             "ON approvals (state, next_notice_at)",
+            "CREATE INDEX IF NOT EXISTS approvals_by_pause_end ON approvals (pause_ends_at)",
             "CREATE TABLE IF NOT EXISTS approval_commands ("
             "instance_id TEXT NOT NULL, version INTEGER NOT NULL, tenant_id TEXT NOT NULL, "
             "position BIGINT NOT NULL, command TEXT NOT NULL, command_id TEXT, "
@@ -131,9 +145,10 @@ class ApprovalsProjection(Projection):
             "form_data, material_version, review_deadline_offset_minutes, deadline_policy, "
             "origin, allow_self_approval, observations, extensions, reminders, escalation, "
             "reminders_sent, next_notice_at, reviewers, tasks, comments, search_text, "
+            "paused_seconds, pauses, max_pause_seconds, return_to, "
             "submitted_local_date, submitted_local_hour, submitted_iso_week, submitted_iso_year) "
             "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, ?, ?, ?, ?)",
+            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, 0, '[]', ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -166,6 +181,8 @@ class ApprovalsProjection(Projection):
                 _json_or_null(event.reviewers),
                 json_text([_first_task(event.candidates).as_dict()]),
                 searched_text(event.title),
+                event.max_pause_seconds,
+                event.return_to,
                 *self.business.values(event.at),
             ),
         )
@@ -176,7 +193,10 @@ class ApprovalsProjection(Projection):
             _observed(sql, event)
         if isinstance(event, ApprovalInstance.DeadlineExtended):
             _extended(sql, event, key)
+        elif isinstance(event, CLOCK_EVENTS):
+            _clock(sql, event, key)
         elif event.outcome in TERMINAL:
+            _ended_pause(sql, key[2], event.at)
             deadline, submitted = sql.execute(
                 "SELECT review_deadline_at, submitted_at FROM approvals WHERE id = ?", (key[2],)
             ).fetchone()
@@ -206,7 +226,106 @@ class ApprovalsProjection(Projection):
 
 
 # Outcomes that move a task or add a comment (as `ApprovalInstance.record` does).
-REVIEW_WORK = frozenset(TERMINAL | {CLAIMED, UNCLAIMED, REASSIGNED})
+REVIEW_WORK = frozenset(TERMINAL | {CLAIMED, UNCLAIMED, REASSIGNED, RETURNED})
+CLOCK_EVENTS = (
+    ApprovalInstance.DeadlinePaused,
+    ApprovalInstance.DeadlineResumed,
+    ApprovalInstance.Returned,
+)
+
+
+class Stood(NamedTuple):
+    """What an instance's row keeps of its review clock (as the instance does)."""
+
+    paused_since: datetime | None
+    paused_seconds: float
+    pauses: list[dict[str, Any]]
+    max_pause_seconds: int | None
+
+
+def _stood(sql: Sql, instance_id: str) -> Stood:
+    since, seconds, pauses, most = sql.execute(
+        "SELECT paused_since, paused_seconds, pauses, max_pause_seconds FROM approvals "
+        "WHERE id = ?",
+        (instance_id,),
+    ).fetchone()
+    return Stood(as_instant(since), float(seconds), json.loads(pauses), most)
+
+
+def _clock(sql: Sql, event: ApprovalInstance.CommandHandled, key: tuple[int, int, str]) -> None:
+    """A pause or a return stops the clock (a return ending a pause first); a resume runs
+    it again, the deadline and the notices still owed moved (as `ApprovalInstance` does)."""
+    clock = getattr(event, "clock", None)
+    if clock is not None:
+        _ran_again(sql, key[2], clock)
+    if isinstance(event, ApprovalInstance.DeadlineResumed):
+        sql.write("UPDATE approvals SET version = ?, position = ? WHERE id = ?", key)
+        return
+    kind = RETURN_KIND if isinstance(event, ApprovalInstance.Returned) else PAUSE_KIND
+    stood = _stood(sql, key[2])
+    (deadline,) = sql.execute(
+        "SELECT review_deadline_at FROM approvals WHERE id = ?", (key[2],)
+    ).fetchone()
+    opened = opened_pause(kind, event, _instant(deadline))
+    ends_at = (
+        event.at + timedelta(seconds=stood.max_pause_seconds)
+        if kind == PAUSE_KIND and stood.max_pause_seconds is not None
+        else None
+    )
+    sql.write(
+        "UPDATE approvals SET state = ?, paused_since = ?, pauses = ?, pause_ends_at = ?, "
+        "next_notice_at = NULL, version = ?, position = ? WHERE id = ?",
+        (
+            RETURNED if kind == RETURN_KIND else WAITING_REVIEW,
+            event.at,
+            json_text([*stood.pauses, opened]),
+            ends_at,
+            *key,
+        ),
+    )
+
+
+def _ran_again(sql: Sql, instance_id: str, clock: dict[str, Any]) -> None:
+    """The clock runs again as `clock` says: the open pause closed, the deadline moved, the
+    next notice owed again."""
+    stood = _stood(sql, instance_id)
+    notices = _notices(sql, instance_id)
+    policy = policy_after_stood(notices.policy, clock)
+    closed = [*stood.pauses[:-1], closed_pause(stood.pauses[-1], clock)]
+    sql.write(
+        "UPDATE approvals SET paused_since = NULL, pause_ends_at = NULL, pauses = ?, "
+        "paused_seconds = ?, review_deadline_at = ?, deadline_policy = ?, next_notice_at = ? "
+        "WHERE id = ?",
+        (
+            json_text(closed),
+            stood.paused_seconds + stood_seconds(clock),
+            clock["new_deadline_at"],
+            json_text(policy),
+            notices.next_at(
+                review_deadline_at=clock["new_deadline_at"],
+                counted=policy.get("working_time_notices"),
+                policy=policy,
+            ),
+            instance_id,
+        ),
+    )
+
+
+def _ended_pause(sql: Sql, instance_id: str, at: datetime) -> None:
+    """A decision while the clock stands ends the open pause; nothing moves."""
+    stood = _stood(sql, instance_id)
+    if stood.paused_since is None:
+        return
+    (deadline,) = sql.execute(
+        "SELECT review_deadline_at FROM approvals WHERE id = ?", (instance_id,)
+    ).fetchone()
+    clock = unmoved(stood.paused_since, at, _instant(deadline))
+    closed = [*stood.pauses[:-1], closed_pause(stood.pauses[-1], clock)]
+    sql.write(
+        "UPDATE approvals SET paused_since = NULL, pause_ends_at = NULL, pauses = ?, "
+        "paused_seconds = ? WHERE id = ?",
+        (json_text(closed), stood.paused_seconds + stood_seconds(clock), instance_id),
+    )
 
 
 def _first_task(candidates: list[str] | None) -> Task:
@@ -460,11 +579,21 @@ def _command(
 
 
 def overdue_instances(store: Store, now: datetime, limit: int) -> list[UUID]:
-    """Instances still waiting for review past their deadline, the longest overdue first."""
+    """Instances still waiting for review past their deadline, the longest overdue first; one
+    whose clock stands (paused) is never due."""
     rows = store.query(
         "SELECT id FROM approvals WHERE state = ? AND review_deadline_at <= ? "
-        "ORDER BY review_deadline_at LIMIT ?",
+        "AND paused_since IS NULL ORDER BY review_deadline_at LIMIT ?",
         (WAITING_REVIEW, now, limit),
+    )
+    return [UUID(row[0]) for row in rows]
+
+
+def pauses_ending(store: Store, now: datetime, limit: int) -> list[UUID]:
+    """Instances whose pause reached its `max_pause_seconds` by `now`, the longest first."""
+    rows = store.query(
+        "SELECT id FROM approvals WHERE pause_ends_at <= ? ORDER BY pause_ends_at LIMIT ?",
+        (now, limit),
     )
     return [UUID(row[0]) for row in rows]
 
@@ -487,7 +616,7 @@ def overdue_backlog(
     scope, params = tenant_scope(tenant_id)
     rows = store.query(
         "SELECT COUNT(*), MIN(review_deadline_at) FROM approvals "  # noqa: S608
-        f"WHERE {scope} state = ? AND review_deadline_at <= ?",
+        f"WHERE {scope} state = ? AND review_deadline_at <= ? AND paused_since IS NULL",
         (*params, WAITING_REVIEW, now),
     )
     count, oldest = rows[0]
@@ -591,6 +720,12 @@ class ApprovalRow(NamedTuple):
     reviewers: dict[str, Any] | None
     tasks: list[dict[str, Any]]
     comments: list[dict[str, Any]]
+    paused_since: datetime | None
+    paused_seconds: float
+    pauses: list[dict[str, Any]]
+    pause_ends_at: datetime | None
+    max_pause_seconds: int | None
+    return_to: str
 
     @classmethod
     def of(cls, row: Row) -> ApprovalRow:
@@ -602,6 +737,8 @@ class ApprovalRow(NamedTuple):
             "decided_at",
             "escalated_at",
             "next_notice_at",
+            "paused_since",
+            "pause_ends_at",
         ):
             values[name] = as_instant(values[name])
         for name in (
@@ -613,8 +750,10 @@ class ApprovalRow(NamedTuple):
             "reminders_sent",
             "tasks",
             "comments",
+            "pauses",
         ):
             values[name] = json.loads(values[name])
+        values["paused_seconds"] = float(values["paused_seconds"])
         for name in ("origin", "winning_command", "escalation", "reviewers"):
             values[name] = json_value(values[name])
         values["allow_self_approval"] = bool(values["allow_self_approval"])
@@ -654,6 +793,12 @@ class ApprovalRow(NamedTuple):
             reviewers=jsonable(instance.reviewers),
             tasks=jsonable(instance.tasks),
             comments=jsonable(instance.comments),
+            paused_since=instance.paused_since,
+            paused_seconds=instance.paused_seconds,
+            pauses=jsonable(instance.pauses),
+            pause_ends_at=instance.pause_ends_at,
+            max_pause_seconds=instance.max_pause_seconds,
+            return_to=instance.return_to,
         )
 
     @property

@@ -16,8 +16,11 @@ from domain.approvals import (
     CLAIM,
     COMMENT,
     EXTEND,
+    PAUSE,
     REASSIGN,
     REJECT,
+    RESUME,
+    RETURN,
     SIGN,
     UNCLAIM,
     WITHDRAW,
@@ -49,12 +52,14 @@ from web.schemas.approvals import (
     ApprovalSubmit,
     ApproveIn,
     ClaimIn,
+    ClockIn,
     CommandOut,
     CommandRejection,
     CommentIn,
     ExtendDeadlineIn,
     ReassignIn,
     RejectIn,
+    ReturnIn,
     SignCallbackIn,
     WithdrawIn,
 )
@@ -205,6 +210,34 @@ def extend_deadline(principal: Principal, instance_id: str, body: dict[str, Any]
         return _answer(principal, instance_id, EXTEND, body)
     deadline, offset = _in_utc(body["new_deadline_at"])
     return _answer(principal, instance_id, EXTEND, {**body, "new_deadline_at": deadline}, offset)
+
+
+@bp.post("/<instance_id>/pause-deadline")
+@_command_endpoint(
+    "Pause the review clock (whoever may extend): no expiry, reminders nor escalation until "
+    "resumed; reviewers still decide",
+    ClockIn,
+)
+def pause_deadline(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _answer(principal, instance_id, PAUSE, body)
+
+
+@bp.post("/<instance_id>/resume-deadline")
+@_command_endpoint(
+    "Resume the review clock: the deadline, reminders and escalation move by the paused time",
+    ClockIn,
+)
+def resume_deadline(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _answer(principal, instance_id, RESUME, body)
+
+
+@bp.post("/<instance_id>/return")
+@_command_endpoint(
+    "Return to the applicant for changes (退回), with a comment: RETURNED, the clock stopped",
+    ReturnIn,
+)
+def return_for_changes(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _answer(principal, instance_id, RETURN, body)
 
 
 @bp.post("/<instance_id>/callbacks/sign")

@@ -23,10 +23,12 @@ from domain.approvals import (
     DEADLINE_ACTOR,
     EXTEND,
     FORBIDDEN,
+    PLAIN_CLOCK,
     SWEEP,
     WAITING_REVIEW,
     Answer,
     ApprovalInstance,
+    Clock,
     Command,
     CommandIdReused,
     Parties,
@@ -50,6 +52,7 @@ from projections.approvals import (
     instances_owing_notices,
     overdue_backlog,
     overdue_instances,
+    pauses_ending,
 )
 from projections.engine import Projector
 from projections.keyset import Window
@@ -224,7 +227,12 @@ class Approvals:
         first = instance.answer_to(command, actor.account_id, actor.permissions, review)
         replayed = first is not None
         answer = first or instance.handle(
-            command, self.ledger.clock(), actor.account_id, actor.permissions, review
+            command,
+            self.ledger.clock(),
+            actor.account_id,
+            actor.permissions,
+            review,
+            self._clock_of(instance),
         )
         if not replayed:
             _check_precondition(answer, version, accepts)
@@ -248,14 +256,26 @@ class Approvals:
             command, payload={**command.payload, **counted}, deadline_offset_minutes=offset
         )
 
+    def _clock_of(self, instance: ApprovalInstance) -> Clock:
+        """How the instance's stood clock counts (only a clock that stands needs counting)."""
+        if instance.paused_since is None:
+            return PLAIN_CLOCK
+        return self.calendars.clock(instance.tenant_id, instance.deadline_policy)
+
     def sweep(self, limit: int = 500) -> int:
-        """Expire every waiting instance whose deadline has come, then record the reminders and
+        """Resume every pause that reached its definition's `max_pause_seconds` (at that
+        instant: the instance may then expire at once), expire every waiting instance whose
+        deadline has come (never one whose clock stands), then record the reminders and
         escalations due on those still waiting, each once, however late the sweep (with the
         instant each was due); how many were expired.
 
         Failures are counted by reason (`sweep_failures`)."""
         with self.sweep_failures.counting(ERROR):
             self.projector.catch_up()
+            ending = pauses_ending(self.ledger.store, self.ledger.clock(), limit)
+            self._in_chunks(ending, partial(_expire, clock_of=self._clock_of))
+            if ending:
+                self.projector.catch_up()
             due = overdue_instances(self.ledger.store, self.ledger.clock(), limit)
             expired = self._in_chunks(due, _expire)
             self._in_chunks(
@@ -376,8 +396,15 @@ class Approvals:
 Sweep = Callable[[ApprovalInstance, datetime], object]  # what a sweep does to an instance
 
 
-def _expire(instance: ApprovalInstance, now: datetime) -> None:
-    instance.handle(Command(SWEEP, None), now, SWEEPER)
+def _expire(
+    instance: ApprovalInstance,
+    now: datetime,
+    clock_of: Callable[[ApprovalInstance], Clock] = lambda _: PLAIN_CLOCK,
+) -> None:
+    """The deadline rule at `now`: a pause past its limit resumed (its clock counted as
+    `clock_of` says), then the instance expired if its deadline has come."""
+    clock = clock_of(instance)
+    instance.handle(Command(SWEEP, None), now, SWEEPER, clock=clock)
 
 
 def _notify(instance: ApprovalInstance, now: datetime, reviewing: Reviewing) -> None:

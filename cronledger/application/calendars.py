@@ -22,7 +22,7 @@ from cronledger.application.directory import Page
 from cronledger.application.idempotency import check_key, key_record
 from cronledger.application.pauses import TenantView
 from cronledger.persistence.ledger import Ledger, TimelineEntry
-from domain.approvals import Ruled
+from domain.approvals import PLAIN_CLOCK, Clock, Ruled
 from domain.calendars import (
     KIND,
     Calendar,
@@ -54,9 +54,11 @@ from domain.working_time import (
     WorkingDeadline,
     add_working_time,
     days_in,
+    moved_in_working_time,
     rule_deadline,
     subtract_working_time,
     working_days_later,
+    working_time_between,
 )
 from projections.calendars import CalendarRow, calendar_page, calendar_row
 from projections.keyset import Window
@@ -415,6 +417,20 @@ class Calendars:
             "calendar_revision": calendar.revision,
         }
         return counted, int(local.total_seconds() // 60) if local is not None else 0
+
+    def clock(self, tenant_id: UUID, policy: Mapping[str, Any]) -> Clock:
+        """How an instance's review clock counts the time it stood: in working time on the
+        current revision of the calendar its deadline was counted on, else in plain time
+        (docs/approvals.md#pausing-the-clock)."""
+        key = policy.get("calendar")
+        if key is None:
+            return PLAIN_CLOCK
+        calendar = self.ledger.find(Calendar, calendar_uuid(tenant_id, key), KIND, key)
+        working = working_calendar(calendar.current)
+        return Clock(
+            measure=lambda start, end: working_time_between(working, start, end),
+            add=lambda instant, by: moved_in_working_time(working, instant, by),
+        )
 
     def aggregate(self, tenant_id: UUID, calendar_id: str) -> Calendar:
         return self.ledger.find_in_tenant(Calendar, calendar_id, KIND, tenant_id)

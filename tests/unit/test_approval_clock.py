@@ -173,7 +173,7 @@ def test_reminders_and_escalation_wait_while_paused_then_move() -> None:
     subject.handle(pause(), at(2), "ops")
     assert subject.next_notice_at is None
     subject.record_due_notices(at(16), "system:sweeper")
-    assert subject.reminders_sent == [] and subject.escalated is None
+    assert (subject.reminders_sent, subject.escalated) == ([], None)
     with pytest.raises(InvalidState):
         subject.remind(5, at(16), "system:sweeper")
     subject.handle(resume(), at(12), "ops")  # stood 10 s

@@ -46,6 +46,7 @@ from web.schemas.enums import (
     APPROVAL_STATE,
     DECIDING_COMMAND,
     DECISION_OUTCOME,
+    PAUSE_KIND_CHOICE,
     RUN_TRIGGER,
     TASK_PRIORITY,
     TASK_STATE,
@@ -143,6 +144,21 @@ class ExtendDeadlineIn(KeyedBody):
         },
     )
     reason = fields.String(required=True, validate=validate.Length(1, 500))
+
+
+class ClockIn(KeyedBody):
+    """A pause or a resume of the review clock (docs/approvals.md#pausing-the-clock)."""
+
+    command_id = command_id_field()
+    reason = fields.String(required=True, validate=validate.Length(1, 500))
+
+
+class ReturnIn(KeyedBody):
+    """A return (退回) to the applicant for changes: what to change, kept as a comment."""
+
+    command_id = command_id_field()
+    comment = comment_field(required=True)
+    task_id = task_id_field()
 
 
 class SignCallbackIn(KeyedBody):
@@ -419,6 +435,27 @@ class CommentOut(OutSchema):
     command = fields.String(metadata={"description": "approve, reject or comment"})
 
 
+class PauseOut(OutSchema):
+    """One time the review clock stood, oldest first (docs/approvals.md#pausing-the-clock)."""
+
+    kind = Choice(PAUSE_KIND_CHOICE)
+    from_ = instant_text(
+        attribute="from", data_key="from", metadata={"description": "when the clock stopped"}
+    )
+    to = instant_text(
+        allow_none=True, metadata={"description": "when it ran again; null: it still stands"}
+    )
+    reason = fields.String(
+        allow_none=True, metadata={"description": "the pause's reason, or the return's comment"}
+    )
+    actor = fields.String(metadata={"description": "who paused or returned it"})
+    old_deadline_at = instant_text(metadata={"description": "the deadline before it ran again"})
+    new_deadline_at = instant_text(
+        allow_none=True,
+        metadata={"description": "the deadline once it ran again, moved by the time it stood"},
+    )
+
+
 class ApprovalOut(OutSchema):
     id = server_uuid()
     definition_id = server_uuid()
@@ -497,6 +534,30 @@ class ApprovalOut(OutSchema):
     )
     tasks = fields.List(fields.Nested(InstanceTaskOut))
     comments = fields.List(fields.Nested(CommentOut), metadata={"description": "oldest first"})
+    paused_since = UtcDateTime(
+        allow_none=True,
+        metadata={
+            "description": "since when the review clock stands (paused, or returned): the "
+            "instance does not expire nor owe notices; null while it runs"
+        },
+    )
+    paused_seconds = fields.Float(
+        metadata={"description": "how long the clock stood in all, the open pause left out"}
+    )
+    pauses = fields.List(fields.Nested(PauseOut), metadata={"description": "oldest first"})
+    pause_ends_at = UtcDateTime(
+        allow_none=True,
+        metadata={
+            "description": "when a pause reaches the definition's `max_pause_seconds` and the "
+            "clock runs again by itself; null: no pause, or no limit"
+        },
+    )
+    max_pause_seconds = fields.Integer(
+        allow_none=True, metadata={"description": "from the definition at submission"}
+    )
+    return_to = fields.String(
+        metadata={"description": "where a revise after a return goes: first or returning"}
+    )
 
 
 class CommandOut(OutSchema):

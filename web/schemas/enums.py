@@ -12,13 +12,18 @@ from domain.approvals import (
     COMMENTED,
     CONFLICT,
     ESCALATION_MODES,
+    PAUSE_KIND,
     EXPIRED,
     EXTENDED,
     LATE_OR_CONFLICT,
     OBSERVED,
+    PAUSED,
     REASSIGNED,
     REJECT,
     REJECTED,
+    RESUMED,
+    RETURN_KIND,
+    RETURNED,
     SELF_APPROVAL,
     STALE_MATERIAL,
     SWEEP,
@@ -60,8 +65,14 @@ RUN_TRIGGER = Choices(
 
 APPROVAL_STATE = Choices(
     "ApprovalState",
-    (WAITING_REVIEW, APPROVED, REJECTED, WITHDRAWN, EXPIRED),
-    "an instance's state",
+    (WAITING_REVIEW, RETURNED, APPROVED, REJECTED, WITHDRAWN, EXPIRED),
+    "an instance's state (`RETURNED`: sent back to its applicant for changes, not final)",
+)
+
+PAUSE_KIND_CHOICE = Choices(
+    "PauseKind",
+    (PAUSE_KIND, RETURN_KIND),
+    "why an instance's review clock stood: a pause (pause-deadline) or a return (退回)",
 )
 
 TASK_STATE = Choices(
@@ -99,13 +110,16 @@ DECISION_OUTCOME = Choices(
         UNCLAIMED,
         REASSIGNED,
         COMMENTED,
+        PAUSED,
+        RESUMED,
+        RETURNED,
         STALE_MATERIAL,
         SELF_APPROVAL,
         CONFLICT,
         LATE_OR_CONFLICT,
         TAKEN,
     ),
-    "what a command got (docs/approvals.md): those up to `COMMENTED` are accepted (200) but "
+    "what a command got (docs/approvals.md): those up to `RETURNED` are accepted (200) but "
     "`EXPIRED`, which a late command gets (409) as the rest do",
 )
 
