@@ -34,6 +34,9 @@ APPROVAL_REJECTED = "approval.rejected"
 APPROVAL_CLAIMED = "approval.claimed"
 APPROVAL_REASSIGNED = "approval.reassigned"
 APPROVAL_COMMENTED = "approval.commented"
+APPROVAL_RETURNED = "approval.returned"
+APPROVAL_DEADLINE_PAUSED = "approval.deadline_paused"
+APPROVAL_DEADLINE_RESUMED = "approval.deadline_resumed"
 CALLBACK_LATE = "callback.late"
 CALLBACK_MISMATCHED = "callback.mismatched"
 CHECKPOINT_SIGNED = "checkpoint.signed"
@@ -52,6 +55,9 @@ EVENT_TYPES = (
     APPROVAL_CLAIMED,
     APPROVAL_REASSIGNED,
     APPROVAL_COMMENTED,
+    APPROVAL_RETURNED,
+    APPROVAL_DEADLINE_PAUSED,
+    APPROVAL_DEADLINE_RESUMED,
     CALLBACK_LATE,
     CALLBACK_MISMATCHED,
     CHECKPOINT_SIGNED,

@@ -12,7 +12,14 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant
-from domain.approvals import APPROVED, REASSIGNED, REJECTED, TERMINAL, ApprovalInstance
+from domain.approvals import (
+    APPROVED,
+    REASSIGNED,
+    REJECTED,
+    RETURNED,
+    TERMINAL,
+    ApprovalInstance,
+)
 from domain.reviewers import ASSIGNED, CLOSED, FIRST_TASK, HIGH, OPEN
 from projections.business import BusinessTime, BusinessValues
 from projections.engine import EventClass, Handler, Projection, Sql
@@ -52,6 +59,7 @@ TASK_EVENTS = (
     ApprovalInstance.Rejected,
     ApprovalInstance.Withdrawn,
     ApprovalInstance.Expired,
+    ApprovalInstance.Returned,
 )
 
 
@@ -99,6 +107,7 @@ class TasksProjection(Projection):
         return {
             ApprovalInstance.Submitted: self.submitted,
             ApprovalInstance.DeadlineExtended: _extended,
+            ApprovalInstance.DeadlineResumed: _resumed,
             **dict.fromkeys(TASK_EVENTS, self.worked_on),
             ApprovalInstance.TaskReleased: _released,
             ApprovalInstance.Escalated: _escalated,
@@ -138,7 +147,8 @@ class TasksProjection(Projection):
         instance_id = str(event.originator_id)
         if not event.accepted:
             return
-        if event.outcome in TERMINAL:
+        if event.outcome in TERMINAL or event.outcome == RETURNED:
+            _moved(sql, instance_id, getattr(event, "clock", None))
             _closed(sql, instance_id, event, self.business.values(event.at))
             return
         key = task_key(instance_id, event.payload.get("task_id") or FIRST_TASK)
@@ -162,6 +172,19 @@ def _extended(sql: Sql, event: ApprovalInstance.DeadlineExtended, position: int)
         "UPDATE tasks SET review_deadline_at = ? WHERE instance_id = ?",
         (event.payload["new_deadline_at"], str(event.originator_id)),
     )
+
+
+def _resumed(sql: Sql, event: ApprovalInstance.DeadlineResumed, position: int) -> None:
+    _moved(sql, str(event.originator_id), event.clock)
+
+
+def _moved(sql: Sql, instance_id: str, clock: dict[str, Any] | None) -> None:
+    """The tasks' deadline once the instance's clock ran again (None: it did not)."""
+    if clock is not None:
+        sql.write(
+            "UPDATE tasks SET review_deadline_at = ? WHERE instance_id = ?",
+            (clock["new_deadline_at"], instance_id),
+        )
 
 
 def _closed(

@@ -373,11 +373,13 @@ def _replace_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
 ) -> DefinitionRow:
     """The fields given; reminders and escalation, when left out, as they are (the version
-    checked with the write makes sure they are what was read); the deadline rule too, as
-    `_rule_kept` says."""
+    checked with the write makes sure they are what was read), as are `max_pause_seconds`
+    and `return_to`; the deadline rule too, as `_rule_kept` says."""
     current = _definition(principal, definition_id)
     if not {"reminders", "escalation"} <= body.keys():
         body = {"reminders": current.reminders, "escalation": current.escalation, **body}
+    kept = {"max_pause_seconds": current.max_pause_seconds, "return_to": current.return_to}
+    body = {**kept, **body}
     body = {**body, "deadline_rule": _rule_kept(current, body)}
     return services().directory.update_definition(
         principal, definition_id, definition_fields(body), body["version"]

@@ -28,6 +28,8 @@ from domain.approvals import (
     FORBIDDEN,
     LATE_OR_CONFLICT,
     REASSIGN,
+    RETURN,
+    RETURNED,
     SIGN,
     STATE_AFTER,
 )
@@ -53,11 +55,14 @@ from domain.runs import (
 from domain.webhooks import (
     APPROVAL_CLAIMED,
     APPROVAL_COMMENTED,
+    APPROVAL_DEADLINE_PAUSED,
+    APPROVAL_DEADLINE_RESUMED,
     APPROVAL_DECIDED,
     APPROVAL_ESCALATED,
     APPROVAL_EXPIRED,
     APPROVAL_REASSIGNED,
     APPROVAL_REJECTED,
+    APPROVAL_RETURNED,
     APPROVAL_REMINDER_DUE,
     APPROVAL_SUBMITTED,
     CALLBACK_LATE,
@@ -228,6 +233,12 @@ REVIEW_WORK = {
     "ApprovalInstance.Reassigned": APPROVAL_REASSIGNED,
     "ApprovalInstance.Commented": APPROVAL_COMMENTED,
 }
+# The review clock and a return (退回): each its own type.
+CLOCK = {
+    "ApprovalInstance.Returned": APPROVAL_RETURNED,
+    "ApprovalInstance.DeadlinePaused": APPROVAL_DEADLINE_PAUSED,
+    "ApprovalInstance.DeadlineResumed": APPROVAL_DEADLINE_RESUMED,
+}
 REJECTION = "ApprovalInstance.Rejected"  # a decision (approval.decided) and approval.rejected
 AUTO_PAUSE = "Schedule.AutoPaused"
 # Every event that may tell a subscription something, by qualified name (a topic's end).
@@ -243,6 +254,7 @@ TOLD_BY = frozenset(
         *CALLBACKS,
         *NOTICES,
         *REVIEW_WORK,
+        *CLOCK,
         REJECTION,
     }
 )
@@ -269,6 +281,8 @@ def types_of(event: Any) -> list[str]:
         return [APPROVAL_DECIDED, APPROVAL_REJECTED]
     if name in REVIEW_WORK:
         return [REVIEW_WORK[name]]
+    if name in CLOCK:
+        return [CLOCK[name]]
     if name == "ApprovalInstance.Expired":
         return [APPROVAL_EXPIRED]
     if name in NOTICES:
@@ -337,6 +351,8 @@ def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
         }
     if kind in REVIEW_WORK.values():
         return {**instance, **_review_work(event)}
+    if kind in CLOCK.values():
+        return {**instance, **_clock(event)}
     if kind in (CALLBACK_LATE, CALLBACK_MISMATCHED):
         payload = event.payload
         return {
@@ -370,6 +386,25 @@ def _review_work(event: Any) -> dict[str, Any]:
     if event.command == COMMENT:
         return {**told, "comment": payload["comment"]}
     return {**told, "assignee_id": event.actor, "command_id": event.command_id}
+
+
+def _clock(event: Any) -> dict[str, Any]:
+    """Who stopped or ran the review clock and why; a resume (or a return ending a pause)
+    with the old and new deadlines."""
+    payload = event.payload
+    told = {
+        "actor": event.actor,
+        "command_id": event.command_id,
+        "reason": payload.get("reason") or payload.get("comment") or event.reason,
+    }
+    if event.command == RETURN:
+        told = {**told, "task_id": payload.get("task_id") or FIRST_TASK, "state": RETURNED}
+    clock = getattr(event, "clock", None)
+    if clock is not None:
+        told["paused_from"], told["paused_to"] = clock["from"], clock["to"]
+        told["old_deadline_at"] = clock["old_deadline_at"]
+        told["new_deadline_at"] = clock["new_deadline_at"]
+    return told
 
 
 def _run(event: Any, run: Any) -> dict[str, Any]:

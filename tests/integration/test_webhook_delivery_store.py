@@ -56,9 +56,9 @@ def deliveries(services: Services, root: Principal, webhook_id: str) -> list[Any
     return services.webhooks.deliveries(root.tenant_id, webhook_id, Window(200)).items
 
 
-# Two launches and five submissions by ann; every instance but the approved and the rejected
-# one expires; a rejection is a decision too.
-EXPECTED = {"approval.submitted": 7, "approval.expired": 5, "approval.decided": 2}
+# Two launches and seven submissions by ann; every instance but the approved, the rejected and
+# the returned one expires; a rejection is a decision too.
+EXPECTED = {"approval.submitted": 9, "approval.expired": 6, "approval.decided": 2}
 
 
 def test_every_event_type_arrives_once_signed(open_with: Opener, tmp_path: Path) -> None:
@@ -99,6 +99,15 @@ def test_every_event_type_arrives_once_signed(open_with: Opener, tmp_path: Path)
     assert (reassigned["assignee_id"], reassigned["reason"]) == ("rev", "休假")
     assert by_type["approval.commented"]["data"]["comment"] == "请补充合同"
     assert by_type["approval.expired"]["data"]["decided_by"] == "system:sweeper"
+    returned = by_type["approval.returned"]["data"]
+    assert (returned["state"], returned["reason"], returned["actor"]) == (
+        "RETURNED",
+        "补发票",
+        "root",
+    )
+    assert by_type["approval.deadline_paused"]["data"]["reason"] == "核对款项"
+    resumed = by_type["approval.deadline_resumed"]["data"]
+    assert resumed["old_deadline_at"] == resumed["new_deadline_at"]  # stood no time
     assert by_type["callback.late"]["data"]["outcome"] == "LATE_OR_CONFLICT"
     assert by_type["callback.mismatched"]["data"]["material_version"] == 99
     assert by_type["approval.escalated"]["data"]["account_id"] == "root"
@@ -169,6 +178,10 @@ def _every_kind_of_event(services: Services, world: World, root: Principal, ann:
     signed = {"contract_id": "c-1", "occurred_at": clock(), "source": "esign"}
     approvals.command(root, decided, Command("sign", "s1", {**signed, "material_version": 1}))
     approvals.command(root, waiting, Command("sign", "s2", {**signed, "material_version": 99}))
+    paused, returned = submit("paused"), submit("returned")
+    approvals.command(root, paused, Command("pause-deadline", "p1", {"reason": "核对款项"}))
+    approvals.command(root, paused, Command("resume-deadline", "p2", {"reason": "核对完毕"}))
+    approvals.command(root, returned, Command("return", "b1", {"comment": "补发票"}))
     clock.advance(1801)  # the reminder (30 min before) and the escalation (after 10 min)
     approvals.sweep()
     clock.advance(1800)  # the deadlines of `waiting`, `expiring` and `reminded`

@@ -90,6 +90,75 @@ WAITING = {
     "reviewers": {"accounts": [], "groups": [], "roles": ["operator"], "applicant_leader": False},
     "tasks": [OPEN_TASK],
     "comments": [],
+    "paused_since": None,
+    "paused_seconds": 0.0,
+    "pauses": [],
+    "pause_ends_at": None,
+    "max_pause_seconds": None,
+    "return_to": "first",
+}
+PAUSE = {"command_id": "p-1", "reason": "异常款项，等待银行核实"}
+RESUME = {"command_id": "p-2", "reason": "银行已核实"}
+PAUSED = {
+    **WAITING,
+    "version": 2,
+    "paused_since": "2026-10-01T09:10:00Z",
+    "pauses": [
+        {
+            "kind": "pause",
+            "from": "2026-10-01T09:10:00Z",
+            "to": None,
+            "reason": PAUSE["reason"],
+            "actor": "olga",
+            "old_deadline_at": "2026-10-01T10:00:00Z",
+            "new_deadline_at": None,
+        }
+    ],
+    "pause_ends_at": "2026-10-02T09:10:00Z",
+    "max_pause_seconds": 86400,
+}
+RESUMED = {
+    **PAUSED,
+    "version": 3,
+    "review_deadline_at": "2026-10-01T10:30:00Z",
+    "review_deadline_at_local": "2026-10-01T18:30:00+08:00",
+    "paused_since": None,
+    "paused_seconds": 1800.0,
+    "pauses": [
+        {
+            **PAUSED["pauses"][0],
+            "to": "2026-10-01T09:40:00Z",
+            "new_deadline_at": "2026-10-01T10:30:00Z",
+        }
+    ],
+    "pause_ends_at": None,
+}
+RETURN = {"command_id": "b-1", "comment": "请补充营业执照副本"}
+RETURNED = {
+    **WAITING,
+    "state": "RETURNED",
+    "version": 2,
+    "paused_since": "2026-10-01T09:20:00Z",
+    "pauses": [
+        {
+            "kind": "return",
+            "from": "2026-10-01T09:20:00Z",
+            "to": None,
+            "reason": RETURN["comment"],
+            "actor": "olga",
+            "old_deadline_at": "2026-10-01T10:00:00Z",
+            "new_deadline_at": None,
+        }
+    ],
+    "tasks": [{**OPEN_TASK, "state": "CLOSED"}],
+    "comments": [
+        {
+            "author": "olga",
+            "text": RETURN["comment"],
+            "at": "2026-10-01T09:20:00Z",
+            "command": "return",
+        }
+    ],
 }
 EXTENDED = {
     **WAITING,
@@ -347,6 +416,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "CommentIn": {"comment": {"command_id": "n-1", "comment": "客户已补交材料"}},
     "WithdrawIn": {"withdraw": {"command_id": "w-1"}},
     "ExtendDeadlineIn": {"extend": EXTEND},
+    "ClockIn": {"pause": PAUSE, "resume": RESUME},
+    "ReturnIn": {"return": RETURN},
     "SignCallbackIn": {"signed": SIGN},
     "ApprovalOut": {
         "waiting": WAITING,
@@ -355,6 +426,9 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "launched-by-a-schedule": LAUNCHED,
         "reminded-and-escalated": REMINDED,
         "deadline-in-working-days": IN_WORKING_DAYS,
+        "clock-paused": PAUSED,
+        "clock-resumed": RESUMED,
+        "returned": RETURNED,
     },
     "ApprovalPage": {
         "newest-first": {
@@ -375,6 +449,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "callback-observed": _answer("OBSERVED", OBSERVED, Reason(codes.CALLBACK_OBSERVED)),
         "claimed": _answer("CLAIMED", CLAIMED, Reason(codes.CLAIMED_IN_TIME)),
         "rejected": _answer("REJECTED", REJECTED, Reason(codes.REJECTED_IN_TIME)),
+        "clock-paused": _answer(
+            "PAUSED", PAUSED, Reason(codes.DEADLINE_PAUSED, {"reason": PAUSE["reason"]})
+        ),
+        "clock-resumed": _answer(
+            "RESUMED", RESUMED, Reason(codes.DEADLINE_RESUMED, {"reason": RESUME["reason"]})
+        ),
+        "returned": _answer("RETURNED", RETURNED, Reason(codes.RETURNED_FOR_CHANGES)),
     },
     "CommandRejectedOut": {
         "lost-already-decided": _lost(
@@ -395,6 +476,18 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "CLAIMED_BY_OTHER",
             CLAIMED,
             Reason(codes.CLAIMED_BY_OTHER, {"assignee": "olga"}),
+        ),
+        "lost-clock-already-paused": _lost(
+            "pause-deadline",
+            "CONFLICT",
+            PAUSED,
+            Reason(codes.CLOCK_ALREADY_PAUSED, {"since": "2026-10-01T09:10:00+00:00"}),
+        ),
+        "lost-returned": _lost(
+            "approve",
+            "CONFLICT",
+            RETURNED,
+            Reason(codes.INSTANCE_RETURNED, {"state": "RETURNED"}),
         ),
         "command-id-reused": PROBLEMS["COMMAND_ID_REUSED"],
     },

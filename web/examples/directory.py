@@ -54,6 +54,8 @@ DEFINITION = {
     "version": 2,
     "created_at": CREATED_AT,
     "reviewers": REVIEWERS,
+    "max_pause_seconds": None,
+    "return_to": "first",
 }
 
 # A definition whose instances' deadline is three working days on calendar `cn`: its review
@@ -66,6 +68,7 @@ IN_WORKING_DAYS = {
     "review_window_seconds": 259200,
     "deadline_rule": THREE_WORKING_DAYS,
     "schedule_presets": [],
+    "max_pause_seconds": 86400,
 }
 
 EXAMPLES: dict[str, dict[str, Any]] = {

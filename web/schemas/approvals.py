@@ -47,6 +47,7 @@ from web.schemas.enums import (
     DECIDING_COMMAND,
     DECISION_OUTCOME,
     PAUSE_KIND_CHOICE,
+    RETURN_TO_CHOICE,
     RUN_TRIGGER,
     TASK_PRIORITY,
     TASK_STATE,
@@ -435,7 +436,7 @@ class CommentOut(OutSchema):
     command = fields.String(metadata={"description": "approve, reject or comment"})
 
 
-class PauseOut(OutSchema):
+class ClockPauseOut(OutSchema):
     """One time the review clock stood, oldest first (docs/approvals.md#pausing-the-clock)."""
 
     kind = Choice(PAUSE_KIND_CHOICE)
@@ -544,7 +545,7 @@ class ApprovalOut(OutSchema):
     paused_seconds = fields.Float(
         metadata={"description": "how long the clock stood in all, the open pause left out"}
     )
-    pauses = fields.List(fields.Nested(PauseOut), metadata={"description": "oldest first"})
+    pauses = fields.List(fields.Nested(ClockPauseOut), metadata={"description": "oldest first"})
     pause_ends_at = UtcDateTime(
         allow_none=True,
         metadata={
@@ -555,9 +556,7 @@ class ApprovalOut(OutSchema):
     max_pause_seconds = fields.Integer(
         allow_none=True, metadata={"description": "from the definition at submission"}
     )
-    return_to = fields.String(
-        metadata={"description": "where a revise after a return goes: first or returning"}
-    )
+    return_to = Choice(RETURN_TO_CHOICE, metadata={"description": "from the definition"})
 
 
 class CommandOut(OutSchema):

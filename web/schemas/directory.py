@@ -11,7 +11,7 @@ from marshmallow import (
 )
 
 from domain.credentials import MAX_PASSWORD, MIN_PASSWORD
-from domain.directory import MAX_REMINDERS, PUBLIC_ID, RETURN_TO, RETURN_TO_FIRST
+from domain.directory import MAX_REMINDERS, PUBLIC_ID, RETURN_TO_FIRST
 from domain.messages import Message
 from domain.permissions import ROLES
 from domain.reasons import MAX_REASON
@@ -35,7 +35,7 @@ from web.schemas.base import (
     with_reason,
 )
 from web.schemas.calendars import deadline_rule_field
-from web.schemas.enums import ESCALATION_MODE, LANGUAGE, PASSWORD_KIND, ROLE
+from web.schemas.enums import ESCALATION_MODE, LANGUAGE, PASSWORD_KIND, RETURN_TO_CHOICE, ROLE
 
 PRESET_ID = r"^[a-z][a-z0-9_-]{0,63}$"
 
@@ -323,9 +323,9 @@ class DefinitionFieldsIn(StrictSchema):
             "null: no limit; a return is not limited; fixed on each instance when it starts"
         },
     )
-    return_to = fields.String(
+    return_to = Choice(
+        RETURN_TO_CHOICE,
         load_default=RETURN_TO_FIRST,
-        validate=validate.OneOf(RETURN_TO),
         metadata={
             "description": "where a revise after a return (退回) takes the review: `first` "
             "(the first level) or `returning` (the level that returned it)"
@@ -405,7 +405,7 @@ class DefinitionOut(OutSchema):
     max_pause_seconds = fields.Integer(
         allow_none=True, metadata={"description": "the longest one pause lasts; null: no limit"}
     )
-    return_to = fields.String(metadata={"description": "first or returning"})
+    return_to = Choice(RETURN_TO_CHOICE)
     version = fields.Integer()
     created_at = UtcDateTime()
 

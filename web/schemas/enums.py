@@ -35,6 +35,7 @@ from domain.approvals import (
 )
 from domain.calendar_cycles import CALENDAR_RULES
 from domain.credentials import PASSWORD_KINDS
+from domain.directory import RETURN_TO
 from domain.exports import FORMATS
 from domain.jobs import TARGET_KINDS
 from domain.notices import LANGUAGES
@@ -67,6 +68,13 @@ APPROVAL_STATE = Choices(
     "ApprovalState",
     (WAITING_REVIEW, RETURNED, APPROVED, REJECTED, WITHDRAWN, EXPIRED),
     "an instance's state (`RETURNED`: sent back to its applicant for changes, not final)",
+)
+
+RETURN_TO_CHOICE = Choices(
+    "ReturnTo",
+    RETURN_TO,
+    "where a revise after a return (退回) takes the review: the first level, or the level "
+    "that returned it",
 )
 
 PAUSE_KIND_CHOICE = Choices(
