@@ -18,6 +18,7 @@ from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant
 from domain.approvals import ApprovalInstance
+from domain.reason_codes import recorded_words
 from domain.directory import Account, Definition, Tenant
 from domain.messages import N_, Message
 from domain.runs import Run
@@ -65,6 +66,8 @@ KINDS = (
     "run.retried",
     "run.cancelled",
     "approval.deadline_extended",
+    "approval.deadline_paused",
+    "approval.deadline_resumed",
     "tenant.schedules_paused",
     "tenant.schedules_resumed",
     "tenant.exported",
@@ -186,6 +189,8 @@ class OperationsProjection(Projection):
             Run.Cancelled: _later(_plain("run.cancelled"), zone),
             ApprovalInstance.Submitted: self.approval_submitted,
             ApprovalInstance.DeadlineExtended: _later(_deadline_extended, zone),
+            ApprovalInstance.DeadlinePaused: _later(_deadline_paused, zone),
+            ApprovalInstance.DeadlineResumed: _later(_deadline_resumed, zone),
             Tenant.SchedulesPaused: _tenant_pause("paused", zone),
             Tenant.SchedulesResumed: _tenant_pause("resumed", zone),
             Tenant.Exported: _tenant_export(zone),
@@ -444,6 +449,27 @@ def _deadline_extended(subject: Subject, event: ApprovalInstance.DeadlineExtende
         reason=event.reason,
     )
     return Row("approval.deadline_extended", summary)
+
+
+def _deadline_paused(subject: Subject, event: ApprovalInstance.DeadlinePaused) -> Row:
+    summary = Message(
+        "review clock of {title!r} paused: {reason}",
+        title=subject.name,
+        reason=event.payload["reason"],
+    )
+    return Row("approval.deadline_paused", summary)
+
+
+def _deadline_resumed(subject: Subject, event: ApprovalInstance.DeadlineResumed) -> Row:
+    """A person's resume, or the deadline rule's at the longest pause (its reason in words)."""
+    summary = Message(
+        "review clock of {title!r} resumed, deadline moved from {old} to {new}: {reason}",
+        title=subject.name,
+        old=_instant(event.clock["old_deadline_at"]),
+        new=_instant(event.clock["new_deadline_at"]),
+        reason=recorded_words(event.reason_code, event.reason_params, event.reason),
+    )
+    return Row("approval.deadline_resumed", summary)
 
 
 SCHEDULE_CHANGES = {

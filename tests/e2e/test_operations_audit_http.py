@@ -209,6 +209,24 @@ def test_an_extended_deadline_is_an_operation(
     assert listed(admin, "?actor=ann") == []  # a submission is not an operation
 
 
+def test_a_paused_and_resumed_clock_are_operations(
+    admin: Api, definition: dict[str, Any], clock: FakeClock
+) -> None:
+    instance = submit(account(admin, "ann", ["requester"]), definition["id"]).json
+    path = f"/api/approvals/{instance['id']}"
+    admin.post(f"{path}/pause-deadline", {"command_id": "p", "reason": "bank check"})
+    clock.advance(600)
+    admin.post(f"{path}/resume-deadline", {"command_id": "r", "reason": "bank answered"})
+    (paused,) = listed(admin, "?kind=approval.deadline_paused")
+    assert paused["summary"] == "review clock of 'Open account' paused: bank check"
+    (resumed,) = listed(admin, "?kind=approval.deadline_resumed")
+    old = instance["review_deadline_at"]
+    assert resumed["summary"].startswith(
+        f"review clock of 'Open account' resumed, deadline moved from {old} to "
+    )
+    assert resumed["summary"].endswith(": bank answered")
+
+
 def test_the_table_is_a_rebuildable_read_model_of_the_log(
     scenario: Scenario, services: Services
 ) -> None:
