@@ -18,9 +18,9 @@ from uuid import UUID
 
 from cronledger.persistence.store import Store, as_instant
 from domain.approvals import ApprovalInstance
-from domain.reason_codes import recorded_words
 from domain.directory import Account, Definition, Tenant
 from domain.messages import N_, Message
+from domain.reason_codes import recorded_words
 from domain.runs import Run
 from domain.schedules import Schedule, runs_listed
 from projections.business import BusinessTime

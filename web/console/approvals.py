@@ -26,9 +26,13 @@ from domain.approvals import (
     COMMENT,
     EXPIRED,
     EXTEND,
+    PAUSE,
     REASSIGN,
     REJECT,
     REJECTED,
+    RESUME,
+    RETURN,
+    RETURNED,
     REVIEWING,
     SIGN,
     SWEEP,
@@ -78,18 +82,21 @@ from web.schemas.approvals import (
     ApprovalListQuery,
     ApproveIn,
     ClaimIn,
+    ClockIn,
     CommentIn,
     ExtendDeadlineIn,
     ReassignIn,
     RejectIn,
+    ReturnIn,
     WithdrawIn,
 )
 
 bp = Blueprint("approvals", __name__, url_prefix="/approvals")
 
-STATES = (WAITING_REVIEW, APPROVED, REJECTED, WITHDRAWN, EXPIRED)
+STATES = (WAITING_REVIEW, RETURNED, APPROVED, REJECTED, WITHDRAWN, EXPIRED)
 STATE_LABELS = {
     WAITING_REVIEW: lazy_gettext("Waiting for review"),
+    RETURNED: lazy_gettext("Returned for changes"),
     APPROVED: lazy_gettext("Approved"),
     REJECTED: lazy_gettext("Rejected"),
     WITHDRAWN: lazy_gettext("Withdrawn"),
@@ -106,7 +113,13 @@ COMMAND_LABELS = {
     UNCLAIM: lazy_gettext("unclaim"),
     REASSIGN: lazy_gettext("reassign"),
     COMMENT: lazy_gettext("comment"),
+    PAUSE: lazy_gettext("pause the clock"),
+    RESUME: lazy_gettext("resume the clock"),
+    RETURN: lazy_gettext("return for changes"),
 }
+PAUSE_KINDS = {"pause": lazy_gettext("paused"), "return": lazy_gettext("returned")}
+# What a RETURNED instance's page still offers (as the rule's WHILE_RETURNED).
+WHILE_RETURNED = frozenset({WITHDRAW, COMMENT})
 TASK_STATES = {
     OPEN: lazy_gettext("claimable"),
     ASSIGNED: lazy_gettext("claimed"),
@@ -275,7 +288,9 @@ def detail(principal: Principal, instance_id: str) -> tuple[str, int]:
     return _detail(principal, _view(principal, instance_id))
 
 
-COMMAND_PAGES = "approve, withdraw, extend, reject, claim, unclaim, reassign, comment"
+COMMAND_PAGES = (
+    "approve, withdraw, extend, reject, claim, unclaim, reassign, comment, pause, resume, return"
+)
 
 
 @bp.get(f"/<instance_id>/<any({COMMAND_PAGES}):action>")
@@ -332,6 +347,28 @@ def _decision_form() -> dict[str, Any]:
         "material_version": whole_number(request.form.get("material_version", "")),
         "comment": request.form.get("comment", "").strip(),
     }
+
+
+@bp.post("/<instance_id>/<any(pause, resume):action>")
+@signed_in(APPROVAL_LIST)
+def clock(principal: Principal, instance_id: str, action: str) -> tuple[str, int]:
+    """Pause or resume the review clock, with the reason typed."""
+    body = {
+        "command_id": request.form.get("command_id", ""),
+        "reason": request.form.get("reason", "").strip(),
+    }
+    return _command(principal, instance_id, PAUSE if action == "pause" else RESUME, ClockIn, body)
+
+
+@bp.post("/<instance_id>/return")
+@signed_in(APPROVAL_LIST)
+def send_back(principal: Principal, instance_id: str) -> tuple[str, int]:
+    """Return the instance to its applicant for changes (退回), with the comment typed."""
+    body = {
+        "command_id": request.form.get("command_id", ""),
+        "comment": request.form.get("comment", "").strip(),
+    }
+    return _command(principal, instance_id, RETURN, ReturnIn, body)
 
 
 @bp.post("/<instance_id>/withdraw")
@@ -414,6 +451,12 @@ def _detail(
         extensions=[
             with_instants(e, "old_deadline_at", "new_deadline_at", "at") for e in view.extensions
         ],
+        pauses=[
+            with_instants(p, "from", "to", "old_deadline_at", "new_deadline_at")
+            for p in view.pauses
+        ],
+        pause_kind=lambda kind: PAUSE_KINDS.get(kind, kind),
+        paused_minutes=round(view.paused_seconds / 60),
         reminders_sent={
             r["before_seconds"]: with_instants(r, "due_at", "at") for r in view.reminders_sent
         },
@@ -456,7 +499,9 @@ def may(principal: Principal, view: ApprovalRow, kind: str) -> bool:
     """Whether the page offers `kind`: the instance waits and the rule would not refuse the
     caller outright (permissions, reviewers, who holds the task, withdraw-your-own,
     self-approval: the domain's rules, with the task's candidates as the reviewers)."""
-    if view.state != WAITING_REVIEW:
+    if view.state != WAITING_REVIEW and not (view.state == RETURNED and kind in WHILE_RETURNED):
+        return False
+    if kind in (PAUSE, RESUME) and (view.paused_since is None) != (kind == PAUSE):
         return False
     review = review_of(principal, view)
     refused = refusal_of(

@@ -20,8 +20,11 @@ from domain.approvals import (
     LATE_OR_CONFLICT,
     NOT_DUE,
     OBSERVED,
+    PAUSED,
     REASSIGNED,
     REJECTED,
+    RESUMED,
+    RETURNED,
     RULE_BROKEN,
     SELF_APPROVAL,
     STALE_MATERIAL,
@@ -49,6 +52,9 @@ OUTCOME_LABELS = {
     UNCLAIMED: lazy_gettext("Given back to be claimed"),
     REASSIGNED: lazy_gettext("Reassigned"),
     COMMENTED: lazy_gettext("Commented"),
+    PAUSED: lazy_gettext("Clock paused"),
+    RESUMED: lazy_gettext("Clock resumed"),
+    RETURNED: lazy_gettext("Returned for changes"),
     TAKEN: lazy_gettext("Refused: claimed by someone else"),
 }
 ERROR_LABELS = {

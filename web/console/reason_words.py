@@ -18,7 +18,7 @@ from domain.runs import INTERRUPTED
 from domain.schedules import AUTO_PAUSED
 from web.console.clock import local_text
 
-INSTANTS = ("deadline", "at")  # parameters that hold an instant, as ISO 8601 text
+INSTANTS = ("deadline", "at", "since")  # parameters that hold an instant, as ISO 8601 text
 
 WORDS: dict[str, Callable[..., str]] = {
     codes.APPROVED_IN_TIME: lambda: gettext("approved before the deadline"),
@@ -79,6 +79,23 @@ WORDS: dict[str, Callable[..., str]] = {
         "%(account)s may no longer decide (deactivated, or without the permission): "
         "the task may be claimed again",
         account=account,
+    ),
+    codes.DEADLINE_PAUSED: lambda reason: reason,  # the words of whoever paused the clock
+    codes.DEADLINE_RESUMED: lambda reason: reason,
+    codes.CLOCK_ALREADY_PAUSED: lambda since: gettext(
+        "the review clock is already paused since %(since)s", since=since
+    ),
+    codes.CLOCK_NOT_PAUSED: lambda: gettext("the review clock is not paused"),
+    codes.CLOCK_RESUMED_AT_MAX_PAUSE: lambda max_pause_seconds: gettext(
+        "the review clock resumed by itself after the longest pause, %(seconds)s s",
+        seconds=max_pause_seconds,
+    ),
+    codes.RETURNED_FOR_CHANGES: lambda: gettext("returned to the applicant for changes"),
+    codes.INSTANCE_RETURNED: lambda state: gettext(
+        "the instance was returned to its applicant for changes"
+    ),
+    codes.NOT_WAITING_FOR_REVIEW: lambda state: gettext(
+        "the instance is %(state)s, not waiting for review", state=state
     ),
     launch.INITIATOR_NOT_FOUND: lambda: gettext("the initiator is not in the tenant"),
     launch.INITIATOR_INACTIVE: lambda subject: gettext(

@@ -99,21 +99,20 @@ WAITING = {
 }
 PAUSE = {"command_id": "p-1", "reason": "异常款项，等待银行核实"}
 RESUME = {"command_id": "p-2", "reason": "银行已核实"}
+OPEN_PAUSE = {
+    "kind": "pause",
+    "from": "2026-10-01T09:10:00Z",
+    "to": None,
+    "reason": PAUSE["reason"],
+    "actor": "olga",
+    "old_deadline_at": "2026-10-01T10:00:00Z",
+    "new_deadline_at": None,
+}
 PAUSED = {
     **WAITING,
     "version": 2,
     "paused_since": "2026-10-01T09:10:00Z",
-    "pauses": [
-        {
-            "kind": "pause",
-            "from": "2026-10-01T09:10:00Z",
-            "to": None,
-            "reason": PAUSE["reason"],
-            "actor": "olga",
-            "old_deadline_at": "2026-10-01T10:00:00Z",
-            "new_deadline_at": None,
-        }
-    ],
+    "pauses": [OPEN_PAUSE],
     "pause_ends_at": "2026-10-02T09:10:00Z",
     "max_pause_seconds": 86400,
 }
@@ -126,7 +125,7 @@ RESUMED = {
     "paused_seconds": 1800.0,
     "pauses": [
         {
-            **PAUSED["pauses"][0],
+            **OPEN_PAUSE,
             "to": "2026-10-01T09:40:00Z",
             "new_deadline_at": "2026-10-01T10:30:00Z",
         }
