@@ -257,7 +257,7 @@ def _clock(sql: Sql, event: ApprovalInstance.CommandHandled, key: tuple[int, int
     it again, the deadline and the notices still owed moved (as `ApprovalInstance` does)."""
     clock = getattr(event, "clock", None)
     if clock is not None:
-        _ran_again(sql, key[2], clock)
+        ran_again(sql, key[2], clock)
     if isinstance(event, ApprovalInstance.DeadlineResumed):
         sql.write("UPDATE approvals SET version = ?, position = ? WHERE id = ?", key)
         return
@@ -285,7 +285,7 @@ def _clock(sql: Sql, event: ApprovalInstance.CommandHandled, key: tuple[int, int
     )
 
 
-def _ran_again(sql: Sql, instance_id: str, clock: dict[str, Any]) -> None:
+def ran_again(sql: Sql, instance_id: str, clock: dict[str, Any]) -> None:
     """The clock runs again as `clock` says: the open pause closed, the deadline moved, the
     next notice owed again."""
     stood = _stood(sql, instance_id)
