@@ -619,6 +619,11 @@ def without_reviewers(state: dict[str, Any]) -> None:
     state["reviewers"] = None
 
 
+def without_cancellation_definition(state: dict[str, Any]) -> None:
+    """Upcast of an event (or snapshot) from before cancellation definitions: none named."""
+    state["cancellation_definition"] = None
+
+
 def seconds_rule(review_window_seconds: int) -> dict[str, Any]:
     """The deadline rule a review window in plain seconds is (docs/calendars.md)."""
     return {"kind": "seconds", "seconds": int(review_window_seconds)}
@@ -651,10 +656,11 @@ class Definition(Aggregate):
     are kept, so a schedule saved against one launches with it. Version 3 added them; version 4
     `reminders` and `escalation` (docs/approvals.md#reminders-and-escalation); version 5
     `reviewers` (docs/approvals.md#who-reviews); version 6 `deadline_rule`
-    (docs/calendars.md#deadlines-in-working-time).
+    (docs/calendars.md#deadlines-in-working-time); version 7 `cancellation_definition`
+    (docs/approvals.md#resubmit-and-cancel).
     """
 
-    class_version = 6
+    class_version = 7
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -691,6 +697,11 @@ class Definition(Aggregate):
             ruled_by_review_window(terms)
 
     @staticmethod
+    def upcast_v6_v7(state: dict[str, Any]) -> None:
+        """A snapshot from before cancellation definitions: none named."""
+        without_cancellation_definition(state)
+
+    @staticmethod
     def create_id(tenant_id: UUID, key: str) -> UUID:
         return definition_uuid(tenant_id, key)
 
@@ -698,9 +709,9 @@ class Definition(Aggregate):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 `reminders` and `escalation` (none before); version 4 `reviewers` (None
         before: anyone who may decide); version 5 `deadline_rule` (before: the review window
-        in seconds)."""
+        in seconds); version 6 `cancellation_definition` (None before: none)."""
 
-        class_version = 5
+        class_version = 6
         tenant_id: UUID
         key: str
         name: str
@@ -714,11 +725,13 @@ class Definition(Aggregate):
         escalation: Escalation | None
         reviewers: dict[str, Any] | None
         deadline_rule: dict[str, Any]
+        cancellation_definition: str | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(without_notices)
         upcast_v3_v4 = staticmethod(without_reviewers)
         upcast_v4_v5 = staticmethod(ruled_by_review_window)
+        upcast_v5_v6 = staticmethod(without_cancellation_definition)
 
     @event(Registered)
     def __init__(
@@ -736,6 +749,7 @@ class Definition(Aggregate):
         escalation: Escalation | None = None,
         reviewers: dict[str, Any] | None = None,
         deadline_rule: dict[str, Any] | None = None,
+        cancellation_definition: str | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.key = key
@@ -748,6 +762,7 @@ class Definition(Aggregate):
         self.escalation = escalation
         self.reviewers = reviewers
         self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
+        self.cancellation_definition = cancellation_definition  # the id of another definition
         self.published = False
         self.created_at = at
         self.revision = UNPUBLISHED_REVISION
@@ -766,9 +781,10 @@ class Definition(Aggregate):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 added `revision`, the definition's revision after it (1 before); version 4
         `reminders` and `escalation` (none before); version 5 `reviewers` (None before);
-        version 6 `deadline_rule` (before: the review window in seconds)."""
+        version 6 `deadline_rule` (before: the review window in seconds); version 7
+        `cancellation_definition` (None before: none)."""
 
-        class_version = 6
+        class_version = 7
         name: str
         external: bool
         review_window_seconds: int
@@ -781,12 +797,14 @@ class Definition(Aggregate):
         escalation: Escalation | None
         reviewers: dict[str, Any] | None
         deadline_rule: dict[str, Any]
+        cancellation_definition: str | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(counted_as_first_revision)
         upcast_v3_v4 = staticmethod(without_notices)
         upcast_v4_v5 = staticmethod(without_reviewers)
         upcast_v5_v6 = staticmethod(ruled_by_review_window)
+        upcast_v6_v7 = staticmethod(without_cancellation_definition)
 
     def update(
         self,
@@ -801,10 +819,11 @@ class Definition(Aggregate):
         escalation: Escalation | None = None,
         reviewers: dict[str, Any] | None = None,
         deadline_rule: dict[str, Any] | None = None,
+        cancellation_definition: str | None = None,
     ) -> None:
         """Change the settings; while published, the change is published as a new revision.
         Reviewers once named stay named (`reviewers` None keeps them); no `deadline_rule`
-        means the review window in seconds."""
+        means the review window in seconds; `cancellation_definition` None names none."""
         check_notices(reminders, escalation, review_window_seconds)
         kept_reminders, kept_escalation = notice_terms(reminders, escalation)
         self._updated(
@@ -820,6 +839,7 @@ class Definition(Aggregate):
             escalation=kept_escalation,
             reviewers=self.reviewers if reviewers is None else reviewers,
             deadline_rule=deadline_rule or seconds_rule(review_window_seconds),
+            cancellation_definition=cancellation_definition,
         )
 
     @event(Updated)
@@ -837,6 +857,7 @@ class Definition(Aggregate):
         escalation: Escalation | None,
         reviewers: dict[str, Any] | None = None,
         deadline_rule: dict[str, Any] | None = None,
+        cancellation_definition: str | None = None,
     ) -> None:
         self.name = name
         self.external = external
@@ -847,6 +868,7 @@ class Definition(Aggregate):
         self.escalation = escalation
         self.reviewers = reviewers
         self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
+        self.cancellation_definition = cancellation_definition
         self._reach(revision)
 
     def publish(self, at: datetime, actor: str) -> None:

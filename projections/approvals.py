@@ -22,6 +22,7 @@ from domain.approvals import (
     WAITING_REVIEW,
     ApprovalInstance,
     at_offset,
+    cancellation_asked,
     comment_of,
     escalated_tasks,
     extended_policy,
@@ -47,6 +48,8 @@ COMMANDS = (
     ApprovalInstance.Unclaimed,
     ApprovalInstance.Reassigned,
     ApprovalInstance.Commented,
+    ApprovalInstance.Resubmitted,
+    ApprovalInstance.CancellationRequested,
 )
 
 
@@ -77,7 +80,8 @@ class ApprovalsProjection(Projection):
             "extensions TEXT NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
             f"reminders_sent TEXT NOT NULL, escalated_account_id TEXT, escalated_at {ts}, "
             f"next_notice_at {ts}, reviewers TEXT, tasks TEXT NOT NULL, comments TEXT NOT NULL, "
-            "search_text TEXT NOT NULL, "
+            "search_text TEXT NOT NULL, resubmits TEXT, resubmitted_as TEXT, "
+            "cancellation_of TEXT, cancellation TEXT, "
             f"{BusinessTime.ddl('submitted_')}, {BusinessTime.ddl('decided_')})",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
@@ -106,6 +110,7 @@ class ApprovalsProjection(Projection):
             ApprovalInstance.ReminderDue: _reminder_due,
             ApprovalInstance.Escalated: _escalated,
             ApprovalInstance.TaskReleased: _task_released,
+            ApprovalInstance.CancellationSettled: _cancellation_settled,
         }
 
     def passes(self) -> list[dict[EventClass, Handler]]:
@@ -131,9 +136,10 @@ class ApprovalsProjection(Projection):
             "form_data, material_version, review_deadline_offset_minutes, deadline_policy, "
             "origin, allow_self_approval, observations, extensions, reminders, escalation, "
             "reminders_sent, next_notice_at, reviewers, tasks, comments, search_text, "
+            "resubmits, cancellation_of, "
             "submitted_local_date, submitted_local_hour, submitted_iso_week, submitted_iso_year) "
             "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, ?, ?, ?, ?)",
+            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -166,6 +172,8 @@ class ApprovalsProjection(Projection):
                 _json_or_null(event.reviewers),
                 json_text([_first_task(event.candidates).as_dict()]),
                 searched_text(event.title),
+                event.resubmits,
+                event.cancellation_of,
                 *self.business.values(event.at),
             ),
         )
@@ -176,6 +184,16 @@ class ApprovalsProjection(Projection):
             _observed(sql, event)
         if isinstance(event, ApprovalInstance.DeadlineExtended):
             _extended(sql, event, key)
+        elif isinstance(event, ApprovalInstance.Resubmitted):
+            sql.write(
+                "UPDATE approvals SET resubmitted_as = ?, version = ?, position = ? WHERE id = ?",
+                (event.linked_id, *key),
+            )
+        elif isinstance(event, ApprovalInstance.CancellationRequested):
+            sql.write(
+                "UPDATE approvals SET cancellation = ?, version = ?, position = ? WHERE id = ?",
+                (json_text(cancellation_asked(event)), *key),
+            )
         elif event.outcome in TERMINAL:
             deadline, submitted = sql.execute(
                 "SELECT review_deadline_at, submitted_at FROM approvals WHERE id = ?", (key[2],)
@@ -360,6 +378,26 @@ def _reminder_due(sql: Sql, event: ApprovalInstance.ReminderDue, position: int) 
             position,
             instance_id,
         ),
+    )
+
+
+def _cancellation_settled(
+    sql: Sql, event: ApprovalInstance.CancellationSettled, position: int
+) -> None:
+    """How the cancellation's instance ended (as `ApprovalInstance` records it)."""
+    instance_id = str(event.originator_id)
+    (cancellation,) = sql.execute(
+        "SELECT cancellation FROM approvals WHERE id = ?", (instance_id,)
+    ).fetchone()
+    settled = {
+        **json.loads(cancellation),
+        "state": event.state,
+        "settled_at": event.at,
+        "outcome": event.outcome,
+    }
+    sql.write(
+        "UPDATE approvals SET cancellation = ?, version = ?, position = ? WHERE id = ?",
+        (json_text(settled), event.originator_version, position, instance_id),
     )
 
 
@@ -591,6 +629,10 @@ class ApprovalRow(NamedTuple):
     reviewers: dict[str, Any] | None
     tasks: list[dict[str, Any]]
     comments: list[dict[str, Any]]
+    resubmits: str | None
+    resubmitted_as: str | None
+    cancellation_of: str | None
+    cancellation: dict[str, Any] | None
 
     @classmethod
     def of(cls, row: Row) -> ApprovalRow:
@@ -615,7 +657,7 @@ class ApprovalRow(NamedTuple):
             "comments",
         ):
             values[name] = json.loads(values[name])
-        for name in ("origin", "winning_command", "escalation", "reviewers"):
+        for name in ("origin", "winning_command", "escalation", "reviewers", "cancellation"):
             values[name] = json_value(values[name])
         values["allow_self_approval"] = bool(values["allow_self_approval"])
         return cls(**values)
@@ -654,6 +696,10 @@ class ApprovalRow(NamedTuple):
             reviewers=jsonable(instance.reviewers),
             tasks=jsonable(instance.tasks),
             comments=jsonable(instance.comments),
+            resubmits=instance.resubmits,
+            resubmitted_as=instance.resubmitted_as,
+            cancellation_of=instance.cancellation_of,
+            cancellation=jsonable(instance.cancellation),
         )
 
     @property

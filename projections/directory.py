@@ -42,7 +42,7 @@ class DirectoryProjection(Projection):
             f"updated_at {ts} NOT NULL, version INTEGER NOT NULL, position BIGINT NOT NULL, "
             "revision INTEGER NOT NULL, schedule_presets TEXT NOT NULL, "
             "allow_self_approval BOOLEAN NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
-            "reviewers TEXT, deadline_rule TEXT NOT NULL)",
+            "reviewers TEXT, deadline_rule TEXT NOT NULL, cancellation_definition TEXT)",
             "CREATE UNIQUE INDEX IF NOT EXISTS definitions_by_tenant "
             "ON definitions (tenant_id, key)",
             "CREATE INDEX IF NOT EXISTS definitions_in_order ON definitions (tenant_id, position)",
@@ -89,6 +89,7 @@ class DirectoryProjection(Projection):
                     "escalation": _json_or_null(e.escalation),
                     "reviewers": _json_or_null(e.reviewers),
                     "deadline_rule": json_text(e.deadline_rule),
+                    "cancellation_definition": e.cancellation_definition,
                 },
             ),
             Definition.Published: _setting(
@@ -129,7 +130,8 @@ class DirectoryProjection(Projection):
             "INSERT INTO definitions (id, tenant_id, key, name, external, published, "
             "review_window_seconds, created_at, updated_at, version, position, revision, "
             "schedule_presets, allow_self_approval, reminders, escalation, reviewers, "
-            "deadline_rule) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "deadline_rule, cancellation_definition) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -149,6 +151,7 @@ class DirectoryProjection(Projection):
                 _json_or_null(event.escalation),
                 _json_or_null(event.reviewers),
                 json_text(event.deadline_rule or seconds_rule(event.review_window_seconds)),
+                event.cancellation_definition,
             ),
         )
 
@@ -247,6 +250,7 @@ class DefinitionRow(NamedTuple):
     created_at: datetime
     reviewers: dict[str, Any] | None
     deadline_rule: dict[str, Any]
+    cancellation_definition: str | None
 
     @classmethod
     def of(cls, row: Row) -> DefinitionRow:
@@ -281,6 +285,7 @@ class DefinitionRow(NamedTuple):
             created_at=definition.created_at,
             reviewers=jsonable(definition.reviewers),
             deadline_rule=dict(definition.deadline_rule),
+            cancellation_definition=definition.cancellation_definition,
         )
 
 

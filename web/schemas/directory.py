@@ -230,6 +230,7 @@ KEPT_WHEN_LEFT_OUT = (
     "reviewers",
     "review_window_seconds",
     "deadline_rule",
+    "cancellation_definition",
 )
 
 
@@ -319,6 +320,16 @@ class DefinitionFieldsIn(StrictSchema):
             "anyone who may decide)"
         },
     )
+    cancellation_definition = fields.String(
+        allow_none=True,
+        validate=validate.Length(1, 64),
+        metadata={
+            "description": "the key or id of another of the tenant's definitions whose instances "
+            "cancel this one's approved instances (docs/approvals.md#resubmit-and-cancel); "
+            "null: none, and approved instances cannot be cancelled; a PUT leaving it out "
+            "keeps it"
+        },
+    )
 
     @validates_schema
     def unique_presets(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -380,6 +391,13 @@ class DefinitionOut(OutSchema):
     escalation = fields.Nested(EscalationOut, allow_none=True)
     reviewers = fields.Nested(
         ReviewersOut, allow_none=True, metadata={"description": "null: anyone who may decide"}
+    )
+    cancellation_definition = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "the id of the definition whose instances cancel this one's approved "
+            "instances; null: none"
+        },
     )
     version = fields.Integer()
     created_at = UtcDateTime()

@@ -8,6 +8,8 @@ from cronledger.health import PHASES
 from domain.approvals import (
     APPROVE,
     APPROVED,
+    CANCELLATION_REQUESTED,
+    CANCELLED,
     CLAIMED,
     COMMENTED,
     CONFLICT,
@@ -17,8 +19,11 @@ from domain.approvals import (
     LATE_OR_CONFLICT,
     OBSERVED,
     REASSIGNED,
+    REFUSED,
     REJECT,
     REJECTED,
+    REQUESTED,
+    RESUBMITTED,
     SELF_APPROVAL,
     STALE_MATERIAL,
     SWEEP,
@@ -99,14 +104,24 @@ DECISION_OUTCOME = Choices(
         UNCLAIMED,
         REASSIGNED,
         COMMENTED,
+        RESUBMITTED,
+        CANCELLATION_REQUESTED,
         STALE_MATERIAL,
         SELF_APPROVAL,
         CONFLICT,
         LATE_OR_CONFLICT,
         TAKEN,
     ),
-    "what a command got (docs/approvals.md): those up to `COMMENTED` are accepted (200) but "
-    "`EXPIRED`, which a late command gets (409) as the rest do",
+    "what a command got (docs/approvals.md): those up to `CANCELLATION_REQUESTED` are "
+    "accepted (200, or 201 with the new instance) but `EXPIRED`, which a late command gets "
+    "(409) as the rest do",
+)
+
+CANCELLATION_STATE = Choices(
+    "CancellationState",
+    (REQUESTED, CANCELLED, REFUSED),
+    "an approved instance's cancellation: requested, then cancelled (its instance was "
+    "approved) or refused (rejected, withdrawn or expired)",
 )
 
 DECIDING_COMMAND = Choices(
