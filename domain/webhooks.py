@@ -34,6 +34,10 @@ APPROVAL_REJECTED = "approval.rejected"
 APPROVAL_CLAIMED = "approval.claimed"
 APPROVAL_REASSIGNED = "approval.reassigned"
 APPROVAL_COMMENTED = "approval.commented"
+APPROVAL_RESUBMITTED = "approval.resubmitted"
+APPROVAL_CANCELLATION_REQUESTED = "approval.cancellation_requested"
+APPROVAL_CANCELLED = "approval.cancelled"
+APPROVAL_CANCELLATION_REFUSED = "approval.cancellation_refused"
 CALLBACK_LATE = "callback.late"
 CALLBACK_MISMATCHED = "callback.mismatched"
 CHECKPOINT_SIGNED = "checkpoint.signed"
@@ -52,6 +56,10 @@ EVENT_TYPES = (
     APPROVAL_CLAIMED,
     APPROVAL_REASSIGNED,
     APPROVAL_COMMENTED,
+    APPROVAL_RESUBMITTED,
+    APPROVAL_CANCELLATION_REQUESTED,
+    APPROVAL_CANCELLED,
+    APPROVAL_CANCELLATION_REFUSED,
     CALLBACK_LATE,
     CALLBACK_MISMATCHED,
     CHECKPOINT_SIGNED,
