@@ -285,3 +285,24 @@ def test_a_cancellation_request_and_a_late_callback_each_get_one_outcome(
     )
     after = admin.get(f"/api/approvals/{original}").json
     assert (after["state"], after["cancellation"]["state"]) == ("APPROVED", "REQUESTED")
+
+
+def test_resubmits_and_cancellation_requests_are_operations(
+    requester: Api, admin: Api, definition_id: str, refund_id: str
+) -> None:
+    withdrawn = submit(requester, definition_id, "w").json
+    requester.post(f"/api/approvals/{withdrawn['id']}/withdraw", {"command_id": "w"})
+    body = {"command_id": "r", "reason": "补充材料", "material_version": 3}
+    new = requester.post(f"/api/approvals/{withdrawn['id']}/resubmit", body).json
+    original = _approved(admin, requester, definition_id)
+    cancellation = _cancel(requester, original).json
+    (resubmitted,) = admin.get("/api/audit/operations?kind=approval.resubmitted").json["items"]
+    assert (resubmitted["actor"], resubmitted["aggregate_id"]) == ("sales", withdrawn["id"])
+    assert resubmitted["summary"] == (
+        f"'Open account' resubmitted as instance {new['id']}: 补充材料"
+    )
+    (asked,) = admin.get("/api/audit/operations?kind=approval.cancellation_requested").json["items"]
+    assert asked["summary"] == (
+        f"cancellation of 'Open account' requested as instance {cancellation['id']}: "
+        "the customer changed their mind"
+    )
