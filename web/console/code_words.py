@@ -11,6 +11,7 @@ from markupsafe import Markup
 from domain import jobs, launch
 from domain.approvals import (
     APPROVED,
+    CANCELLATION_REQUESTED,
     CLAIMED,
     COMMENTED,
     CONFLICT,
@@ -22,6 +23,7 @@ from domain.approvals import (
     OBSERVED,
     REASSIGNED,
     REJECTED,
+    RESUBMITTED,
     RULE_BROKEN,
     SELF_APPROVAL,
     STALE_MATERIAL,
@@ -50,6 +52,8 @@ OUTCOME_LABELS = {
     REASSIGNED: lazy_gettext("Reassigned"),
     COMMENTED: lazy_gettext("Commented"),
     TAKEN: lazy_gettext("Refused: claimed by someone else"),
+    RESUBMITTED: lazy_gettext("Resubmitted"),
+    CANCELLATION_REQUESTED: lazy_gettext("Cancellation requested"),
 }
 ERROR_LABELS = {
     launch.INITIATOR_NOT_FOUND: lazy_gettext("Initiator not found"),
