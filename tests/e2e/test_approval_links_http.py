@@ -306,3 +306,18 @@ def test_resubmits_and_cancellation_requests_are_operations(
         f"cancellation of 'Open account' requested as instance {cancellation['id']}: "
         "the customer changed their mind"
     )
+
+
+def test_a_resubmit_of_an_unpublished_definition_is_refused_and_records_nothing(
+    requester: Api, admin: Api, definition_id: str, services: Services
+) -> None:
+    withdrawn = submit(requester, definition_id).json
+    requester.post(f"/api/approvals/{withdrawn['id']}/withdraw", {"command_id": "w"})
+    admin.post(f"/api/definitions/{definition_id}/unpublish")
+    end = log_end(services)
+    body = {"command_id": "r", "reason": "again", "material_version": 2}
+    refused = requester.post(f"/api/approvals/{withdrawn['id']}/resubmit", body)
+    assert "definition_id" in assert_problem(refused, 422, "VALIDATION_FAILED")["errors"]
+    assert log_end(services) == end
+    after = admin.get(f"/api/approvals/{withdrawn['id']}").json
+    assert (after["state"], after["resubmitted_as"]) == ("WITHDRAWN", None)
