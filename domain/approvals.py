@@ -32,10 +32,15 @@ from domain.permissions import (
     APPROVAL_SUBMIT,
 )
 from domain.reason_codes import (
+    ALREADY_CANCELLED,
     ALREADY_DECIDED,
+    ALREADY_RESUBMITTED,
     APPROVED_IN_TIME,
     ASSIGNEE_MAY_NOT_DECIDE,
     CALLBACK_OBSERVED,
+    CANCELLATION_BY_APPLICANT_ONLY,
+    CANCELLATION_PENDING,
+    CANCELLATION_REQUESTED_AS,
     CLAIMED_BY_OTHER,
     CLAIMED_IN_TIME,
     CLOCK_ALREADY_PAUSED,
@@ -53,13 +58,18 @@ from domain.reason_codes import (
     EXTENSION_TOO_FAR,
     INSTANCE_RETURNED,
     MATERIAL_STALE,
+    NO_CANCELLATION_DEFINITION,
     NOT_A_REVIEWER,
+    NOT_APPROVED,
+    NOT_RESUBMITTABLE,
     NOT_THE_APPLICANT,
     NOT_THE_ASSIGNEE,
     NOT_WAITING_FOR_REVIEW,
     PERMISSION_MISSING,
     REASSIGNED_IN_TIME,
     REJECTED_IN_TIME,
+    RESUBMIT_BY_APPLICANT_ONLY,
+    RESUBMITTED_AS,
     RETURNED_FOR_CHANGES,
     REVIEWER_INELIGIBLE,
     SELF_APPROVAL_APPLICANT,
@@ -105,10 +115,17 @@ COMMENTED = "COMMENTED"
 PAUSED = "PAUSED"  # the clock stopped (pause-deadline)
 RESUMED = "RESUMED"  # the clock runs again, the deadline moved by the time it stood
 TAKEN = "CLAIMED_BY_OTHER"  # refused, recorded, answered 409: another account holds the task
+RESUBMITTED = "RESUBMITTED"  # a decided instance got a new one: its state stays
+CANCELLATION_REQUESTED = "CANCELLATION_REQUESTED"  # an approved one got a cancellation instance
+# What an approved instance's `cancellation` says: requested, and how its instance ended.
+REQUESTED, CANCELLED, REFUSED = "REQUESTED", "CANCELLED", "REFUSED"
+RESUBMITTABLE = frozenset({WITHDRAWN, EXPIRED, REJECTED})
 
 SUBMIT = "submit"
 APPROVE, WITHDRAW, EXTEND, SIGN, SWEEP = "approve", "withdraw", "extend-deadline", "sign", "sweep"
 CLAIM, UNCLAIM, REASSIGN, REJECT, COMMENT = "claim", "unclaim", "reassign", "reject", "comment"
+RESUBMIT, REQUEST_CANCELLATION = "resubmit", "request-cancellation"
+LINKING = frozenset({RESUBMIT, REQUEST_CANCELLATION})  # commands that start a linked instance
 PAUSE, RESUME, RETURN = "pause-deadline", "resume-deadline", "return"
 REVIEWING = frozenset({APPROVE, REJECT, CLAIM, RETURN})  # commands only a task's reviewers send
 CLOCK = frozenset({PAUSE, RESUME})  # commands on the review clock, by whoever may extend
@@ -131,7 +148,10 @@ PERMISSION_OF_COMMAND = {
     RESUME: APPROVAL_DECIDE,
     RETURN: APPROVAL_DECIDE,
     SIGN: APPROVAL_CALLBACK,
+    RESUBMIT: APPROVAL_SUBMIT,
+    REQUEST_CANCELLATION: APPROVAL_SUBMIT,
 }
+SETTLER = "system:cancellation"  # who records how an approved instance's cancellation ended
 FIELD_OF_RULE = {
     EXTEND: "new_deadline_at",
     REASSIGN: "assignee_id",
@@ -141,6 +161,25 @@ FIELD_OF_RULE = {
 def approval_uuid(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
     """One submission per applicant and command id: a repeated submission finds the first."""
     return uuid5(NAMESPACE, f"tenant/{tenant_id}/approval/{applicant_id}/{command_id}")
+
+
+def linked_command_id(kind: str, original_id: UUID | str, command_id: str) -> str:
+    """The submission command id of the instance a resubmit or a cancellation request on
+    `original_id` starts: fixed by the command, so a retry after a crash finds the instance
+    (its id is `approval_uuid` of this)."""
+    return f"{kind}:{original_id}:{command_id}"
+
+
+@dataclass(frozen=True)
+class Links:
+    """What the rule needs to decide a resubmit or a cancellation request: the instance the
+    command would start (`new_id`), what the original already links to, and the cancellation
+    definition its definition now names (None: none)."""
+
+    new_id: str | None = None
+    resubmitted_as: str | None = None
+    cancellation: Mapping[str, Any] | None = None
+    cancellation_definition: str | None = None
 
 
 class CommandIdReused(DomainError):
@@ -485,19 +524,20 @@ def decide(
     contract_id: str | None = None,
     review: Review = Review(),
     paused_since: datetime | None = None,
+    links: Links = Links(),
 ) -> Decision:
     """The one transition rule (docs/approvals.md), whatever the entry point.
 
     `granted` are the actor's permissions (the service's own actors hold them all);
-    `contract_id` is the contract the instance's callbacks are bound to, if any yet;
-    `paused_since` when its review clock stands (paused or returned): its deadline never
-    passes then.
+    `contract_id` is the contract the instance's callbacks are bound to, if any yet; `links`
+    what a resubmit or a cancellation request is decided on; `paused_since` when its review
+    clock stands (paused or returned): its deadline never passes then.
     """
     refusal = refusal_of(command, actor, parties, granted, review)
     if refusal is not None:
         return Decision(FORBIDDEN, state, False, refusal)
     decision = _decide_in_time(
-        state, deadline, material_version, command, now, actor, parties, review, paused_since
+        state, deadline, material_version, command, now, actor, parties, review, paused_since, links
     )
     if command.kind == SIGN:
         return _matched(
@@ -523,6 +563,10 @@ def refusal_of(
         return Reason(NOT_THE_ASSIGNEE, {"command": command.kind})
     if command.kind == WITHDRAW and actor != parties.applicant_id:
         return Reason(NOT_THE_APPLICANT)
+    if command.kind == RESUBMIT and actor != parties.applicant_id:
+        return Reason(RESUBMIT_BY_APPLICANT_ONLY)
+    if command.kind == REQUEST_CANCELLATION and actor != parties.applicant_id:
+        return Reason(CANCELLATION_BY_APPLICANT_ONLY)
     return None
 
 
@@ -548,10 +592,15 @@ def _decide_in_time(
     parties: Parties,
     review: Review,
     paused_since: datetime | None = None,
+    links: Links = Links(),
 ) -> Decision:
     if state == WAITING_REVIEW and now >= deadline and paused_since is None:
         passed = Reason(DEADLINE_PASSED, {"deadline": deadline.isoformat(), "at": now.isoformat()})
         return Decision(EXPIRED, EXPIRED, command.kind == SWEEP, passed)
+    if command.kind == RESUBMIT:
+        return _decide_resubmit(state, links)
+    if command.kind == REQUEST_CANCELLATION:
+        return _decide_cancellation(state, links)
     decided = Reason(ALREADY_DECIDED, {"state": state})
     if state in TERMINAL and command.kind == SWEEP:
         return Decision(NOT_DUE, state, True, decided)
@@ -573,6 +622,42 @@ def _decide_in_time(
     if command.kind in CLOCK:
         return _decide_clock(command, paused_since)
     return _decide_waiting(material_version, command, parties.interest_of(actor), state)
+
+
+def _decide_resubmit(state: str, links: Links) -> Decision:
+    """A withdrawn, expired or rejected instance may be resubmitted once; its state stays."""
+    if state not in RESUBMITTABLE:
+        return Decision(CONFLICT, state, False, Reason(NOT_RESUBMITTABLE, {"state": state}))
+    if links.resubmitted_as is not None:
+        found = Reason(ALREADY_RESUBMITTED, {"instance_id": links.resubmitted_as})
+        return Decision(CONFLICT, state, False, found)
+    return Decision(RESUBMITTED, state, True, Reason(RESUBMITTED_AS, {"instance_id": links.new_id}))
+
+
+def _decide_cancellation(state: str, links: Links) -> Decision:
+    """An approved instance whose definition names a cancellation definition may have its
+    cancellation requested, unless one is requested or done (a refused one may be asked
+    again); its state stays APPROVED."""
+    if state != APPROVED:
+        return Decision(CONFLICT, state, False, Reason(NOT_APPROVED, {"state": state}))
+    if links.cancellation_definition is None:
+        return Decision(CONFLICT, state, False, Reason(NO_CANCELLATION_DEFINITION))
+    current = links.cancellation or {}
+    if current.get("state") in (REQUESTED, CANCELLED):
+        code = CANCELLATION_PENDING if current["state"] == REQUESTED else ALREADY_CANCELLED
+        return Decision(
+            CONFLICT, state, False, Reason(code, {"instance_id": current["instance_id"]})
+        )
+    asked = Reason(CANCELLATION_REQUESTED_AS, {"instance_id": links.new_id})
+    return Decision(CANCELLATION_REQUESTED, state, True, asked)
+
+
+def cancellation_settled_as(linked_state: str) -> str | None:
+    """What a cancellation becomes when its instance ends in `linked_state`: CANCELLED when
+    approved, REFUSED when rejected, withdrawn or expired; None while it waits."""
+    if linked_state == APPROVED:
+        return CANCELLED
+    return REFUSED if linked_state in TERMINAL else None
 
 
 def _decide_clock(command: Command, paused_since: datetime | None) -> Decision:
@@ -745,8 +830,11 @@ class ApprovalInstance(Aggregate):
 
     @staticmethod
     def upcast_v8_v9(state: dict[str, Any]) -> None:
-        """A snapshot from before the paused clock and returns: never paused, no limit on a
-        pause, a revise after a return goes back to the first level."""
+        """A snapshot from before issue 35's commands: no links to other instances, never
+        paused, no limit on a pause, a revise after a return goes back to the first level."""
+        without_links(state)
+        state["resubmitted_as"] = None
+        state["cancellation"] = None
         state["paused_since"] = None
         state["pauses"] = []
         state["paused_seconds"] = 0.0
@@ -759,7 +847,9 @@ class ApprovalInstance(Aggregate):
         or a deadline from the definition's review window); version 5 the definition's
         `reminders` and `escalation` (none before); version 6 the definition's `reviewers`
         and the review task's `candidates` (None before: anyone who may decide); version 7
-        the definition's `max_pause_seconds` (None: no limit) and `return_to` (`first`)."""
+        the definition's `max_pause_seconds` (None: no limit) and `return_to` (`first`),
+        the instance it `resubmits` and the approved one it is the `cancellation_of` (None
+        before: none)."""
 
         class_version = 7
         tenant_id: UUID
@@ -783,6 +873,8 @@ class ApprovalInstance(Aggregate):
         candidates: list[str] | None
         max_pause_seconds: int | None
         return_to: str
+        resubmits: str | None
+        cancellation_of: str | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -804,6 +896,7 @@ class ApprovalInstance(Aggregate):
         @staticmethod
         def upcast_v6_v7(state: dict[str, Any]) -> None:
             with_pause_terms(state)
+            without_links(state)
 
     @classmethod
     def submit(
@@ -816,12 +909,15 @@ class ApprovalInstance(Aggregate):
         at: datetime,
         candidates: Sequence[str] | None = None,
         ruled: Ruled | None = None,
+        linked: Mapping[str, str | None] | None = None,
     ) -> ApprovalInstance:
         """A new instance, submitted by its applicant or by a run on the applicant's behalf
         (with the terms of the definition's revision the run was frozen at); the definition's
         reminders, escalation and reviewers are fixed on it, as its deadline is, and its task
         goes to `candidates`, the accounts the reviewers named at submission. A definition
-        whose deadline is in working time gives it counted on its calendar (`ruled`)."""
+        whose deadline is in working time gives it counted on its calendar (`ruled`). A
+        resubmission or a cancellation names its original in `linked` (`resubmits` or
+        `cancellation_of`)."""
         deadline, deadline_policy = submission.deadline(
             definition.review_window_seconds, at, revision_of(definition), ruled
         )
@@ -851,6 +947,8 @@ class ApprovalInstance(Aggregate):
             candidates=None if candidates is None else sorted(candidates),
             max_pause_seconds=definition.max_pause_seconds,
             return_to=definition.return_to,
+            resubmits=(linked or {}).get("resubmits"),
+            cancellation_of=(linked or {}).get("cancellation_of"),
         )
 
     @event(Submitted)
@@ -877,6 +975,8 @@ class ApprovalInstance(Aggregate):
         candidates: Sequence[str] | None = None,
         max_pause_seconds: int | None = None,
         return_to: str = RETURN_TO_FIRST,
+        resubmits: str | None = None,
+        cancellation_of: str | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.definition_id = definition_id
@@ -911,6 +1011,12 @@ class ApprovalInstance(Aggregate):
         self.paused_since: datetime | None = None  # the review clock stands (pause, return)
         self.pauses: list[dict[str, Any]] = []  # kind, from, to, reason, actor, deadlines
         self.paused_seconds = 0.0  # how long the clock stood, the open pause left out
+        self.resubmits = resubmits  # the instance this one resubmits
+        self.cancellation_of = cancellation_of  # the approved instance this one would cancel
+        self.resubmitted_as: str | None = None  # the instance that resubmitted this one
+        # state (REQUESTED, CANCELLED, REFUSED), instance_id, requested_at, reason, actor,
+        # and once settled settled_at and the linked instance's outcome
+        self.cancellation: dict[str, Any] | None = None
 
     def answer_to(
         self,
@@ -972,6 +1078,7 @@ class ApprovalInstance(Aggregate):
         actor: str,
         granted: frozenset[str] = ALL_PERMISSIONS,
         review: Review | None = None,
+        links: Links | None = None,
         clock: Clock = PLAIN_CLOCK,
     ) -> Answer:
         """Decide `command` at server time `at` and record it, winner or loser (refusals too).
@@ -994,8 +1101,18 @@ class ApprovalInstance(Aggregate):
             contract_id=self.contract_id,
             review=review or self.review(),
             paused_since=self.paused_since,
+            links=self.links(links),
         )
-        extension = self._recorded_with(decision.outcome, command, at, clock)
+        extension: dict[str, Any] = {}
+        if decision.outcome == EXTENDED:
+            extension = {
+                "rule_version": DEADLINE_RULES_VERSION,
+                "deadline_offset_minutes": command.deadline_offset_minutes,
+            }
+        elif decision.outcome in (RESUBMITTED, CANCELLATION_REQUESTED):
+            extension = {"linked_id": decision.why.params["instance_id"]}
+        elif decision.outcome in (RESUMED, RETURNED):
+            extension = self._stood_with(decision.outcome, at, clock)
         late = decision.outcome == EXPIRED and command.kind != SWEEP
         if late:
             self.handle(Command(SWEEP, None), at, DEADLINE_ACTOR)
@@ -1018,21 +1135,11 @@ class ApprovalInstance(Aggregate):
             )
         return Answer.of(decision, command.fingerprint)
 
-    def _recorded_with(
-        self, outcome: str, command: Command, at: datetime, clock: Clock
-    ) -> dict[str, Any]:
-        """What an outcome's event keeps besides the command: an extension's rules and offset;
-        how a resume (or a return that ends a pause) moved the deadline."""
-        if outcome == EXTENDED:
-            return {
-                "rule_version": DEADLINE_RULES_VERSION,
-                "deadline_offset_minutes": command.deadline_offset_minutes,
-            }
+    def _stood_with(self, outcome: str, at: datetime, clock: Clock) -> dict[str, Any]:
+        """How a resume (or a return that ends a pause) moved the deadline."""
         if outcome == RESUMED:
             return {"clock": self.stood_clock(at, clock)}
-        if outcome == RETURNED:
-            return {"clock": None if self.paused_since is None else self.stood_clock(at, clock)}
-        return {}
+        return {"clock": None if self.paused_since is None else self.stood_clock(at, clock)}
 
     @property
     def pause_ends_at(self) -> datetime | None:
@@ -1131,6 +1238,50 @@ class ApprovalInstance(Aggregate):
         """A decision while the clock stands: the open pause ends, the deadline unmoved."""
         assert self.paused_since is not None
         self._run_again(unmoved(self.paused_since, at, self.review_deadline_at))
+
+    def links(self, asked: Links | None = None) -> Links:
+        """What the instance links to, with what the service knows (`asked`: the instance a
+        command would start, the cancellation definition its definition names)."""
+        asked = asked or Links()
+        return replace(asked, resubmitted_as=self.resubmitted_as, cancellation=self.cancellation)
+
+    def settle_cancellation(self, linked_id: str, linked_state: str, at: datetime) -> bool:
+        """Record how the cancellation instance `linked_id` ended, when it is this instance's
+        requested one and has ended; whether it recorded anything."""
+        settled = cancellation_settled_as(linked_state)
+        current = self.cancellation or {}
+        if settled is None or current.get("state") != REQUESTED:
+            return False
+        if current.get("instance_id") != linked_id:
+            return False
+        self._cancellation_settled(
+            linked_id=linked_id, outcome=linked_state, state=settled, at=at, actor=SETTLER
+        )
+        return True
+
+    class CancellationSettled(Aggregate.Event):
+        """The cancellation instance `linked_id` of this approved instance ended in `outcome`
+        (its state): the cancellation is `state`, CANCELLED when it was approved, REFUSED when
+        rejected, withdrawn or expired; recorded by the system (`actor`) at `at`, saved with
+        the linked instance's decisive event. The instance's own state stays APPROVED."""
+
+        linked_id: str
+        outcome: str
+        state: str
+        at: datetime
+        actor: str
+
+    @event(CancellationSettled)
+    def _cancellation_settled(
+        self, linked_id: str, outcome: str, state: str, at: datetime, actor: str
+    ) -> None:
+        assert self.cancellation is not None
+        self.cancellation = {
+            **self.cancellation,
+            "state": state,
+            "settled_at": at,
+            "outcome": outcome,
+        }
 
     def owed_notices(self) -> list[Notice]:
         """The reminders and escalation still owed, earliest first (see `owed_notices`)."""
@@ -1499,6 +1650,20 @@ class ApprovalInstance(Aggregate):
         class_version = 1
         clock: dict[str, Any] | None
 
+    class Resubmitted(CommandHandled):
+        """The applicant resubmitted this decided instance as `linked_id`, a new instance of
+        the same definition; this one's state stays as it was. Version 1."""
+
+        class_version = 1
+        linked_id: str
+
+    class CancellationRequested(CommandHandled):
+        """The applicant asked to cancel this approved instance: `linked_id` is the instance of
+        the cancellation definition it started; this one stays APPROVED. Version 1."""
+
+        class_version = 1
+        linked_id: str
+
     class CommandRejected(CommandHandled):
         pass
 
@@ -1520,6 +1685,10 @@ class ApprovalInstance(Aggregate):
         if isinstance(handled, ApprovalInstance.DeadlineExtended):
             self.extend(handled)
         self._clock_after(handled)
+        if isinstance(handled, ApprovalInstance.Resubmitted):
+            self.resubmitted_as = handled.linked_id
+        if isinstance(handled, ApprovalInstance.CancellationRequested):
+            self.cancellation = cancellation_asked(handled)
         comment = comment_of(handled)
         if comment is not None:
             self.comments.append(comment)
@@ -1667,6 +1836,25 @@ def extended_policy(
     return extended
 
 
+def cancellation_asked(handled: ApprovalInstance.CancellationRequested) -> dict[str, Any]:
+    """An approved instance's cancellation as a request leaves it: REQUESTED."""
+    return {
+        "state": REQUESTED,
+        "instance_id": handled.linked_id,
+        "requested_at": handled.at,
+        "reason": handled.payload["reason"],
+        "actor": handled.actor,
+        "settled_at": None,
+        "outcome": None,
+    }
+
+
+def without_links(state: dict[str, Any]) -> None:
+    """Upcast from before resubmission and cancellation: linked to no other instance."""
+    state["resubmits"] = None
+    state["cancellation_of"] = None
+
+
 def escalated_tasks(
     tasks: Sequence[Mapping[str, Any]],
     task_id: str,
@@ -1754,6 +1942,8 @@ EVENT_OF_OUTCOME: dict[str, type[ApprovalInstance.CommandHandled]] = {
     TAKEN: ApprovalInstance.CommandRejected,
     EXTENDED: ApprovalInstance.DeadlineExtended,
     OBSERVED: ApprovalInstance.CallbackObserved,
+    RESUBMITTED: ApprovalInstance.Resubmitted,
+    CANCELLATION_REQUESTED: ApprovalInstance.CancellationRequested,
     STALE_MATERIAL: ApprovalInstance.CommandRejected,
     SELF_APPROVAL: ApprovalInstance.CommandRejected,
     CONFLICT: ApprovalInstance.CommandRejected,

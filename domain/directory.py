@@ -619,6 +619,11 @@ def without_reviewers(state: dict[str, Any]) -> None:
     state["reviewers"] = None
 
 
+def without_cancellation_definition(state: dict[str, Any]) -> None:
+    """Upcast of an event (or snapshot) from before cancellation definitions: none named."""
+    state["cancellation_definition"] = None
+
+
 def seconds_rule(review_window_seconds: int) -> dict[str, Any]:
     """The deadline rule a review window in plain seconds is (docs/calendars.md)."""
     return {"kind": "seconds", "seconds": int(review_window_seconds)}
@@ -638,6 +643,13 @@ def with_pause_terms(state: dict[str, Any]) -> None:
     and a revise after a return goes back to the first level."""
     state.setdefault("max_pause_seconds", None)
     state.setdefault("return_to", RETURN_TO_FIRST)
+
+
+def issue_35_terms(state: dict[str, Any]) -> None:
+    """Upcast of a definition's event from before issue 35: no cancellation definition, no
+    limit on a pause, back to the first level after a return."""
+    without_cancellation_definition(state)
+    with_pause_terms(state)
 
 
 @dataclass(frozen=True)
@@ -664,8 +676,9 @@ class Definition(Aggregate):
     are kept, so a schedule saved against one launches with it. Version 3 added them; version 4
     `reminders` and `escalation` (docs/approvals.md#reminders-and-escalation); version 5
     `reviewers` (docs/approvals.md#who-reviews); version 6 `deadline_rule`
-    (docs/calendars.md#deadlines-in-working-time); version 7 `max_pause_seconds` and
-    `return_to` (docs/approvals.md#pausing-the-clock).
+    (docs/calendars.md#deadlines-in-working-time); version 7 `cancellation_definition`
+    (docs/approvals.md#resubmit-and-cancel), `max_pause_seconds` and `return_to`
+    (docs/approvals.md#pausing-the-clock).
     """
 
     class_version = 7
@@ -706,7 +719,9 @@ class Definition(Aggregate):
 
     @staticmethod
     def upcast_v6_v7(state: dict[str, Any]) -> None:
-        """A snapshot from before pauses and returns: no limit, back to the first level."""
+        """A snapshot from before issue 35: no cancellation definition named, no limit on a
+        pause, back to the first level after a return (in every revision too)."""
+        without_cancellation_definition(state)
         with_pause_terms(state)
         for terms in state["revisions"].values():
             with_pause_terms(terms)
@@ -719,8 +734,8 @@ class Definition(Aggregate):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 `reminders` and `escalation` (none before); version 4 `reviewers` (None
         before: anyone who may decide); version 5 `deadline_rule` (before: the review window
-        in seconds); version 6 `max_pause_seconds` (None: no limit) and `return_to`
-        (`first`)."""
+        in seconds); version 6 `cancellation_definition` (None before: none),
+        `max_pause_seconds` (None: no limit) and `return_to` (`first`)."""
 
         class_version = 6
         tenant_id: UUID
@@ -738,12 +753,13 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any]
         max_pause_seconds: int | None
         return_to: str
+        cancellation_definition: str | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(without_notices)
         upcast_v3_v4 = staticmethod(without_reviewers)
         upcast_v4_v5 = staticmethod(ruled_by_review_window)
-        upcast_v5_v6 = staticmethod(with_pause_terms)
+        upcast_v5_v6 = staticmethod(issue_35_terms)
 
     @event(Registered)
     def __init__(
@@ -763,6 +779,7 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any] | None = None,
         max_pause_seconds: int | None = None,
         return_to: str = RETURN_TO_FIRST,
+        cancellation_definition: str | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.key = key
@@ -777,6 +794,7 @@ class Definition(Aggregate):
         self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
         self.max_pause_seconds = max_pause_seconds
         self.return_to = return_to
+        self.cancellation_definition = cancellation_definition  # the id of another definition
         self.published = False
         self.created_at = at
         self.revision = UNPUBLISHED_REVISION
@@ -797,7 +815,8 @@ class Definition(Aggregate):
         version 3 added `revision`, the definition's revision after it (1 before); version 4
         `reminders` and `escalation` (none before); version 5 `reviewers` (None before);
         version 6 `deadline_rule` (before: the review window in seconds); version 7
-        `max_pause_seconds` (None: no limit) and `return_to` (`first`)."""
+        `cancellation_definition` (None before: none), `max_pause_seconds` (None: no limit)
+        and `return_to` (`first`)."""
 
         class_version = 7
         name: str
@@ -814,13 +833,14 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any]
         max_pause_seconds: int | None
         return_to: str
+        cancellation_definition: str | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(counted_as_first_revision)
         upcast_v3_v4 = staticmethod(without_notices)
         upcast_v4_v5 = staticmethod(without_reviewers)
         upcast_v5_v6 = staticmethod(ruled_by_review_window)
-        upcast_v6_v7 = staticmethod(with_pause_terms)
+        upcast_v6_v7 = staticmethod(issue_35_terms)
 
     def update(
         self,
@@ -837,10 +857,11 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any] | None = None,
         max_pause_seconds: int | None = None,
         return_to: str = RETURN_TO_FIRST,
+        cancellation_definition: str | None = None,
     ) -> None:
         """Change the settings; while published, the change is published as a new revision.
         Reviewers once named stay named (`reviewers` None keeps them); no `deadline_rule`
-        means the review window in seconds."""
+        means the review window in seconds; `cancellation_definition` None names none."""
         check_notices(reminders, escalation, review_window_seconds)
         kept_reminders, kept_escalation = notice_terms(reminders, escalation)
         self._updated(
@@ -858,6 +879,7 @@ class Definition(Aggregate):
             deadline_rule=deadline_rule or seconds_rule(review_window_seconds),
             max_pause_seconds=max_pause_seconds,
             return_to=return_to,
+            cancellation_definition=cancellation_definition,
         )
 
     @event(Updated)
@@ -877,6 +899,7 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any] | None = None,
         max_pause_seconds: int | None = None,
         return_to: str = RETURN_TO_FIRST,
+        cancellation_definition: str | None = None,
     ) -> None:
         self.name = name
         self.external = external
@@ -889,6 +912,7 @@ class Definition(Aggregate):
         self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
         self.max_pause_seconds = max_pause_seconds
         self.return_to = return_to
+        self.cancellation_definition = cancellation_definition
         self._reach(revision)
 
     def publish(self, at: datetime, actor: str) -> None:

@@ -25,6 +25,7 @@ from domain.approvals import (
     WAITING_REVIEW,
     ApprovalInstance,
     at_offset,
+    cancellation_asked,
     closed_pause,
     comment_of,
     escalated_tasks,
@@ -58,6 +59,8 @@ COMMANDS = (
     ApprovalInstance.DeadlinePaused,
     ApprovalInstance.DeadlineResumed,
     ApprovalInstance.Returned,
+    ApprovalInstance.Resubmitted,
+    ApprovalInstance.CancellationRequested,
 )
 
 
@@ -91,6 +94,8 @@ class ApprovalsProjection(Projection):
             "search_text TEXT NOT NULL, "
             f"paused_since {ts}, paused_seconds {seconds} NOT NULL, pauses TEXT NOT NULL, "
             f"pause_ends_at {ts}, max_pause_seconds INTEGER, return_to TEXT NOT NULL, "
+            "search_text TEXT NOT NULL, resubmits TEXT, resubmitted_as TEXT, "
+            "cancellation_of TEXT, cancellation TEXT, "
             f"{BusinessTime.ddl('submitted_')}, {BusinessTime.ddl('decided_')})",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
@@ -120,6 +125,7 @@ class ApprovalsProjection(Projection):
             ApprovalInstance.ReminderDue: _reminder_due,
             ApprovalInstance.Escalated: _escalated,
             ApprovalInstance.TaskReleased: _task_released,
+            ApprovalInstance.CancellationSettled: _cancellation_settled,
         }
 
     def passes(self) -> list[dict[EventClass, Handler]]:
@@ -146,9 +152,10 @@ class ApprovalsProjection(Projection):
             "origin, allow_self_approval, observations, extensions, reminders, escalation, "
             "reminders_sent, next_notice_at, reviewers, tasks, comments, search_text, "
             "paused_seconds, pauses, max_pause_seconds, return_to, "
+            "resubmits, cancellation_of, "
             "submitted_local_date, submitted_local_hour, submitted_iso_week, submitted_iso_year) "
             "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, 0, '[]', ?, ?, ?, ?, ?, ?)",
+            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, 0, '[]', ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -183,6 +190,8 @@ class ApprovalsProjection(Projection):
                 searched_text(event.title),
                 event.max_pause_seconds,
                 event.return_to,
+                event.resubmits,
+                event.cancellation_of,
                 *self.business.values(event.at),
             ),
         )
@@ -195,6 +204,16 @@ class ApprovalsProjection(Projection):
             _extended(sql, event, key)
         elif isinstance(event, CLOCK_EVENTS):
             _clock(sql, event, key)
+        elif isinstance(event, ApprovalInstance.Resubmitted):
+            sql.write(
+                "UPDATE approvals SET resubmitted_as = ?, version = ?, position = ? WHERE id = ?",
+                (event.linked_id, *key),
+            )
+        elif isinstance(event, ApprovalInstance.CancellationRequested):
+            sql.write(
+                "UPDATE approvals SET cancellation = ?, version = ?, position = ? WHERE id = ?",
+                (json_text(cancellation_asked(event)), *key),
+            )
         elif event.outcome in TERMINAL:
             _ended_pause(sql, key[2], event.at)
             deadline, submitted = sql.execute(
@@ -482,6 +501,26 @@ def _reminder_due(sql: Sql, event: ApprovalInstance.ReminderDue, position: int) 
     )
 
 
+def _cancellation_settled(
+    sql: Sql, event: ApprovalInstance.CancellationSettled, position: int
+) -> None:
+    """How the cancellation's instance ended (as `ApprovalInstance` records it)."""
+    instance_id = str(event.originator_id)
+    (cancellation,) = sql.execute(
+        "SELECT cancellation FROM approvals WHERE id = ?", (instance_id,)
+    ).fetchone()
+    settled = {
+        **json.loads(cancellation),
+        "state": event.state,
+        "settled_at": event.at,
+        "outcome": event.outcome,
+    }
+    sql.write(
+        "UPDATE approvals SET cancellation = ?, version = ?, position = ? WHERE id = ?",
+        (json_text(settled), event.originator_version, position, instance_id),
+    )
+
+
 def _task_released(sql: Sql, event: ApprovalInstance.TaskReleased, position: int) -> None:
     """The task back with its candidates (as `ApprovalInstance.release_task` does)."""
     instance_id = str(event.originator_id)
@@ -726,6 +765,10 @@ class ApprovalRow(NamedTuple):
     pause_ends_at: datetime | None
     max_pause_seconds: int | None
     return_to: str
+    resubmits: str | None
+    resubmitted_as: str | None
+    cancellation_of: str | None
+    cancellation: dict[str, Any] | None
 
     @classmethod
     def of(cls, row: Row) -> ApprovalRow:
@@ -754,7 +797,7 @@ class ApprovalRow(NamedTuple):
         ):
             values[name] = json.loads(values[name])
         values["paused_seconds"] = float(values["paused_seconds"])
-        for name in ("origin", "winning_command", "escalation", "reviewers"):
+        for name in ("origin", "winning_command", "escalation", "reviewers", "cancellation"):
             values[name] = json_value(values[name])
         values["allow_self_approval"] = bool(values["allow_self_approval"])
         return cls(**values)
@@ -799,6 +842,10 @@ class ApprovalRow(NamedTuple):
             pause_ends_at=instance.pause_ends_at,
             max_pause_seconds=instance.max_pause_seconds,
             return_to=instance.return_to,
+            resubmits=instance.resubmits,
+            resubmitted_as=instance.resubmitted_as,
+            cancellation_of=instance.cancellation_of,
+            cancellation=jsonable(instance.cancellation),
         )
 
     @property

@@ -43,7 +43,7 @@ class DirectoryProjection(Projection):
             "revision INTEGER NOT NULL, schedule_presets TEXT NOT NULL, "
             "allow_self_approval BOOLEAN NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
             "reviewers TEXT, deadline_rule TEXT NOT NULL, max_pause_seconds INTEGER, "
-            "return_to TEXT NOT NULL)",
+            "return_to TEXT NOT NULL, cancellation_definition TEXT)",
             "CREATE UNIQUE INDEX IF NOT EXISTS definitions_by_tenant "
             "ON definitions (tenant_id, key)",
             "CREATE INDEX IF NOT EXISTS definitions_in_order ON definitions (tenant_id, position)",
@@ -92,6 +92,7 @@ class DirectoryProjection(Projection):
                     "deadline_rule": json_text(e.deadline_rule),
                     "max_pause_seconds": e.max_pause_seconds,
                     "return_to": e.return_to,
+                    "cancellation_definition": e.cancellation_definition,
                 },
             ),
             Definition.Published: _setting(
@@ -132,8 +133,8 @@ class DirectoryProjection(Projection):
             "INSERT INTO definitions (id, tenant_id, key, name, external, published, "
             "review_window_seconds, created_at, updated_at, version, position, revision, "
             "schedule_presets, allow_self_approval, reminders, escalation, reviewers, "
-            "deadline_rule, max_pause_seconds, return_to) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "deadline_rule, max_pause_seconds, return_to, cancellation_definition) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -155,6 +156,7 @@ class DirectoryProjection(Projection):
                 json_text(event.deadline_rule or seconds_rule(event.review_window_seconds)),
                 event.max_pause_seconds,
                 event.return_to,
+                event.cancellation_definition,
             ),
         )
 
@@ -255,6 +257,7 @@ class DefinitionRow(NamedTuple):
     deadline_rule: dict[str, Any]
     max_pause_seconds: int | None
     return_to: str
+    cancellation_definition: str | None
 
     @classmethod
     def of(cls, row: Row) -> DefinitionRow:
@@ -291,6 +294,7 @@ class DefinitionRow(NamedTuple):
             deadline_rule=dict(definition.deadline_rule),
             max_pause_seconds=definition.max_pause_seconds,
             return_to=definition.return_to,
+            cancellation_definition=definition.cancellation_definition,
         )
 
 

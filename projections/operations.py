@@ -68,6 +68,8 @@ KINDS = (
     "approval.deadline_extended",
     "approval.deadline_paused",
     "approval.deadline_resumed",
+    "approval.resubmitted",
+    "approval.cancellation_requested",
     "tenant.schedules_paused",
     "tenant.schedules_resumed",
     "tenant.exported",
@@ -191,6 +193,10 @@ class OperationsProjection(Projection):
             ApprovalInstance.DeadlineExtended: _later(_deadline_extended, zone),
             ApprovalInstance.DeadlinePaused: _later(_deadline_paused, zone),
             ApprovalInstance.DeadlineResumed: _later(_deadline_resumed, zone),
+            ApprovalInstance.Resubmitted: _later(_linked("approval.resubmitted"), zone),
+            ApprovalInstance.CancellationRequested: _later(
+                _linked("approval.cancellation_requested"), zone
+            ),
             Tenant.SchedulesPaused: _tenant_pause("paused", zone),
             Tenant.SchedulesResumed: _tenant_pause("resumed", zone),
             Tenant.Exported: _tenant_export(zone),
@@ -470,6 +476,28 @@ def _deadline_resumed(subject: Subject, event: ApprovalInstance.DeadlineResumed)
         reason=recorded_words(event.reason_code, event.reason_params, event.reason),
     )
     return Row("approval.deadline_resumed", summary)
+
+
+LINKED = {
+    "approval.resubmitted": N_("{title!r} resubmitted as instance {linked_id}: {reason}"),
+    "approval.cancellation_requested": N_(
+        "cancellation of {title!r} requested as instance {linked_id}: {reason}"
+    ),
+}
+
+
+def _linked(kind: str) -> Describe:
+    """A resubmit, or a cancellation request: a person's command that starts a new instance,
+    with their reason (docs/approvals.md#resubmit-and-cancel)."""
+
+    def describe(subject: Subject, event: ApprovalInstance.CommandHandled) -> Row:
+        linked_id = getattr(event, "linked_id", "")
+        summary = Message(
+            LINKED[kind], title=subject.name, linked_id=linked_id, reason=event.payload["reason"]
+        )
+        return Row(kind, summary)
+
+    return describe
 
 
 SCHEDULE_CHANGES = {

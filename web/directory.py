@@ -379,8 +379,12 @@ def _replace_definition(
     if not {"reminders", "escalation"} <= body.keys():
         body = {"reminders": current.reminders, "escalation": current.escalation, **body}
     kept = {"max_pause_seconds": current.max_pause_seconds, "return_to": current.return_to}
-    body = {**kept, **body}
-    body = {**body, "deadline_rule": _rule_kept(current, body)}
+    body = {
+        "cancellation_definition": current.cancellation_definition,
+        **kept,
+        **body,
+        "deadline_rule": _rule_kept(current, body),
+    }
     return services().directory.update_definition(
         principal, definition_id, definition_fields(body), body["version"]
     )
@@ -491,4 +495,5 @@ def definition_fields(body: dict[str, Any]) -> DefinitionFields:
         reviewers=body.get("reviewers"),
         max_pause_seconds=body["max_pause_seconds"],
         return_to=body["return_to"],
+        cancellation_definition=body.get("cancellation_definition"),
     )

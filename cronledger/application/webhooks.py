@@ -23,6 +23,7 @@ from cronledger.application.secrets import SecretKeyMissing, derived_secret
 from cronledger.config import Settings
 from cronledger.persistence.ledger import ENVELOPE, Ledger, TimelineEntry, jsonable
 from domain.approvals import (
+    CANCELLED,
     COMMENT,
     EXPIRED,
     FORBIDDEN,
@@ -53,6 +54,9 @@ from domain.runs import (
     skip_reason_of,
 )
 from domain.webhooks import (
+    APPROVAL_CANCELLATION_REFUSED,
+    APPROVAL_CANCELLATION_REQUESTED,
+    APPROVAL_CANCELLED,
     APPROVAL_CLAIMED,
     APPROVAL_COMMENTED,
     APPROVAL_DEADLINE_PAUSED,
@@ -63,6 +67,7 @@ from domain.webhooks import (
     APPROVAL_REASSIGNED,
     APPROVAL_REJECTED,
     APPROVAL_REMINDER_DUE,
+    APPROVAL_RESUBMITTED,
     APPROVAL_RETURNED,
     APPROVAL_SUBMITTED,
     CALLBACK_LATE,
@@ -240,6 +245,12 @@ CLOCK = {
     "ApprovalInstance.DeadlineResumed": APPROVAL_DEADLINE_RESUMED,
 }
 REJECTION = "ApprovalInstance.Rejected"  # a decision (approval.decided) and approval.rejected
+# Links between instances (docs/approvals.md#resubmit-and-cancel), told on the original.
+LINKS = {
+    "ApprovalInstance.Resubmitted": APPROVAL_RESUBMITTED,
+    "ApprovalInstance.CancellationRequested": APPROVAL_CANCELLATION_REQUESTED,
+}
+SETTLED = "ApprovalInstance.CancellationSettled"  # approval.cancelled or cancellation_refused
 AUTO_PAUSE = "Schedule.AutoPaused"
 # Every event that may tell a subscription something, by qualified name (a topic's end).
 TOLD_BY = frozenset(
@@ -256,6 +267,8 @@ TOLD_BY = frozenset(
         *REVIEW_WORK,
         *CLOCK,
         REJECTION,
+        *LINKS,
+        SETTLED,
     }
 )
 # Those that carry their tenant; the others' is their aggregate's.
@@ -283,6 +296,10 @@ def types_of(event: Any) -> list[str]:
         return [REVIEW_WORK[name]]
     if name in CLOCK:
         return [CLOCK[name]]
+    if name in LINKS:
+        return [LINKS[name]]
+    if name == SETTLED:
+        return [APPROVAL_CANCELLED if event.state == CANCELLED else APPROVAL_CANCELLATION_REFUSED]
     if name == "ApprovalInstance.Expired":
         return [APPROVAL_EXPIRED]
     if name in NOTICES:
@@ -353,6 +370,16 @@ def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
         return {**instance, **_review_work(event)}
     if kind in CLOCK.values():
         return {**instance, **_clock(event)}
+    if kind in LINKS.values():
+        return {
+            **instance,
+            "linked_id": event.linked_id,
+            "actor": event.actor,
+            "command_id": event.command_id,
+            "reason": event.payload["reason"],
+        }
+    if kind in (APPROVAL_CANCELLED, APPROVAL_CANCELLATION_REFUSED):
+        return {**instance, "linked_id": event.linked_id, "outcome": event.outcome}
     if kind in (CALLBACK_LATE, CALLBACK_MISMATCHED):
         payload = event.payload
         return {

@@ -53,7 +53,7 @@ from cronledger.application.launches import Worker, WorkReport
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from cronledger.persistence.store import as_instant
-from domain.approvals import Command, approval_uuid
+from domain.approvals import Command, Submission, approval_uuid
 from domain.calendars import CalendarFields
 from domain.directory import Principal
 from domain.permissions import ROLES
@@ -338,6 +338,7 @@ def build(services: Services, clock: FakeClock) -> DataSet:
     clock.now = at(3, 16)
     skipping_tenant = skips(services, clock)
     attention(services, clock)
+    resubmissions(services, clock)
     services.projector.catch_up()
     return DataSet(
         services=services,
@@ -432,6 +433,40 @@ def attention(services: Services, clock: FakeClock) -> None:
     services.schedules.run_now(boss, manual, "export-1")
     directory.set_active(boss, "uma", False, None)
     assert worker.poll() == WorkReport(claimed=1, failed=1)  # waits to retry
+
+
+def resubmissions(services: Services, clock: FakeClock) -> None:
+    """Tenant `hooli`: hal's "Laptop" is withdrawn, resubmitted, rejected, resubmitted and
+    approved (a chain of three); his "Monitor" is withdrawn and left so (a chain of one)."""
+    directory, approvals = services.directory, services.approvals
+    clock.now = at(3, 17)
+    boss = directory.authenticate(directory.bootstrap("hooli", "hank").token)
+    assert boss is not None
+    directory.create_account(boss, "hal", "Hal", ["requester"])
+    hal = directory.authenticate(directory.issue_token(boss, "hal").token)
+    assert hal is not None
+    kit = directory.create_definition(
+        boss, "kit", DefinitionFields("Kit", False, 3600, [], reviewers=DECIDERS)
+    ).id
+    directory.set_published(boss, kit, True, None)
+
+    def submitted(title: str) -> str:
+        return approvals.submit(hal, Submission(title, kit, title, {}, 1, None))[0].id
+
+    def resubmitted(instance_id: str, command_id: str) -> str:
+        asked = {"reason": "again", "material_version": 1, "form_data": None, "title": None}
+        linked = approvals.link(hal, instance_id, Command("resubmit", command_id, asked)).linked
+        assert linked is not None
+        return linked.id
+
+    laptop, monitor = submitted("Laptop"), submitted("Monitor")
+    for withdrawn in (laptop, monitor):
+        approvals.command(hal, withdrawn, Command("withdraw", "w-1", {}))
+    second = resubmitted(laptop, "r-1")
+    no = {"material_version": 1, "comment": "too dear"}
+    approvals.command(boss, second, Command("reject", "n-1", no))
+    third = resubmitted(second, "r-2")
+    approvals.command(boss, third, Command("approve", "a-1", {"material_version": 1}))
 
 
 # -- the expected figures, worked out by hand from the data set above ---------------------------
@@ -787,6 +822,12 @@ def time_to_claim_per_business_week(d: DataSet) -> list[Case]:
     # all six tasks of acme were submitted in ISO week 40 of 2026; I1 claimed after 600 s,
     # I2 after 300 s, I3, I4, I5 and I7 never
     return [((), [(2026, 40, 6, 2, 450.0, 600.0)])]
+
+
+@case(31)
+def resubmission_chains(d: DataSet) -> list[Case]:
+    # hooli: Laptop withdrawn, resubmitted, rejected, resubmitted, approved; Monitor withdrawn
+    return [((), [("Laptop", 3, "APPROVED"), ("Monitor", 1, "WITHDRAWN")])]
 
 
 @case(13)

@@ -11,6 +11,7 @@ from markupsafe import Markup
 from domain import jobs, launch
 from domain.approvals import (
     APPROVED,
+    CANCELLATION_REQUESTED,
     CLAIMED,
     COMMENTED,
     CONFLICT,
@@ -23,6 +24,7 @@ from domain.approvals import (
     PAUSED,
     REASSIGNED,
     REJECTED,
+    RESUBMITTED,
     RESUMED,
     RETURNED,
     RULE_BROKEN,
@@ -56,6 +58,8 @@ OUTCOME_LABELS = {
     RESUMED: lazy_gettext("Clock resumed"),
     RETURNED: lazy_gettext("Returned for changes"),
     TAKEN: lazy_gettext("Refused: claimed by someone else"),
+    RESUBMITTED: lazy_gettext("Resubmitted"),
+    CANCELLATION_REQUESTED: lazy_gettext("Cancellation requested"),
 }
 ERROR_LABELS = {
     launch.INITIATOR_NOT_FOUND: lazy_gettext("Initiator not found"),

@@ -28,6 +28,7 @@ SYSTEM_ACTORS = {
     "system:sweeper": lazy_gettext("The deadline sweeper"),
     "system:notifier": lazy_gettext("The notifier"),
     "system:worker": lazy_gettext("The worker"),
+    "system:cancellation": lazy_gettext("The service"),
 }
 
 NAMES = {
@@ -68,6 +69,9 @@ NAMES = {
     "ApprovalInstance.Returned": lazy_gettext("Returned for changes"),
     "ApprovalInstance.CallbackObserved": lazy_gettext("Callback observed"),
     "ApprovalInstance.CommandRejected": lazy_gettext("Command refused"),
+    "ApprovalInstance.Resubmitted": lazy_gettext("Resubmitted"),
+    "ApprovalInstance.CancellationRequested": lazy_gettext("Cancellation requested"),
+    "ApprovalInstance.CancellationSettled": lazy_gettext("Cancellation settled"),
     "Account.Registered": lazy_gettext("Account registered"),
     "Account.Renamed": lazy_gettext("Account renamed"),
     "Account.RolesChanged": lazy_gettext("Roles changed"),
@@ -137,6 +141,9 @@ SENTENCES: dict[str, Said] = {
     "ApprovalInstance.ReminderDue": lambda who, d: _("%(who)s: a reminder came due.", who=who),
     "ApprovalInstance.Escalated": lambda who, d: _("%(who)s escalated the instance.", who=who),
     "ApprovalInstance.TaskReleased": lambda who, d: _("%(who)s released a task.", who=who),
+    "ApprovalInstance.CancellationSettled": lambda who, d: _(
+        "%(who)s recorded how the cancellation ended: %(state)s.", who=who, state=d.get("state")
+    ),
     "Account.Registered": lambda who, d: _("%(who)s registered the account.", who=who),
     "Account.Renamed": lambda who, d: _("%(who)s renamed the account.", who=who),
     "Account.RolesChanged": lambda who, d: _("%(who)s changed the roles.", who=who),
@@ -217,6 +224,11 @@ FIELDS = {
     "reminders": lazy_gettext("Reminders"),
     "escalation": lazy_gettext("Escalation"),
     "key": lazy_gettext("Key"),
+    "linked_id": lazy_gettext("Linked application"),
+    "resubmits": lazy_gettext("Original application"),
+    "resubmitted_as": lazy_gettext("Resubmitted as"),
+    "cancellation_of": lazy_gettext("Cancels the approved application"),
+    "cancellation": lazy_gettext("Cancellation"),
 }
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from web.examples.calendars import THREE_WORKING_DAYS
-from web.examples.world import CREATED_AT, DEFINITION_ID, PRESET, TOKEN_ID
+from web.examples.world import (
+    CREATED_AT,
+    DEFINITION_ID,
+    PRESET,
+    REFUND_DEFINITION_ID,
+    TOKEN_ID,
+)
 
 ANN = {
     "id": "ann",
@@ -56,6 +62,7 @@ DEFINITION = {
     "reviewers": REVIEWERS,
     "max_pause_seconds": None,
     "return_to": "first",
+    "cancellation_definition": REFUND_DEFINITION_ID,
 }
 
 # A definition whose instances' deadline is three working days on calendar `cn`: its review
@@ -69,6 +76,7 @@ IN_WORKING_DAYS = {
     "deadline_rule": THREE_WORKING_DAYS,
     "schedule_presets": [],
     "max_pause_seconds": 86400,
+    "cancellation_definition": None,
 }
 
 EXAMPLES: dict[str, dict[str, Any]] = {
@@ -161,6 +169,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "escalation": {"after_seconds": 43200, "group_leader_of": "finance"},
             "version": 2,
         },
+        "cancelled-by-refunds": {"cancellation_definition": "refund", "version": 2},
     },
     "DefinitionOut": {
         "published": DEFINITION,

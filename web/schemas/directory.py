@@ -232,6 +232,7 @@ KEPT_WHEN_LEFT_OUT = (
     "deadline_rule",
     "max_pause_seconds",
     "return_to",
+    "cancellation_definition",
 )
 
 
@@ -340,6 +341,16 @@ class DefinitionFieldsIn(StrictSchema):
             "anyone who may decide)"
         },
     )
+    cancellation_definition = fields.String(
+        allow_none=True,
+        validate=validate.Length(1, 64),
+        metadata={
+            "description": "the key or id of another of the tenant's definitions whose instances "
+            "cancel this one's approved instances (docs/approvals.md#resubmit-and-cancel); "
+            "null: none, and approved instances cannot be cancelled; a PUT leaving it out "
+            "keeps it"
+        },
+    )
 
     @validates_schema
     def unique_presets(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -406,6 +417,13 @@ class DefinitionOut(OutSchema):
         allow_none=True, metadata={"description": "the longest one pause lasts; null: no limit"}
     )
     return_to = Choice(RETURN_TO_CHOICE)
+    cancellation_definition = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "the id of the definition whose instances cancel this one's approved "
+            "instances; null: none"
+        },
+    )
     version = fields.Integer()
     created_at = UtcDateTime()
 

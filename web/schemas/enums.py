@@ -8,6 +8,8 @@ from cronledger.health import PHASES
 from domain.approvals import (
     APPROVE,
     APPROVED,
+    CANCELLATION_REQUESTED,
+    CANCELLED,
     CLAIMED,
     COMMENTED,
     CONFLICT,
@@ -19,8 +21,11 @@ from domain.approvals import (
     PAUSE_KIND,
     PAUSED,
     REASSIGNED,
+    REFUSED,
     REJECT,
     REJECTED,
+    REQUESTED,
+    RESUBMITTED,
     RESUMED,
     RETURN_KIND,
     RETURNED,
@@ -121,14 +126,24 @@ DECISION_OUTCOME = Choices(
         PAUSED,
         RESUMED,
         RETURNED,
+        RESUBMITTED,
+        CANCELLATION_REQUESTED,
         STALE_MATERIAL,
         SELF_APPROVAL,
         CONFLICT,
         LATE_OR_CONFLICT,
         TAKEN,
     ),
-    "what a command got (docs/approvals.md): those up to `RETURNED` are accepted (200) but "
-    "`EXPIRED`, which a late command gets (409) as the rest do",
+    "what a command got (docs/approvals.md): those up to `CANCELLATION_REQUESTED` are "
+    "accepted (200, or 201 with the new instance) but `EXPIRED`, which a late command gets "
+    "(409) as the rest do",
+)
+
+CANCELLATION_STATE = Choices(
+    "CancellationState",
+    (REQUESTED, CANCELLED, REFUSED),
+    "an approved instance's cancellation: requested, then cancelled (its instance was "
+    "approved) or refused (rejected, withdrawn or expired)",
 )
 
 DECIDING_COMMAND = Choices(
