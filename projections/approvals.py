@@ -94,7 +94,7 @@ class ApprovalsProjection(Projection):
             "search_text TEXT NOT NULL, "
             f"paused_since {ts}, paused_seconds {seconds} NOT NULL, pauses TEXT NOT NULL, "
             f"pause_ends_at {ts}, max_pause_seconds INTEGER, return_to TEXT NOT NULL, "
-            "search_text TEXT NOT NULL, resubmits TEXT, resubmitted_as TEXT, "
+            "resubmits TEXT, resubmitted_as TEXT, "
             "cancellation_of TEXT, cancellation TEXT, "
             f"{BusinessTime.ddl('submitted_')}, {BusinessTime.ddl('decided_')})",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "

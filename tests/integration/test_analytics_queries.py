@@ -824,6 +824,12 @@ def time_to_claim_per_business_week(d: DataSet) -> list[Case]:
     return [((), [(2026, 40, 6, 2, 450.0, 600.0)])]
 
 
+@case(30)
+def paused_review_time_per_definition(d: DataSet) -> list[Case]:
+    # no instance of acme was paused nor returned: every clock ran
+    return [((), [("Payments", 4, 0, 0.0, 0.0), ("Vendors", 2, 0, 0.0, 0.0)])]
+
+
 @case(31)
 def resubmission_chains(d: DataSet) -> list[Case]:
     # hooli: Laptop withdrawn, resubmitted, rejected, resubmitted, approved; Monitor withdrawn
