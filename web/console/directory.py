@@ -11,22 +11,21 @@ from typing import Any
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 from flask_babel import lazy_gettext
-from marshmallow import ValidationError
+from marshmallow import Schema, ValidationError
 from werkzeug.exceptions import NotFound as PageNotFound
 from werkzeug.wrappers import Response
 
 from domain.approvals import NOTIFY, REASSIGN_TASK
 from domain.credentials import MAX_PASSWORD, MIN_PASSWORD, same_text
-from domain.directory import Principal
+from domain.directory import RETURN_TO_FIRST, RETURN_TO_RETURNING, Principal
 from domain.errors import DomainError, InvalidState, NotFound, ValidationFailed
-from domain.messages import Message
 from domain.permissions import APPROVAL_DECIDE, DIRECTORY_MANAGE, ROLES
-from domain.working_time import SECONDS, WORKING_DAYS
-from projections.directory import ACCOUNT_LISTING, DEFINITION_LISTING, AccountRow
+from projections.directory import ACCOUNT_LISTING, DEFINITION_LISTING, AccountRow, DefinitionRow
 from projections.keyset import Window
 from web.api import flatten, services
 from web.console import groups
 from web.console.access import signed_in
+from web.console.definition_form import NEW_DEFINITION, body_of, errors_by_field, form_of, read_form
 from web.console.forms import (
     PAGE_SIZE,
     Errors,
@@ -39,42 +38,20 @@ from web.console.forms import (
 from web.console.lists import list_view
 from web.console.session import password_errors
 from web.directory import definition_fields
-from web.schemas.directory import AccountCreate, DefinitionCreate
+from web.schemas.directory import AccountCreate, DefinitionCreate, DefinitionFieldsIn
 
 bp = Blueprint("directory", __name__, url_prefix="/directory")
 bp.register_blueprint(groups.bp)  # /directory/groups/
-# The definition form's fields, named as the API's body names them.
-DEFINITION_TEXTS = (
-    "key",
-    "name",
-    "review_window_seconds",
-    "schedule_presets",
-    "reminders",
-    "escalation.after_seconds",
-    "escalation.account_id",
-    "escalation.group_leader_of",
-    "escalation.mode",
-    "deadline_rule.kind",
-    "deadline_rule.days",
-    "deadline_rule.calendar",
-    "deadline_rule.cutoff",
-    "deadline_rule.hours",
-)
-DEFINITION_CHECKS = ("external", "allow_self_approval", "reviewers.applicant_leader")
-DEFINITION_PICKS = ("reviewers.accounts", "reviewers.groups", "reviewers.roles")
-NEW_DEFINITION = {
-    "review_window_seconds": "86400",
-    "escalation.mode": REASSIGN_TASK,
-    "deadline_rule.kind": SECONDS,
-    "deadline_rule.days": "3",
-    "deadline_rule.cutoff": "18:00",
-    "deadline_rule.hours": "8",
-}
 MODE_WORDS = {
     REASSIGN_TASK: lazy_gettext("Hand the task to them, with a high priority"),
     NOTIFY: lazy_gettext("Tell them, and raise the task's priority"),
 }
 PICK_CALENDARS = 200  # the most calendars a definition's form offers
+PICK_DEFINITIONS = 200  # the most definitions it offers as the cancellation definition
+RETURN_WORDS = {
+    RETURN_TO_FIRST: lazy_gettext("The first level"),
+    RETURN_TO_RETURNING: lazy_gettext("The level that returned it"),
+}
 # The roles a definition's reviewers may be named by: those that may decide.
 REVIEWER_ROLES = sorted(role for role, granted in ROLES.items() if APPROVAL_DECIDE in granted)
 PRESETS_EXAMPLE = [
@@ -294,120 +271,71 @@ def definitions(principal: Principal) -> str:
 @bp.post("/definitions")
 @signed_in(DIRECTORY_MANAGE)
 def create_definition(principal: Principal) -> Response | tuple[str, int]:
-    form = _definition_form()
-    given, errors = _definition_body(form)
-    try:
-        body = DefinitionCreate().load(given)
-    except ValidationError as error:
-        errors = {**flatten(error.messages), **errors}
-    if not errors:
-        try:
-            created = services().directory.create_definition(
-                principal, body["key"], definition_fields(body)
-            )
-        except ValidationFailed as failed:
-            errors = failed.errors
-    if errors:
-        return _definitions_page(principal, form, _errors_by_field(errors), 422)
+    form = read_form()
+    created, errors, status = _saved(
+        form,
+        DefinitionCreate,
+        lambda body: services().directory.create_definition(
+            principal, body["key"], definition_fields(body)
+        ),
+    )
+    if created is None:
+        return _definitions_page(principal, form, errors, status)
     flash(_("Definition %(key)s created, unpublished.", key=created.key), "good")
     return redirect(url_for(".definitions", _anchor=f"definition-{created.key}"))
 
 
-def _definition_form() -> dict[str, Any]:
-    """The form as sent: its fields are named as the API's body names them (`escalation.mode`
-    for the body's `{"escalation": {"mode": ...}}`)."""
-    form: dict[str, Any] = {name: request.form.get(name, "").strip() for name in DEFINITION_TEXTS}
-    form.update({name: name in request.form for name in DEFINITION_CHECKS})
-    form.update({name: request.form.getlist(name) for name in DEFINITION_PICKS})
-    return form
+@bp.get("/definitions/<definition_id>/edit")
+@signed_in(DIRECTORY_MANAGE)
+def edit_definition(principal: Principal, definition_id: str) -> str:
+    definition = _definition(principal, definition_id)
+    return _edit_page(principal, definition, form_of(definition), {})[0]
 
 
-def _definition_body(form: dict[str, Any]) -> tuple[dict[str, Any], Errors]:
-    """The form as the API's body (a whole number of seconds, presets parsed from JSON), and
-    what cannot be read as JSON; a field that is no number is passed on for the schema to name.
-    The reviewers are always named, so that a new definition naming nobody is refused."""
-    body = {key: value for key, value in form.items() if value != "" and "." not in key}
-    window = body.get("review_window_seconds", "")
-    if window.isdigit():
-        body["review_window_seconds"] = int(window)
-    body["reviewers"] = _part(form, "reviewers")
-    _deadline_body(form, body)
-    _notices_body(form, body)
-    if "schedule_presets" not in body:
-        return body, {}
+@bp.post("/definitions/<definition_id>/edit")
+@signed_in(DIRECTORY_MANAGE)
+def save_definition(principal: Principal, definition_id: str) -> Response | tuple[str, int]:
+    definition = _definition(principal, definition_id)
+    form = read_form()
+    saved, errors, status = _saved(
+        form,
+        DefinitionFieldsIn,
+        lambda body: services().directory.update_definition(
+            principal, definition_id, definition_fields(body), form_version() or 0
+        ),
+    )
+    if saved is None:
+        return _edit_page(principal, definition, form, errors, status)
+    flash(_("Definition %(key)s saved.", key=saved.key), "good")
+    return redirect(url_for(".definitions", _anchor=f"definition-{saved.key}"))
+
+
+def _definition(principal: Principal, definition_id: str) -> DefinitionRow:
+    return or_404(lambda: services().directory.definition(principal.tenant_id, definition_id))
+
+
+def _saved(
+    form: dict[str, Any],
+    schema: type[Schema],
+    save: Callable[[dict[str, Any]], DefinitionRow],
+) -> tuple[DefinitionRow | None, Errors, int]:
+    """The definition the form saved; else why not, by field, and the page's status (409 when
+    it changed since the form was shown)."""
+    given, errors = body_of(form)
+    if schema is DefinitionFieldsIn:
+        given.pop("key", None)  # it stays
     try:
-        body["schedule_presets"] = json.loads(body["schedule_presets"])
-    except json.JSONDecodeError as error:
-        del body["schedule_presets"]
-        not_json = _(
-            "This is not JSON (line %(line)s, column %(column)s).",
-            line=error.lineno,
-            column=error.colno,
-        )
-        return body, {"schedule_presets": [not_json]}
-    return body, {}
-
-
-def _part(form: dict[str, Any], name: str) -> dict[str, Any]:
-    """The form's fields `name.x`, as the body's object `name` (`{"x": ...}`); those left
-    empty out."""
-    prefix = f"{name}."
-    return {
-        key.removeprefix(prefix): value
-        for key, value in form.items()
-        if key.startswith(prefix) and value != ""
-    }
-
-
-def _deadline_body(form: dict[str, Any], body: dict[str, Any]) -> None:
-    """A deadline in working days or hours as the API's `deadline_rule` (the review window
-    is then not read); in seconds, the review window alone."""
-    rule = _part(form, "deadline_rule")
-    kind = rule.get("kind", SECONDS)
-    if kind == SECONDS:
-        return
-    body.pop("review_window_seconds", None)
-    kept = ("days", "calendar", "cutoff") if kind == WORKING_DAYS else ("hours", "calendar")
-    body["deadline_rule"] = {"kind": kind} | {
-        name: _number(rule[name]) if name in ("days", "hours") else rule[name]
-        for name in kept
-        if name in rule
-    }
-
-
-def _notices_body(form: dict[str, Any], body: dict[str, Any]) -> None:
-    """Reminders typed as "86400, 3600" and the escalation, as the API takes them (what is no
-    number is passed on for the schema to name); an escalation only of its mode is none."""
-    if "reminders" in body:
-        body["reminders"] = [
-            {"before_seconds": _number(part.strip())} for part in body["reminders"].split(",")
-        ]
-    escalation = _part(form, "escalation")
-    if escalation.keys() - {"mode"}:
-        if "after_seconds" in escalation:
-            escalation["after_seconds"] = _number(escalation["after_seconds"])
-        body["escalation"] = escalation
-
-
-def _number(text: str) -> int | str:
-    return int(text) if text.isdigit() else text
-
-
-def _errors_by_field(errors: Errors) -> Errors:
-    """Each reminder's messages under the one reminders field, naming the reminder; those of
-    a reviewer list's items under the list."""
-    together: Errors = {}
-    for name, messages in errors.items():
-        parts = name.split(".")
-        if parts[0] == "reminders" and len(parts) > 1:
-            together.setdefault("reminders", []).extend(
-                Message("Reminder {number}: {message}", number=int(parts[1]) + 1, message=m)
-                for m in messages
-            )
-        else:
-            field = ".".join(parts[:2]) if parts[0] == "reviewers" else name
-            together.setdefault(field, []).extend(messages)
-    return together
+        body = schema().load(given)
+    except ValidationError as error:
+        errors = {**flatten(error.messages), **errors}
+    if errors:
+        return None, errors_by_field(errors), 422
+    try:
+        return save(body), {}, 200
+    except ValidationFailed as failed:
+        return None, errors_by_field(failed.errors), 422
+    except DomainError as error:
+        return None, {"_schema": [error.message]}, 409
 
 
 @bp.post("/definitions/<definition_id>/publish")
@@ -456,21 +384,49 @@ def _definitions_page(
         page=page,
         view=view.found(page),
         definitions=page.items,
-        form={**NEW_DEFINITION, **form},
-        errors=errors,
-        accounts=groups.accounts_to_pick(principal.tenant_id),
-        calendars=services()
-        .calendars.calendars(principal.tenant_id, Window(PICK_CALENDARS, 1))
-        .items,
-        groups=groups.groups_to_pick(principal.tenant_id),
-        reviewer_roles=REVIEWER_ROLES,
-        mode_words=MODE_WORDS,
-        preset_errors=sorted(
+        **_form_context(principal, {**NEW_DEFINITION, **form}, errors, None),
+    )
+    return page_html, status
+
+
+def _edit_page(
+    principal: Principal,
+    definition: DefinitionRow,
+    form: dict[str, Any],
+    errors: Errors,
+    status: int = 200,
+) -> tuple[str, int]:
+    page_html = render_template(
+        "console/directory/definition_edit.html",
+        definition=definition,
+        **_form_context(principal, form, errors, definition),
+    )
+    return page_html, status
+
+
+def _form_context(
+    principal: Principal, form: dict[str, Any], errors: Errors, editing: DefinitionRow | None
+) -> dict[str, Any]:
+    """What the definition form shows: the choices of its pickers, the form and its errors."""
+    tenant_id = principal.tenant_id
+    known = services().directory.definitions(tenant_id, Window(PICK_DEFINITIONS, 1)).items
+    return {
+        "form": form,
+        "errors": errors,
+        "editing": editing,
+        "accounts": groups.accounts_to_pick(tenant_id),
+        "calendars": services().calendars.calendars(tenant_id, Window(PICK_CALENDARS, 1)).items,
+        "groups": groups.groups_to_pick(tenant_id),
+        "reviewer_roles": REVIEWER_ROLES,
+        "mode_words": MODE_WORDS,
+        "return_words": RETURN_WORDS,
+        "cancellations": [d for d in known if editing is None or d.id != editing.id],
+        "definition_by_id": {d.id: d for d in known},
+        "preset_errors": sorted(
             (name, messages)
             for name, messages in errors.items()
             if name.startswith("schedule_presets")
         ),
-        presets_example=json.dumps(PRESETS_EXAMPLE, ensure_ascii=False, indent=2),
-        as_json=lambda value: json.dumps(value, ensure_ascii=False, sort_keys=True),
-    )
-    return page_html, status
+        "presets_example": json.dumps(PRESETS_EXAMPLE, ensure_ascii=False, indent=2),
+        "as_json": lambda value: json.dumps(value, ensure_ascii=False, sort_keys=True),
+    }
