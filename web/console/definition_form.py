@@ -6,6 +6,7 @@ body, and the API's refusals placed next to the field they are about
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from flask import request
@@ -39,7 +40,24 @@ DEFINITION_TEXTS = (
     "cancellation_definition",
 )
 REVIEWER_PICKS = ("reviewers.accounts", "reviewers.groups", "reviewers.roles")
-DEFINITION_CHECKS = ("external", "allow_self_approval", "reviewers.applicant_leader")
+DEFINITION_CHECKS = (
+    "external",
+    "allow_self_approval",
+    "reviewers.applicant_leader",
+    "restart_deadline_on_revise",
+)
+# A level's fields, each named `levels.N.<field>` (N from 0, as the API's errors count them).
+LEVEL_TEXTS = ("name", "approvals_required")
+LEVEL_CHECKS = ("any_reject_rejects", "reviewers.applicant_leader")
+LEVEL_NAME = re.compile(r"levels\.(\d+)\.name")
+LEVEL_ACTION = re.compile(r"(up|down|remove)\.(\d+)")
+NEW_LEVEL: dict[str, Any] = {
+    "name": "",
+    "approvals_required": "1",
+    "any_reject_rejects": True,
+    "reviewers.applicant_leader": False,
+    **{name: [] for name in REVIEWER_PICKS},
+}
 NEW_DEFINITION = {
     "review_window_seconds": "86400",
     "escalation.mode": REASSIGN_TASK,
@@ -57,7 +75,45 @@ def read_form() -> dict[str, Any]:
     form: dict[str, Any] = {name: request.form.get(name, "").strip() for name in DEFINITION_TEXTS}
     form.update({name: name in request.form for name in DEFINITION_CHECKS})
     form.update({name: request.form.getlist(name) for name in REVIEWER_PICKS})
+    form["levels"] = _levels_read()
     return form
+
+
+def _levels_read() -> list[dict[str, Any]]:
+    """The levels as sent, in order; a level left blank (the form's empty one) out."""
+    numbers = sorted({int(m[1]) for key in request.form if (m := LEVEL_NAME.fullmatch(key))})
+    levels = [_level_read(f"levels.{number}.") for number in numbers]
+    return [level for level in levels if not _blank(level)]
+
+
+def _level_read(prefix: str) -> dict[str, Any]:
+    level: dict[str, Any] = {
+        name: request.form.get(prefix + name, "").strip() for name in LEVEL_TEXTS
+    }
+    level.update({name: prefix + name in request.form for name in LEVEL_CHECKS})
+    level.update({name: request.form.getlist(prefix + name) for name in REVIEWER_PICKS})
+    return level
+
+
+def _blank(level: dict[str, Any]) -> bool:
+    named = any(level[name] for name in REVIEWER_PICKS) or level["reviewers.applicant_leader"]
+    return not (named or level["name"] or level["approvals_required"] not in ("", "1"))
+
+
+def moved_levels(form: dict[str, Any]) -> bool:
+    """Whether the form was sent by a level's button (move up or down, remove, add): then its
+    levels are rearranged so, for the form to be shown again, and nothing is saved."""
+    action = request.form.get("level_action")
+    if action is None:
+        return False
+    found = LEVEL_ACTION.fullmatch(action)
+    levels = form["levels"]
+    if found and int(found[2]) < len(levels):
+        index = int(found[2])
+        level = levels.pop(index)
+        if found[1] != "remove":
+            levels.insert(max(0, index - 1) if found[1] == "up" else index + 1, level)
+    return True
 
 
 def form_of(definition: DefinitionRow) -> dict[str, Any]:
@@ -78,6 +134,8 @@ def form_of(definition: DefinitionRow) -> dict[str, Any]:
         "return_to": definition.return_to,
         "cancellation_definition": definition.cancellation_definition or "",
         "reviewers.applicant_leader": bool(reviewers.get("applicant_leader")),
+        "restart_deadline_on_revise": definition.restart_deadline_on_revise,
+        "levels": [_level_form(level) for level in definition.levels or []],
     }
     form.update(
         {f"reviewers.{k}": list(reviewers.get(k, [])) for k in ("accounts", "groups", "roles")}
@@ -85,6 +143,17 @@ def form_of(definition: DefinitionRow) -> dict[str, Any]:
     form.update({f"escalation.{k}": _text(v) for k, v in escalation.items() if v is not None})
     form.update({f"deadline_rule.{k}": _text(v) for k, v in rule.items() if k != "seconds"})
     return form
+
+
+def _level_form(level: dict[str, Any]) -> dict[str, Any]:
+    reviewers = level["reviewers"]
+    return {
+        "name": level.get("name") or "",
+        "approvals_required": str(level["approvals_required"]),
+        "any_reject_rejects": level["any_reject_rejects"],
+        "reviewers.applicant_leader": bool(reviewers.get("applicant_leader")),
+        **{name: list(reviewers.get(name.split(".")[1], [])) for name in REVIEWER_PICKS},
+    }
 
 
 def _text(value: Any) -> str:
@@ -100,7 +169,11 @@ def body_of(form: dict[str, Any]) -> tuple[dict[str, Any], Errors]:
     what cannot be read as JSON; a field that is no number is passed on for the schema to name.
     Every field is given (a PUT leaving one out would keep it); the reviewers are always named,
     so that a new definition naming nobody is refused."""
-    body = {key: value for key, value in form.items() if value != "" and "." not in key}
+    body = {
+        key: value
+        for key, value in form.items()
+        if value != "" and "." not in key and key != "levels"
+    }
     window = body.get("review_window_seconds", "")
     if window.isdigit():
         body["review_window_seconds"] = int(window)
@@ -112,7 +185,33 @@ def body_of(form: dict[str, Any]) -> tuple[dict[str, Any], Errors]:
     body.setdefault("schedule_presets", [])
     _deadline_body(form, body)
     _notices_body(form, body)
-    return _presets_body(body)
+    body, errors = _presets_body(body)
+    return body, {**errors, **_levels_body(form, body)}
+
+
+def _levels_body(form: dict[str, Any], body: dict[str, Any]) -> Errors:
+    """The levels as the API's `levels` (none: null, so that an edit clears them and the
+    reviewers review); given, the reviewers are not named as well."""
+    levels = form["levels"]
+    body["levels"] = [_level_body(level) for level in levels] or None
+    if not levels:
+        return {}
+    if any(body["reviewers"].values()):
+        return {"reviewers": [_("Name the reviewers here or in the levels, not both.")]}
+    del body["reviewers"]
+    return {}
+
+
+def _level_body(level: dict[str, Any]) -> dict[str, Any]:
+    required = level["approvals_required"]
+    return {
+        "name": level["name"] or None,
+        "reviewers": {
+            name.split(".")[1]: level[name] for name in (*REVIEWER_PICKS, *LEVEL_CHECKS[1:])
+        },
+        "approvals_required": _number(required) if required else 1,
+        "any_reject_rejects": level["any_reject_rejects"],
+    }
 
 
 def _presets_body(body: dict[str, Any]) -> tuple[dict[str, Any], Errors]:
@@ -179,7 +278,7 @@ def _number(text: str) -> int | str:
 
 def errors_by_field(errors: Errors) -> Errors:
     """Each reminder's messages under the one reminders field, naming the reminder; those of
-    a reviewer list's items under the list."""
+    a reviewer list's items under the list (a level's too: `levels.1.reviewers.accounts`)."""
     together: Errors = {}
     for name, messages in errors.items():
         parts = name.split(".")
@@ -190,5 +289,7 @@ def errors_by_field(errors: Errors) -> Errors:
             )
         else:
             field = ".".join(parts[:2]) if parts[0] == "reviewers" else name
+            if parts[0] == "levels" and len(parts) > 3 and parts[2] == "reviewers":
+                field = ".".join(parts[:4])
             together.setdefault(field, []).extend(messages)
     return together

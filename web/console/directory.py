@@ -25,7 +25,15 @@ from projections.keyset import Window
 from web.api import flatten, services
 from web.console import groups
 from web.console.access import signed_in
-from web.console.definition_form import NEW_DEFINITION, body_of, errors_by_field, form_of, read_form
+from web.console.definition_form import (
+    NEW_DEFINITION,
+    NEW_LEVEL,
+    body_of,
+    errors_by_field,
+    form_of,
+    moved_levels,
+    read_form,
+)
 from web.console.forms import (
     PAGE_SIZE,
     Errors,
@@ -272,6 +280,8 @@ def definitions(principal: Principal) -> str:
 @signed_in(DIRECTORY_MANAGE)
 def create_definition(principal: Principal) -> Response | tuple[str, int]:
     form = read_form()
+    if moved_levels(form):
+        return _definitions_page(principal, form, {})
     created, errors, status = _saved(
         form,
         DefinitionCreate,
@@ -297,6 +307,8 @@ def edit_definition(principal: Principal, definition_id: str) -> str:
 def save_definition(principal: Principal, definition_id: str) -> Response | tuple[str, int]:
     definition = _definition(principal, definition_id)
     form = read_form()
+    if moved_levels(form):
+        return _edit_page(principal, definition, form, {})
     saved, errors, status = _saved(
         form,
         DefinitionFieldsIn,
@@ -420,6 +432,7 @@ def _form_context(
         "reviewer_roles": REVIEWER_ROLES,
         "mode_words": MODE_WORDS,
         "return_words": RETURN_WORDS,
+        "new_level": NEW_LEVEL,
         "cancellations": [d for d in known if editing is None or d.id != editing.id],
         "definition_by_id": {d.id: d for d in known},
         "preset_errors": sorted(

@@ -136,3 +136,114 @@ def test_wrong_values_are_refused_next_to_their_fields_in_both_languages(
     assert answer.status_code == 422
     assert "nothing" in field_error(answer.get_data(as_text=True), "cancellation_definition")
     assert admin.get("/api/definitions").json["total"] == 0
+
+
+def levels_form(**fields: Any) -> dict[str, Any]:
+    """A new definition of two levels: any operator, then two of ann, bob and cai."""
+    return {
+        "key": "expense",
+        "name": "报销",
+        "review_window_seconds": "7200",
+        "levels.0.name": "主管",
+        "levels.0.reviewers.roles": ["operator"],
+        "levels.0.approvals_required": "1",
+        "levels.0.any_reject_rejects": "on",
+        "levels.1.name": "财务",
+        "levels.1.reviewers.accounts": ["ann", "bob", "cai"],
+        "levels.1.approvals_required": "2",
+        "levels.2.name": "",  # the form's empty level
+        "levels.2.approvals_required": "1",
+        "levels.2.any_reject_rejects": "on",
+        **fields,
+    }
+
+
+def level_names(page: str) -> list[str]:
+    return re.findall(r'id="levels-\d+-name" name="levels\.\d+\.name" value="([^"]*)"', page)
+
+
+def test_levels_are_moved_removed_and_added_without_javascript(
+    console: Console, admin: Api
+) -> None:
+    moved = console.post(DEFINITIONS, levels_form(level_action="up.1"))
+    assert moved.status_code == 200
+    assert level_names(moved.get_data(as_text=True)) == ["财务", "主管", ""]
+    removed = console.post(DEFINITIONS, levels_form(level_action="remove.0"))
+    assert level_names(removed.get_data(as_text=True)) == ["财务", ""]
+    added = console.post(DEFINITIONS, levels_form(level_action="add", **{"levels.2.name": "总监"}))
+    page = added.get_data(as_text=True)
+    assert level_names(page) == ["主管", "财务", "总监", ""]
+    assert 'name="levels.1.reviewers.accounts" value="bob" checked' in page
+    assert admin.get("/api/definitions").json["total"] == 0  # nothing saved
+
+
+def test_a_definition_of_levels_is_saved_and_each_levels_error_shown_at_its_level(
+    console: Console, admin: Api
+) -> None:
+    for person in ("ann", "bob", "cai"):
+        admin.post("/api/accounts", {"id": person, "name": person, "roles": ["operator"]})
+    zero = console.post(DEFINITIONS, levels_form(**{"levels.1.approvals_required": "0"}))
+    assert zero.status_code == 422
+    assert field_error(zero.get_data(as_text=True), "levels-1-approvals_required")
+    too_many = console.post(
+        DEFINITIONS, levels_form(**{"levels.1.approvals_required": "4"}), headers=CHINESE
+    )
+    page = too_many.get_data(as_text=True)
+    assert "3" in field_error(page, "levels-1-approvals_required")
+    assert 'aria-describedby="levels-1-approvals-hint levels-1-approvals_required-error"' in page
+    unknown = console.post(
+        DEFINITIONS,
+        levels_form(
+            **{"levels.0.reviewers.roles": [], "levels.1.reviewers.accounts": ["ann", "zed"]}
+        ),
+    )
+    page = unknown.get_data(as_text=True)
+    assert field_error(page, "levels-0-reviewers")
+    assert "zed" in field_error(page, "levels-1-reviewers-accounts")
+    both = console.post(DEFINITIONS, levels_form(**{"reviewers.roles": ["operator"]}))
+    assert field_error(both.get_data(as_text=True), "reviewers")
+    assert admin.get("/api/definitions").json["total"] == 0
+    made = console.post(DEFINITIONS, levels_form(restart_deadline_on_revise="on"))
+    assert made.status_code == 302
+    expense = admin.get("/api/definitions/by-key/expense").json
+    assert expense["levels"] == [
+        {
+            "name": "主管",
+            "reviewers": {
+                "accounts": [],
+                "groups": [],
+                "roles": ["operator"],
+                "applicant_leader": False,
+            },
+            "approvals_required": 1,
+            "any_reject_rejects": True,
+        },
+        {
+            "name": "财务",
+            "reviewers": {
+                "accounts": ["ann", "bob", "cai"],
+                "groups": [],
+                "roles": [],
+                "applicant_leader": False,
+            },
+            "approvals_required": 2,
+            "any_reject_rejects": False,
+        },
+    ]
+    assert expense["restart_deadline_on_revise"] is True
+    edit = f"{DEFINITIONS}/{expense['id']}/edit"
+    assert level_names(console.page(edit)) == ["主管", "财务", ""]
+    one_level = console.post(
+        edit,
+        {
+            "version": str(expense["version"]),
+            "name": "报销",
+            "review_window_seconds": "7200",
+            "reviewers.accounts": ["ann"],
+            "return_to": "first",
+        },
+    )
+    assert one_level.status_code == 302
+    after = admin.get("/api/definitions/by-key/expense").json
+    assert (after["levels"], after["reviewers"]["accounts"]) == (None, ["ann"])
+    assert after["restart_deadline_on_revise"] is False
