@@ -31,3 +31,18 @@
     if (!box.checked && option.selected) { leader.value = ""; }
   });
 })();
+
+// The definition form: Enter in a field sends it by its own button (create or save), not by
+// the first level's move or remove button, which comes first (without JavaScript, Enter
+// rearranges nothing and saves nothing: the form is shown again).
+(function () {
+  "use strict";
+  document.addEventListener("keydown", function (event) {
+    var field = event.target;
+    if (event.key !== "Enter" || !field.form || field.tagName !== "INPUT") { return; }
+    var button = field.form.querySelector("[data-enter-sends]");
+    if (!button) { return; }
+    event.preventDefault();
+    field.form.requestSubmit(button);
+  });
+})();
