@@ -33,8 +33,8 @@
 })();
 
 // The definition form: Enter in a field sends it by its own button (create or save), not by
-// the first level's move or remove button, which comes first (without JavaScript, Enter
-// rearranges nothing and saves nothing: the form is shown again).
+// "Add another level", the form's first button (without JavaScript, Enter sends that one,
+// which saves nothing and shows the form again as it was).
 (function () {
   "use strict";
   document.addEventListener("keydown", function (event) {
