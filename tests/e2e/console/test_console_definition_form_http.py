@@ -173,7 +173,7 @@ def test_levels_are_moved_removed_and_added_without_javascript(
     added = console.post(DEFINITIONS, levels_form(level_action="add", **{"levels.2.name": "总监"}))
     page = added.get_data(as_text=True)
     assert level_names(page) == ["主管", "财务", "总监", ""]
-    assert 'name="levels.1.reviewers.accounts" value="bob" checked' in page
+    assert 'name="levels.0.reviewers.roles" value="operator" checked' in page
     assert admin.get("/api/definitions").json["total"] == 0  # nothing saved
 
 
