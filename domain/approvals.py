@@ -22,6 +22,22 @@ from domain.directory import (
     without_notices,
 )
 from domain.errors import DomainError, Forbidden, InvalidState, NotAReviewer, ValidationFailed
+from domain.levels import (
+    COMPLETED,
+    FAILED,
+    Revision,
+    Tally,
+    completed,
+    current_task_id,
+    initial_review,
+    legacy_level,
+    opened_tasks,
+    revised,
+    revision_after,
+    tally_of,
+    vote_of,
+    with_level_state,
+)
 from domain.messages import Message
 from domain.permissions import (
     ALL_PERMISSIONS,
@@ -31,6 +47,8 @@ from domain.permissions import (
 )
 from domain.reason_codes import (
     ALREADY_DECIDED,
+    ALREADY_VOTED_ON_LEVEL,
+    APPROVAL_COUNTED,
     APPROVED_IN_TIME,
     ASSIGNEE_MAY_NOT_DECIDE,
     CALLBACK_OBSERVED,
@@ -44,22 +62,28 @@ from domain.reason_codes import (
     ESCALATION_TARGET_INELIGIBLE,
     EXTENSION_NOT_LATER,
     EXTENSION_TOO_FAR,
+    LEVEL_CANNOT_REACH,
+    MATERIAL_NOT_NEWER,
+    MATERIAL_REVISED,
     MATERIAL_STALE,
     NOT_A_REVIEWER,
     NOT_THE_APPLICANT,
+    NOT_THE_APPLICANT_REVISE,
     NOT_THE_ASSIGNEE,
     PERMISSION_MISSING,
     REASSIGNED_IN_TIME,
     REJECTED_IN_TIME,
+    REJECTION_COUNTED,
     REVIEWER_INELIGIBLE,
     SELF_APPROVAL_APPLICANT,
     SELF_APPROVAL_SAVER_UNKNOWN,
     SELF_APPROVAL_SCHEDULE_SAVER,
+    TASK_CLOSED,
     UNCLAIMED_IN_TIME,
     WITHDRAWN_IN_TIME,
     Reason,
 )
-from domain.reviewers import BY_ANYONE, FIRST_TASK, HIGH, Reviewers, Task
+from domain.reviewers import BY_ANYONE, CLOSED, FIRST_TASK, HIGH, Reviewers, Task
 from domain.values import FormData, checked_form_data
 
 WAITING_REVIEW = "WAITING_REVIEW"
@@ -92,10 +116,15 @@ UNCLAIMED = "UNCLAIMED"
 REASSIGNED = "REASSIGNED"
 COMMENTED = "COMMENTED"
 TAKEN = "CLAIMED_BY_OTHER"  # refused, recorded, answered 409: another account holds the task
+VOTED = "VOTED"  # an approve or reject counted on its level; the instance still waits
+ALREADY_VOTED = "ALREADY_VOTED"  # refused, recorded, 409: one task per reviewer per level
+REVISED = "REVISED"  # the applicant revised the material; earlier votes lapsed
 
 SUBMIT = "submit"
 APPROVE, WITHDRAW, EXTEND, SIGN, SWEEP = "approve", "withdraw", "extend-deadline", "sign", "sweep"
 CLAIM, UNCLAIM, REASSIGN, REJECT, COMMENT = "claim", "unclaim", "reassign", "reject", "comment"
+REVISE = "revise"
+VOTING = frozenset({"approve", "reject"})
 REVIEWING = frozenset({APPROVE, REJECT, CLAIM})  # commands only a task's reviewers may send
 HOLDING = frozenset({UNCLAIM, REASSIGN})  # commands only the assignee or an admin may send
 DEADLINE_ACTOR = "system:sweeper"  # who expires an instance: the deadline rule, run by the service
@@ -106,12 +135,14 @@ PERMISSION_OF_COMMAND = {
     UNCLAIM: APPROVAL_DECIDE,
     REASSIGN: APPROVAL_DECIDE,
     WITHDRAW: APPROVAL_SUBMIT,
+    REVISE: APPROVAL_SUBMIT,
     EXTEND: APPROVAL_DECIDE,
     SIGN: APPROVAL_CALLBACK,
 }
 FIELD_OF_RULE = {
     EXTEND: "new_deadline_at",
     REASSIGN: "assignee_id",
+    REVISE: "material_version",
 }  # the field a RULE_BROKEN answer is about
 
 
@@ -150,6 +181,8 @@ class Command:
         payload = self.payload
         if "working_days" in payload:
             payload = {k: v for k, v in payload.items() if k not in COUNTED_EXTENSION}
+        elif self.kind == REVISE:
+            payload = {k: v for k, v in payload.items() if k not in COUNTED_REVISE}
         canonical = json.dumps([self.kind, payload], sort_keys=True, default=_plain)
         return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -227,6 +260,8 @@ COUNTED_EXTENSION = ("new_deadline_at", "calendar", "calendar_revision")
 # policy keeps, under `working_time_notices`, when each reminder and the escalation fall due,
 # counted in working time too.
 Ruled = tuple[datetime, dict[str, Any]]
+# What the server adds to a revise that restarts the deadline: the new deadline and its policy.
+COUNTED_REVISE = ("new_deadline_at", "deadline_policy")
 
 
 def offset_minutes_of(moment: datetime) -> int:
@@ -365,6 +400,7 @@ class Decision:
     state: str
     accepted: bool
     why: Reason
+    completes_level: bool = False  # an approve that brought its level to its approvals
 
     @property
     def reason(self) -> str:
@@ -408,6 +444,7 @@ class Review:
     admission: dict[str, str] | None = field(default_factory=lambda: {"rule": BY_ANYONE})
     admin: bool = False
     target_eligible: bool = True
+    tally: Tally = field(default_factory=Tally)
 
 
 def decide(
@@ -458,6 +495,8 @@ def refusal_of(
         return Reason(NOT_THE_ASSIGNEE, {"command": command.kind})
     if command.kind == WITHDRAW and actor != parties.applicant_id:
         return Reason(NOT_THE_APPLICANT)
+    if command.kind == REVISE and actor != parties.applicant_id:
+        return Reason(NOT_THE_APPLICANT_REVISE)
     return None
 
 
@@ -492,6 +531,10 @@ def _decide_in_time(
     if state in TERMINAL:
         outcome = LATE_OR_CONFLICT if command.kind == SIGN else CONFLICT
         return Decision(outcome, state, False, decided)
+    if command.kind in REVIEWING | HOLDING and review.task.state == CLOSED:
+        return Decision(
+            CONFLICT, WAITING_REVIEW, False, Reason(TASK_CLOSED, {"task_id": review.task.id})
+        )
     holder = review.task.held_by_other(actor)
     if command.kind in REVIEWING and holder is not None:
         return Decision(
@@ -501,20 +544,68 @@ def _decide_in_time(
         return _decide_extension(deadline, command, now)
     if command.kind == REASSIGN:
         return _decide_reassignment(command, parties, review)
-    return _decide_waiting(material_version, command, parties.interest_of(actor))
+    if command.kind == REVISE:
+        return _decide_revise(material_version, command)
+    return _decide_waiting(material_version, command, parties.interest_of(actor), actor, review)
 
 
-def _decide_waiting(material_version: int, command: Command, interest: Reason | None) -> Decision:
+def _decide_waiting(
+    material_version: int,
+    command: Command,
+    interest: Reason | None,
+    actor: str = "",
+    review: Review = Review(),
+) -> Decision:
     if command.kind in REVIEWING and interest is not None:
         return Decision(SELF_APPROVAL, WAITING_REVIEW, False, interest)
     stale = stale_material(command, material_version)
     if stale is not None:
         return Decision(STALE_MATERIAL, WAITING_REVIEW, False, stale)
+    tally = review.tally
+    if command.kind in REVIEWING and actor in tally.voters | tally.holders:
+        why = Reason(ALREADY_VOTED_ON_LEVEL, {"actor": actor, "level": tally.level})
+        return Decision(ALREADY_VOTED, WAITING_REVIEW, False, why)
+    if command.kind in VOTING:
+        return _decide_vote(command.kind, tally)
     accepted = ACCEPTED_WHILE_WAITING.get(command.kind)
     if accepted is not None:
         outcome, code = accepted
         return Decision(outcome, STATE_AFTER.get(outcome, WAITING_REVIEW), True, Reason(code))
     return Decision(NOT_DUE, WAITING_REVIEW, True, Reason(DEADLINE_NOT_DUE))
+
+
+def _decide_vote(kind: str, tally: Tally) -> Decision:
+    """An approve or reject on a level: it completes the level (the last: APPROVED), counts,
+    or refuses the instance (a reject, unless the level counts rejects as votes and enough
+    approvals remain possible)."""
+    counts = {"level": tally.level, "required": tally.required}
+    if kind == APPROVE:
+        approvals = tally.approvals + 1
+        if approvals < tally.required:
+            why = Reason(APPROVAL_COUNTED, {**counts, "approvals": approvals})
+            return Decision(VOTED, WAITING_REVIEW, True, why)
+        if tally.last:
+            return Decision(APPROVED, APPROVED, True, Reason(APPROVED_IN_TIME), True)
+        why = Reason(APPROVAL_COUNTED, {**counts, "approvals": approvals})
+        return Decision(VOTED, WAITING_REVIEW, True, why, True)
+    if tally.any_reject_rejects:
+        return Decision(REJECTED, REJECTED, True, Reason(REJECTED_IN_TIME))
+    possible = tally.possible - 1
+    if possible < tally.required:
+        why = Reason(LEVEL_CANNOT_REACH, {**counts, "possible": max(possible, 0)})
+        return Decision(REJECTED, REJECTED, True, why)
+    why = Reason(REJECTION_COUNTED, {**counts, "possible": possible})
+    return Decision(VOTED, WAITING_REVIEW, True, why)
+
+
+def _decide_revise(material_version: int, command: Command) -> Decision:
+    """A revise names a newer material version, or is refused on `material_version`."""
+    offered = command.payload["material_version"]
+    if offered <= material_version:
+        why = Reason(MATERIAL_NOT_NEWER, {"offered": offered, "current": material_version})
+        return Decision(RULE_BROKEN, WAITING_REVIEW, False, why)
+    revised_to = {"old": material_version, "new": offered, "reason": command.payload["reason"]}
+    return Decision(REVISED, WAITING_REVIEW, True, Reason(MATERIAL_REVISED, revised_to))
 
 
 def _decide_reassignment(command: Command, parties: Parties, review: Review) -> Decision:
@@ -611,7 +702,7 @@ class ApprovalInstance(Aggregate):
     def create_id(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
         return approval_uuid(tenant_id, applicant_id, command_id)
 
-    class_version = 8
+    class_version = 9
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -658,15 +749,33 @@ class ApprovalInstance(Aggregate):
         state["tasks"] = [_legacy_task(state["state"]).as_dict()]
         state["comments"] = []
 
+    @staticmethod
+    def upcast_v8_v9(state: dict[str, Any]) -> None:
+        """A snapshot from before issue 35: levels (one, from its reviewers), no votes kept
+        (its timeline has them), the deadline kept on a revise."""
+        candidates = state["tasks"][0]["candidates"] if state["tasks"] else None
+        level = legacy_level(state["reviewers"], candidates)
+        if state["state"] in (APPROVED, REJECTED):
+            level.update(state=COMPLETED if state["state"] == APPROVED else FAILED)
+            level["completed_at"] = state["decided_at"]
+        state["levels"] = [level]
+        state["leveled"] = False
+        state["current_level"] = 1
+        state["votes"] = []
+        state["restart_deadline_on_revise"] = False
+
     class Submitted(Aggregate.Created):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 gave a launch's `origin` its fire metadata (see `fire_metadata`); version 4
         added `review_deadline_offset_minutes`, the offset a deadline was given with (None: UTC,
         or a deadline from the definition's review window); version 5 the definition's
         `reminders` and `escalation` (none before); version 6 the definition's `reviewers`
-        and the review task's `candidates` (None before: anyone who may decide)."""
+        and the review task's `candidates` (None before: anyone who may decide); version 7
+        the definition's `levels`, each with its candidates fixed at submission (None before,
+        and for a definition without levels: one level from `reviewers`), and
+        `restart_deadline_on_revise` (false before)."""
 
-        class_version = 6
+        class_version = 7
         tenant_id: UUID
         definition_id: str
         applicant_id: str
@@ -686,6 +795,8 @@ class ApprovalInstance(Aggregate):
         escalation: Escalation | None
         reviewers: dict[str, Any] | None
         candidates: list[str] | None
+        levels: list[dict[str, Any]] | None
+        restart_deadline_on_revise: bool
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -704,6 +815,11 @@ class ApprovalInstance(Aggregate):
             state["reviewers"] = None
             state["candidates"] = None
 
+        @staticmethod
+        def upcast_v6_v7(state: dict[str, Any]) -> None:
+            state["levels"] = None
+            state["restart_deadline_on_revise"] = False
+
     @classmethod
     def submit(
         cls,
@@ -715,12 +831,15 @@ class ApprovalInstance(Aggregate):
         at: datetime,
         candidates: Sequence[str] | None = None,
         ruled: Ruled | None = None,
+        levels: Sequence[Mapping[str, Any]] | None = None,
     ) -> ApprovalInstance:
         """A new instance, submitted by its applicant or by a run on the applicant's behalf
         (with the terms of the definition's revision the run was frozen at); the definition's
         reminders, escalation and reviewers are fixed on it, as its deadline is, and its task
         goes to `candidates`, the accounts the reviewers named at submission. A definition
-        whose deadline is in working time gives it counted on its calendar (`ruled`)."""
+        whose deadline is in working time gives it counted on its calendar (`ruled`). A
+        definition with levels gives them (`levels`, see domain/levels.py `level_of`), each
+        with its candidates; `reviewers` and `candidates` are then level 1's."""
         deadline, deadline_policy = submission.deadline(
             definition.review_window_seconds, at, revision_of(definition), ruled
         )
@@ -746,8 +865,10 @@ class ApprovalInstance(Aggregate):
             actor=applicant_id,
             reminders=[dict(reminder) for reminder in definition.reminders],
             escalation=None if definition.escalation is None else dict(definition.escalation),
-            reviewers=definition.reviewers,
+            reviewers=levels[0]["reviewers"] if levels else definition.reviewers,
             candidates=None if candidates is None else sorted(candidates),
+            levels=None if not levels else [dict(level) for level in levels],
+            restart_deadline_on_revise=definition.restart_deadline_on_revise,
         )
 
     @event(Submitted)
@@ -772,6 +893,8 @@ class ApprovalInstance(Aggregate):
         escalation: Escalation | None = None,
         reviewers: dict[str, Any] | None = None,
         candidates: Sequence[str] | None = None,
+        levels: Sequence[Mapping[str, Any]] | None = None,
+        restart_deadline_on_revise: bool = False,
     ) -> None:
         self.tenant_id = tenant_id
         self.definition_id = definition_id
@@ -798,8 +921,11 @@ class ApprovalInstance(Aggregate):
         self.reminders_sent: list[dict[str, Any]] = []  # before_seconds, due_at, at
         self.escalated: dict[str, Any] | None = None  # account_id, after_seconds, due_at, at
         self.reviewers = reviewers  # None: anyone who may decide (before reviewers)
-        task = Task(FIRST_TASK, None if candidates is None else tuple(candidates))
-        self.tasks = [task.as_dict()]
+        self.leveled = levels is not None  # a definition's own levels (else one, as before)
+        self.levels, self.tasks = initial_review(levels, reviewers, candidates, at)
+        self.current_level = 1
+        self.votes: list[dict[str, Any]] = []  # level, task, approve/reject, material version
+        self.restart_deadline_on_revise = restart_deadline_on_revise
         self.comments: list[dict[str, Any]] = []  # author, text, at, command
 
     def answer_to(
@@ -841,14 +967,29 @@ class ApprovalInstance(Aggregate):
 
     @property
     def reviewer_rule(self) -> Reviewers | None:
+        """The reviewers of the current level (of the instance, without levels)."""
+        if self.leveled:
+            return Reviewers.of(self.levels[self.current_level - 1]["reviewers"])
         return Reviewers.of(self.reviewers)
+
+    def task_id_for(self, command: Command, actor: str) -> str:
+        """The task a command is about: the one it names, else (a reviewer's command) the
+        actor's on the current level, or its first open one."""
+        named = command.payload.get("task_id")
+        if named:
+            return str(named)
+        return current_task_id(self.tasks, self.current_level, actor)
+
+    def tally(self, task_id: str, eligible: Sequence[str] | None = None) -> Tally:
+        """The current level's tally for a command on `task_id` (see domain/levels.py)."""
+        return tally_of(self.levels, self.votes, self.tasks, self.current_level, task_id, eligible)
 
     def review(self, task_id: str = FIRST_TASK) -> Review:
         """The review as the instance alone knows it: without reviewers (an instance from
         before them) anyone who may decide is admitted; with them, nobody until the service
         says who the rule admits (`Review.admission`)."""
         admission = {"rule": BY_ANYONE} if self.reviewers is None else None
-        return Review(self.task(task_id), admission)
+        return Review(self.task(task_id), admission, tally=self.tally(task_id))
 
     @property
     def parties(self) -> Parties:
@@ -868,6 +1009,7 @@ class ApprovalInstance(Aggregate):
         A command that finds the deadline passed is recorded as rejected (EXPIRED), after the
         expiry itself, which is the deadline rule's (`DEADLINE_ACTOR`), not the caller's.
         """
+        review = review or self.review(self.task_id_for(command, actor))
         decision = decide(
             self.state,
             self.review_deadline_at,
@@ -878,16 +1020,16 @@ class ApprovalInstance(Aggregate):
             self.parties,
             granted=granted,
             contract_id=self.contract_id,
-            review=review or self.review(),
+            review=review,
         )
-        extension = (
-            {
-                "rule_version": DEADLINE_RULES_VERSION,
-                "deadline_offset_minutes": command.deadline_offset_minutes,
-            }
-            if decision.outcome == EXTENDED
-            else {}
-        )
+        extension = self._extras(decision, command)
+        payload = command.payload
+        if (
+            review.task.id != FIRST_TASK
+            and "task_id" not in payload
+            and command.kind in (REVIEWING | HOLDING)
+        ):
+            payload = {**payload, "task_id": review.task.id}  # the task it found, kept
         late = decision.outcome == EXPIRED and command.kind != SWEEP
         if late:
             self.handle(Command(SWEEP, None), at, DEADLINE_ACTOR)
@@ -897,7 +1039,7 @@ class ApprovalInstance(Aggregate):
                 **extension,
                 command=command.kind,
                 command_id=command.command_id,
-                payload=command.payload,
+                payload=payload,
                 outcome=decision.outcome,
                 reason=decision.reason,
                 reason_code=decision.why.code,
@@ -906,9 +1048,67 @@ class ApprovalInstance(Aggregate):
                 fingerprint=command.fingerprint,
                 at=at,
                 actor=actor,
-                admission=(review.admission if review and command.kind in REVIEWING else None),
+                admission=(review.admission if command.kind in REVIEWING else None),
             )
+        if decision.completes_level and (self.leveled or not review.tally.last):
+            self._complete_level(review.tally.level, at, actor)
         return Answer.of(decision, command.fingerprint)
+
+    def _extras(self, decision: Decision, command: Command) -> dict[str, Any]:
+        """What an extension's or a revise's event keeps besides the command."""
+        if decision.outcome == EXTENDED:
+            return {
+                "rule_version": DEADLINE_RULES_VERSION,
+                "deadline_offset_minutes": command.deadline_offset_minutes,
+            }
+        if decision.outcome == REVISED:
+            revision = revision_after(self.votes, self.tasks, self.current_level)
+            restarted = command.payload.get("new_deadline_at")
+            return {
+                "lapsed_votes": revision.lapsed,
+                "back_to_level": revision.back_to_level,
+                "reopened_tasks": revision.reopened_tasks,
+                "closed_tasks": revision.closed_tasks,
+                "old_deadline_at": self.review_deadline_at if restarted else None,
+            }
+        return {}
+
+    def _complete_level(self, number: int, at: datetime, actor: str) -> None:
+        following = number + 1 if number < len(self.levels) else None
+        self._level_completed(
+            level=number,
+            next_level=following,
+            opened_tasks=opened_tasks(self.levels, self.tasks, number),
+            material_version=self.material_version,
+            at=at,
+            actor=actor,
+        )
+
+    class LevelCompleted(Aggregate.Event):
+        """Level `level` reached its approvals on `material_version` at `at` (the approve of
+        `actor` completed it); `next_level` opened (None: it was the last) with
+        `opened_tasks` (none when its earlier tasks reopened after a revise)."""
+
+        level: int
+        next_level: int | None
+        opened_tasks: list[dict[str, Any]]
+        material_version: int
+        at: datetime
+        actor: str
+
+    @event(LevelCompleted)
+    def _level_completed(
+        self,
+        level: int,
+        next_level: int | None,
+        opened_tasks: list[dict[str, Any]],
+        material_version: int,
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.levels, self.tasks = completed(self.levels, self.tasks, level, at)
+        if next_level is not None:
+            self.current_level = next_level
 
     def owed_notices(self) -> list[Notice]:
         """The reminders and escalation still owed, earliest first (see `owed_notices`)."""
@@ -988,7 +1188,7 @@ class ApprovalInstance(Aggregate):
         targets = self.escalation_targets(leaders_up)
         mode = escalation.get("mode", NOTIFY)
         target = next((t for t in targets if may_review(t)), None)
-        task = self.task()
+        task = self.task(current_task_id(self.tasks, self.current_level, ""))
         self._escalated(
             account_id=target or next(iter(targets), None),
             after_seconds=escalation["after_seconds"],
@@ -1248,6 +1448,23 @@ class ApprovalInstance(Aggregate):
     class CallbackObserved(CommandHandled):
         pass
 
+    class Voted(CommandHandled):
+        """An approve or reject counted on its level; the instance still waits (the level
+        may have completed: `LevelCompleted` follows)."""
+
+    class Revised(CommandHandled):
+        """The applicant revised the material (`payload`: the new `material_version`, any
+        `form_data`, the `reason`; with `new_deadline_at` and `deadline_policy` when the
+        definition restarts the deadline on a revise). `lapsed_votes` votes lapsed; the
+        review went back to `back_to_level`, `reopened_tasks` reopened and `closed_tasks`
+        closed; `old_deadline_at` is the deadline it replaced (None: kept)."""
+
+        lapsed_votes: int
+        back_to_level: int
+        reopened_tasks: list[str]
+        closed_tasks: list[str]
+        old_deadline_at: datetime | None
+
     class CommandRejected(CommandHandled):
         pass
 
@@ -1271,6 +1488,10 @@ class ApprovalInstance(Aggregate):
         comment = comment_of(handled)
         if comment is not None:
             self.comments.append(comment)
+        if isinstance(handled, ApprovalInstance.Revised):
+            self.revise(handled)
+        self.votes = votes_after(self.votes, handled, self.current_level, self.material_version)
+        self.levels = levels_after(self.levels, handled, self.current_level)
         self.tasks = tasks_after(self.tasks, handled, state)
         if state != self.state:
             self.state = state
@@ -1302,6 +1523,29 @@ class ApprovalInstance(Aggregate):
                 "contract_matches": contract_id == self.contract_id,
             }
         )
+
+    def revise(self, handled: Revised) -> None:
+        """The new material: earlier votes lapse, the review goes back to level 1 (unless
+        nothing was voted), the deadline restarts when the definition says so."""
+        payload = handled.payload
+        revision = Revision(
+            handled.lapsed_votes,
+            handled.back_to_level,
+            handled.reopened_tasks,
+            handled.closed_tasks,
+        )
+        self.levels, self.tasks, self.votes = revised(
+            self.levels, self.tasks, self.votes, revision, handled.at
+        )
+        self.current_level = handled.back_to_level
+        self.material_version = payload["material_version"]
+        if payload.get("form_data") is not None:
+            self.form_data = FormData.of(payload["form_data"])
+        if payload.get("new_deadline_at") is not None:
+            self.extensions.append(restarted_deadline(handled))
+            self.review_deadline_at = payload["new_deadline_at"]
+            self.review_deadline_offset_minutes = None
+            self.deadline_policy = dict(payload["deadline_policy"])
 
     def extend(self, handled: DeadlineExtended) -> None:
         """Move the deadline, keeping the old one, who, when, why and under which rules."""
@@ -1351,6 +1595,56 @@ def extended_policy(
     return extended
 
 
+def restarted_deadline(handled: ApprovalInstance.Revised) -> dict[str, Any]:
+    """A deadline a revise restarted, kept beside the extensions with both deadlines."""
+    return {
+        "old_deadline_at": handled.old_deadline_at,
+        "new_deadline_at": handled.payload["new_deadline_at"],
+        "reason": handled.payload["reason"],
+        "actor": handled.actor,
+        "at": handled.at,
+        "rule_version": DEADLINE_RULES_VERSION,
+        "revise": True,
+    }
+
+
+def votes_after(
+    votes: Sequence[Mapping[str, Any]],
+    handled: ApprovalInstance.CommandHandled,
+    level: int,
+    material_version: int,
+) -> list[dict[str, Any]]:
+    """The votes after a handled command: an accepted approve or reject is one, on the
+    current level and material."""
+    kept = [dict(vote) for vote in votes]
+    if handled.accepted and handled.command in VOTING and handled.outcome != EXPIRED:
+        task_id = handled.payload.get("task_id") or FIRST_TASK
+        kept.append(
+            vote_of(
+                level,
+                task_id,
+                handled.command,
+                handled.actor,
+                handled.at,
+                material_version,
+                handled.command_id,
+            )
+        )
+    return kept
+
+
+def levels_after(
+    levels: Sequence[Mapping[str, Any]], handled: ApprovalInstance.CommandHandled, level: int
+) -> list[dict[str, Any]]:
+    """The levels after a handled command: approved, the current level completed; refused
+    by a reject, failed."""
+    if handled.accepted and handled.outcome == APPROVED:
+        return with_level_state(levels, level, COMPLETED, handled.at)
+    if handled.accepted and handled.outcome == REJECTED:
+        return with_level_state(levels, level, FAILED, handled.at)
+    return [dict(x) for x in levels]
+
+
 def escalated_tasks(
     tasks: Sequence[Mapping[str, Any]],
     task_id: str,
@@ -1396,6 +1690,8 @@ def tasks_after(
             task = task.assigned(handled.payload["assignee_id"], handled.at)
         elif task.id == wanted and handled.outcome == UNCLAIMED:
             task = task.released()
+        elif task.id == wanted and handled.outcome == VOTED:
+            task = task.closed()
         moved.append(task.as_dict())
     return moved
 
@@ -1434,4 +1730,7 @@ EVENT_OF_OUTCOME: dict[str, type[ApprovalInstance.CommandHandled]] = {
     LATE_OR_CONFLICT: ApprovalInstance.CommandRejected,
     FORBIDDEN: ApprovalInstance.CommandRejected,
     RULE_BROKEN: ApprovalInstance.CommandRejected,
+    VOTED: ApprovalInstance.Voted,
+    ALREADY_VOTED: ApprovalInstance.CommandRejected,
+    REVISED: ApprovalInstance.Revised,
 }

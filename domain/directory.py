@@ -619,6 +619,13 @@ def without_reviewers(state: dict[str, Any]) -> None:
     state["reviewers"] = None
 
 
+def without_levels(state: dict[str, Any]) -> None:
+    """Upcast of an event (or terms) from before levels: one level from its reviewers, the
+    deadline kept on a revise."""
+    state["levels"] = None
+    state["restart_deadline_on_revise"] = False
+
+
 def seconds_rule(review_window_seconds: int) -> dict[str, Any]:
     """The deadline rule a review window in plain seconds is (docs/calendars.md)."""
     return {"kind": "seconds", "seconds": int(review_window_seconds)}
@@ -641,6 +648,9 @@ class DefinitionTerms:
     escalation: Escalation | None
     reviewers: dict[str, Any] | None  # None: anyone who may decide (before reviewers)
     deadline_rule: dict[str, Any]  # seconds, working_days or working_hours (docs/calendars.md)
+    # Terms published before issue 35 keep neither: one level from `reviewers`, deadline kept.
+    levels: list[dict[str, Any]] | None = None  # None: one level from `reviewers`
+    restart_deadline_on_revise: bool = False
 
 
 class Definition(Aggregate):
@@ -651,10 +661,11 @@ class Definition(Aggregate):
     are kept, so a schedule saved against one launches with it. Version 3 added them; version 4
     `reminders` and `escalation` (docs/approvals.md#reminders-and-escalation); version 5
     `reviewers` (docs/approvals.md#who-reviews); version 6 `deadline_rule`
-    (docs/calendars.md#deadlines-in-working-time).
+    (docs/calendars.md#deadlines-in-working-time); version 7 `levels` and
+    `restart_deadline_on_revise` (docs/approvals.md#levels-and-countersign).
     """
 
-    class_version = 6
+    class_version = 7
 
     upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -691,6 +702,13 @@ class Definition(Aggregate):
             ruled_by_review_window(terms)
 
     @staticmethod
+    def upcast_v6_v7(state: dict[str, Any]) -> None:
+        """A snapshot from before levels: one level from its reviewers, in every revision."""
+        without_levels(state)
+        for terms in state["revisions"].values():
+            without_levels(terms)
+
+    @staticmethod
     def create_id(tenant_id: UUID, key: str) -> UUID:
         return definition_uuid(tenant_id, key)
 
@@ -698,9 +716,10 @@ class Definition(Aggregate):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 `reminders` and `escalation` (none before); version 4 `reviewers` (None
         before: anyone who may decide); version 5 `deadline_rule` (before: the review window
-        in seconds)."""
+        in seconds); version 6 `levels` (None before: one level from `reviewers`) and
+        `restart_deadline_on_revise` (false before)."""
 
-        class_version = 5
+        class_version = 6
         tenant_id: UUID
         key: str
         name: str
@@ -714,11 +733,14 @@ class Definition(Aggregate):
         escalation: Escalation | None
         reviewers: dict[str, Any] | None
         deadline_rule: dict[str, Any]
+        levels: list[dict[str, Any]] | None
+        restart_deadline_on_revise: bool
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(without_notices)
         upcast_v3_v4 = staticmethod(without_reviewers)
         upcast_v4_v5 = staticmethod(ruled_by_review_window)
+        upcast_v5_v6 = staticmethod(without_levels)
 
     @event(Registered)
     def __init__(
@@ -736,6 +758,8 @@ class Definition(Aggregate):
         escalation: Escalation | None = None,
         reviewers: dict[str, Any] | None = None,
         deadline_rule: dict[str, Any] | None = None,
+        levels: list[dict[str, Any]] | None = None,
+        restart_deadline_on_revise: bool = False,
     ) -> None:
         self.tenant_id = tenant_id
         self.key = key
@@ -748,6 +772,8 @@ class Definition(Aggregate):
         self.escalation = escalation
         self.reviewers = reviewers
         self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
+        self.levels = levels
+        self.restart_deadline_on_revise = restart_deadline_on_revise
         self.published = False
         self.created_at = at
         self.revision = UNPUBLISHED_REVISION
@@ -766,9 +792,10 @@ class Definition(Aggregate):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 added `revision`, the definition's revision after it (1 before); version 4
         `reminders` and `escalation` (none before); version 5 `reviewers` (None before);
-        version 6 `deadline_rule` (before: the review window in seconds)."""
+        version 6 `deadline_rule` (before: the review window in seconds); version 7 `levels`
+        (None before: one level from `reviewers`) and `restart_deadline_on_revise` (false)."""
 
-        class_version = 6
+        class_version = 7
         name: str
         external: bool
         review_window_seconds: int
@@ -781,12 +808,15 @@ class Definition(Aggregate):
         escalation: Escalation | None
         reviewers: dict[str, Any] | None
         deadline_rule: dict[str, Any]
+        levels: list[dict[str, Any]] | None
+        restart_deadline_on_revise: bool
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(counted_as_first_revision)
         upcast_v3_v4 = staticmethod(without_notices)
         upcast_v4_v5 = staticmethod(without_reviewers)
         upcast_v5_v6 = staticmethod(ruled_by_review_window)
+        upcast_v6_v7 = staticmethod(without_levels)
 
     def update(
         self,
@@ -801,10 +831,13 @@ class Definition(Aggregate):
         escalation: Escalation | None = None,
         reviewers: dict[str, Any] | None = None,
         deadline_rule: dict[str, Any] | None = None,
+        levels: list[dict[str, Any]] | None = None,
+        restart_deadline_on_revise: bool | None = None,
     ) -> None:
         """Change the settings; while published, the change is published as a new revision.
         Reviewers once named stay named (`reviewers` None keeps them); no `deadline_rule`
-        means the review window in seconds."""
+        means the review window in seconds. Levels given replace the reviewers (kept None);
+        reviewers given replace the levels; neither keeps both as they are."""
         check_notices(reminders, escalation, review_window_seconds)
         kept_reminders, kept_escalation = notice_terms(reminders, escalation)
         self._updated(
@@ -818,8 +851,13 @@ class Definition(Aggregate):
             actor=actor,
             reminders=kept_reminders,
             escalation=kept_escalation,
-            reviewers=self.reviewers if reviewers is None else reviewers,
+            **_review_terms(self, reviewers, levels),
             deadline_rule=deadline_rule or seconds_rule(review_window_seconds),
+            restart_deadline_on_revise=(
+                self.restart_deadline_on_revise
+                if restart_deadline_on_revise is None
+                else restart_deadline_on_revise
+            ),
         )
 
     @event(Updated)
@@ -837,6 +875,8 @@ class Definition(Aggregate):
         escalation: Escalation | None,
         reviewers: dict[str, Any] | None = None,
         deadline_rule: dict[str, Any] | None = None,
+        levels: list[dict[str, Any]] | None = None,
+        restart_deadline_on_revise: bool = False,
     ) -> None:
         self.name = name
         self.external = external
@@ -847,6 +887,8 @@ class Definition(Aggregate):
         self.escalation = escalation
         self.reviewers = reviewers
         self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
+        self.levels = levels
+        self.restart_deadline_on_revise = restart_deadline_on_revise
         self._reach(revision)
 
     def publish(self, at: datetime, actor: str) -> None:
@@ -886,6 +928,20 @@ class Definition(Aggregate):
         self.revision = revision
         if self.published:
             self.revisions = {**self.revisions, str(revision): _terms_of(self.__dict__)}
+
+
+def _review_terms(
+    definition: Definition,
+    reviewers: dict[str, Any] | None,
+    levels: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """Who reviews after an update: levels given win (reviewers None), reviewers given clear
+    the levels, neither keeps both."""
+    if levels is not None:
+        return {"reviewers": None, "levels": levels}
+    if reviewers is not None:
+        return {"reviewers": reviewers, "levels": None}
+    return {"reviewers": definition.reviewers, "levels": definition.levels}
 
 
 def _terms_of(state: dict[str, Any]) -> dict[str, Any]:

@@ -43,6 +43,15 @@ COMMENTED_IN_TIME = "COMMENTED_IN_TIME"
 ASSIGNEE_MAY_NOT_DECIDE = "ASSIGNEE_MAY_NOT_DECIDE"
 # An escalation whose target may not approve the instance: recorded, the task left as it was.
 ESCALATION_TARGET_INELIGIBLE = "ESCALATION_TARGET_INELIGIBLE"
+# Levels and countersign, and revised material (docs/approvals.md#levels-and-countersign).
+APPROVAL_COUNTED = "APPROVAL_COUNTED"
+REJECTION_COUNTED = "REJECTION_COUNTED"
+ALREADY_VOTED_ON_LEVEL = "ALREADY_VOTED_ON_LEVEL"
+TASK_CLOSED = "TASK_CLOSED"
+LEVEL_CANNOT_REACH = "LEVEL_CANNOT_REACH"
+MATERIAL_REVISED = "MATERIAL_REVISED"
+MATERIAL_NOT_NEWER = "MATERIAL_NOT_NEWER"
+NOT_THE_APPLICANT_REVISE = "NOT_THE_APPLICANT_REVISE"
 
 ENGLISH = {
     APPROVED_IN_TIME: N_("approved before the deadline"),
@@ -78,6 +87,20 @@ ENGLISH = {
         "{account} may no longer decide (deactivated, or without the permission): "
         "the task may be claimed again"
     ),
+    APPROVAL_COUNTED: N_("approval {approvals} of {required} counted on level {level}"),
+    REJECTION_COUNTED: N_(
+        "a reject counted on level {level}: {possible} approvals are still possible of {required}"
+    ),
+    ALREADY_VOTED_ON_LEVEL: N_(
+        "{actor} already decided or holds a task on level {level}: each needs a distinct reviewer"
+    ),
+    TASK_CLOSED: N_("task {task_id} is already closed"),
+    LEVEL_CANNOT_REACH: N_(
+        "level {level} can no longer reach {required} approvals ({possible} still possible)"
+    ),
+    MATERIAL_REVISED: N_("material revised from version {old} to {new}: {reason}"),
+    MATERIAL_NOT_NEWER: N_("material version {offered} must be greater than the current {current}"),
+    NOT_THE_APPLICANT_REVISE: N_("only the applicant may revise the material"),
 }
 MISMATCHES = "mismatches"  # a callback's differences from its instance, each a reason
 # Values that are words rather than names (NOT_THE_ASSIGNEE's command), and the words they are.

@@ -19,16 +19,22 @@ from domain.approvals import (
     SIGN,
     TERMINAL,
     UNCLAIMED,
+    VOTED,
+    VOTING,
     WAITING_REVIEW,
     ApprovalInstance,
     at_offset,
     comment_of,
     escalated_tasks,
     extended_policy,
+    levels_after,
     owed_notices,
+    restarted_deadline,
     tasks_after,
+    votes_after,
 )
-from domain.reviewers import FIRST_TASK, Task
+from domain.levels import APPROVE_VOTE, Revision, completed, initial_review, revised
+from domain.reviewers import Task
 from projections.business import BusinessTime, BusinessValues
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text, json_value
@@ -47,6 +53,8 @@ COMMANDS = (
     ApprovalInstance.Unclaimed,
     ApprovalInstance.Reassigned,
     ApprovalInstance.Commented,
+    ApprovalInstance.Voted,
+    ApprovalInstance.Revised,
 )
 
 
@@ -77,7 +85,8 @@ class ApprovalsProjection(Projection):
             "extensions TEXT NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
             f"reminders_sent TEXT NOT NULL, escalated_account_id TEXT, escalated_at {ts}, "
             f"next_notice_at {ts}, reviewers TEXT, tasks TEXT NOT NULL, comments TEXT NOT NULL, "
-            "search_text TEXT NOT NULL, "
+            "search_text TEXT NOT NULL, levels TEXT NOT NULL, votes TEXT NOT NULL, "
+            "current_level INTEGER NOT NULL, "
             f"{BusinessTime.ddl('submitted_')}, {BusinessTime.ddl('decided_')})",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
@@ -106,6 +115,7 @@ class ApprovalsProjection(Projection):
             ApprovalInstance.ReminderDue: _reminder_due,
             ApprovalInstance.Escalated: _escalated,
             ApprovalInstance.TaskReleased: _task_released,
+            ApprovalInstance.LevelCompleted: _level_completed,
         }
 
     def passes(self) -> list[dict[EventClass, Handler]]:
@@ -125,15 +135,17 @@ class ApprovalsProjection(Projection):
 
     def submitted(self, sql: Sql, event: ApprovalInstance.Submitted, position: int) -> None:
         origin = event.origin or {}
+        levels, tasks = initial_review(event.levels, event.reviewers, event.candidates, event.at)
         sql.write(
             "INSERT INTO approvals (id, tenant_id, definition_id, applicant_id, title, state, "
             "review_deadline_at, submitted_at, schedule_id, run_id, version, position, "
             "form_data, material_version, review_deadline_offset_minutes, deadline_policy, "
             "origin, allow_self_approval, observations, extensions, reminders, escalation, "
             "reminders_sent, next_notice_at, reviewers, tasks, comments, search_text, "
+            "levels, votes, current_level, "
             "submitted_local_date, submitted_local_hour, submitted_iso_week, submitted_iso_year) "
             "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, ?, ?, ?, ?)",
+            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, ?, '[]', 1, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -164,8 +176,9 @@ class ApprovalsProjection(Projection):
                     event.deadline_policy.get("working_time_notices"),
                 ),
                 _json_or_null(event.reviewers),
-                json_text([_first_task(event.candidates).as_dict()]),
+                json_text(tasks),
                 searched_text(event.title),
+                json_text(levels),
                 *self.business.values(event.at),
             ),
         )
@@ -201,16 +214,102 @@ class ApprovalsProjection(Projection):
             )
         else:
             sql.write("UPDATE approvals SET version = ?, position = ? WHERE id = ?", key)
+        if isinstance(event, ApprovalInstance.Revised):
+            _revised(sql, event)
         if event.accepted and (event.outcome in REVIEW_WORK or comment_of(event)):
             _review_work(sql, event)
+        if event.accepted and event.command in VOTING:
+            _voted(sql, event)
 
 
 # Outcomes that move a task or add a comment (as `ApprovalInstance.record` does).
-REVIEW_WORK = frozenset(TERMINAL | {CLAIMED, UNCLAIMED, REASSIGNED})
+REVIEW_WORK = frozenset(TERMINAL | {CLAIMED, UNCLAIMED, REASSIGNED, VOTED})
 
 
-def _first_task(candidates: list[str] | None) -> Task:
-    return Task(FIRST_TASK, None if candidates is None else tuple(candidates))
+def _voted(sql: Sql, event: ApprovalInstance.CommandHandled) -> None:
+    """A vote kept on the current level and material; the level completed or failed with
+    the decision (as `ApprovalInstance.record` does)."""
+    instance_id = str(event.originator_id)
+    levels, votes, current, version = sql.execute(
+        "SELECT levels, votes, current_level, material_version FROM approvals WHERE id = ?",
+        (instance_id,),
+    ).fetchone()
+    sql.write(
+        "UPDATE approvals SET votes = ?, levels = ? WHERE id = ?",
+        (
+            json_text(votes_after(json.loads(votes), event, current, version)),
+            json_text(levels_after(json.loads(levels), event, current)),
+            instance_id,
+        ),
+    )
+
+
+def _revised(sql: Sql, event: ApprovalInstance.Revised) -> None:
+    """The new material: votes lapsed, review back to its level, tasks moved, the deadline
+    restarted when the definition says so (as `ApprovalInstance.revise` does)."""
+    instance_id = str(event.originator_id)
+    levels, votes, tasks, extensions = sql.execute(
+        "SELECT levels, votes, tasks, extensions FROM approvals WHERE id = ?", (instance_id,)
+    ).fetchone()
+    revision = Revision(
+        event.lapsed_votes, event.back_to_level, event.reopened_tasks, event.closed_tasks
+    )
+    kept_levels, kept_tasks, kept_votes = revised(
+        json.loads(levels), json.loads(tasks), json.loads(votes), revision, event.at
+    )
+    payload = event.payload
+    sql.write(
+        "UPDATE approvals SET levels = ?, tasks = ?, votes = ?, current_level = ?, "
+        "material_version = ? WHERE id = ?",
+        (
+            json_text(kept_levels),
+            json_text(kept_tasks),
+            json_text(kept_votes),
+            event.back_to_level,
+            payload["material_version"],
+            instance_id,
+        ),
+    )
+    if payload.get("form_data") is not None:
+        sql.write(
+            "UPDATE approvals SET form_data = ? WHERE id = ?",
+            (json_text(payload["form_data"]), instance_id),
+        )
+    if payload.get("new_deadline_at") is not None:
+        kept = [*json.loads(extensions), restarted_deadline(event)]
+        sql.write(
+            "UPDATE approvals SET review_deadline_at = ?, review_deadline_offset_minutes = NULL, "
+            "deadline_policy = ?, extensions = ? WHERE id = ?",
+            (
+                payload["new_deadline_at"],
+                json_text(payload["deadline_policy"]),
+                json_text(kept),
+                instance_id,
+            ),
+        )
+
+
+def _level_completed(sql: Sql, event: ApprovalInstance.LevelCompleted, position: int) -> None:
+    """A level completed: its tasks closed, the next level open (as the instance does)."""
+    instance_id = str(event.originator_id)
+    levels, tasks = sql.execute(
+        "SELECT levels, tasks FROM approvals WHERE id = ?", (instance_id,)
+    ).fetchone()
+    kept_levels, kept_tasks = completed(
+        json.loads(levels), json.loads(tasks), event.level, event.at
+    )
+    sql.write(
+        "UPDATE approvals SET levels = ?, tasks = ?, current_level = ?, version = ?, "
+        "position = ? WHERE id = ?",
+        (
+            json_text(kept_levels),
+            json_text(kept_tasks),
+            event.next_level or event.level,
+            event.originator_version,
+            position,
+            instance_id,
+        ),
+    )
 
 
 def _review_work(sql: Sql, event: ApprovalInstance.CommandHandled) -> None:
@@ -591,6 +690,9 @@ class ApprovalRow(NamedTuple):
     reviewers: dict[str, Any] | None
     tasks: list[dict[str, Any]]
     comments: list[dict[str, Any]]
+    levels: list[dict[str, Any]]
+    votes: list[dict[str, Any]]
+    current_level: int
 
     @classmethod
     def of(cls, row: Row) -> ApprovalRow:
@@ -613,6 +715,8 @@ class ApprovalRow(NamedTuple):
             "reminders_sent",
             "tasks",
             "comments",
+            "levels",
+            "votes",
         ):
             values[name] = json.loads(values[name])
         for name in ("origin", "winning_command", "escalation", "reviewers"):
@@ -654,12 +758,27 @@ class ApprovalRow(NamedTuple):
             reviewers=jsonable(instance.reviewers),
             tasks=jsonable(instance.tasks),
             comments=jsonable(instance.comments),
+            levels=jsonable(instance.levels),
+            votes=jsonable(instance.votes),
+            current_level=instance.current_level,
         )
 
     @property
     def review_deadline_at_local(self) -> datetime:
         """The review deadline at the offset it was given with; in UTC when none was."""
         return at_offset(self.review_deadline_at, self.review_deadline_offset_minutes)
+
+    @property
+    def review_levels(self) -> list[dict[str, Any]]:
+        """The levels with their votes, approvals counted and tasks (as the API shows them)."""
+        shown = []
+        for level in self.levels:
+            number = level["number"]
+            votes = [v for v in self.votes if v["level"] == number]
+            counted = [v for v in votes if v["vote"] == APPROVE_VOTE and not v["lapsed"]]
+            tasks = [t["id"] for t in self.tasks if t.get("level", 1) == number]
+            shown.append({**level, "votes": votes, "approvals": len(counted), "tasks": tasks})
+        return shown
 
     @property
     def decided_by(self) -> str | None:

@@ -42,7 +42,8 @@ class DirectoryProjection(Projection):
             f"updated_at {ts} NOT NULL, version INTEGER NOT NULL, position BIGINT NOT NULL, "
             "revision INTEGER NOT NULL, schedule_presets TEXT NOT NULL, "
             "allow_self_approval BOOLEAN NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
-            "reviewers TEXT, deadline_rule TEXT NOT NULL)",
+            "reviewers TEXT, deadline_rule TEXT NOT NULL, levels TEXT, "
+            "restart_deadline_on_revise BOOLEAN NOT NULL DEFAULT FALSE)",
             "CREATE UNIQUE INDEX IF NOT EXISTS definitions_by_tenant "
             "ON definitions (tenant_id, key)",
             "CREATE INDEX IF NOT EXISTS definitions_in_order ON definitions (tenant_id, position)",
@@ -89,6 +90,8 @@ class DirectoryProjection(Projection):
                     "escalation": _json_or_null(e.escalation),
                     "reviewers": _json_or_null(e.reviewers),
                     "deadline_rule": json_text(e.deadline_rule),
+                    "levels": _json_or_null(e.levels),
+                    "restart_deadline_on_revise": e.restart_deadline_on_revise,
                 },
             ),
             Definition.Published: _setting(
@@ -129,7 +132,8 @@ class DirectoryProjection(Projection):
             "INSERT INTO definitions (id, tenant_id, key, name, external, published, "
             "review_window_seconds, created_at, updated_at, version, position, revision, "
             "schedule_presets, allow_self_approval, reminders, escalation, reviewers, "
-            "deadline_rule) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "deadline_rule, levels, restart_deadline_on_revise) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -149,6 +153,8 @@ class DirectoryProjection(Projection):
                 _json_or_null(event.escalation),
                 _json_or_null(event.reviewers),
                 json_text(event.deadline_rule or seconds_rule(event.review_window_seconds)),
+                _json_or_null(event.levels),
+                event.restart_deadline_on_revise,
             ),
         )
 
@@ -247,16 +253,19 @@ class DefinitionRow(NamedTuple):
     created_at: datetime
     reviewers: dict[str, Any] | None
     deadline_rule: dict[str, Any]
+    levels: list[dict[str, Any]] | None
+    restart_deadline_on_revise: bool
 
     @classmethod
     def of(cls, row: Row) -> DefinitionRow:
         values = dict(zip(cls._fields, row, strict=True))
-        for name in ("external", "published", "allow_self_approval"):
+        for name in ("external", "published", "allow_self_approval", "restart_deadline_on_revise"):
             values[name] = bool(values[name])
         values["schedule_presets"] = json.loads(values["schedule_presets"])
         values["reminders"] = json.loads(values["reminders"])
         values["escalation"] = json_value(values["escalation"])
         values["reviewers"] = json_value(values["reviewers"])
+        values["levels"] = json_value(values["levels"])
         values["deadline_rule"] = json.loads(values["deadline_rule"])
         values["created_at"] = as_instant(values["created_at"])
         return cls(**values)
@@ -281,6 +290,8 @@ class DefinitionRow(NamedTuple):
             created_at=definition.created_at,
             reviewers=jsonable(definition.reviewers),
             deadline_rule=dict(definition.deadline_rule),
+            levels=jsonable(definition.levels),
+            restart_deadline_on_revise=definition.restart_deadline_on_revise,
         )
 
 

@@ -18,6 +18,7 @@ from domain.approvals import (
     EXTEND,
     REASSIGN,
     REJECT,
+    REVISE,
     SIGN,
     UNCLAIM,
     WITHDRAW,
@@ -55,6 +56,7 @@ from web.schemas.approvals import (
     ExtendDeadlineIn,
     ReassignIn,
     RejectIn,
+    ReviseIn,
     SignCallbackIn,
     WithdrawIn,
 )
@@ -227,6 +229,17 @@ def sign_callback(principal: Principal, instance_id: str, body: dict[str, Any]) 
 @_command_endpoint("Reject with a comment (200 REJECTED, or 409 with the losing outcome)", RejectIn)
 def reject(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
     return _answer(principal, instance_id, REJECT, body)
+
+
+@bp.post("/<instance_id>/revise")
+@_command_endpoint(
+    "Revise the material (the applicant): earlier approvals lapse, review back to level 1",
+    ReviseIn,
+    APPROVAL_SUBMIT,
+)
+def revise(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    payload = {**body, "form_data": body.get("form_data")}
+    return _answer(principal, instance_id, REVISE, payload)
 
 
 @bp.post("/<instance_id>/claim")

@@ -487,4 +487,6 @@ def definition_fields(body: dict[str, Any]) -> DefinitionFields:
         reminders=body["reminders"],
         escalation=body["escalation"],
         reviewers=body.get("reviewers"),
+        levels=body.get("levels"),
+        restart_deadline_on_revise=body.get("restart_deadline_on_revise"),
     )

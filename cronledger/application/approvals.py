@@ -23,6 +23,7 @@ from domain.approvals import (
     DEADLINE_ACTOR,
     EXTEND,
     FORBIDDEN,
+    REVISE,
     SWEEP,
     WAITING_REVIEW,
     Answer,
@@ -40,7 +41,6 @@ from domain.idempotency import KeyedRequest
 from domain.launch import definition_problem
 from domain.messages import Message
 from domain.permissions import APPROVAL_DECIDE, ROLES
-from domain.reviewers import Reviewers
 from projections.approvals import (
     ApprovalFilter,
     ApprovalRow,
@@ -157,9 +157,7 @@ class Approvals:
         definition = self._definition(actor.tenant_id, submission.definition_id)
         submission.check(now)
         parties = Parties(actor.account_id, False, None, definition.allow_self_approval)
-        candidates = self.reviewing.candidates(
-            actor.tenant_id, Reviewers.of(definition.reviewers), parties
-        )
+        candidates, levels = self.reviewing.levels(actor.tenant_id, definition, parties)
         ruled = None
         if submission.review_deadline_at is None:
             ruled = self.calendars.ruled(actor.tenant_id, definition, now)
@@ -172,6 +170,7 @@ class Approvals:
             at=now,
             candidates=candidates,
             ruled=ruled,
+            levels=levels,
         )
         self.ledger.save(instance)
         return ApprovalRow.of_aggregate(instance), False
@@ -238,6 +237,8 @@ class Approvals:
     def _counted(self, instance: ApprovalInstance, command: Command) -> Command:
         """An extension in working days with the deadline the calendar counts for it (a
         repeat's is answered as first recorded: the count is left out of its fingerprint)."""
+        if command.kind == REVISE:
+            return self._restarted(instance, command)
         days = command.payload.get("working_days")
         if command.kind != EXTEND or days is None or command.command_id in instance.answers:
             return command
@@ -247,6 +248,27 @@ class Approvals:
         return replace(
             command, payload={**command.payload, **counted}, deadline_offset_minutes=offset
         )
+
+    def _restarted(self, instance: ApprovalInstance, command: Command) -> Command:
+        """A revise of an instance whose definition restarts the deadline on a revise, with
+        the new deadline its definition's rule counts from now (a repeat keeps the first)."""
+        if not instance.restart_deadline_on_revise or command.command_id in instance.answers:
+            return command
+        definition = self.directory.find_definition(instance.tenant_id, instance.definition_id)
+        if definition is None:
+            return command
+        now = self.ledger.clock()
+        asked = Submission(str(command.command_id), instance.definition_id, "", {}, 1, None)
+        ruled = self.calendars.ruled(instance.tenant_id, definition, now)
+        deadline, policy = asked.deadline(
+            definition.review_window_seconds,
+            now,
+            {"definition_revision": definition.revision},
+            ruled,
+        )
+        policy = {**policy, "restarted_on_revise": True}
+        counted = {"new_deadline_at": deadline, "deadline_policy": policy}
+        return replace(command, payload={**command.payload, **counted})
 
     def sweep(self, limit: int = 500) -> int:
         """Expire every waiting instance whose deadline has come, then record the reminders and

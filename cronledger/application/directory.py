@@ -41,6 +41,7 @@ from domain.errors import InvalidState, NotFound, ValidationFailed
 from domain.groups import Group, group_uuid
 from domain.idempotency import KeyedRequest
 from domain.launch import definition_problem, initiator_problem
+from domain.levels import check_levels
 from domain.messages import Message
 from domain.reviewers import NAME_THE_REVIEWERS, Reviewers
 from domain.schedules import ScheduleSettings, checked_presets
@@ -95,6 +96,8 @@ class DefinitionFields:
     escalation: dict[str, Any] | None = None  # after how long waiting, and to whom
     reviewers: dict[str, Any] | None = None  # who reviews (domain/reviewers.py); None: anyone
     deadline_rule: dict[str, Any] | None = None  # None: review_window_seconds, in seconds
+    levels: list[dict[str, Any]] | None = None  # ordered review levels; win over `reviewers`
+    restart_deadline_on_revise: bool | None = None  # None: as it was (false when new)
 
 
 @dataclass(frozen=True)
@@ -474,8 +477,10 @@ class Directory:
             actor=actor.account_id,
             reminders=reminders,
             escalation=escalation,
-            reviewers=fields.reviewers,
+            reviewers=None if fields.levels else fields.reviewers,
             deadline_rule=_rule_of(fields),
+            levels=fields.levels,
+            restart_deadline_on_revise=bool(fields.restart_deadline_on_revise),
         )
         tenant.add_definition(str(definition.id))
         self.ledger.save(
@@ -504,6 +509,8 @@ class Directory:
             escalation=fields.escalation,
             reviewers=fields.reviewers,
             deadline_rule=_rule_of(fields),
+            levels=fields.levels,
+            restart_deadline_on_revise=fields.restart_deadline_on_revise,
         )
         self.ledger.save(definition)
         return DefinitionRow.of_aggregate(definition)
@@ -524,9 +531,12 @@ class Directory:
         leader_of = escalation.get("group_leader_of")
         if leader_of is not None and self._missing_groups(tenant_id, [leader_of]):
             errors["escalation.group_leader_of"] = [no_such_groups([leader_of])]
-        if new and fields.reviewers is None:
+        if new and fields.reviewers is None and not fields.levels:
             errors["reviewers"] = [NAME_THE_REVIEWERS]
-        errors.update(self._reviewer_problems(tenant_id, fields.reviewers))
+        if fields.levels:
+            errors.update(self._level_problems(tenant_id, fields.levels))
+        else:
+            errors.update(self._reviewer_problems(tenant_id, fields.reviewers))
         errors.update(self._rule_problems(tenant_id, fields.deadline_rule))
         if errors:
             raise ValidationFailed(errors)
@@ -563,6 +573,21 @@ class Directory:
         missing = self._missing_groups(tenant_id, rule.groups)
         if missing:
             problems["reviewers.groups"] = [no_such_groups(missing)]
+        return problems
+
+    def _level_problems(
+        self, tenant_id: UUID, levels: list[dict[str, Any]]
+    ) -> dict[str, list[str]]:
+        """What is wrong with a definition's levels: their number, each level's reviewers and
+        approvals (each field under `levels.N.`)."""
+        try:
+            check_levels(levels)
+        except ValidationFailed as failed:
+            return dict(failed.errors)
+        problems: dict[str, list[str]] = {}
+        for number, level in enumerate(levels, start=1):
+            found = self._reviewer_problems(tenant_id, level["reviewers"])
+            problems.update({f"levels.{number}.{k}": v for k, v in found.items()})
         return problems
 
     def _missing_groups(self, tenant_id: UUID, keys: Sequence[str]) -> list[str]:

@@ -61,6 +61,7 @@ ERROR_LABELS = {
     launch.SAVER_INACTIVE: lazy_gettext("Saver deactivated"),
     launch.SAVER_NOT_PERMITTED: lazy_gettext("Saver may no longer edit"),
     launch.NO_ELIGIBLE_REVIEWER: lazy_gettext("No eligible reviewer"),
+    launch.NOT_ENOUGH_REVIEWERS: lazy_gettext("Not enough reviewers"),
     jobs.JOB_TIMEOUT: lazy_gettext("Timed out"),
     jobs.JOB_FAILED: lazy_gettext("Job failed"),
     jobs.JOB_CHANGED: lazy_gettext("Job changed"),

@@ -102,6 +102,12 @@ WORDS: dict[str, Callable[..., str]] = {
     launch.NO_ELIGIBLE_REVIEWER: lambda: gettext(
         "the definition's reviewers name nobody who may approve this instance"
     ),
+    launch.NOT_ENOUGH_REVIEWERS: lambda level, found, required: gettext(
+        "level %(level)s has %(found)s eligible reviewer(s); it requires %(required)s approvals",
+        level=level,
+        found=found,
+        required=required,
+    ),
     INTERRUPTED: lambda: gettext("the worker's lease ran out"),
     AUTO_PAUSED: lambda count, runs: gettext(
         "%(count)s cycle(s) in a row ended without launching: %(runs)s", count=count, runs=runs

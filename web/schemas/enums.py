@@ -6,6 +6,7 @@ from cronledger.application.bulk import BULK_OUTCOMES, RUN_ACTIONS, SCHEDULE_ACT
 from cronledger.application.schedules import MOVE_OUTCOMES
 from cronledger.health import PHASES
 from domain.approvals import (
+    ALREADY_VOTED,
     APPROVE,
     APPROVED,
     CLAIMED,
@@ -19,11 +20,13 @@ from domain.approvals import (
     REASSIGNED,
     REJECT,
     REJECTED,
+    REVISED,
     SELF_APPROVAL,
     STALE_MATERIAL,
     SWEEP,
     TAKEN,
     UNCLAIMED,
+    VOTED,
     WAITING_REVIEW,
     WITHDRAW,
     WITHDRAWN,
@@ -99,13 +102,16 @@ DECISION_OUTCOME = Choices(
         UNCLAIMED,
         REASSIGNED,
         COMMENTED,
+        VOTED,
+        REVISED,
         STALE_MATERIAL,
         SELF_APPROVAL,
         CONFLICT,
         LATE_OR_CONFLICT,
         TAKEN,
+        ALREADY_VOTED,
     ),
-    "what a command got (docs/approvals.md): those up to `COMMENTED` are accepted (200) but "
+    "what a command got (docs/approvals.md): those up to `REVISED` are accepted (200) but "
     "`EXPIRED`, which a late command gets (409) as the rest do",
 )
 
