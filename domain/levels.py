@@ -237,7 +237,7 @@ def completed(
         return kept, moved
     following = kept[number]
     kept[number] = {**following, "state": OPEN, "opened_at": at, "completed_at": None}
-    return kept, [*moved, *_opened_tasks(following, moved)]
+    return kept, [*reopened(moved, number + 1), *_opened_tasks(following, moved)]
 
 
 def opened_tasks(
