@@ -34,6 +34,8 @@ APPROVAL_REJECTED = "approval.rejected"
 APPROVAL_CLAIMED = "approval.claimed"
 APPROVAL_REASSIGNED = "approval.reassigned"
 APPROVAL_COMMENTED = "approval.commented"
+APPROVAL_LEVEL_COMPLETED = "approval.level_completed"
+APPROVAL_REVISED = "approval.revised"
 CALLBACK_LATE = "callback.late"
 CALLBACK_MISMATCHED = "callback.mismatched"
 CHECKPOINT_SIGNED = "checkpoint.signed"
@@ -52,6 +54,8 @@ EVENT_TYPES = (
     APPROVAL_CLAIMED,
     APPROVAL_REASSIGNED,
     APPROVAL_COMMENTED,
+    APPROVAL_LEVEL_COMPLETED,
+    APPROVAL_REVISED,
     CALLBACK_LATE,
     CALLBACK_MISMATCHED,
     CHECKPOINT_SIGNED,

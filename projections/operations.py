@@ -65,6 +65,7 @@ KINDS = (
     "run.retried",
     "run.cancelled",
     "approval.deadline_extended",
+    "approval.revised",
     "tenant.schedules_paused",
     "tenant.schedules_resumed",
     "tenant.exported",
@@ -186,6 +187,7 @@ class OperationsProjection(Projection):
             Run.Cancelled: _later(_plain("run.cancelled"), zone),
             ApprovalInstance.Submitted: self.approval_submitted,
             ApprovalInstance.DeadlineExtended: _later(_deadline_extended, zone),
+            ApprovalInstance.Revised: _later(_revised, zone),
             Tenant.SchedulesPaused: _tenant_pause("paused", zone),
             Tenant.SchedulesResumed: _tenant_pause("resumed", zone),
             Tenant.Exported: _tenant_export(zone),
@@ -444,6 +446,18 @@ def _deadline_extended(subject: Subject, event: ApprovalInstance.DeadlineExtende
         reason=event.reason,
     )
     return Row("approval.deadline_extended", summary)
+
+
+def _revised(subject: Subject, event: ApprovalInstance.Revised) -> Row:
+    """A revise: the material an instance is decided on changed, its earlier votes lapsed."""
+    summary = Message(
+        "material of {title!r} revised to version {version} ({lapsed} vote(s) lapsed): {reason}",
+        title=subject.name,
+        version=event.payload["material_version"],
+        lapsed=event.lapsed_votes,
+        reason=event.payload["reason"],
+    )
+    return Row("approval.revised", summary)
 
 
 SCHEDULE_CHANGES = {

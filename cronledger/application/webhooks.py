@@ -53,6 +53,8 @@ from domain.runs import (
 from domain.webhooks import (
     APPROVAL_CLAIMED,
     APPROVAL_COMMENTED,
+    APPROVAL_LEVEL_COMPLETED,
+    APPROVAL_REVISED,
     APPROVAL_DECIDED,
     APPROVAL_ESCALATED,
     APPROVAL_EXPIRED,
@@ -221,7 +223,9 @@ CALLBACKS = ("ApprovalInstance.CallbackObserved", "ApprovalInstance.CommandRejec
 NOTICES = {
     "ApprovalInstance.ReminderDue": APPROVAL_REMINDER_DUE,
     "ApprovalInstance.Escalated": APPROVAL_ESCALATED,
+    "ApprovalInstance.LevelCompleted": APPROVAL_LEVEL_COMPLETED,
 }
+REVISION = "ApprovalInstance.Revised"  # the applicant revised the material
 # The review's work on an instance's task, and its comments: each its own type.
 REVIEW_WORK = {
     "ApprovalInstance.Claimed": APPROVAL_CLAIMED,
@@ -244,6 +248,7 @@ TOLD_BY = frozenset(
         *NOTICES,
         *REVIEW_WORK,
         REJECTION,
+        REVISION,
     }
 )
 # Those that carry their tenant; the others' is their aggregate's.
@@ -271,6 +276,8 @@ def types_of(event: Any) -> list[str]:
         return [REVIEW_WORK[name]]
     if name == "ApprovalInstance.Expired":
         return [APPROVAL_EXPIRED]
+    if name == REVISION:
+        return [APPROVAL_REVISED]
     if name in NOTICES:
         return [NOTICES[name]]
     if name in CALLBACKS and event.command == SIGN and event.outcome != FORBIDDEN:
@@ -337,6 +344,8 @@ def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
         }
     if kind in REVIEW_WORK.values():
         return {**instance, **_review_work(event)}
+    if kind == APPROVAL_REVISED:
+        return {**instance, **_revised(event)}
     if kind in (CALLBACK_LATE, CALLBACK_MISMATCHED):
         payload = event.payload
         return {
@@ -348,6 +357,22 @@ def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
         }
     fields = {k: v for k, v in event.__dict__.items() if k not in ENVELOPE | {"at", "actor"}}
     return {**instance, **fields}
+
+
+def _revised(event: Any) -> dict[str, Any]:
+    """The new material version, why, how many votes lapsed, where the review went back to;
+    the deadline's old and new instants when the revise restarted it (never the form data)."""
+    payload = event.payload
+    return {
+        "actor": event.actor,
+        "command_id": event.command_id,
+        "material_version": payload["material_version"],
+        "reason": payload["reason"],
+        "lapsed_votes": event.lapsed_votes,
+        "back_to_level": event.back_to_level,
+        "old_deadline_at": event.old_deadline_at,
+        "new_deadline_at": payload.get("new_deadline_at"),
+    }
 
 
 def _auto_paused(event: Any, schedule: Any) -> dict[str, Any]:

@@ -66,6 +66,7 @@ OPERATION_LABELS = {
     "run.retried": lazy_gettext("Run retried"),
     "run.cancelled": lazy_gettext("Run cancelled"),
     "approval.deadline_extended": lazy_gettext("Review deadline extended"),
+    "approval.revised": lazy_gettext("Material revised"),
     "tenant.schedules_paused": lazy_gettext("Every schedule paused"),
     "tenant.schedules_resumed": lazy_gettext("Every schedule resumed"),
     "tenant.exported": lazy_gettext("List exported"),
