@@ -531,6 +531,10 @@ def _decide_in_time(
     if state in TERMINAL:
         outcome = LATE_OR_CONFLICT if command.kind == SIGN else CONFLICT
         return Decision(outcome, state, False, decided)
+    tally = review.tally
+    if command.kind in REVIEWING and actor in tally.voters | tally.holders:
+        why = Reason(ALREADY_VOTED_ON_LEVEL, {"actor": actor, "level": tally.level})
+        return Decision(ALREADY_VOTED, WAITING_REVIEW, False, why)
     if command.kind in REVIEWING | HOLDING and review.task.state == CLOSED:
         return Decision(
             CONFLICT, WAITING_REVIEW, False, Reason(TASK_CLOSED, {"task_id": review.task.id})
@@ -546,27 +550,19 @@ def _decide_in_time(
         return _decide_reassignment(command, parties, review)
     if command.kind == REVISE:
         return _decide_revise(material_version, command)
-    return _decide_waiting(material_version, command, parties.interest_of(actor), actor, review)
+    return _decide_waiting(material_version, command, parties.interest_of(actor), review)
 
 
 def _decide_waiting(
-    material_version: int,
-    command: Command,
-    interest: Reason | None,
-    actor: str = "",
-    review: Review = Review(),
+    material_version: int, command: Command, interest: Reason | None, review: Review = Review()
 ) -> Decision:
     if command.kind in REVIEWING and interest is not None:
         return Decision(SELF_APPROVAL, WAITING_REVIEW, False, interest)
     stale = stale_material(command, material_version)
     if stale is not None:
         return Decision(STALE_MATERIAL, WAITING_REVIEW, False, stale)
-    tally = review.tally
-    if command.kind in REVIEWING and actor in tally.voters | tally.holders:
-        why = Reason(ALREADY_VOTED_ON_LEVEL, {"actor": actor, "level": tally.level})
-        return Decision(ALREADY_VOTED, WAITING_REVIEW, False, why)
     if command.kind in VOTING:
-        return _decide_vote(command.kind, tally)
+        return _decide_vote(command.kind, review.tally)
     accepted = ACCEPTED_WHILE_WAITING.get(command.kind)
     if accepted is not None:
         outcome, code = accepted
