@@ -59,9 +59,7 @@ FINANCE = {
 
 
 def approve(reviewer: Api, path: str, command_id: str, version: int) -> Any:
-    return reviewer.post(
-        f"{path}/approve", {"command_id": command_id, "material_version": version}
-    )
+    return reviewer.post(f"{path}/approve", {"command_id": command_id, "material_version": version})
 
 
 def test_two_of_three_approve_v1_a_revise_lapses_them_and_two_approve_v2(
@@ -162,8 +160,8 @@ def test_the_second_level_opens_only_when_the_first_completes(
     admin: Api, people: dict[str, Api]
 ) -> None:
     admin.post(
-        "/api/groups", {"key": "sales", "name": "销售部", "members": ["ann", "lee"]}
-        | {"leader_id": "lee"}
+        "/api/groups",
+        {"key": "sales", "name": "销售部", "members": ["ann", "lee"]} | {"leader_id": "lee"},
     )
     levels = [{"name": "主管", "reviewers": {"applicant_leader": True}}, FINANCE]
     instance = submit(people["ann"], definition(admin, "pay-2l", levels))
