@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from tests.e2e.helpers import account
-from tests.support import Api
+from tests.support import Api, FakeClock
 
 
 @pytest.fixture
@@ -205,3 +206,32 @@ def test_a_level_with_too_few_reviewers_refuses_the_submission(
     )
     assert (refused.status_code, refused.json["code"]) == (422, "NOT_ENOUGH_REVIEWERS")
     assert "level 1" in refused.json["detail"]
+
+
+def test_a_revise_restarts_the_deadline_when_the_definition_says_so(
+    admin: Api, people: dict[str, Api], clock: FakeClock
+) -> None:
+    one = {"reviewers": {"accounts": ["fa"]}}
+    restarting = definition(admin, "pay-restart", [one], restart_deadline_on_revise=True)
+    instance = submit(people["ann"], restarting)
+    first = datetime.fromisoformat(instance["review_deadline_at"])
+    clock.advance(600)
+    revised = people["ann"].post(
+        f"/api/approvals/{instance['id']}/revise",
+        {"command_id": "r-1", "material_version": 2, "reason": "新合同"},
+    )
+    assert revised.status_code == 200, revised.json
+    shown = revised.json["instance"]
+    assert datetime.fromisoformat(shown["review_deadline_at"]) == first + timedelta(seconds=600)
+    (restart,) = shown["extensions"]
+    assert (restart["old_deadline_at"], restart["new_deadline_at"]) == (
+        instance["review_deadline_at"],
+        shown["review_deadline_at"],
+    )
+    kept = submit(people["ann"], definition(admin, "pay-kept", [one]), "s-2")
+    clock.advance(600)
+    same = people["ann"].post(
+        f"/api/approvals/{kept['id']}/revise",
+        {"command_id": "r-2", "material_version": 2, "reason": "新合同"},
+    )
+    assert same.json["instance"]["review_deadline_at"] == kept["review_deadline_at"]
