@@ -10,6 +10,7 @@ from markupsafe import Markup
 
 from domain import jobs, launch
 from domain.approvals import (
+    ALREADY_VOTED,
     APPROVED,
     CLAIMED,
     COMMENTED,
@@ -22,11 +23,13 @@ from domain.approvals import (
     OBSERVED,
     REASSIGNED,
     REJECTED,
+    REVISED,
     RULE_BROKEN,
     SELF_APPROVAL,
     STALE_MATERIAL,
     TAKEN,
     UNCLAIMED,
+    VOTED,
     WITHDRAWN,
 )
 from domain.runs import INTERRUPTED, SKIP_CALENDAR, SKIP_MISSED, SKIP_OVERLAP
@@ -50,6 +53,9 @@ OUTCOME_LABELS = {
     REASSIGNED: lazy_gettext("Reassigned"),
     COMMENTED: lazy_gettext("Commented"),
     TAKEN: lazy_gettext("Refused: claimed by someone else"),
+    VOTED: lazy_gettext("Vote counted"),
+    ALREADY_VOTED: lazy_gettext("Refused: already decided on this level"),
+    REVISED: lazy_gettext("Material revised"),
 }
 ERROR_LABELS = {
     launch.INITIATOR_NOT_FOUND: lazy_gettext("Initiator not found"),

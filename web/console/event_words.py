@@ -62,6 +62,9 @@ NAMES = {
     "ApprovalInstance.Unclaimed": lazy_gettext("Unclaimed"),
     "ApprovalInstance.Reassigned": lazy_gettext("Reassigned"),
     "ApprovalInstance.Commented": lazy_gettext("Commented"),
+    "ApprovalInstance.Voted": lazy_gettext("Vote counted"),
+    "ApprovalInstance.LevelCompleted": lazy_gettext("Level completed"),
+    "ApprovalInstance.Revised": lazy_gettext("Material revised"),
     "ApprovalInstance.DeadlineExtended": lazy_gettext("Deadline extended"),
     "ApprovalInstance.CallbackObserved": lazy_gettext("Callback observed"),
     "ApprovalInstance.CommandRejected": lazy_gettext("Command refused"),
@@ -134,6 +137,9 @@ SENTENCES: dict[str, Said] = {
     "ApprovalInstance.ReminderDue": lambda who, d: _("%(who)s: a reminder came due.", who=who),
     "ApprovalInstance.Escalated": lambda who, d: _("%(who)s escalated the instance.", who=who),
     "ApprovalInstance.TaskReleased": lambda who, d: _("%(who)s released a task.", who=who),
+    "ApprovalInstance.LevelCompleted": lambda who, d: _(
+        "Level %(level)s completed with %(who)s's approval.", level=d.get("level"), who=who
+    ),
     "Account.Registered": lambda who, d: _("%(who)s registered the account.", who=who),
     "Account.Renamed": lambda who, d: _("%(who)s renamed the account.", who=who),
     "Account.RolesChanged": lambda who, d: _("%(who)s changed the roles.", who=who),

@@ -21,6 +21,7 @@ FIELD_LABELS = {
     "comments": lazy_gettext("Comments"),
     "contract_id": lazy_gettext("Contract"),
     "created_at": lazy_gettext("Created"),
+    "current_level": lazy_gettext("Current level"),
     "deadline_policy": lazy_gettext("How the deadline was set"),
     "decided_at": lazy_gettext("Decided"),
     "definition_id": lazy_gettext("Definition"),
@@ -38,6 +39,8 @@ FIELD_LABELS = {
     "instance_id": lazy_gettext("Approval instance"),
     "key": lazy_gettext("Key"),
     "last_error": lazy_gettext("Last error"),
+    "leveled": lazy_gettext("Levels of its own"),
+    "levels": lazy_gettext("Review levels"),
     "material_version": lazy_gettext("Material version"),
     "max_attempts": lazy_gettext("Attempts per round"),
     "missed_until": lazy_gettext("Missed until"),
@@ -56,6 +59,7 @@ FIELD_LABELS = {
     "review_deadline_at": lazy_gettext("Review deadline"),
     "review_deadline_offset_minutes": lazy_gettext("Deadline's offset (minutes)"),
     "review_window_seconds": lazy_gettext("Review window (seconds)"),
+    "restart_deadline_on_revise": lazy_gettext("Deadline restarts on a revise"),
     "result": lazy_gettext("Job result"),
     "reviewers": lazy_gettext("Reviewers"),
     "revision": lazy_gettext("Revision"),
@@ -79,6 +83,7 @@ FIELD_LABELS = {
     "triggered_by": lazy_gettext("Started by whom"),
     "updated_at": lazy_gettext("Updated"),
     "updated_by": lazy_gettext("Updated by"),
+    "votes": lazy_gettext("Votes"),
     "winning_command": lazy_gettext("Winning command"),
 }
 
