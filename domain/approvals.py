@@ -759,6 +759,7 @@ class ApprovalInstance(Aggregate):
         state["current_level"] = 1
         state["votes"] = []
         state["restart_deadline_on_revise"] = False
+        state["blocked_levels"] = []
 
     class Submitted(Aggregate.Created):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
@@ -922,6 +923,7 @@ class ApprovalInstance(Aggregate):
         self.current_level = 1
         self.votes: list[dict[str, Any]] = []  # level, task, approve/reject, material version
         self.restart_deadline_on_revise = restart_deadline_on_revise
+        self.blocked_levels: list[dict[str, Any]] = []  # levels that can no longer complete
         self.comments: list[dict[str, Any]] = []  # author, text, at, command
 
     def answer_to(
@@ -1078,6 +1080,59 @@ class ApprovalInstance(Aggregate):
             material_version=self.material_version,
             at=at,
             actor=actor,
+        )
+
+    def block_level(self, eligible: Sequence[str], at: datetime, actor: str) -> bool:
+        """Record that the current level can no longer reach its approvals with the
+        candidates who may still approve (`eligible`: the directory now), once per level;
+        whether it was recorded."""
+        tally = self.tally(FIRST_TASK, eligible)
+        known = {blocked["level"] for blocked in self.blocked_levels}
+        if self.state != WAITING_REVIEW or tally.level in known or tally.possible >= tally.required:
+            return False
+        self._level_blocked(
+            level=tally.level,
+            approvals_required=tally.required,
+            possible=tally.possible,
+            candidates=sorted(self.level_candidates(tally.level)),
+            at=at,
+            actor=actor,
+        )
+        return True
+
+    def level_candidates(self, number: int) -> set[str]:
+        """Everyone level `number`'s tasks name (its candidates and any escalation target)."""
+        found = set(self.levels[number - 1]["candidates"] or ())
+        for task in self.tasks:
+            if task.get("level", 1) == number:
+                found |= set(task["candidates"] or ())
+        return found
+
+    class LevelBlocked(Aggregate.Event):
+        """The current level `level` can no longer reach `approvals_required` approvals: only
+        `possible` remain (those counted and the eligible candidates who have not voted), its
+        other `candidates` deactivated or without the permission; recorded by the sweeper."""
+
+        level: int
+        approvals_required: int
+        possible: int
+        candidates: list[str]
+        at: datetime
+        actor: str
+
+    @event(LevelBlocked)
+    def _level_blocked(
+        self,
+        level: int,
+        approvals_required: int,
+        possible: int,
+        candidates: list[str],
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.blocked_levels.append(
+            {"level": level, "approvals_required": approvals_required, "possible": possible}
+            | {"at": at}
         )
 
     class LevelCompleted(Aggregate.Event):

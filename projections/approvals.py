@@ -86,7 +86,7 @@ class ApprovalsProjection(Projection):
             f"reminders_sent TEXT NOT NULL, escalated_account_id TEXT, escalated_at {ts}, "
             f"next_notice_at {ts}, reviewers TEXT, tasks TEXT NOT NULL, comments TEXT NOT NULL, "
             "search_text TEXT NOT NULL, levels TEXT NOT NULL, votes TEXT NOT NULL, "
-            "current_level INTEGER NOT NULL, "
+            "current_level INTEGER NOT NULL, blocked_levels TEXT NOT NULL, "
             f"{BusinessTime.ddl('submitted_')}, {BusinessTime.ddl('decided_')})",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
@@ -116,6 +116,7 @@ class ApprovalsProjection(Projection):
             ApprovalInstance.Escalated: _escalated,
             ApprovalInstance.TaskReleased: _task_released,
             ApprovalInstance.LevelCompleted: _level_completed,
+            ApprovalInstance.LevelBlocked: _level_blocked,
         }
 
     def passes(self) -> list[dict[EventClass, Handler]]:
@@ -142,10 +143,10 @@ class ApprovalsProjection(Projection):
             "form_data, material_version, review_deadline_offset_minutes, deadline_policy, "
             "origin, allow_self_approval, observations, extensions, reminders, escalation, "
             "reminders_sent, next_notice_at, reviewers, tasks, comments, search_text, "
-            "levels, votes, current_level, "
+            "levels, votes, current_level, blocked_levels, "
             "submitted_local_date, submitted_local_hour, submitted_iso_week, submitted_iso_year) "
             "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, ?, '[]', 1, ?, ?, ?, ?)",
+            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, ?, '[]', 1, '[]', ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -287,6 +288,27 @@ def _revised(sql: Sql, event: ApprovalInstance.Revised) -> None:
                 instance_id,
             ),
         )
+
+
+def _level_blocked(sql: Sql, event: ApprovalInstance.LevelBlocked, position: int) -> None:
+    """A level that can no longer complete, kept on the row (as the instance does)."""
+    instance_id = str(event.originator_id)
+    (blocked,) = sql.execute(
+        "SELECT blocked_levels FROM approvals WHERE id = ?", (instance_id,)
+    ).fetchone()
+    kept = [
+        *json.loads(blocked),
+        {
+            "level": event.level,
+            "approvals_required": event.approvals_required,
+            "possible": event.possible,
+            "at": event.at,
+        },
+    ]
+    sql.write(
+        "UPDATE approvals SET blocked_levels = ?, version = ?, position = ? WHERE id = ?",
+        (json_text(kept), event.originator_version, position, instance_id),
+    )
 
 
 def _level_completed(sql: Sql, event: ApprovalInstance.LevelCompleted, position: int) -> None:
@@ -693,6 +715,7 @@ class ApprovalRow(NamedTuple):
     levels: list[dict[str, Any]]
     votes: list[dict[str, Any]]
     current_level: int
+    blocked_levels: list[dict[str, Any]]
 
     @classmethod
     def of(cls, row: Row) -> ApprovalRow:
@@ -717,6 +740,7 @@ class ApprovalRow(NamedTuple):
             "comments",
             "levels",
             "votes",
+            "blocked_levels",
         ):
             values[name] = json.loads(values[name])
         for name in ("origin", "winning_command", "escalation", "reviewers"):
@@ -761,6 +785,7 @@ class ApprovalRow(NamedTuple):
             levels=jsonable(instance.levels),
             votes=jsonable(instance.votes),
             current_level=instance.current_level,
+            blocked_levels=jsonable(instance.blocked_levels),
         )
 
     @property

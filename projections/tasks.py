@@ -384,6 +384,19 @@ def held_by_those_who_may_not_decide(
     return [(str(instance_id), str(task_id)) for instance_id, task_id in rows]
 
 
+def with_inactive_candidates(store: Store, limit: int) -> list[str]:
+    """Instances with an open task one of whose candidates' row says it is inactive (the
+    caller checks each against the log)."""
+    rows = store.query(
+        "SELECT DISTINCT t.instance_id FROM tasks t "
+        "JOIN task_candidates c ON c.task = t.id "
+        "JOIN accounts a ON a.tenant_id = c.tenant_id AND a.id = c.account_id "
+        "WHERE t.state <> ? AND NOT a.active ORDER BY t.instance_id LIMIT ?",
+        [CLOSED, limit],
+    )
+    return [str(row[0]) for row in rows]
+
+
 def task_counts(store: Store, tenant_id: UUID, account_id: str, may_decide: bool) -> dict[str, int]:
     """How many of the account's tasks each scope holds."""
     counts = {}

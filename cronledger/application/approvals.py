@@ -58,6 +58,7 @@ from projections.tasks import (
     held_by_those_who_may_not_decide,
     task_counts,
     task_page,
+    with_inactive_candidates,
 )
 
 SWEEPER = DEADLINE_ACTOR
@@ -285,6 +286,7 @@ class Approvals:
                 partial(_notify, reviewing=self.reviewing),
             )
             self._release_tasks(limit)
+            self._block_levels(limit)
             return expired
 
     def _release_tasks(self, limit: int) -> None:
@@ -303,6 +305,24 @@ class Approvals:
             instance.release_task(task_id, self.ledger.clock(), SWEEPER)
             with suppress(IntegrityError):  # another writer moved it first: the next sweep sees
                 self.ledger.save(instance)
+
+    def _block_levels(self, limit: int) -> None:
+        """Record, once, each waiting instance's level that can no longer reach its approvals
+        because candidates were deactivated (or lost the permission to decide): the
+        instance shows it (`blocked_levels`) and its candidates are told."""
+        for instance_id in with_inactive_candidates(self.ledger.store, limit):
+            instance = self.ledger.find(
+                ApprovalInstance, UUID(instance_id), "approval", instance_id
+            )
+            if instance.state != WAITING_REVIEW or instance.reviewer_rule is None:
+                continue
+            pool = instance.level_candidates(instance.current_level)
+            eligible = self.reviewing.eligible(
+                instance.tenant_id, instance.reviewer_rule, instance.parties, pool
+            )
+            if instance.block_level(eligible, self.ledger.clock(), SWEEPER):
+                with suppress(IntegrityError):  # moved by another writer: the next sweep sees
+                    self.ledger.save(instance)
 
     def _in_chunks(self, ids: Sequence[UUID], act: Sweep) -> int:
         return sum(self._sweep(ids[i : i + 100], act) for i in range(0, len(ids), 100))

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from cronledger.application.services import Services
 from tests.e2e.helpers import account
 from tests.support import Api, FakeClock
 
@@ -235,3 +236,22 @@ def test_a_revise_restarts_the_deadline_when_the_definition_says_so(
         {"command_id": "r-2", "material_version": 2, "reason": "新合同"},
     )
     assert same.json["instance"]["review_deadline_at"] == kept["review_deadline_at"]
+
+
+def test_a_level_that_can_no_longer_complete_is_shown_and_its_candidates_told(
+    admin: Api, people: dict[str, Api], services: Services
+) -> None:
+    instance = submit(people["ann"], definition(admin, "pay-blocked", [FINANCE]))
+    path = f"/api/approvals/{instance['id']}"
+    assert approve(people["fa"], path, "a-1", 1).json["outcome"] == "VOTED"
+    for gone in ("fb", "fc"):
+        answer = admin.post(f"/api/accounts/{gone}/deactivate", {"reason": "离职"})
+        assert answer.status_code == 200, answer.json
+    services.approvals.sweep()
+    services.approvals.sweep()  # once per level
+    shown = admin.get(path).json
+    assert [
+        (b["level"], b["approvals_required"], b["possible"]) for b in shown["blocked_levels"]
+    ] == [(1, 2, 1)]
+    told = people["fa"].get("/api/notifications").json["items"]
+    assert any(n["kind"] == "LEVEL_BLOCKED" for n in told), told

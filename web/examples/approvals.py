@@ -109,6 +109,7 @@ WAITING = {
     "current_level": 1,
     "levels": [ONE_LEVEL],
     "votes": [],
+    "blocked_levels": [],
 }
 EXTENDED = {
     **WAITING,

@@ -457,6 +457,13 @@ class LevelStateOut(OutSchema):
     tasks = fields.List(fields.String(), metadata={"description": "the ids of its tasks"})
 
 
+class BlockedLevelOut(OutSchema):
+    level = fields.Integer()
+    approvals_required = fields.Integer()
+    possible = fields.Integer(metadata={"description": "approvals still possible then"})
+    at = instant_text()
+
+
 class CommentOut(OutSchema):
     author = fields.String()
     text = fields.String()
@@ -554,6 +561,13 @@ class ApprovalOut(OutSchema):
     votes = fields.List(
         fields.Nested(VoteOut),
         metadata={"description": "every approve and reject, oldest first; lapsed ones kept"},
+    )
+    blocked_levels = fields.List(
+        fields.Nested(BlockedLevelOut),
+        metadata={
+            "description": "levels that can no longer reach their approvals (candidates "
+            "deactivated), as the sweeper found them; empty: none"
+        },
     )
 
 
