@@ -46,12 +46,17 @@ from domain.permissions import (
     APPROVAL_SUBMIT,
 )
 from domain.reason_codes import (
+    ALREADY_CANCELLED,
     ALREADY_DECIDED,
+    ALREADY_RESUBMITTED,
     ALREADY_VOTED_ON_LEVEL,
     APPROVAL_COUNTED,
     APPROVED_IN_TIME,
     ASSIGNEE_MAY_NOT_DECIDE,
     CALLBACK_OBSERVED,
+    CANCELLATION_BY_APPLICANT_ONLY,
+    CANCELLATION_PENDING,
+    CANCELLATION_REQUESTED_AS,
     CLAIMED_BY_OTHER,
     CLAIMED_IN_TIME,
     COMMENTED_IN_TIME,
@@ -66,7 +71,10 @@ from domain.reason_codes import (
     MATERIAL_NOT_NEWER,
     MATERIAL_REVISED,
     MATERIAL_STALE,
+    NO_CANCELLATION_DEFINITION,
     NOT_A_REVIEWER,
+    NOT_APPROVED,
+    NOT_RESUBMITTABLE,
     NOT_THE_APPLICANT,
     NOT_THE_APPLICANT_REVISE,
     NOT_THE_ASSIGNEE,
@@ -74,6 +82,8 @@ from domain.reason_codes import (
     REASSIGNED_IN_TIME,
     REJECTED_IN_TIME,
     REJECTION_COUNTED,
+    RESUBMIT_BY_APPLICANT_ONLY,
+    RESUBMITTED_AS,
     REVIEWER_INELIGIBLE,
     SELF_APPROVAL_APPLICANT,
     SELF_APPROVAL_SAVER_UNKNOWN,
@@ -119,12 +129,19 @@ TAKEN = "CLAIMED_BY_OTHER"  # refused, recorded, answered 409: another account h
 VOTED = "VOTED"  # an approve or reject counted on its level; the instance still waits
 ALREADY_VOTED = "ALREADY_VOTED"  # refused, recorded, 409: one task per reviewer per level
 REVISED = "REVISED"  # the applicant revised the material; earlier votes lapsed
+RESUBMITTED = "RESUBMITTED"  # a decided instance got a new one: its state stays
+CANCELLATION_REQUESTED = "CANCELLATION_REQUESTED"  # an approved one got a cancellation instance
+# What an approved instance's `cancellation` says: requested, and how its instance ended.
+REQUESTED, CANCELLED, REFUSED = "REQUESTED", "CANCELLED", "REFUSED"
+RESUBMITTABLE = frozenset({WITHDRAWN, EXPIRED, REJECTED})
 
 SUBMIT = "submit"
 APPROVE, WITHDRAW, EXTEND, SIGN, SWEEP = "approve", "withdraw", "extend-deadline", "sign", "sweep"
 CLAIM, UNCLAIM, REASSIGN, REJECT, COMMENT = "claim", "unclaim", "reassign", "reject", "comment"
 REVISE = "revise"
 VOTING = frozenset({"approve", "reject"})
+RESUBMIT, REQUEST_CANCELLATION = "resubmit", "request-cancellation"
+LINKING = frozenset({RESUBMIT, REQUEST_CANCELLATION})  # commands that start a linked instance
 REVIEWING = frozenset({APPROVE, REJECT, CLAIM})  # commands only a task's reviewers may send
 HOLDING = frozenset({UNCLAIM, REASSIGN})  # commands only the assignee or an admin may send
 DEADLINE_ACTOR = "system:sweeper"  # who expires an instance: the deadline rule, run by the service
@@ -138,7 +155,10 @@ PERMISSION_OF_COMMAND = {
     REVISE: APPROVAL_SUBMIT,
     EXTEND: APPROVAL_DECIDE,
     SIGN: APPROVAL_CALLBACK,
+    RESUBMIT: APPROVAL_SUBMIT,
+    REQUEST_CANCELLATION: APPROVAL_SUBMIT,
 }
+SETTLER = "system:cancellation"  # who records how an approved instance's cancellation ended
 FIELD_OF_RULE = {
     EXTEND: "new_deadline_at",
     REASSIGN: "assignee_id",
@@ -149,6 +169,25 @@ FIELD_OF_RULE = {
 def approval_uuid(tenant_id: UUID, applicant_id: str, command_id: str) -> UUID:
     """One submission per applicant and command id: a repeated submission finds the first."""
     return uuid5(NAMESPACE, f"tenant/{tenant_id}/approval/{applicant_id}/{command_id}")
+
+
+def linked_command_id(kind: str, original_id: UUID | str, command_id: str) -> str:
+    """The submission command id of the instance a resubmit or a cancellation request on
+    `original_id` starts: fixed by the command, so a retry after a crash finds the instance
+    (its id is `approval_uuid` of this)."""
+    return f"{kind}:{original_id}:{command_id}"
+
+
+@dataclass(frozen=True)
+class Links:
+    """What the rule needs to decide a resubmit or a cancellation request: the instance the
+    command would start (`new_id`), what the original already links to, and the cancellation
+    definition its definition now names (None: none)."""
+
+    new_id: str | None = None
+    resubmitted_as: str | None = None
+    cancellation: Mapping[str, Any] | None = None
+    cancellation_definition: str | None = None
 
 
 class CommandIdReused(DomainError):
@@ -459,17 +498,19 @@ def decide(
     granted: frozenset[str] = ALL_PERMISSIONS,
     contract_id: str | None = None,
     review: Review = Review(),
+    links: Links = Links(),
 ) -> Decision:
     """The one transition rule (docs/approvals.md), whatever the entry point.
 
     `granted` are the actor's permissions (the service's own actors hold them all);
-    `contract_id` is the contract the instance's callbacks are bound to, if any yet.
+    `contract_id` is the contract the instance's callbacks are bound to, if any yet; `links`
+    what a resubmit or a cancellation request is decided on.
     """
     refusal = refusal_of(command, actor, parties, granted, review)
     if refusal is not None:
         return Decision(FORBIDDEN, state, False, refusal)
     decision = _decide_in_time(
-        state, deadline, material_version, command, now, actor, parties, review
+        state, deadline, material_version, command, now, actor, parties, review, links
     )
     if command.kind == SIGN:
         return _matched(
@@ -497,6 +538,10 @@ def refusal_of(
         return Reason(NOT_THE_APPLICANT)
     if command.kind == REVISE and actor != parties.applicant_id:
         return Reason(NOT_THE_APPLICANT_REVISE)
+    if command.kind == RESUBMIT and actor != parties.applicant_id:
+        return Reason(RESUBMIT_BY_APPLICANT_ONLY)
+    if command.kind == REQUEST_CANCELLATION and actor != parties.applicant_id:
+        return Reason(CANCELLATION_BY_APPLICANT_ONLY)
     return None
 
 
@@ -521,10 +566,15 @@ def _decide_in_time(
     actor: str,
     parties: Parties,
     review: Review,
+    links: Links = Links(),
 ) -> Decision:
     if state == WAITING_REVIEW and now >= deadline:
         passed = Reason(DEADLINE_PASSED, {"deadline": deadline.isoformat(), "at": now.isoformat()})
         return Decision(EXPIRED, EXPIRED, command.kind == SWEEP, passed)
+    if command.kind == RESUBMIT:
+        return _decide_resubmit(state, links)
+    if command.kind == REQUEST_CANCELLATION:
+        return _decide_cancellation(state, links)
     decided = Reason(ALREADY_DECIDED, {"state": state})
     if state in TERMINAL and command.kind == SWEEP:
         return Decision(NOT_DUE, state, True, decided)
@@ -551,6 +601,42 @@ def _decide_in_time(
     if command.kind == REVISE:
         return _decide_revise(material_version, command)
     return _decide_waiting(material_version, command, parties.interest_of(actor), review)
+
+
+def _decide_resubmit(state: str, links: Links) -> Decision:
+    """A withdrawn, expired or rejected instance may be resubmitted once; its state stays."""
+    if state not in RESUBMITTABLE:
+        return Decision(CONFLICT, state, False, Reason(NOT_RESUBMITTABLE, {"state": state}))
+    if links.resubmitted_as is not None:
+        found = Reason(ALREADY_RESUBMITTED, {"instance_id": links.resubmitted_as})
+        return Decision(CONFLICT, state, False, found)
+    return Decision(RESUBMITTED, state, True, Reason(RESUBMITTED_AS, {"instance_id": links.new_id}))
+
+
+def _decide_cancellation(state: str, links: Links) -> Decision:
+    """An approved instance whose definition names a cancellation definition may have its
+    cancellation requested, unless one is requested or done (a refused one may be asked
+    again); its state stays APPROVED."""
+    if state != APPROVED:
+        return Decision(CONFLICT, state, False, Reason(NOT_APPROVED, {"state": state}))
+    if links.cancellation_definition is None:
+        return Decision(CONFLICT, state, False, Reason(NO_CANCELLATION_DEFINITION))
+    current = links.cancellation or {}
+    if current.get("state") in (REQUESTED, CANCELLED):
+        code = CANCELLATION_PENDING if current["state"] == REQUESTED else ALREADY_CANCELLED
+        return Decision(
+            CONFLICT, state, False, Reason(code, {"instance_id": current["instance_id"]})
+        )
+    asked = Reason(CANCELLATION_REQUESTED_AS, {"instance_id": links.new_id})
+    return Decision(CANCELLATION_REQUESTED, state, True, asked)
+
+
+def cancellation_settled_as(linked_state: str) -> str | None:
+    """What a cancellation becomes when its instance ends in `linked_state`: CANCELLED when
+    approved, REFUSED when rejected, withdrawn or expired; None while it waits."""
+    if linked_state == APPROVED:
+        return CANCELLED
+    return REFUSED if linked_state in TERMINAL else None
 
 
 def _decide_waiting(
@@ -748,7 +834,7 @@ class ApprovalInstance(Aggregate):
     @staticmethod
     def upcast_v8_v9(state: dict[str, Any]) -> None:
         """A snapshot from before issue 35: levels (one, from its reviewers), no votes kept
-        (its timeline has them), the deadline kept on a revise."""
+        (its timeline has them), the deadline kept on a revise; no links to other instances."""
         candidates = state["tasks"][0]["candidates"] if state["tasks"] else None
         level = legacy_level(state["reviewers"], candidates)
         if state["state"] in (APPROVED, REJECTED):
@@ -760,6 +846,9 @@ class ApprovalInstance(Aggregate):
         state["votes"] = []
         state["restart_deadline_on_revise"] = False
         state["blocked_levels"] = []
+        without_links(state)
+        state["resubmitted_as"] = None
+        state["cancellation"] = None
 
     class Submitted(Aggregate.Created):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
@@ -770,7 +859,8 @@ class ApprovalInstance(Aggregate):
         and the review task's `candidates` (None before: anyone who may decide); version 7
         the definition's `levels`, each with its candidates fixed at submission (None before,
         and for a definition without levels: one level from `reviewers`), and
-        `restart_deadline_on_revise` (false before)."""
+        `restart_deadline_on_revise` (false before), the instance it `resubmits` and the
+        approved one it is the `cancellation_of` (None before: none)."""
 
         class_version = 7
         tenant_id: UUID
@@ -794,6 +884,8 @@ class ApprovalInstance(Aggregate):
         candidates: list[str] | None
         levels: list[dict[str, Any]] | None
         restart_deadline_on_revise: bool
+        resubmits: str | None
+        cancellation_of: str | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
 
@@ -816,6 +908,7 @@ class ApprovalInstance(Aggregate):
         def upcast_v6_v7(state: dict[str, Any]) -> None:
             state["levels"] = None
             state["restart_deadline_on_revise"] = False
+            without_links(state)
 
     @classmethod
     def submit(
@@ -829,6 +922,7 @@ class ApprovalInstance(Aggregate):
         candidates: Sequence[str] | None = None,
         ruled: Ruled | None = None,
         levels: Sequence[Mapping[str, Any]] | None = None,
+        linked: Mapping[str, str | None] | None = None,
     ) -> ApprovalInstance:
         """A new instance, submitted by its applicant or by a run on the applicant's behalf
         (with the terms of the definition's revision the run was frozen at); the definition's
@@ -836,7 +930,9 @@ class ApprovalInstance(Aggregate):
         goes to `candidates`, the accounts the reviewers named at submission. A definition
         whose deadline is in working time gives it counted on its calendar (`ruled`). A
         definition with levels gives them (`levels`, see domain/levels.py `level_of`), each
-        with its candidates; `reviewers` and `candidates` are then level 1's."""
+        with its candidates; `reviewers` and `candidates` are then level 1's. A
+        resubmission or a cancellation names its original in `linked` (`resubmits` or
+        `cancellation_of`)."""
         deadline, deadline_policy = submission.deadline(
             definition.review_window_seconds, at, revision_of(definition), ruled
         )
@@ -866,6 +962,8 @@ class ApprovalInstance(Aggregate):
             candidates=None if candidates is None else sorted(candidates),
             levels=None if not levels else [dict(level) for level in levels],
             restart_deadline_on_revise=definition.restart_deadline_on_revise,
+            resubmits=(linked or {}).get("resubmits"),
+            cancellation_of=(linked or {}).get("cancellation_of"),
         )
 
     @event(Submitted)
@@ -892,6 +990,8 @@ class ApprovalInstance(Aggregate):
         candidates: Sequence[str] | None = None,
         levels: Sequence[Mapping[str, Any]] | None = None,
         restart_deadline_on_revise: bool = False,
+        resubmits: str | None = None,
+        cancellation_of: str | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.definition_id = definition_id
@@ -925,6 +1025,12 @@ class ApprovalInstance(Aggregate):
         self.restart_deadline_on_revise = restart_deadline_on_revise
         self.blocked_levels: list[dict[str, Any]] = []  # levels that can no longer complete
         self.comments: list[dict[str, Any]] = []  # author, text, at, command
+        self.resubmits = resubmits  # the instance this one resubmits
+        self.cancellation_of = cancellation_of  # the approved instance this one would cancel
+        self.resubmitted_as: str | None = None  # the instance that resubmitted this one
+        # state (REQUESTED, CANCELLED, REFUSED), instance_id, requested_at, reason, actor,
+        # and once settled settled_at and the linked instance's outcome
+        self.cancellation: dict[str, Any] | None = None
 
     def answer_to(
         self,
@@ -1001,6 +1107,7 @@ class ApprovalInstance(Aggregate):
         actor: str,
         granted: frozenset[str] = ALL_PERMISSIONS,
         review: Review | None = None,
+        links: Links | None = None,
     ) -> Answer:
         """Decide `command` at server time `at` and record it, winner or loser (refusals too).
 
@@ -1019,6 +1126,7 @@ class ApprovalInstance(Aggregate):
             granted=granted,
             contract_id=self.contract_id,
             review=review,
+            links=self.links(links),
         )
         extension = self._extras(decision, command)
         payload = command.payload
@@ -1059,6 +1167,8 @@ class ApprovalInstance(Aggregate):
                 "rule_version": DEADLINE_RULES_VERSION,
                 "deadline_offset_minutes": command.deadline_offset_minutes,
             }
+        if decision.outcome in (RESUBMITTED, CANCELLATION_REQUESTED):
+            return {"linked_id": decision.why.params["instance_id"]}
         if decision.outcome == REVISED:
             revision = revision_after(self.votes, self.tasks, self.current_level)
             restarted = command.payload.get("new_deadline_at")
@@ -1160,6 +1270,50 @@ class ApprovalInstance(Aggregate):
         self.levels, self.tasks = completed(self.levels, self.tasks, level, at)
         if next_level is not None:
             self.current_level = next_level
+
+    def links(self, asked: Links | None = None) -> Links:
+        """What the instance links to, with what the service knows (`asked`: the instance a
+        command would start, the cancellation definition its definition names)."""
+        asked = asked or Links()
+        return replace(asked, resubmitted_as=self.resubmitted_as, cancellation=self.cancellation)
+
+    def settle_cancellation(self, linked_id: str, linked_state: str, at: datetime) -> bool:
+        """Record how the cancellation instance `linked_id` ended, when it is this instance's
+        requested one and has ended; whether it recorded anything."""
+        settled = cancellation_settled_as(linked_state)
+        current = self.cancellation or {}
+        if settled is None or current.get("state") != REQUESTED:
+            return False
+        if current.get("instance_id") != linked_id:
+            return False
+        self._cancellation_settled(
+            linked_id=linked_id, outcome=linked_state, state=settled, at=at, actor=SETTLER
+        )
+        return True
+
+    class CancellationSettled(Aggregate.Event):
+        """The cancellation instance `linked_id` of this approved instance ended in `outcome`
+        (its state): the cancellation is `state`, CANCELLED when it was approved, REFUSED when
+        rejected, withdrawn or expired; recorded by the system (`actor`) at `at`, saved with
+        the linked instance's decisive event. The instance's own state stays APPROVED."""
+
+        linked_id: str
+        outcome: str
+        state: str
+        at: datetime
+        actor: str
+
+    @event(CancellationSettled)
+    def _cancellation_settled(
+        self, linked_id: str, outcome: str, state: str, at: datetime, actor: str
+    ) -> None:
+        assert self.cancellation is not None
+        self.cancellation = {
+            **self.cancellation,
+            "state": state,
+            "settled_at": at,
+            "outcome": outcome,
+        }
 
     def owed_notices(self) -> list[Notice]:
         """The reminders and escalation still owed, earliest first (see `owed_notices`)."""
@@ -1516,6 +1670,20 @@ class ApprovalInstance(Aggregate):
         closed_tasks: list[str]
         old_deadline_at: datetime | None
 
+    class Resubmitted(CommandHandled):
+        """The applicant resubmitted this decided instance as `linked_id`, a new instance of
+        the same definition; this one's state stays as it was. Version 1."""
+
+        class_version = 1
+        linked_id: str
+
+    class CancellationRequested(CommandHandled):
+        """The applicant asked to cancel this approved instance: `linked_id` is the instance of
+        the cancellation definition it started; this one stays APPROVED. Version 1."""
+
+        class_version = 1
+        linked_id: str
+
     class CommandRejected(CommandHandled):
         pass
 
@@ -1536,6 +1704,10 @@ class ApprovalInstance(Aggregate):
             self.observe(handled)  # a refused caller's callback is no observation
         if isinstance(handled, ApprovalInstance.DeadlineExtended):
             self.extend(handled)
+        if isinstance(handled, ApprovalInstance.Resubmitted):
+            self.resubmitted_as = handled.linked_id
+        if isinstance(handled, ApprovalInstance.CancellationRequested):
+            self.cancellation = cancellation_asked(handled)
         comment = comment_of(handled)
         if comment is not None:
             self.comments.append(comment)
@@ -1696,6 +1868,25 @@ def levels_after(
     return [dict(x) for x in levels]
 
 
+def cancellation_asked(handled: ApprovalInstance.CancellationRequested) -> dict[str, Any]:
+    """An approved instance's cancellation as a request leaves it: REQUESTED."""
+    return {
+        "state": REQUESTED,
+        "instance_id": handled.linked_id,
+        "requested_at": handled.at,
+        "reason": handled.payload["reason"],
+        "actor": handled.actor,
+        "settled_at": None,
+        "outcome": None,
+    }
+
+
+def without_links(state: dict[str, Any]) -> None:
+    """Upcast from before resubmission and cancellation: linked to no other instance."""
+    state["resubmits"] = None
+    state["cancellation_of"] = None
+
+
 def escalated_tasks(
     tasks: Sequence[Mapping[str, Any]],
     task_id: str,
@@ -1775,6 +1966,8 @@ EVENT_OF_OUTCOME: dict[str, type[ApprovalInstance.CommandHandled]] = {
     TAKEN: ApprovalInstance.CommandRejected,
     EXTENDED: ApprovalInstance.DeadlineExtended,
     OBSERVED: ApprovalInstance.CallbackObserved,
+    RESUBMITTED: ApprovalInstance.Resubmitted,
+    CANCELLATION_REQUESTED: ApprovalInstance.CancellationRequested,
     STALE_MATERIAL: ApprovalInstance.CommandRejected,
     SELF_APPROVAL: ApprovalInstance.CommandRejected,
     CONFLICT: ApprovalInstance.CommandRejected,

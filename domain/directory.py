@@ -626,6 +626,18 @@ def without_levels(state: dict[str, Any]) -> None:
     state["restart_deadline_on_revise"] = False
 
 
+def without_cancellation_definition(state: dict[str, Any]) -> None:
+    """Upcast of an event (or snapshot) from before cancellation definitions: none named."""
+    state["cancellation_definition"] = None
+
+
+def before_issue_35(state: dict[str, Any]) -> None:
+    """Upcast of an event from before issue 35: one level from its reviewers, the deadline
+    kept on a revise, no cancellation definition."""
+    without_levels(state)
+    without_cancellation_definition(state)
+
+
 def seconds_rule(review_window_seconds: int) -> dict[str, Any]:
     """The deadline rule a review window in plain seconds is (docs/calendars.md)."""
     return {"kind": "seconds", "seconds": int(review_window_seconds)}
@@ -663,6 +675,8 @@ class Definition(Aggregate):
     `reviewers` (docs/approvals.md#who-reviews); version 6 `deadline_rule`
     (docs/calendars.md#deadlines-in-working-time); version 7 `levels` and
     `restart_deadline_on_revise` (docs/approvals.md#levels-and-countersign).
+    (docs/calendars.md#deadlines-in-working-time); version 7 `cancellation_definition`
+    (docs/approvals.md#resubmit-and-cancel).
     """
 
     class_version = 7
@@ -703,10 +717,12 @@ class Definition(Aggregate):
 
     @staticmethod
     def upcast_v6_v7(state: dict[str, Any]) -> None:
-        """A snapshot from before levels: one level from its reviewers, in every revision."""
+        """A snapshot from before issue 35: one level from its reviewers, in every revision,
+        and no cancellation definition."""
         without_levels(state)
         for terms in state["revisions"].values():
             without_levels(terms)
+        without_cancellation_definition(state)
 
     @staticmethod
     def create_id(tenant_id: UUID, key: str) -> UUID:
@@ -716,8 +732,9 @@ class Definition(Aggregate):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 `reminders` and `escalation` (none before); version 4 `reviewers` (None
         before: anyone who may decide); version 5 `deadline_rule` (before: the review window
-        in seconds); version 6 `levels` (None before: one level from `reviewers`) and
-        `restart_deadline_on_revise` (false before)."""
+        in seconds); version 6 `levels` (None before: one level from `reviewers`),
+        `restart_deadline_on_revise` (false before) and `cancellation_definition` (None
+        before: none)."""
 
         class_version = 6
         tenant_id: UUID
@@ -735,12 +752,13 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any]
         levels: list[dict[str, Any]] | None
         restart_deadline_on_revise: bool
+        cancellation_definition: str | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(without_notices)
         upcast_v3_v4 = staticmethod(without_reviewers)
         upcast_v4_v5 = staticmethod(ruled_by_review_window)
-        upcast_v5_v6 = staticmethod(without_levels)
+        upcast_v5_v6 = staticmethod(before_issue_35)
 
     @event(Registered)
     def __init__(
@@ -760,6 +778,7 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any] | None = None,
         levels: list[dict[str, Any]] | None = None,
         restart_deadline_on_revise: bool = False,
+        cancellation_definition: str | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.key = key
@@ -774,6 +793,7 @@ class Definition(Aggregate):
         self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
         self.levels = levels
         self.restart_deadline_on_revise = restart_deadline_on_revise
+        self.cancellation_definition = cancellation_definition  # the id of another definition
         self.published = False
         self.created_at = at
         self.revision = UNPUBLISHED_REVISION
@@ -793,7 +813,8 @@ class Definition(Aggregate):
         version 3 added `revision`, the definition's revision after it (1 before); version 4
         `reminders` and `escalation` (none before); version 5 `reviewers` (None before);
         version 6 `deadline_rule` (before: the review window in seconds); version 7 `levels`
-        (None before: one level from `reviewers`) and `restart_deadline_on_revise` (false)."""
+        (None before: one level from `reviewers`), `restart_deadline_on_revise` (false) and
+        `cancellation_definition` (None before: none)."""
 
         class_version = 7
         name: str
@@ -810,13 +831,14 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any]
         levels: list[dict[str, Any]] | None
         restart_deadline_on_revise: bool
+        cancellation_definition: str | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(counted_as_first_revision)
         upcast_v3_v4 = staticmethod(without_notices)
         upcast_v4_v5 = staticmethod(without_reviewers)
         upcast_v5_v6 = staticmethod(ruled_by_review_window)
-        upcast_v6_v7 = staticmethod(without_levels)
+        upcast_v6_v7 = staticmethod(before_issue_35)
 
     def update(
         self,
@@ -833,11 +855,13 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any] | None = None,
         levels: list[dict[str, Any]] | None = None,
         restart_deadline_on_revise: bool | None = None,
+        cancellation_definition: str | None = None,
     ) -> None:
         """Change the settings; while published, the change is published as a new revision.
         Reviewers once named stay named (`reviewers` None keeps them); no `deadline_rule`
-        means the review window in seconds. Levels given replace the reviewers (kept None);
-        reviewers given replace the levels; neither keeps both as they are."""
+        means the review window in seconds; `cancellation_definition` None names none. Levels
+        given replace the reviewers (kept None); reviewers given replace the levels; neither
+        keeps both as they are."""
         check_notices(reminders, escalation, review_window_seconds)
         kept_reminders, kept_escalation = notice_terms(reminders, escalation)
         self._updated(
@@ -858,6 +882,7 @@ class Definition(Aggregate):
                 if restart_deadline_on_revise is None
                 else restart_deadline_on_revise
             ),
+            cancellation_definition=cancellation_definition,
         )
 
     @event(Updated)
@@ -877,6 +902,7 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any] | None = None,
         levels: list[dict[str, Any]] | None = None,
         restart_deadline_on_revise: bool = False,
+        cancellation_definition: str | None = None,
     ) -> None:
         self.name = name
         self.external = external
@@ -889,6 +915,7 @@ class Definition(Aggregate):
         self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
         self.levels = levels
         self.restart_deadline_on_revise = restart_deadline_on_revise
+        self.cancellation_definition = cancellation_definition
         self._reach(revision)
 
     def publish(self, at: datetime, actor: str) -> None:

@@ -191,6 +191,8 @@ class BundleReport:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what it cannot prove: never a failure
+    relation: str | None = None  # how a linked instance's bundle is linked to the one holding it
+    linked: list[BundleReport] = field(default_factory=list)  # each checked as a bundle alone
 
 
 def verify_bundle(
@@ -226,7 +228,25 @@ def verify_bundle(
         _check_grew(bundle, saved, checkpoint, public_key, report)
         _warn_past_saved(saved, report)
     _warn_later(bundle, checkpoint, report)
+    for linked in _entries(bundle, "linked"):
+        _check_linked(linked, public_key, saved, report)
     return report
+
+
+def _check_linked(
+    linked: Mapping[str, Any],
+    public_key: Ed25519PublicKey,
+    saved: Checkpoint | None,
+    report: BundleReport,
+) -> None:
+    """A linked instance's bundle, checked as a bundle alone; its problems are the holder's."""
+    found = verify_bundle({**linked, "linked": []}, public_key, saved)
+    found.relation = str(linked.get("relation", ""))
+    report.linked.append(found)
+    report.problems.extend(
+        f"linked instance {found.aggregate_id} ({found.relation}): {problem}"
+        for problem in found.problems
+    )
 
 
 def _warn_past_saved(saved: Checkpoint, report: BundleReport) -> None:

@@ -52,6 +52,18 @@ LEVEL_CANNOT_REACH = "LEVEL_CANNOT_REACH"
 MATERIAL_REVISED = "MATERIAL_REVISED"
 MATERIAL_NOT_NEWER = "MATERIAL_NOT_NEWER"
 NOT_THE_APPLICANT_REVISE = "NOT_THE_APPLICANT_REVISE"
+# Resubmission and cancellation (docs/approvals.md#resubmit-and-cancel): commands that link a
+# decided instance to a new one.
+RESUBMITTED_AS = "RESUBMITTED_AS"
+NOT_RESUBMITTABLE = "NOT_RESUBMITTABLE"
+ALREADY_RESUBMITTED = "ALREADY_RESUBMITTED"
+RESUBMIT_BY_APPLICANT_ONLY = "RESUBMIT_BY_APPLICANT_ONLY"
+CANCELLATION_REQUESTED_AS = "CANCELLATION_REQUESTED_AS"
+NOT_APPROVED = "NOT_APPROVED"
+NO_CANCELLATION_DEFINITION = "NO_CANCELLATION_DEFINITION"
+CANCELLATION_PENDING = "CANCELLATION_PENDING"
+ALREADY_CANCELLED = "ALREADY_CANCELLED"
+CANCELLATION_BY_APPLICANT_ONLY = "CANCELLATION_BY_APPLICANT_ONLY"
 
 ENGLISH = {
     APPROVED_IN_TIME: N_("approved before the deadline"),
@@ -101,6 +113,20 @@ ENGLISH = {
     MATERIAL_REVISED: N_("material revised from version {old} to {new}: {reason}"),
     MATERIAL_NOT_NEWER: N_("material version {offered} must be greater than the current {current}"),
     NOT_THE_APPLICANT_REVISE: N_("only the applicant may revise the material"),
+    RESUBMITTED_AS: N_("resubmitted as {instance_id}"),
+    NOT_RESUBMITTABLE: N_(
+        "only a withdrawn, expired or rejected instance may be resubmitted; this one is {state}"
+    ),
+    ALREADY_RESUBMITTED: N_("the instance was already resubmitted as {instance_id}"),
+    RESUBMIT_BY_APPLICANT_ONLY: N_("only the applicant may resubmit an instance"),
+    CANCELLATION_REQUESTED_AS: N_("cancellation requested as {instance_id}"),
+    NOT_APPROVED: N_("only an approved instance may be cancelled; this one is {state}"),
+    NO_CANCELLATION_DEFINITION: N_(
+        "the instance's definition names no cancellation definition, so it cannot be cancelled"
+    ),
+    CANCELLATION_PENDING: N_("a cancellation is already requested: {instance_id}"),
+    ALREADY_CANCELLED: N_("the instance was already cancelled by {instance_id}"),
+    CANCELLATION_BY_APPLICANT_ONLY: N_("only the applicant may request an instance's cancellation"),
 }
 MISMATCHES = "mismatches"  # a callback's differences from its instance, each a reason
 # Values that are words rather than names (NOT_THE_ASSIGNEE's command), and the words they are.

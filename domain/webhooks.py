@@ -36,6 +36,10 @@ APPROVAL_REASSIGNED = "approval.reassigned"
 APPROVAL_COMMENTED = "approval.commented"
 APPROVAL_LEVEL_COMPLETED = "approval.level_completed"
 APPROVAL_REVISED = "approval.revised"
+APPROVAL_RESUBMITTED = "approval.resubmitted"
+APPROVAL_CANCELLATION_REQUESTED = "approval.cancellation_requested"
+APPROVAL_CANCELLED = "approval.cancelled"
+APPROVAL_CANCELLATION_REFUSED = "approval.cancellation_refused"
 CALLBACK_LATE = "callback.late"
 CALLBACK_MISMATCHED = "callback.mismatched"
 CHECKPOINT_SIGNED = "checkpoint.signed"
@@ -56,6 +60,10 @@ EVENT_TYPES = (
     APPROVAL_COMMENTED,
     APPROVAL_LEVEL_COMPLETED,
     APPROVAL_REVISED,
+    APPROVAL_RESUBMITTED,
+    APPROVAL_CANCELLATION_REQUESTED,
+    APPROVAL_CANCELLED,
+    APPROVAL_CANCELLATION_REFUSED,
     CALLBACK_LATE,
     CALLBACK_MISMATCHED,
     CHECKPOINT_SIGNED,

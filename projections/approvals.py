@@ -24,6 +24,7 @@ from domain.approvals import (
     WAITING_REVIEW,
     ApprovalInstance,
     at_offset,
+    cancellation_asked,
     comment_of,
     escalated_tasks,
     extended_policy,
@@ -55,6 +56,8 @@ COMMANDS = (
     ApprovalInstance.Commented,
     ApprovalInstance.Voted,
     ApprovalInstance.Revised,
+    ApprovalInstance.Resubmitted,
+    ApprovalInstance.CancellationRequested,
 )
 
 
@@ -87,6 +90,8 @@ class ApprovalsProjection(Projection):
             f"next_notice_at {ts}, reviewers TEXT, tasks TEXT NOT NULL, comments TEXT NOT NULL, "
             "search_text TEXT NOT NULL, levels TEXT NOT NULL, votes TEXT NOT NULL, "
             "current_level INTEGER NOT NULL, blocked_levels TEXT NOT NULL, "
+            "resubmits TEXT, resubmitted_as TEXT, "
+            "cancellation_of TEXT, cancellation TEXT, "
             f"{BusinessTime.ddl('submitted_')}, {BusinessTime.ddl('decided_')})",
             "CREATE INDEX IF NOT EXISTS approvals_by_tenant_state "
             "ON approvals (tenant_id, state, submitted_at)",
@@ -117,6 +122,7 @@ class ApprovalsProjection(Projection):
             ApprovalInstance.TaskReleased: _task_released,
             ApprovalInstance.LevelCompleted: _level_completed,
             ApprovalInstance.LevelBlocked: _level_blocked,
+            ApprovalInstance.CancellationSettled: _cancellation_settled,
         }
 
     def passes(self) -> list[dict[EventClass, Handler]]:
@@ -143,10 +149,10 @@ class ApprovalsProjection(Projection):
             "form_data, material_version, review_deadline_offset_minutes, deadline_policy, "
             "origin, allow_self_approval, observations, extensions, reminders, escalation, "
             "reminders_sent, next_notice_at, reviewers, tasks, comments, search_text, "
-            "levels, votes, current_level, blocked_levels, "
+            "levels, votes, current_level, blocked_levels, resubmits, cancellation_of, "
             "submitted_local_date, submitted_local_hour, submitted_iso_week, submitted_iso_year) "
             "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, ?, '[]', 1, '[]', ?, ?, ?, ?)",
+            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, ?, '[]', 1, '[]', ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -180,6 +186,8 @@ class ApprovalsProjection(Projection):
                 json_text(tasks),
                 searched_text(event.title),
                 json_text(levels),
+                event.resubmits,
+                event.cancellation_of,
                 *self.business.values(event.at),
             ),
         )
@@ -190,6 +198,16 @@ class ApprovalsProjection(Projection):
             _observed(sql, event)
         if isinstance(event, ApprovalInstance.DeadlineExtended):
             _extended(sql, event, key)
+        elif isinstance(event, ApprovalInstance.Resubmitted):
+            sql.write(
+                "UPDATE approvals SET resubmitted_as = ?, version = ?, position = ? WHERE id = ?",
+                (event.linked_id, *key),
+            )
+        elif isinstance(event, ApprovalInstance.CancellationRequested):
+            sql.write(
+                "UPDATE approvals SET cancellation = ?, version = ?, position = ? WHERE id = ?",
+                (json_text(cancellation_asked(event)), *key),
+            )
         elif event.outcome in TERMINAL:
             deadline, submitted = sql.execute(
                 "SELECT review_deadline_at, submitted_at FROM approvals WHERE id = ?", (key[2],)
@@ -484,6 +502,26 @@ def _reminder_due(sql: Sql, event: ApprovalInstance.ReminderDue, position: int) 
     )
 
 
+def _cancellation_settled(
+    sql: Sql, event: ApprovalInstance.CancellationSettled, position: int
+) -> None:
+    """How the cancellation's instance ended (as `ApprovalInstance` records it)."""
+    instance_id = str(event.originator_id)
+    (cancellation,) = sql.execute(
+        "SELECT cancellation FROM approvals WHERE id = ?", (instance_id,)
+    ).fetchone()
+    settled = {
+        **json.loads(cancellation),
+        "state": event.state,
+        "settled_at": event.at,
+        "outcome": event.outcome,
+    }
+    sql.write(
+        "UPDATE approvals SET cancellation = ?, version = ?, position = ? WHERE id = ?",
+        (json_text(settled), event.originator_version, position, instance_id),
+    )
+
+
 def _task_released(sql: Sql, event: ApprovalInstance.TaskReleased, position: int) -> None:
     """The task back with its candidates (as `ApprovalInstance.release_task` does)."""
     instance_id = str(event.originator_id)
@@ -716,6 +754,10 @@ class ApprovalRow(NamedTuple):
     votes: list[dict[str, Any]]
     current_level: int
     blocked_levels: list[dict[str, Any]]
+    resubmits: str | None
+    resubmitted_as: str | None
+    cancellation_of: str | None
+    cancellation: dict[str, Any] | None
 
     @classmethod
     def of(cls, row: Row) -> ApprovalRow:
@@ -743,7 +785,7 @@ class ApprovalRow(NamedTuple):
             "blocked_levels",
         ):
             values[name] = json.loads(values[name])
-        for name in ("origin", "winning_command", "escalation", "reviewers"):
+        for name in ("origin", "winning_command", "escalation", "reviewers", "cancellation"):
             values[name] = json_value(values[name])
         values["allow_self_approval"] = bool(values["allow_self_approval"])
         return cls(**values)
@@ -786,6 +828,10 @@ class ApprovalRow(NamedTuple):
             votes=jsonable(instance.votes),
             current_level=instance.current_level,
             blocked_levels=jsonable(instance.blocked_levels),
+            resubmits=instance.resubmits,
+            resubmitted_as=instance.resubmitted_as,
+            cancellation_of=instance.cancellation_of,
+            cancellation=jsonable(instance.cancellation),
         )
 
     @property

@@ -43,7 +43,8 @@ class DirectoryProjection(Projection):
             "revision INTEGER NOT NULL, schedule_presets TEXT NOT NULL, "
             "allow_self_approval BOOLEAN NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
             "reviewers TEXT, deadline_rule TEXT NOT NULL, levels TEXT, "
-            "restart_deadline_on_revise BOOLEAN NOT NULL DEFAULT FALSE)",
+            "restart_deadline_on_revise BOOLEAN NOT NULL DEFAULT FALSE, "
+            "cancellation_definition TEXT)",
             "CREATE UNIQUE INDEX IF NOT EXISTS definitions_by_tenant "
             "ON definitions (tenant_id, key)",
             "CREATE INDEX IF NOT EXISTS definitions_in_order ON definitions (tenant_id, position)",
@@ -92,6 +93,7 @@ class DirectoryProjection(Projection):
                     "deadline_rule": json_text(e.deadline_rule),
                     "levels": _json_or_null(e.levels),
                     "restart_deadline_on_revise": e.restart_deadline_on_revise,
+                    "cancellation_definition": e.cancellation_definition,
                 },
             ),
             Definition.Published: _setting(
@@ -132,8 +134,8 @@ class DirectoryProjection(Projection):
             "INSERT INTO definitions (id, tenant_id, key, name, external, published, "
             "review_window_seconds, created_at, updated_at, version, position, revision, "
             "schedule_presets, allow_self_approval, reminders, escalation, reviewers, "
-            "deadline_rule, levels, restart_deadline_on_revise) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "deadline_rule, levels, restart_deadline_on_revise, cancellation_definition) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -155,6 +157,7 @@ class DirectoryProjection(Projection):
                 json_text(event.deadline_rule or seconds_rule(event.review_window_seconds)),
                 _json_or_null(event.levels),
                 event.restart_deadline_on_revise,
+                event.cancellation_definition,
             ),
         )
 
@@ -255,6 +258,7 @@ class DefinitionRow(NamedTuple):
     deadline_rule: dict[str, Any]
     levels: list[dict[str, Any]] | None
     restart_deadline_on_revise: bool
+    cancellation_definition: str | None
 
     @classmethod
     def of(cls, row: Row) -> DefinitionRow:
@@ -292,6 +296,7 @@ class DefinitionRow(NamedTuple):
             deadline_rule=dict(definition.deadline_rule),
             levels=jsonable(definition.levels),
             restart_deadline_on_revise=definition.restart_deadline_on_revise,
+            cancellation_definition=definition.cancellation_definition,
         )
 
 

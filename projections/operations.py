@@ -66,6 +66,8 @@ KINDS = (
     "run.cancelled",
     "approval.deadline_extended",
     "approval.revised",
+    "approval.resubmitted",
+    "approval.cancellation_requested",
     "tenant.schedules_paused",
     "tenant.schedules_resumed",
     "tenant.exported",
@@ -188,6 +190,10 @@ class OperationsProjection(Projection):
             ApprovalInstance.Submitted: self.approval_submitted,
             ApprovalInstance.DeadlineExtended: _later(_deadline_extended, zone),
             ApprovalInstance.Revised: _later(_revised, zone),
+            ApprovalInstance.Resubmitted: _later(_linked("approval.resubmitted"), zone),
+            ApprovalInstance.CancellationRequested: _later(
+                _linked("approval.cancellation_requested"), zone
+            ),
             Tenant.SchedulesPaused: _tenant_pause("paused", zone),
             Tenant.SchedulesResumed: _tenant_pause("resumed", zone),
             Tenant.Exported: _tenant_export(zone),
@@ -458,6 +464,28 @@ def _revised(subject: Subject, event: ApprovalInstance.Revised) -> Row:
         reason=event.payload["reason"],
     )
     return Row("approval.revised", summary)
+
+
+LINKED = {
+    "approval.resubmitted": N_("{title!r} resubmitted as instance {linked_id}: {reason}"),
+    "approval.cancellation_requested": N_(
+        "cancellation of {title!r} requested as instance {linked_id}: {reason}"
+    ),
+}
+
+
+def _linked(kind: str) -> Describe:
+    """A resubmit, or a cancellation request: a person's command that starts a new instance,
+    with their reason (docs/approvals.md#resubmit-and-cancel)."""
+
+    def describe(subject: Subject, event: ApprovalInstance.CommandHandled) -> Row:
+        linked_id = getattr(event, "linked_id", "")
+        summary = Message(
+            LINKED[kind], title=subject.name, linked_id=linked_id, reason=event.payload["reason"]
+        )
+        return Row(kind, summary)
+
+    return describe
 
 
 SCHEDULE_CHANGES = {

@@ -9,7 +9,7 @@ from typing import Any
 from flask import Blueprint
 from marshmallow import Schema
 
-from cronledger.application.approvals import CommandResult
+from cronledger.application.approvals import CommandResult, LinkResult
 from cronledger.persistence.ledger import TimelineEntry
 from domain.approvals import (
     APPROVE,
@@ -18,6 +18,8 @@ from domain.approvals import (
     EXTEND,
     REASSIGN,
     REJECT,
+    REQUEST_CANCELLATION,
+    RESUBMIT,
     REVISE,
     SIGN,
     UNCLAIM,
@@ -56,6 +58,8 @@ from web.schemas.approvals import (
     ExtendDeadlineIn,
     ReassignIn,
     RejectIn,
+    RequestCancellationIn,
+    ResubmitIn,
     ReviseIn,
     SignCallbackIn,
     WithdrawIn,
@@ -158,11 +162,42 @@ def _answer(
         principal, instance_id, command, if_match_accepts(), keyed
     )
     headers = {"ETag": etag(result.instance.version), **replay_headers(result.replayed)}
+    _refuse(result, headers)
+    return Answered(result, 200, headers)
+
+
+def _refuse(result: CommandResult, headers: dict[str, str]) -> None:
+    """A command that lost, answered as its problem (409) with what it got."""
     if not result.accepted:
         rejection = CommandRejection().dump({**vars(result), "approval": result.instance})
         why = recorded_words(result.reason_code, result.reason_params, result.reason)
         raise Problem("COMMAND_REJECTED", why, extensions=rejection, headers=headers)
-    return Answered(result, 200, headers)
+
+
+def _linked(principal: Principal, instance_id: str, kind: str, body: dict[str, Any]) -> Answered:
+    """A resubmit or a cancellation request: 201 with the instance it started (again, for a
+    repeat), or 409 with what it got on the original."""
+    payload = {k: v for k, v in body.items() if k != "command_id"}
+    command = Command(kind, body["command_id"], payload)
+    result: LinkResult = services().approvals.link(principal, instance_id, command)
+    replayed = replay_headers(result.command.replayed)
+    _refuse(result.command, {"ETag": etag(result.command.instance.version), **replayed})
+    assert result.linked is not None  # an accepted command started it
+    return Answered(result.linked, 201, replayed)
+
+
+def _link_endpoint(summary: str, body: type[Schema]) -> Callable[[View], View]:
+    """The declaration of the commands that start a linked instance (201 with it)."""
+    return endpoint(
+        summary,
+        tag=TAG,
+        permission=APPROVAL_SUBMIT,
+        seen_with=APPROVAL_LIST,
+        body=body,
+        idempotent=True,
+        response=ApprovalOut,
+        status=201,
+    )
 
 
 def _command_endpoint(
@@ -262,6 +297,24 @@ def unclaim(principal: Principal, instance_id: str, body: dict[str, Any]) -> Ans
 )
 def reassign(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
     return _answer(principal, instance_id, REASSIGN, body)
+
+
+@bp.post("/<instance_id>/resubmit")
+@_link_endpoint(
+    "Resubmit your withdrawn, expired or rejected instance as a new one (201 with it)", ResubmitIn
+)
+def resubmit(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _linked(principal, instance_id, RESUBMIT, body)
+
+
+@bp.post("/<instance_id>/request-cancellation")
+@_link_endpoint(
+    "Ask to cancel your approved instance: starts an instance of its definition's "
+    "cancellation definition (201 with it)",
+    RequestCancellationIn,
+)
+def request_cancellation(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    return _linked(principal, instance_id, REQUEST_CANCELLATION, body)
 
 
 @bp.post("/<instance_id>/comments")

@@ -112,7 +112,9 @@ def aggregate_bundle(
     principal: Principal, aggregate_id: str, query: dict[str, Any]
 ) -> dict[str, Any]:
     since = () if query["since"] is None else (query["since"],)
-    return services().evidence.bundle_in_tenant(principal.tenant_id, aggregate_id, since)
+    return services().evidence.bundle_in_tenant(
+        principal.tenant_id, aggregate_id, since, query["linked"]
+    )
 
 
 @bp.get("/consistency")

@@ -378,7 +378,11 @@ def _replace_definition(
     current = _definition(principal, definition_id)
     if not {"reminders", "escalation"} <= body.keys():
         body = {"reminders": current.reminders, "escalation": current.escalation, **body}
-    body = {**body, "deadline_rule": _rule_kept(current, body)}
+    body = {
+        "cancellation_definition": current.cancellation_definition,
+        **body,
+        "deadline_rule": _rule_kept(current, body),
+    }
     return services().directory.update_definition(
         principal, definition_id, definition_fields(body), body["version"]
     )
@@ -489,4 +493,5 @@ def definition_fields(body: dict[str, Any]) -> DefinitionFields:
         reviewers=body.get("reviewers"),
         levels=body.get("levels"),
         restart_deadline_on_revise=body.get("restart_deadline_on_revise"),
+        cancellation_definition=body.get("cancellation_definition"),
     )

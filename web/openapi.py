@@ -184,6 +184,8 @@ SHARED_RESPONSES: dict[int, tuple[str, str, tuple[str, ...]]] = {
     ),
 }
 # What may conflict with each command (409), besides a reused Idempotency-Key.
+# Commands on an instance that answer the instance they start (201), or lose as any command.
+LINKING = frozenset({"resubmit", "request_cancellation"})
 CONFLICTS = {
     **dict.fromkeys(
         ("update_schedule", "patch_schedule", "enable_schedule", "disable_schedule"),
@@ -479,7 +481,7 @@ def _conflict(declared: EndpointSpec) -> dict[str, Any]:
     causes = [CONFLICTS[declared.operation_id]] if declared.operation_id in CONFLICTS else []
     if declared.idempotent and reuse_code(declared.body) == KEY_REUSED:
         causes.append(f"`{KEY_REUSED}`: the `Idempotency-Key` came with another request.")
-    if declared.response is not CommandOut:
+    if declared.response is not CommandOut and declared.operation_id not in LINKING:
         return _problem(" ".join(causes))
     lost = _problem(" ".join(causes), schema={"anyOf": [CommandRejectedOut, "Problem"]})
     lost["headers"] |= {

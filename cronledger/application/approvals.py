@@ -23,16 +23,20 @@ from domain.approvals import (
     DEADLINE_ACTOR,
     EXTEND,
     FORBIDDEN,
+    RESUBMIT,
     REVISE,
     SWEEP,
+    TERMINAL,
     WAITING_REVIEW,
     Answer,
     ApprovalInstance,
     Command,
     CommandIdReused,
+    Links,
     Parties,
     Submission,
     approval_uuid,
+    linked_command_id,
     refusal_error,
 )
 from domain.directory import Definition, Principal
@@ -127,6 +131,15 @@ class CommandResult:
         )
 
 
+@dataclass(frozen=True)
+class LinkResult:
+    """What a resubmit or a cancellation request got: the command's answer on the original,
+    and the instance it started (None when refused)."""
+
+    command: CommandResult
+    linked: ApprovalRow | None
+
+
 class Approvals:
     def __init__(
         self,
@@ -154,15 +167,28 @@ class Approvals:
             if first.submission_fingerprint != submission.fingerprint:
                 raise CommandIdReused(submission.command_id)
             return ApprovalRow.of_aggregate(first), True
-        now = self.ledger.clock()
-        definition = self._definition(actor.tenant_id, submission.definition_id)
+        instance = self._submitted(actor, submission, self.ledger.clock())
+        self.ledger.save(instance)
+        return ApprovalRow.of_aggregate(instance), False
+
+    def _submitted(
+        self,
+        actor: Principal,
+        submission: Submission,
+        now: datetime,
+        linked: dict[str, str | None] | None = None,
+        field: str = "definition_id",
+    ) -> ApprovalInstance:
+        """A new instance of a published definition, not yet saved: its reviewers' candidates
+        and its deadline counted as for any submission (`field`: what a refusal names)."""
+        definition = self._definition(actor.tenant_id, submission.definition_id, field)
         submission.check(now)
         parties = Parties(actor.account_id, False, None, definition.allow_self_approval)
         candidates, levels = self.reviewing.levels(actor.tenant_id, definition, parties)
         ruled = None
         if submission.review_deadline_at is None:
             ruled = self.calendars.ruled(actor.tenant_id, definition, now)
-        instance = ApprovalInstance.submit(
+        return ApprovalInstance.submit(
             actor.tenant_id,
             actor.account_id,
             submission,
@@ -172,19 +198,113 @@ class Approvals:
             candidates=candidates,
             ruled=ruled,
             levels=levels,
+            linked=linked,
         )
-        self.ledger.save(instance)
-        return ApprovalRow.of_aggregate(instance), False
 
-    def _definition(self, tenant_id: UUID, definition_id: str) -> Definition:
+    def _definition(
+        self, tenant_id: UUID, definition_id: str, field: str = "definition_id"
+    ) -> Definition:
         """A definition that instances may be submitted from."""
         definition = self.directory.find_definition(tenant_id, definition_id)
         problem = definition_problem(definition, allow_external=True)
         if problem or definition is None:
-            raise ValidationFailed.of(
-                "definition_id", problem.reason if problem else Message("not found")
-            )
+            raise ValidationFailed.of(field, problem.reason if problem else Message("not found"))
         return definition
+
+    def link(self, actor: Principal, instance_id: str, command: Command) -> LinkResult:
+        """Resubmit a decided instance, or request the cancellation of an approved one
+        (docs/approvals.md#resubmit-and-cancel): decided by the original's one rule and
+        recorded on it, refusals too; when accepted, the new instance is saved with the
+        original's event, in one transaction. A repeat answers the instance the first made."""
+        return self.ledger.retrying(
+            lambda: self._link(actor, instance_id, command), one_at_a_time=instance_id
+        )
+
+    def _link(self, actor: Principal, instance_id: str, command: Command) -> LinkResult:
+        original = self.instance(actor.tenant_id, instance_id)
+        review = self.reviewing.review(original, actor, command)
+        first = original.answer_to(command, actor.account_id, actor.permissions, review)
+        if first is not None:
+            return LinkResult(
+                CommandResult.of(first, original, True), self._linked_row(original, first)
+            )
+        now = self.ledger.clock()
+        new_command_id = linked_command_id(command.kind, original.id, command.command_id or "")
+        new_id = approval_uuid(actor.tenant_id, actor.account_id, new_command_id)
+        if self.ledger.exists(new_id):
+            raise CommandIdReused(command.command_id or "")
+        links = Links(str(new_id), cancellation_definition=self._cancels_with(original))
+        answer = original.handle(command, now, actor.account_id, actor.permissions, review, links)
+        if not answer.accepted:
+            self.ledger.save(original, *self.settled([original]))  # a late one may expire it
+            refused = refusal_error(answer, command)
+            if refused is not None:
+                raise refused
+            return LinkResult(CommandResult.of(answer, original, False), None)
+        submission = self._linked_submission(original, command, new_command_id, links)
+        linked = self._submitted(
+            actor,
+            submission,
+            now,
+            {"resubmits" if command.kind == RESUBMIT else "cancellation_of": str(original.id)},
+            "definition_id" if command.kind == RESUBMIT else "cancellation_definition",
+        )
+        self.ledger.save(original, linked)
+        return LinkResult(
+            CommandResult.of(answer, original, False), ApprovalRow.of_aggregate(linked)
+        )
+
+    def _cancels_with(self, original: ApprovalInstance) -> str | None:
+        """The cancellation definition the original's definition now names, if any."""
+        definition = self.directory.find_definition(original.tenant_id, original.definition_id)
+        return None if definition is None else definition.cancellation_definition
+
+    @staticmethod
+    def _linked_submission(
+        original: ApprovalInstance, command: Command, command_id: str, links: Links
+    ) -> Submission:
+        """What a resubmit (the original's definition, title and form data unless given) or
+        a cancellation request (the cancellation definition, material version 1) submits."""
+        asked = command.payload
+        resubmit = command.kind == RESUBMIT
+        definition_id = original.definition_id if resubmit else links.cancellation_definition
+        assert definition_id is not None  # the rule refuses a cancellation without one
+        return Submission(
+            command_id=command_id,
+            definition_id=definition_id,
+            title=asked.get("title") or original.title,
+            form_data=(
+                asked["form_data"]
+                if asked.get("form_data") is not None
+                else dict(original.form_data)
+            ),
+            material_version=asked.get("material_version") or 1,
+            review_deadline_at=None,
+        )
+
+    def _linked_row(self, original: ApprovalInstance, answer: Answer) -> ApprovalRow | None:
+        """The instance an accepted resubmit or cancellation request started, as it now is."""
+        linked_id = (answer.reason_params or {}).get("instance_id")
+        if not answer.accepted or linked_id is None:
+            return None
+        linked = self.ledger.find(ApprovalInstance, UUID(linked_id), "approval", linked_id)
+        return ApprovalRow.of_aggregate(linked)
+
+    def settled(self, instances: Sequence[ApprovalInstance]) -> list[ApprovalInstance]:
+        """The approved originals whose cancellation the given instances' pending decisions
+        settle, each with its `CancellationSettled` recorded: to be saved with them, in one
+        transaction. Every path where an instance becomes final goes through here."""
+        originals = []
+        for instance in instances:
+            if instance.cancellation_of is None or not _decided_now(instance):
+                continue
+            original_id = UUID(instance.cancellation_of)
+            original = self.ledger.find(
+                ApprovalInstance, original_id, "approval", instance.cancellation_of
+            )
+            if original.settle_cancellation(str(instance.id), instance.state, self.ledger.clock()):
+                originals.append(original)
+        return originals
 
     def command(
         self,
@@ -229,7 +349,11 @@ class Approvals:
         if not replayed:
             _check_precondition(answer, version, accepts)
             at = self.ledger.clock()
-            self.ledger.save(instance, key_record(request, "approval", str(instance.id), at))
+            self.ledger.save(
+                instance,
+                *self.settled([instance]),
+                key_record(request, "approval", str(instance.id), at),
+            )
         refused = refusal_error(answer, command)
         if refused is not None:
             raise refused
@@ -339,7 +463,7 @@ class Approvals:
 
         def save_all() -> list[int]:
             with self.sweep_failures.counting(VERSION_CONFLICT, IntegrityError):
-                self.ledger.save(*changed)
+                self.ledger.save(*changed, *self.settled(changed))
             return [1 for _ in changed]
 
         readable = [i.id for i in instances]  # the unreadable ones would fail one at a time
@@ -352,7 +476,7 @@ class Approvals:
         act(instance, self.ledger.clock())
         if not instance.pending_events:
             return 0
-        self.ledger.save(instance)
+        self.ledger.save(instance, *self.settled([instance]))
         return 1
 
     def view(self, tenant_id: UUID, instance_id: str) -> ApprovalRow:
@@ -435,6 +559,15 @@ def _notify(instance: ApprovalInstance, now: datetime, reviewing: Reviewing) -> 
         return reviewing.groups.leaders_up(tenant_id, key)
 
     instance.record_due_notices(now, SWEEPER, may_review, leaders_up)
+
+
+def _decided_now(instance: ApprovalInstance) -> bool:
+    """Whether the instance's pending events decide it (it was waiting before them)."""
+    pending = instance.pending_events
+    return instance.state in TERMINAL and any(
+        isinstance(e, ApprovalInstance.CommandHandled) and e.outcome in TERMINAL and e.accepted
+        for e in pending
+    )
 
 
 def _check_precondition(

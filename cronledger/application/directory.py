@@ -98,6 +98,7 @@ class DefinitionFields:
     deadline_rule: dict[str, Any] | None = None  # None: review_window_seconds, in seconds
     levels: list[dict[str, Any]] | None = None  # ordered review levels; win over `reviewers`
     restart_deadline_on_revise: bool | None = None  # None: as it was (false when new)
+    cancellation_definition: str | None = None  # the key or id of another of the tenant's
 
 
 @dataclass(frozen=True)
@@ -481,6 +482,7 @@ class Directory:
             deadline_rule=_rule_of(fields),
             levels=fields.levels,
             restart_deadline_on_revise=bool(fields.restart_deadline_on_revise),
+            cancellation_definition=self._cancellation_definition(actor.tenant_id, fields, key),
         )
         tenant.add_definition(str(definition.id))
         self.ledger.save(
@@ -511,6 +513,9 @@ class Directory:
             deadline_rule=_rule_of(fields),
             levels=fields.levels,
             restart_deadline_on_revise=fields.restart_deadline_on_revise,
+            cancellation_definition=self._cancellation_definition(
+                actor.tenant_id, fields, definition.key
+            ),
         )
         self.ledger.save(definition)
         return DefinitionRow.of_aggregate(definition)
@@ -540,6 +545,28 @@ class Directory:
         errors.update(self._rule_problems(tenant_id, fields.deadline_rule))
         if errors:
             raise ValidationFailed(errors)
+
+    def _cancellation_definition(
+        self, tenant_id: UUID, fields: DefinitionFields, key: str
+    ) -> str | None:
+        """The id of the definition whose instances cancel this one's approved instances
+        (docs/approvals.md#resubmit-and-cancel): another of the tenant's, by key or id."""
+        named = fields.cancellation_definition
+        if named is None:
+            return None
+        found = self.find_definition(tenant_id, named) or self.find_definition(
+            tenant_id, str(definition_uuid(tenant_id, named))
+        )
+        if found is None:
+            raise ValidationFailed.of(
+                "cancellation_definition",
+                Message("the tenant has no definition {key}", key=named),
+            )
+        if found.id == definition_uuid(tenant_id, key):
+            raise ValidationFailed.of(
+                "cancellation_definition", Message("must name another definition")
+            )
+        return str(found.id)
 
     def _rule_problems(self, tenant_id: UUID, rule: dict[str, Any] | None) -> dict[str, list[str]]:
         """What is wrong with a deadline rule: its shape, or a calendar the tenant lacks."""

@@ -37,6 +37,15 @@ MAX_CHECKPOINTS = 1000  # a page of `GET /api/audit/checkpoints`
 NO_KEY_TO_CHECK = "this process has no event key to check it with"
 
 
+# The events that name a linked instance, and the relation each names it by.
+LINKED_BY = {
+    "ApprovalInstance.Submitted": ("resubmits", "cancellation_of"),
+    "ApprovalInstance.Resubmitted": ("resubmitted_as",),
+    "ApprovalInstance.CancellationRequested": ("cancellation",),
+}
+LINKED_FIELDS = frozenset({"resubmits", "cancellation_of"})  # named by their own field
+
+
 class NoSigningKey(DomainError):
     code = "UNAVAILABLE"
 
@@ -236,9 +245,35 @@ class Evidence:
         with self._sql() as sql:
             return with_stored_nodes(sql, lambda nodes: root(nodes, size))
 
-    def bundle(self, aggregate_id: UUID, since: Sequence[int] = ()) -> dict[str, Any]:
+    def bundle(
+        self, aggregate_id: UUID, since: Sequence[int] = (), linked: bool = False
+    ) -> dict[str, Any]:
         """One aggregate's events, each with its inclusion proof against a signed checkpoint
-        that covers them all, and a consistency proof from each tree size in `since`."""
+        that covers them all, and a consistency proof from each tree size in `since`; with
+        `linked`, an instance's bundle holds the bundles of the instances it links to (its
+        resubmission and cancellation links, one step), each under `linked` with its
+        `relation`."""
+        found = self._bundle(aggregate_id, since)
+        if linked:
+            found["linked"] = [
+                {"relation": relation, **self._bundle(linked_id, since)}
+                for relation, linked_id in self.linked_instances(aggregate_id)
+            ]
+        return found
+
+    def linked_instances(self, aggregate_id: UUID) -> list[tuple[str, UUID]]:
+        """The instances an approval instance links to, as its events name them: the one it
+        resubmits or would cancel, the one it was resubmitted as, and every cancellation asked
+        of it, oldest first (none for any other aggregate)."""
+        links: list[tuple[str, UUID]] = []
+        for entry in self.ledger.timeline(aggregate_id):
+            for relation in LINKED_BY.get(entry.type, ()):
+                named = entry.data.get(relation if relation in LINKED_FIELDS else "linked_id")
+                if named:
+                    links.append((relation, UUID(str(named))))
+        return links
+
+    def _bundle(self, aggregate_id: UUID, since: Sequence[int] = ()) -> dict[str, Any]:
         self.projector.catch_up()
         with self._sql() as sql:
             leaves = _leaves_of(sql, aggregate_id)
@@ -364,13 +399,13 @@ class Evidence:
             yield Sql(store.kind, connection)
 
     def bundle_in_tenant(
-        self, tenant_id: UUID, aggregate_id: str, since: Sequence[int] = ()
+        self, tenant_id: UUID, aggregate_id: str, since: Sequence[int] = (), linked: bool = False
     ) -> dict[str, Any]:
         """`bundle` of the tenant or one of the aggregates its auditors may read the timeline
         of; any other id, another tenant's included, is not found (never 403)."""
         subject = auditable(self.ledger, tenant_id, aggregate_id)
         try:
-            return self.bundle(subject, since)
+            return self.bundle(subject, since, linked)
         except InvalidState as error:  # only a `since` the checkpoint does not reach
             raise ValidationFailed.of("since", error.message) from None
 

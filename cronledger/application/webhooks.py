@@ -23,6 +23,7 @@ from cronledger.application.secrets import SecretKeyMissing, derived_secret
 from cronledger.config import Settings
 from cronledger.persistence.ledger import ENVELOPE, Ledger, TimelineEntry, jsonable
 from domain.approvals import (
+    CANCELLED,
     COMMENT,
     EXPIRED,
     FORBIDDEN,
@@ -51,6 +52,9 @@ from domain.runs import (
     skip_reason_of,
 )
 from domain.webhooks import (
+    APPROVAL_CANCELLATION_REFUSED,
+    APPROVAL_CANCELLATION_REQUESTED,
+    APPROVAL_CANCELLED,
     APPROVAL_CLAIMED,
     APPROVAL_COMMENTED,
     APPROVAL_DECIDED,
@@ -60,6 +64,7 @@ from domain.webhooks import (
     APPROVAL_REASSIGNED,
     APPROVAL_REJECTED,
     APPROVAL_REMINDER_DUE,
+    APPROVAL_RESUBMITTED,
     APPROVAL_REVISED,
     APPROVAL_SUBMITTED,
     CALLBACK_LATE,
@@ -233,6 +238,12 @@ REVIEW_WORK = {
     "ApprovalInstance.Commented": APPROVAL_COMMENTED,
 }
 REJECTION = "ApprovalInstance.Rejected"  # a decision (approval.decided) and approval.rejected
+# Links between instances (docs/approvals.md#resubmit-and-cancel), told on the original.
+LINKS = {
+    "ApprovalInstance.Resubmitted": APPROVAL_RESUBMITTED,
+    "ApprovalInstance.CancellationRequested": APPROVAL_CANCELLATION_REQUESTED,
+}
+SETTLED = "ApprovalInstance.CancellationSettled"  # approval.cancelled or cancellation_refused
 AUTO_PAUSE = "Schedule.AutoPaused"
 # Every event that may tell a subscription something, by qualified name (a topic's end).
 TOLD_BY = frozenset(
@@ -249,6 +260,8 @@ TOLD_BY = frozenset(
         *REVIEW_WORK,
         REJECTION,
         REVISION,
+        *LINKS,
+        SETTLED,
     }
 )
 # Those that carry their tenant; the others' is their aggregate's.
@@ -274,6 +287,10 @@ def types_of(event: Any) -> list[str]:
         return [APPROVAL_DECIDED, APPROVAL_REJECTED]
     if name in REVIEW_WORK:
         return [REVIEW_WORK[name]]
+    if name in LINKS:
+        return [LINKS[name]]
+    if name == SETTLED:
+        return [APPROVAL_CANCELLED if event.state == CANCELLED else APPROVAL_CANCELLATION_REFUSED]
     if name == "ApprovalInstance.Expired":
         return [APPROVAL_EXPIRED]
     if name == REVISION:
@@ -346,6 +363,16 @@ def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
         return {**instance, **_review_work(event)}
     if kind == APPROVAL_REVISED:
         return {**instance, **_revised(event)}
+    if kind in LINKS.values():
+        return {
+            **instance,
+            "linked_id": event.linked_id,
+            "actor": event.actor,
+            "command_id": event.command_id,
+            "reason": event.payload["reason"],
+        }
+    if kind in (APPROVAL_CANCELLED, APPROVAL_CANCELLATION_REFUSED):
+        return {**instance, "linked_id": event.linked_id, "outcome": event.outcome}
     if kind in (CALLBACK_LATE, CALLBACK_MISMATCHED):
         payload = event.payload
         return {

@@ -242,12 +242,18 @@ class SinceCheckpoint(click.ParamType[int]):
     help="A checkpoint saved earlier (its JSON file, or its tree size): the bundle holds the "
     "proof that the log only grew since it. Repeatable.",
 )
-def bundle(key: str, tenant: str | None, since: tuple[int, ...]) -> None:
+@click.option(
+    "--linked",
+    is_flag=True,
+    help="An approval instance's bundle also holds the bundles of the instances it links to "
+    "(resubmission and cancellation).",
+)
+def bundle(key: str, tenant: str | None, since: tuple[int, ...], linked: bool) -> None:
     """One aggregate's events (a log id, or an account id) with the proofs that a signed
     checkpoint holds them, as JSON: `audit verify-bundle` checks it anywhere, with no store."""
     with opened(read_only=True) as services:
         aggregate = services.audit.resolve(key, tenant)
-        document = services.evidence.bundle(aggregate, since=list(since))
+        document = services.evidence.bundle(aggregate, since=list(since), linked=linked)
     click.echo(printable_json(document, indent=2))
 
 
@@ -308,6 +314,12 @@ def _report_lines(report: BundleReport, zone: tzinfo | None) -> Iterator[str]:
         yield from (f"    {name}: {_value_text(value)}" for name, value in event.told())
     yield from (f"note: {printable(note)}" for note in report.notes)
     yield from (f"warning: {printable(warning)}" for warning in report.warnings)
+    for linked in report.linked:
+        yield (
+            f"linked instance {printable(linked.aggregate_id)} "
+            f"({printable(linked.relation or '-')}):"
+        )
+        yield from (f"  {line}" for line in _report_lines(linked, zone))
     yield from (f"problem: {printable(problem)}" for problem in report.problems)
     if report.problems:
         count = len(report.problems)
@@ -344,7 +356,16 @@ def _report_json(report: BundleReport, zone: tzinfo | None) -> dict[str, Any]:
         "notes": report.notes,
         "warnings": report.warnings,
         "problems": report.problems,
+        **(
+            {"linked": [_linked_json(linked, zone) for linked in report.linked]}
+            if report.linked
+            else {}
+        ),
     }
+
+
+def _linked_json(report: BundleReport, zone: tzinfo | None) -> dict[str, Any]:
+    return {"relation": report.relation, **_report_json(report, zone)}
 
 
 def _value_text(value: object) -> str:

@@ -341,3 +341,33 @@ def test_verify_bundle_tells_each_event_s_fields_and_what_it_cannot_prove(
     assert len(warned) == 1
     assert "may have later events than this bundle holds" in warned[0]
     assert json.loads(earlier.stdout)["events"][0]["fields"]["title"] == "Ask"
+
+
+def test_a_bundle_with_its_linked_instances_verifies_offline(
+    cronledger: Run, acme: World, env: dict[str, str], tmp_path: Path
+) -> None:
+    services, root = acme.services, acme.root
+    key = services.evidence.key
+    assert key is not None
+    public = tmp_path / "public.pem"
+    public.write_text(key.public_pem())
+    ann = services.directory.authenticate(services.directory.issue_token(root, "ann").token)
+    assert ann is not None
+    asked, _ = services.approvals.submit(
+        ann, Submission("ask", acme.definition, "Ask", {}, 1, None)
+    )
+    services.approvals.command(ann, asked.id, Command("withdraw", "w", {}))
+    again = {"reason": "补充材料", "material_version": 2, "form_data": None, "title": None}
+    linked = services.approvals.link(ann, asked.id, Command("resubmit", "r", again)).linked
+    assert linked is not None
+
+    bundle = saved(
+        tmp_path, "linked.json", cronledger(env, "audit", "bundle", asked.id, "--linked")
+    )
+    checked = cronledger(
+        offline(), "audit", "verify-bundle", str(bundle), "--public-key", str(public)
+    )
+
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"linked instance {linked.id} (resubmitted_as):" in checked.stdout
+    assert json.loads(bundle.read_text())["linked"][0]["relation"] == "resubmitted_as"

@@ -237,3 +237,29 @@ def test_bad_queries_are_refused(
 
     refused = assert_problem(answer, 422, "VALIDATION_FAILED")
     assert field in refused["errors"]
+
+
+def test_an_instance_s_bundle_holds_its_linked_instances_proofs(
+    key: SigningKey, auditor: Api, admin: Api, definition: dict[str, Any]
+) -> None:
+    requester = account(admin, "ann", ["requester"])
+    original = submit(requester, definition["id"], "linked-1").json
+    requester.post(f"/api/approvals/{original['id']}/withdraw", {"command_id": "w"})
+    body = {"command_id": "again", "reason": "补充材料", "material_version": 3}
+    new = requester.post(f"/api/approvals/{original['id']}/resubmit", body).json
+
+    alone = ok(auditor.get(f"{BUNDLES}/{original['id']}"))
+    bundle = ok(auditor.get(f"{BUNDLES}/{original['id']}?linked=true"))
+    report = verify_bundle(bundle, public_key(key))
+
+    assert "linked" not in alone
+    assert report.problems == []
+    ((relation, linked),) = [(r.relation, r) for r in report.linked]
+    assert (relation, linked.aggregate_id) == ("resubmitted_as", new["id"])
+    assert [e.type for e in linked.proven] == ["ApprovalInstance.Submitted"]
+    back = verify_bundle(ok(auditor.get(f"{BUNDLES}/{new['id']}?linked=true")), public_key(key))
+    assert [(r.relation, r.aggregate_id) for r in back.linked] == [("resubmits", original["id"])]
+    forged = json.loads(json.dumps(bundle))
+    forged["linked"][0]["events"][0]["state"] = base64.b64encode(b"{}").decode()
+    broken = verify_bundle(forged, public_key(key))
+    assert any(p.startswith(f"linked instance {new['id']}") for p in broken.problems)

@@ -339,6 +339,7 @@ def build(services: Services, clock: FakeClock) -> DataSet:
     skipping_tenant = skips(services, clock)
     attention(services, clock)
     levels(services, clock)
+    resubmissions(services, clock)
     services.projector.catch_up()
     return DataSet(
         services=services,
@@ -441,6 +442,11 @@ def levels(services: Services, clock: FakeClock) -> None:
     revises at 17:30 (both approvals lapse: back to level 1); hal approves v2 at 17:40 (600 s
     again), fay and fen at 18:00 (level 2: 1200 s) and it is approved. P2 submitted at 18:00:
     hal approves at 18:30 (1800 s); level 2 still waits."""
+
+
+def resubmissions(services: Services, clock: FakeClock) -> None:
+    """Tenant `hooli`: hal's "Laptop" is withdrawn, resubmitted, rejected, resubmitted and
+    approved (a chain of three); his "Monitor" is withdrawn and left so (a chain of one)."""
     directory, approvals = services.directory, services.approvals
     clock.now = at(3, 17)
     boss = directory.authenticate(directory.bootstrap("hooli", "hank").token)
@@ -488,6 +494,31 @@ def levels(services: Services, clock: FakeClock) -> None:
     p2, _ = approvals.submit(hu, Submission("p-2", payment, "P2", {}, 1, None))
     clock.now = at(3, 18, 30)
     assert command(by("hal"), p2.id, "approve", "a-1", material_version=1) == "VOTED"
+    directory.create_account(boss, "hal", "Hal", ["requester"])
+    hal = directory.authenticate(directory.issue_token(boss, "hal").token)
+    assert hal is not None
+    kit = directory.create_definition(
+        boss, "kit", DefinitionFields("Kit", False, 3600, [], reviewers=DECIDERS)
+    ).id
+    directory.set_published(boss, kit, True, None)
+
+    def submitted(title: str) -> str:
+        return approvals.submit(hal, Submission(title, kit, title, {}, 1, None))[0].id
+
+    def resubmitted(instance_id: str, command_id: str) -> str:
+        asked = {"reason": "again", "material_version": 1, "form_data": None, "title": None}
+        linked = approvals.link(hal, instance_id, Command("resubmit", command_id, asked)).linked
+        assert linked is not None
+        return linked.id
+
+    laptop, monitor = submitted("Laptop"), submitted("Monitor")
+    for withdrawn in (laptop, monitor):
+        approvals.command(hal, withdrawn, Command("withdraw", "w-1", {}))
+    second = resubmitted(laptop, "r-1")
+    no = {"material_version": 1, "comment": "too dear"}
+    approvals.command(boss, second, Command("reject", "n-1", no))
+    third = resubmitted(second, "r-2")
+    approvals.command(boss, third, Command("approve", "a-1", {"material_version": 1}))
 
 
 # -- the expected figures, worked out by hand from the data set above ---------------------------
@@ -863,6 +894,12 @@ def time_per_review_level_per_definition(d: DataSet) -> list[Case]:
 def lapsed_approvals_per_definition(d: DataSet) -> list[Case]:
     # P1: hal and fay on v1 (lapsed), hal, fay and fen on v2; P2: hal
     return [((), [("payment", 6, 2, 1)])]
+
+
+@case(31)
+def resubmission_chains(d: DataSet) -> list[Case]:
+    # hooli: Laptop withdrawn, resubmitted, rejected, resubmitted, approved; Monitor withdrawn
+    return [((), [("Laptop", 3, "APPROVED"), ("Monitor", 1, "WITHDRAWN")])]
 
 
 @case(13)

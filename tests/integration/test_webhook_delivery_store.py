@@ -59,6 +59,15 @@ def deliveries(services: Services, root: Principal, webhook_id: str) -> list[Any
 # Two launches and six submissions by ann; every instance but the approved and the rejected
 # one expires; a rejection is a decision too.
 EXPECTED = {"approval.submitted": 8, "approval.expired": 6, "approval.decided": 2}
+# Two launches and five submissions by ann; every instance but the approved and the rejected
+# one expires; a rejection is a decision too. Then two approved instances whose cancellation is
+# requested (one cancelled, one expires: refused), and a resubmission that expires.
+EXPECTED = {
+    "approval.submitted": 12,
+    "approval.expired": 7,
+    "approval.decided": 5,
+    "approval.cancellation_requested": 2,
+}
 
 
 def test_every_event_type_arrives_once_signed(open_with: Opener, tmp_path: Path) -> None:
@@ -109,6 +118,10 @@ def test_every_event_type_arrives_once_signed(open_with: Opener, tmp_path: Path)
     assert (revised["material_version"], revised["lapsed_votes"]) == (2, 1)
     assert (revised["back_to_level"], revised["reason"]) == (1, "补充合同")
     assert by_type["ping"]["data"] == {"tenant_id": tenant, "webhook_id": made.webhook.id}
+    resubmitted = by_type["approval.resubmitted"]["data"]
+    assert (resubmitted["reason"], resubmitted["actor"]) == ("补充材料", "ann")
+    assert by_type["approval.cancelled"]["data"]["outcome"] == "APPROVED"
+    assert by_type["approval.cancellation_refused"]["data"]["outcome"] == "EXPIRED"
     signed = services.evidence.latest()
     assert signed is not None
     assert by_type["checkpoint.signed"]["data"]["checkpoint"] == signed.as_json()
@@ -182,6 +195,28 @@ def _every_kind_of_event(services: Services, world: World, root: Principal, ann:
     approvals.command(root, levels, Command("approve", "l1", {"material_version": 1}))
     revise = {"material_version": 2, "reason": "补充合同", "form_data": None}
     approvals.command(ann, levels, Command("revise", "v1", revise))
+    approvals.link(ann, rejected, Command("resubmit", "re1", _again))
+    cancellable = services.directory.create_definition(
+        root,
+        "cancellable",
+        DefinitionFields(
+            "Cancellable",
+            False,
+            3600,
+            [],
+            reviewers=DECIDERS,
+            cancellation_definition=world.definition,
+        ),
+    ).id
+    services.directory.set_published(root, cancellable, True, None)
+    cancelled, kept = submit("cancelled", cancellable), submit("kept", cancellable)
+    for approved in (cancelled, kept):
+        approvals.command(root, approved, Command("approve", "a1", {"material_version": 1}))
+    cancel = {"reason": "客户取消", "form_data": None}
+    linked = approvals.link(ann, cancelled, Command("request-cancellation", "x1", cancel)).linked
+    assert linked is not None
+    approvals.command(root, linked.id, Command("approve", "a1", {"material_version": 1}))
+    approvals.link(ann, kept, Command("request-cancellation", "x1", cancel))  # it expires
     signed = {"contract_id": "c-1", "occurred_at": clock(), "source": "esign"}
     approvals.command(root, decided, Command("sign", "s1", {**signed, "material_version": 1}))
     approvals.command(root, waiting, Command("sign", "s2", {**signed, "material_version": 99}))
@@ -193,6 +228,9 @@ def _every_kind_of_event(services: Services, world: World, root: Principal, ann:
     expired = services.store.query("SELECT id FROM approvals WHERE state = 'EXPIRED'")
     assert {expiring, reminded} <= {row[0] for row in expired}
     assert services.evidence.checkpoint(force=True) is not None  # checkpoint.signed
+
+
+_again = {"reason": "补充材料", "material_version": 2, "form_data": None, "title": None}
 
 
 def _overlap(services: Services, world: World) -> None:

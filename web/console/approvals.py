@@ -12,7 +12,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import Blueprint, redirect, render_template, request, url_for
+from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 from flask_babel import lazy_gettext
 from marshmallow import Schema, ValidationError
@@ -22,13 +22,19 @@ from cronledger.application.approvals import CommandResult
 from domain.approvals import (
     APPROVE,
     APPROVED,
+    CANCELLED,
     CLAIM,
     COMMENT,
     EXPIRED,
     EXTEND,
     REASSIGN,
+    REFUSED,
     REJECT,
     REJECTED,
+    REQUEST_CANCELLATION,
+    REQUESTED,
+    RESUBMIT,
+    RESUBMITTABLE,
     REVIEWING,
     REVISE,
     SIGN,
@@ -84,6 +90,8 @@ from web.schemas.approvals import (
     ExtendDeadlineIn,
     ReassignIn,
     RejectIn,
+    RequestCancellationIn,
+    ResubmitIn,
     ReviseIn,
     WithdrawIn,
 )
@@ -116,6 +124,14 @@ LEVEL_STATES = {
     "open": lazy_gettext("in review"),
     "completed": lazy_gettext("passed"),
     "failed": lazy_gettext("failed"),
+    RESUBMIT: lazy_gettext("resubmit"),
+    REQUEST_CANCELLATION: lazy_gettext("request cancellation"),
+}
+# An approved instance's cancellation, as its page says it (docs/approvals.md).
+CANCELLATION_LABELS = {
+    REQUESTED: lazy_gettext("requested"),
+    CANCELLED: lazy_gettext("cancelled"),
+    REFUSED: lazy_gettext("not approved"),
 }
 TASK_STATES = {
     OPEN: lazy_gettext("claimable"),
@@ -148,6 +164,7 @@ def _labels() -> dict[str, Any]:
         "task_state_label": lambda state: TASK_STATES.get(state, state),
         "priority_label": lambda priority: PRIORITIES.get(priority, priority),
         "level_state_label": lambda state: LEVEL_STATES.get(state, state),
+        "cancellation_label": lambda state: CANCELLATION_LABELS.get(state, state),
         "time_left": time_left,
         "trigger_labels": TRIGGER_LABELS,
         "states": STATES,
@@ -287,6 +304,10 @@ def detail(principal: Principal, instance_id: str) -> tuple[str, int]:
 
 
 COMMAND_PAGES = "approve, withdraw, extend, reject, claim, unclaim, reassign, comment, revise"
+COMMAND_PAGES = (
+    "approve, withdraw, extend, reject, claim, unclaim, reassign, comment, resubmit, "
+    "'request-cancellation'"
+)
 
 
 @bp.get(f"/<instance_id>/<any({COMMAND_PAGES}):action>")
@@ -355,6 +376,57 @@ def revise(principal: Principal, instance_id: str) -> tuple[str, int]:
             view = _view(principal, instance_id)
             return _detail(principal, view, errors=errors, typed=request.form, status=422)
     return _command(principal, instance_id, REVISE, ReviseIn, body)
+
+
+@bp.post("/<instance_id>/resubmit")
+@signed_in(APPROVAL_LIST)
+def resubmit(principal: Principal, instance_id: str) -> tuple[str, int] | Response:
+    body = {
+        "command_id": request.form.get("command_id", ""),
+        "reason": request.form.get("reason", "").strip(),
+        "material_version": whole_number(request.form.get("material_version", "")),
+    }
+    return _link(principal, instance_id, RESUBMIT, ResubmitIn, body)
+
+
+@bp.post("/<instance_id>/request-cancellation")
+@signed_in(APPROVAL_LIST)
+def request_cancellation(principal: Principal, instance_id: str) -> tuple[str, int] | Response:
+    body = {
+        "command_id": request.form.get("command_id", ""),
+        "reason": request.form.get("reason", "").strip(),
+    }
+    return _link(principal, instance_id, REQUEST_CANCELLATION, RequestCancellationIn, body)
+
+
+def _link(
+    principal: Principal, instance_id: str, kind: str, schema: type[Schema], body: dict[str, Any]
+) -> tuple[str, int] | Response:
+    """A resubmit or a cancellation request: the new instance's page when accepted, else this
+    one's with what the command got."""
+    view = _view(principal, instance_id)
+    try:
+        loaded = schema().load({k: v for k, v in body.items() if v != ""})
+    except ValidationError as error:
+        return _detail(principal, view, errors=_messages(error), typed=request.form, status=422)
+    payload = {k: v for k, v in loaded.items() if k != "command_id"}
+    command = Command(kind, loaded["command_id"], payload)
+    try:
+        linked = services().approvals.link(principal, instance_id, command)
+    except DomainError as error:  # an unpublished definition, or not allowed (recorded)
+        fresh = _view(principal, instance_id)
+        return _detail(principal, fresh, problem=error.message, status=_status(error))
+    if linked.linked is None:
+        result = linked.command
+        return _detail(principal, result.instance, result=result, sent=command, status=409)
+    flash(str(LINKED_NOTICE[kind]), "good")
+    return redirect(url_for(".detail", instance_id=linked.linked.id), 303)
+
+
+LINKED_NOTICE = {
+    RESUBMIT: lazy_gettext("Resubmitted: this is the new application."),
+    REQUEST_CANCELLATION: lazy_gettext("Cancellation requested: this is its application."),
+}
 
 
 def _decision_form() -> dict[str, Any]:
@@ -460,6 +532,7 @@ def _detail(
         definitions=definition_names(principal, [view.definition_id]),
         schedules=schedule_names(principal, [_origin(view, "schedule_id")]),
         form_json=json.dumps(view.form_data, ensure_ascii=False, indent=2),
+        may_link=lambda kind: may_link(principal, view, kind),
     )
     return page, status
 
@@ -525,6 +598,23 @@ def current_tasks(view: ApprovalRow) -> list[dict[str, Any]]:
     return [
         t for t in view.tasks if t.get("level", 1) == view.current_level and t["state"] != CLOSED
     ]
+
+
+def may_link(principal: Principal, view: ApprovalRow, kind: str) -> bool:
+    """Whether the page offers a resubmit (a decided instance not yet resubmitted, but an
+    approved one) or a cancellation request (an approved instance whose definition names a
+    cancellation definition, with no cancellation requested or done): to its applicant."""
+    refused = refusal_of(
+        Command(kind, None), principal.account_id, parties(view), principal.permissions
+    )
+    if refused is not None:
+        return False
+    if kind == RESUBMIT:
+        return view.state in RESUBMITTABLE and view.resubmitted_as is None
+    if view.state != APPROVED or (view.cancellation or {}).get("state") in (REQUESTED, CANCELLED):
+        return False
+    definition = services().directory.find_definition(principal.tenant_id, view.definition_id)
+    return definition is not None and definition.cancellation_definition is not None
 
 
 def review_of(principal: Principal, view: ApprovalRow) -> Review:

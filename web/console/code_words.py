@@ -12,6 +12,7 @@ from domain import jobs, launch
 from domain.approvals import (
     ALREADY_VOTED,
     APPROVED,
+    CANCELLATION_REQUESTED,
     CLAIMED,
     COMMENTED,
     CONFLICT,
@@ -23,6 +24,7 @@ from domain.approvals import (
     OBSERVED,
     REASSIGNED,
     REJECTED,
+    RESUBMITTED,
     REVISED,
     RULE_BROKEN,
     SELF_APPROVAL,
@@ -56,6 +58,8 @@ OUTCOME_LABELS = {
     VOTED: lazy_gettext("Vote counted"),
     ALREADY_VOTED: lazy_gettext("Refused: already decided on this level"),
     REVISED: lazy_gettext("Material revised"),
+    RESUBMITTED: lazy_gettext("Resubmitted"),
+    CANCELLATION_REQUESTED: lazy_gettext("Cancellation requested"),
 }
 ERROR_LABELS = {
     launch.INITIATOR_NOT_FOUND: lazy_gettext("Initiator not found"),

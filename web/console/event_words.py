@@ -28,6 +28,7 @@ SYSTEM_ACTORS = {
     "system:sweeper": lazy_gettext("The deadline sweeper"),
     "system:notifier": lazy_gettext("The notifier"),
     "system:worker": lazy_gettext("The worker"),
+    "system:cancellation": lazy_gettext("The service"),
 }
 
 NAMES = {
@@ -68,6 +69,9 @@ NAMES = {
     "ApprovalInstance.DeadlineExtended": lazy_gettext("Deadline extended"),
     "ApprovalInstance.CallbackObserved": lazy_gettext("Callback observed"),
     "ApprovalInstance.CommandRejected": lazy_gettext("Command refused"),
+    "ApprovalInstance.Resubmitted": lazy_gettext("Resubmitted"),
+    "ApprovalInstance.CancellationRequested": lazy_gettext("Cancellation requested"),
+    "ApprovalInstance.CancellationSettled": lazy_gettext("Cancellation settled"),
     "Account.Registered": lazy_gettext("Account registered"),
     "Account.Renamed": lazy_gettext("Account renamed"),
     "Account.RolesChanged": lazy_gettext("Roles changed"),
@@ -139,6 +143,9 @@ SENTENCES: dict[str, Said] = {
     "ApprovalInstance.TaskReleased": lambda who, d: _("%(who)s released a task.", who=who),
     "ApprovalInstance.LevelCompleted": lambda who, d: _(
         "Level %(level)s completed with %(who)s's approval.", level=d.get("level"), who=who
+    ),
+    "ApprovalInstance.CancellationSettled": lambda who, d: _(
+        "%(who)s recorded how the cancellation ended: %(state)s.", who=who, state=d.get("state")
     ),
     "Account.Registered": lambda who, d: _("%(who)s registered the account.", who=who),
     "Account.Renamed": lambda who, d: _("%(who)s renamed the account.", who=who),
@@ -220,6 +227,11 @@ FIELDS = {
     "reminders": lazy_gettext("Reminders"),
     "escalation": lazy_gettext("Escalation"),
     "key": lazy_gettext("Key"),
+    "linked_id": lazy_gettext("Linked application"),
+    "resubmits": lazy_gettext("Original application"),
+    "resubmitted_as": lazy_gettext("Resubmitted as"),
+    "cancellation_of": lazy_gettext("Cancels the approved application"),
+    "cancellation": lazy_gettext("Cancellation"),
 }
 
 

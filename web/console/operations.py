@@ -67,6 +67,8 @@ OPERATION_LABELS = {
     "run.cancelled": lazy_gettext("Run cancelled"),
     "approval.deadline_extended": lazy_gettext("Review deadline extended"),
     "approval.revised": lazy_gettext("Material revised"),
+    "approval.resubmitted": lazy_gettext("Application resubmitted"),
+    "approval.cancellation_requested": lazy_gettext("Cancellation requested"),
     "tenant.schedules_paused": lazy_gettext("Every schedule paused"),
     "tenant.schedules_resumed": lazy_gettext("Every schedule resumed"),
     "tenant.exported": lazy_gettext("List exported"),

@@ -120,6 +120,37 @@ WORDS: dict[str, Callable[..., str]] = {
         current=current,
     ),
     codes.NOT_THE_APPLICANT_REVISE: lambda: gettext("only the applicant may revise the material"),
+    codes.RESUBMITTED_AS: lambda instance_id: gettext(
+        "resubmitted as %(instance_id)s", instance_id=instance_id
+    ),
+    codes.NOT_RESUBMITTABLE: lambda state: gettext(
+        "only a withdrawn, expired or rejected instance may be resubmitted; this one is %(state)s",
+        state=state,
+    ),
+    codes.ALREADY_RESUBMITTED: lambda instance_id: gettext(
+        "the instance was already resubmitted as %(instance_id)s", instance_id=instance_id
+    ),
+    codes.RESUBMIT_BY_APPLICANT_ONLY: lambda: gettext(
+        "only the applicant may resubmit an instance"
+    ),
+    codes.CANCELLATION_REQUESTED_AS: lambda instance_id: gettext(
+        "cancellation requested as %(instance_id)s", instance_id=instance_id
+    ),
+    codes.NOT_APPROVED: lambda state: gettext(
+        "only an approved instance may be cancelled; this one is %(state)s", state=state
+    ),
+    codes.NO_CANCELLATION_DEFINITION: lambda: gettext(
+        "the instance's definition names no cancellation definition, so it cannot be cancelled"
+    ),
+    codes.CANCELLATION_PENDING: lambda instance_id: gettext(
+        "a cancellation is already requested: %(instance_id)s", instance_id=instance_id
+    ),
+    codes.ALREADY_CANCELLED: lambda instance_id: gettext(
+        "the instance was already cancelled by %(instance_id)s", instance_id=instance_id
+    ),
+    codes.CANCELLATION_BY_APPLICANT_ONLY: lambda: gettext(
+        "only the applicant may request an instance's cancellation"
+    ),
     launch.INITIATOR_NOT_FOUND: lambda: gettext("the initiator is not in the tenant"),
     launch.INITIATOR_INACTIVE: lambda subject: gettext(
         "initiator %(subject)s is inactive", subject=subject

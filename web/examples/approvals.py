@@ -1,8 +1,9 @@
 """Examples of approval instances and the commands on them, won, replayed and lost.
 
 "Open account" is submitted, its deadline extended, a signing callback observed, then approved;
-the applicant's withdrawal afterwards loses. "Raise limit", submitted the day before, expires
-when an approval comes too late.
+the applicant's withdrawal afterwards loses, and she asks for its cancellation (a `refund`
+instance). "Raise limit", submitted the day before, expires when an approval comes too late,
+and is resubmitted.
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ from domain.reason_codes import Reason
 from web.examples.calendars import AFTER_THE_CUTOFF, THREE_WORKING_DAYS
 from web.examples.operations import PROBLEMS, problem_document
 from web.examples.world import (
+    CANCELLATION_INSTANCE_ID,
     CRON_SCHEDULE_ID,
     CRON_TRIGGER,
     DEFINITION_ID,
     EXPIRED_INSTANCE_ID,
     LAUNCHED_INSTANCE_ID,
     MANUAL_RUN_ID,
+    REFUND_DEFINITION_ID,
     REMINDED_INSTANCE_ID,
+    RESUBMITTED_INSTANCE_ID,
     SUBMITTED_INSTANCE_ID,
 )
 
@@ -110,6 +114,10 @@ WAITING = {
     "levels": [ONE_LEVEL],
     "votes": [],
     "blocked_levels": [],
+    "resubmits": None,
+    "resubmitted_as": None,
+    "cancellation_of": None,
+    "cancellation": None,
 }
 EXTENDED = {
     **WAITING,
@@ -229,6 +237,45 @@ EXPIRED = {
     "decided_by": "system:sweeper",
     "winning_command": EXPIRY,
     "version": 3,
+}
+RESUBMIT = {
+    "command_id": "re-1",
+    "reason": "补充了授信材料",
+    "material_version": 2,
+    "form_data": {"customer": "Xinghe", "limit": 30000},
+}
+RESUBMITTED = {
+    **WAITING,
+    "id": RESUBMITTED_INSTANCE_ID,
+    "title": "Raise limit",
+    "form_data": {"customer": "Xinghe", "limit": 30000},
+    "review_deadline_at": "2026-10-02T10:00:00Z",
+    "review_deadline_at_local": "2026-10-02T10:00:00+00:00",
+    "deadline_policy": {
+        "source": "definition",
+        "review_window_seconds": 86400,
+        "definition_revision": 1,
+        "rule_version": 1,
+    },
+    "submitted_at": "2026-10-01T10:00:00Z",
+    "resubmits": EXPIRED_INSTANCE_ID,
+}
+REQUEST_CANCELLATION = {"command_id": "x-1", "reason": "客户撤销开户申请"}
+CANCELLATION = {
+    **WAITING,
+    "id": CANCELLATION_INSTANCE_ID,
+    "definition_id": REFUND_DEFINITION_ID,
+    "material_version": 1,
+    "review_deadline_at": "2026-10-02T11:00:00Z",
+    "review_deadline_at_local": "2026-10-02T11:00:00+00:00",
+    "deadline_policy": {
+        "source": "definition",
+        "review_window_seconds": 86400,
+        "definition_revision": 1,
+        "rule_version": 1,
+    },
+    "submitted_at": "2026-10-01T11:00:00Z",
+    "cancellation_of": SUBMITTED_INSTANCE_ID,
 }
 LAUNCHED = {
     **WAITING,
@@ -459,6 +506,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         },
         "keep-the-form-data": {"command_id": "v-1", "material_version": 2, "reason": "补充附件"},
     },
+    "ResubmitIn": {"resubmit": RESUBMIT},
+    "RequestCancellationIn": {"request-cancellation": REQUEST_CANCELLATION},
     "ExtendDeadlineIn": {"extend": EXTEND},
     "SignCallbackIn": {"signed": SIGN},
     "ApprovalOut": {
@@ -469,6 +518,34 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "reminded-and-escalated": REMINDED,
         "deadline-in-working-days": IN_WORKING_DAYS,
         "levels-revised": REVISED,
+        "resubmitted": RESUBMITTED,
+        "a-cancellation": CANCELLATION,
+        "cancellation-requested": {
+            **APPROVED,
+            "version": 7,
+            "cancellation": {
+                "state": "REQUESTED",
+                "instance_id": CANCELLATION_INSTANCE_ID,
+                "requested_at": "2026-10-01T11:00:00Z",
+                "reason": "客户撤销开户申请",
+                "actor": "ann",
+                "settled_at": None,
+                "outcome": None,
+            },
+        },
+        "cancelled": {
+            **APPROVED,
+            "version": 8,
+            "cancellation": {
+                "state": "CANCELLED",
+                "instance_id": CANCELLATION_INSTANCE_ID,
+                "requested_at": "2026-10-01T11:00:00Z",
+                "reason": "客户撤销开户申请",
+                "actor": "ann",
+                "settled_at": "2026-10-01T12:00:00Z",
+                "outcome": "APPROVED",
+            },
+        },
     },
     "ApprovalPage": {
         "newest-first": {
@@ -520,6 +597,18 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "ALREADY_VOTED",
             CLAIMED,
             Reason(codes.ALREADY_VOTED_ON_LEVEL, {"actor": "olga", "level": 1}),
+        ),
+        "lost-already-resubmitted": _lost(
+            "resubmit",
+            "CONFLICT",
+            {**EXPIRED, "version": 4, "resubmitted_as": RESUBMITTED_INSTANCE_ID},
+            Reason(codes.ALREADY_RESUBMITTED, {"instance_id": RESUBMITTED_INSTANCE_ID}),
+        ),
+        "lost-no-cancellation-definition": _lost(
+            "request-cancellation",
+            "CONFLICT",
+            {**APPROVED, "version": 6},
+            Reason(codes.NO_CANCELLATION_DEFINITION),
         ),
         "command-id-reused": PROBLEMS["COMMAND_ID_REUSED"],
     },

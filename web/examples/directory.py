@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from web.examples.calendars import THREE_WORKING_DAYS
-from web.examples.world import CREATED_AT, DEFINITION_ID, PRESET, TOKEN_ID
+from web.examples.world import (
+    CREATED_AT,
+    DEFINITION_ID,
+    PRESET,
+    REFUND_DEFINITION_ID,
+    TOKEN_ID,
+)
 
 ANN = {
     "id": "ann",
@@ -81,6 +87,7 @@ WITH_LEVELS = {
     "reviewers": None,
     "levels": LEVELS,
     "restart_deadline_on_revise": True,
+    "cancellation_definition": REFUND_DEFINITION_ID,
 }
 
 # A definition whose instances' deadline is three working days on calendar `cn`: its review
@@ -93,6 +100,7 @@ IN_WORKING_DAYS = {
     "review_window_seconds": 259200,
     "deadline_rule": THREE_WORKING_DAYS,
     "schedule_presets": [],
+    "cancellation_definition": None,
 }
 
 EXAMPLES: dict[str, dict[str, Any]] = {
@@ -201,6 +209,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "escalation": {"after_seconds": 43200, "group_leader_of": "finance"},
             "version": 2,
         },
+        "cancelled-by-refunds": {"cancellation_definition": "refund", "version": 2},
     },
     "DefinitionOut": {
         "published": DEFINITION,

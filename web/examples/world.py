@@ -24,6 +24,11 @@ LAUNCHED_INSTANCE_ID = "a4c6e629-b97c-5047-be64-cbe7e0bc34db"
 SUBMITTED_INSTANCE_ID = "ccb2525e-0e17-5f2b-9c1e-34327bf78399"
 EXPIRED_INSTANCE_ID = "29bba8cb-448d-5845-a461-1ea02d8c50f5"
 REMINDED_INSTANCE_ID = "40d8eb4a-6bac-5a93-b0aa-e0564666ae1a"  # of the definition's revision 2
+REFUND_DEFINITION_ID = "1818419b-c83c-515f-86b4-7990c48f1070"  # `refund`, a cancellation process
+# The expired instance resubmitted by ann (command `re-1`), and the approved one's cancellation
+# she asked for (command `x-1`): ids derived from the original and the command.
+RESUBMITTED_INSTANCE_ID = "0be3a439-6d3d-525a-8bb2-307166b69447"
+CANCELLATION_INSTANCE_ID = "eb60cc71-67ac-56b4-bdb2-207aa3387d3b"
 WORKER = "worker:ops-1:4211:9f3a2c"
 
 CREATED_AT = "2026-10-01T09:00:00Z"

@@ -44,6 +44,7 @@ from web.schemas.calendars import DayOut, libraries_field
 from web.schemas.directory import EscalationOut, ReminderOut, ReminderSentOut, ReviewersOut
 from web.schemas.enums import (
     APPROVAL_STATE,
+    CANCELLATION_STATE,
     DECIDING_COMMAND,
     DECISION_OUTCOME,
     RUN_TRIGGER,
@@ -136,6 +137,24 @@ class WithdrawIn(KeyedBody):
         2**31,
         metadata={"description": "optional: a version other than the current is STALE_MATERIAL"},
     )
+
+
+class ResubmitIn(KeyedBody):
+    command_id = command_id_field()
+    reason = fields.String(required=True, validate=validate.Length(1, 500))
+    material_version = strict_int(
+        0, 2**31, required=True, metadata={"description": "the new instance's material version"}
+    )
+    form_data = form_data_field(load_default=None)  # left out: the original's
+    title = name_field(
+        load_default=None, metadata={"description": "the new instance's; left out: the original's"}
+    )
+
+
+class RequestCancellationIn(KeyedBody):
+    command_id = command_id_field()
+    reason = fields.String(required=True, validate=validate.Length(1, 500))
+    form_data = form_data_field(load_default=None)  # left out: the original's
 
 
 class ExtendDeadlineIn(KeyedBody):
@@ -471,6 +490,21 @@ class CommentOut(OutSchema):
     command = fields.String(metadata={"description": "approve, reject or comment"})
 
 
+class CancellationOut(OutSchema):
+    state = Choice(CANCELLATION_STATE)
+    instance_id = fields.String(metadata={"description": "the cancellation instance"})
+    requested_at = instant_text()
+    reason = fields.String(metadata={"description": "the applicant's reason"})
+    actor = fields.String(metadata={"description": "who requested it"})
+    settled_at = instant_text(
+        allow_none=True, metadata={"description": "when its instance ended; null until then"}
+    )
+    outcome = fields.String(
+        allow_none=True,
+        metadata={"description": "the state its instance ended in; null until then"},
+    )
+
+
 class ApprovalOut(OutSchema):
     id = server_uuid()
     definition_id = server_uuid()
@@ -568,6 +602,22 @@ class ApprovalOut(OutSchema):
             "description": "levels that can no longer reach their approvals (candidates "
             "deactivated), as the sweeper found them; empty: none"
         },
+    )
+    resubmits = fields.String(
+        allow_none=True, metadata={"description": "the instance this one resubmits; null: none"}
+    )
+    resubmitted_as = fields.String(
+        allow_none=True,
+        metadata={"description": "the instance that resubmitted this one; null: none yet"},
+    )
+    cancellation_of = fields.String(
+        allow_none=True,
+        metadata={"description": "the approved instance this one would cancel; null: none"},
+    )
+    cancellation = fields.Nested(
+        CancellationOut,
+        allow_none=True,
+        metadata={"description": "this approved instance's cancellation; null: none requested"},
     )
 
 

@@ -20,6 +20,7 @@ from projections.operations import (
 )
 from web.schemas import validate
 from web.schemas.base import (
+    OMITTED_WHEN,
     Choice,
     OutSchema,
     PageQuery,
@@ -175,6 +176,13 @@ class BundleQuery(Schema):
         "more). Larger than the bundle's checkpoint: 422",
         load_default=None,
     )
+    linked = fields.Boolean(
+        load_default=False,
+        metadata={
+            "description": "an approval instance's bundle also holds the bundles of the "
+            "instances it links to (docs/audit.md#linked-instances)"
+        },
+    )
 
 
 class ConsistencyQuery(Schema):
@@ -245,7 +253,9 @@ class GrownFromOut(OutSchema):
     proof = hashes("the consistency proof from that tree size to the checkpoint's")
 
 
-class BundleOut(OutSchema):
+class BundleFields(OutSchema):
+    """What a bundle holds, alone or linked to another's."""
+
     format = only(BUNDLE_FORMAT, "what this object is")
     aggregate_id = server_uuid()
     checkpoint = fields.Nested(CheckpointOut)
@@ -268,6 +278,28 @@ class BundleOut(OutSchema):
     consistency = fields.List(
         fields.Nested(GrownFromOut),
         metadata={"description": "the proof from `since`, when it is given"},
+    )
+
+
+class LinkedBundleOut(BundleFields):
+    """The bundle of an instance another links to."""
+
+    relation = fields.String(
+        metadata={
+            "description": "how it is linked: `resubmits`, `resubmitted_as`, "
+            "`cancellation_of` or `cancellation`"
+        }
+    )
+
+
+class BundleOut(BundleFields):
+    linked = fields.List(
+        fields.Nested(LinkedBundleOut),
+        metadata={
+            "description": "the bundles of the instances an approval instance links to, one "
+            "step, each with its `relation` (docs/audit.md#linked-instances)",
+            OMITTED_WHEN: "`linked=true` was not asked for",
+        },
     )
 
 

@@ -232,6 +232,7 @@ KEPT_WHEN_LEFT_OUT = (
     "deadline_rule",
     "levels",
     "restart_deadline_on_revise",
+    "cancellation_definition",
 )
 
 
@@ -346,6 +347,16 @@ class DefinitionFieldsIn(StrictSchema):
             "anyone who may decide)"
         },
     )
+    cancellation_definition = fields.String(
+        allow_none=True,
+        validate=validate.Length(1, 64),
+        metadata={
+            "description": "the key or id of another of the tenant's definitions whose instances "
+            "cancel this one's approved instances (docs/approvals.md#resubmit-and-cancel); "
+            "null: none, and approved instances cannot be cancelled; a PUT leaving it out "
+            "keeps it"
+        },
+    )
 
     levels = fields.List(
         fields.Nested(LevelIn),
@@ -443,6 +454,13 @@ class DefinitionOut(OutSchema):
         metadata={"description": "null: one level from `reviewers`"},
     )
     restart_deadline_on_revise = fields.Boolean()
+    cancellation_definition = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "the id of the definition whose instances cancel this one's approved "
+            "instances; null: none"
+        },
+    )
     version = fields.Integer()
     created_at = UtcDateTime()
 

@@ -9,6 +9,8 @@ from domain.approvals import (
     ALREADY_VOTED,
     APPROVE,
     APPROVED,
+    CANCELLATION_REQUESTED,
+    CANCELLED,
     CLAIMED,
     COMMENTED,
     CONFLICT,
@@ -18,8 +20,11 @@ from domain.approvals import (
     LATE_OR_CONFLICT,
     OBSERVED,
     REASSIGNED,
+    REFUSED,
     REJECT,
     REJECTED,
+    REQUESTED,
+    RESUBMITTED,
     REVISED,
     SELF_APPROVAL,
     STALE_MATERIAL,
@@ -104,6 +109,8 @@ DECISION_OUTCOME = Choices(
         COMMENTED,
         VOTED,
         REVISED,
+        RESUBMITTED,
+        CANCELLATION_REQUESTED,
         STALE_MATERIAL,
         SELF_APPROVAL,
         CONFLICT,
@@ -111,8 +118,16 @@ DECISION_OUTCOME = Choices(
         TAKEN,
         ALREADY_VOTED,
     ),
-    "what a command got (docs/approvals.md): those up to `REVISED` are accepted (200) but "
-    "`EXPIRED`, which a late command gets (409) as the rest do",
+    "what a command got (docs/approvals.md): those up to `CANCELLATION_REQUESTED` are "
+    "accepted (200, or 201 with the new instance) but `EXPIRED`, which a late command gets "
+    "(409) as the rest do",
+)
+
+CANCELLATION_STATE = Choices(
+    "CancellationState",
+    (REQUESTED, CANCELLED, REFUSED),
+    "an approved instance's cancellation: requested, then cancelled (its instance was "
+    "approved) or refused (rejected, withdrawn or expired)",
 )
 
 DECIDING_COMMAND = Choices(
