@@ -437,19 +437,14 @@ def attention(services: Services, clock: FakeClock) -> None:
 
 
 def levels(services: Services, clock: FakeClock) -> None:
-    """Tenant `hooli`, definition `payment`: level 1 主管 (hal), level 2 财务 (two of fay, fen,
+    """Tenant `wonka`, definition `payment`: level 1 主管 (hal), level 2 财务 (two of fay, fen,
     fox). P1 submitted at 17:00 on day 3: hal approves at 17:10 (600 s), fay at 17:20, then hu
     revises at 17:30 (both approvals lapse: back to level 1); hal approves v2 at 17:40 (600 s
     again), fay and fen at 18:00 (level 2: 1200 s) and it is approved. P2 submitted at 18:00:
     hal approves at 18:30 (1800 s); level 2 still waits."""
-
-
-def resubmissions(services: Services, clock: FakeClock) -> None:
-    """Tenant `hooli`: hal's "Laptop" is withdrawn, resubmitted, rejected, resubmitted and
-    approved (a chain of three); his "Monitor" is withdrawn and left so (a chain of one)."""
     directory, approvals = services.directory, services.approvals
     clock.now = at(3, 17)
-    boss = directory.authenticate(directory.bootstrap("hooli", "hank").token)
+    boss = directory.authenticate(directory.bootstrap("wonka", "willy").token)
     assert boss is not None
     directory.create_account(boss, "hu", "Hu", ["requester"])
     for reviewer in ("hal", "fay", "fen", "fox"):
@@ -494,6 +489,15 @@ def resubmissions(services: Services, clock: FakeClock) -> None:
     p2, _ = approvals.submit(hu, Submission("p-2", payment, "P2", {}, 1, None))
     clock.now = at(3, 18, 30)
     assert command(by("hal"), p2.id, "approve", "a-1", material_version=1) == "VOTED"
+
+
+def resubmissions(services: Services, clock: FakeClock) -> None:
+    """Tenant `hooli`: hal's "Laptop" is withdrawn, resubmitted, rejected, resubmitted and
+    approved (a chain of three); his "Monitor" is withdrawn and left so (a chain of one)."""
+    directory, approvals = services.directory, services.approvals
+    clock.now = at(3, 17)
+    boss = directory.authenticate(directory.bootstrap("hooli", "hank").token)
+    assert boss is not None
     directory.create_account(boss, "hal", "Hal", ["requester"])
     hal = directory.authenticate(directory.issue_token(boss, "hal").token)
     assert hal is not None

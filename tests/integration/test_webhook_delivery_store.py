@@ -57,14 +57,12 @@ def deliveries(services: Services, root: Principal, webhook_id: str) -> list[Any
 
 
 # Two launches and six submissions by ann; every instance but the approved and the rejected
-# one expires; a rejection is a decision too.
-EXPECTED = {"approval.submitted": 8, "approval.expired": 6, "approval.decided": 2}
-# Two launches and five submissions by ann; every instance but the approved and the rejected
-# one expires; a rejection is a decision too. Then two approved instances whose cancellation is
-# requested (one cancelled, one expires: refused), and a resubmission that expires.
+# one expires (the one with levels too); a rejection is a decision too. Then two approved
+# instances whose cancellation is requested (one cancelled, one expires: refused), and a
+# resubmission that expires.
 EXPECTED = {
-    "approval.submitted": 12,
-    "approval.expired": 7,
+    "approval.submitted": 13,
+    "approval.expired": 8,
     "approval.decided": 5,
     "approval.cancellation_requested": 2,
 }
