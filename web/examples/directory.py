@@ -62,6 +62,7 @@ DEFINITION = {
     "reviewers": REVIEWERS,
     "levels": None,
     "restart_deadline_on_revise": False,
+    "cancellation_definition": REFUND_DEFINITION_ID,
 }
 # Two levels (issue 35): the applicant's leader (或签), then two of three finance reviewers
 # (会签); a revise restarts the deadline.
@@ -87,7 +88,7 @@ WITH_LEVELS = {
     "reviewers": None,
     "levels": LEVELS,
     "restart_deadline_on_revise": True,
-    "cancellation_definition": REFUND_DEFINITION_ID,
+    "cancellation_definition": None,
 }
 
 # A definition whose instances' deadline is three working days on calendar `cn`: its review
