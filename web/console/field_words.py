@@ -15,6 +15,7 @@ FIELD_LABELS = {
     "attempts": lazy_gettext("Attempts"),
     "auto_paused": lazy_gettext("Paused by the service"),
     "blocked_by": lazy_gettext("Blocked by run"),
+    "blocked_levels": lazy_gettext("Levels that cannot complete"),
     "blocking_instance_id": lazy_gettext("Blocking instance"),
     "blocking_status": lazy_gettext("Blocking run's status"),
     "calendar": lazy_gettext("Working calendar"),
