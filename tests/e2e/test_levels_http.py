@@ -255,3 +255,57 @@ def test_a_level_that_can_no_longer_complete_is_shown_and_its_candidates_told(
     ] == [(1, 2, 1)]
     told = people["fa"].get("/api/notifications").json["items"]
     assert any(n["kind"] == "LEVEL_BLOCKED" for n in told), told
+
+
+@pytest.mark.parametrize(("return_to", "back_to"), [("first", 1), ("returning", 2)])
+def test_a_return_at_level_two_stops_the_clock_and_a_revise_brings_it_back(
+    services: Services,
+    admin: Api,
+    people: dict[str, Api],
+    clock: FakeClock,
+    return_to: str,
+    back_to: int,
+) -> None:
+    """A group leader, then two of three finance reviewers: finance returns it (退回), the
+    clock stands while the applicant revises, and the review goes on at the level the
+    definition names; an hour returned moves the deadline by an hour."""
+    admin.post(
+        "/api/groups",
+        {"key": "sales", "name": "销售部", "members": ["ann", "lee"]} | {"leader_id": "lee"},
+    )
+    levels = [{"name": "主管", "reviewers": {"applicant_leader": True}}, FINANCE]
+    defined = definition(admin, f"pay-back-{return_to}", levels, return_to=return_to)
+    instance = submit(people["ann"], defined)
+    path = f"/api/approvals/{instance['id']}"
+    deadline = datetime.fromisoformat(instance["review_deadline_at"])
+    assert approve(people["lee"], path, "l-1", 1).json["instance"]["current_level"] == 2
+    assert approve(people["fa"], path, "f-1", 1).json["outcome"] == "VOTED"
+    returned = people["fb"].post(f"{path}/return", {"command_id": "rt-1", "comment": "缺少发票"})
+    assert (returned.status_code, returned.json["state"]) == (200, "RETURNED"), returned.json
+    assert returned.json["instance"]["paused_since"] is not None
+    blocked = approve(people["fc"], path, "f-2", 1)
+    assert (blocked.status_code, blocked.json["reason_code"]) == (409, "INSTANCE_RETURNED")
+    clock.now += timedelta(hours=1)
+    services.approvals.sweep()
+    assert admin.get(path).json["state"] == "RETURNED"
+    revised = people["ann"].post(
+        f"{path}/revise", {"command_id": "v-2", "material_version": 2, "reason": "补发票"}
+    )
+    assert (revised.status_code, revised.json["state"]) == (200, "WAITING_REVIEW"), revised.json
+    shown = admin.get(path).json
+    assert (shown["state"], shown["current_level"], shown["paused_since"]) == (
+        "WAITING_REVIEW",
+        back_to,
+        None,
+    )
+    assert datetime.fromisoformat(shown["review_deadline_at"]) == deadline + timedelta(hours=1)
+    assert shown["pauses"][0]["kind"] == "return"
+    assert {t["level"] for t in shown["tasks"] if t["state"] == "OPEN"} == {back_to}
+    stale = approve(people["lee" if back_to == 1 else "fc"], path, "f-3", 1)
+    assert (stale.status_code, stale.json["outcome"]) == (409, "STALE_MATERIAL")
+    if back_to == 1:
+        assert approve(people["lee"], path, "l-2", 2).json["instance"]["current_level"] == 2
+    assert approve(people["fa"], path, "f-4", 2).json["outcome"] == "VOTED"
+    assert approve(people["fc"], path, "f-5", 2).json["state"] == "APPROVED"
+    kinds = [e["type"] for e in admin.get(f"{path}/timeline").json["items"]]
+    assert kinds.count("ApprovalInstance.Returned") == kinds.count("ApprovalInstance.Revised") == 1
