@@ -15,6 +15,7 @@ from eventsourcing.domain import Aggregate, event
 from domain.directory import (
     NAMESPACE,
     RETURN_TO_FIRST,
+    RETURN_TO_RETURNING,
     Definition,
     DefinitionTerms,
     Escalation,
@@ -24,6 +25,22 @@ from domain.directory import (
     without_notices,
 )
 from domain.errors import DomainError, Forbidden, InvalidState, NotAReviewer, ValidationFailed
+from domain.levels import (
+    COMPLETED,
+    FAILED,
+    Revision,
+    Tally,
+    completed,
+    current_task_id,
+    initial_review,
+    legacy_level,
+    opened_tasks,
+    revised,
+    revision_after,
+    tally_of,
+    vote_of,
+    with_level_state,
+)
 from domain.messages import Message
 from domain.permissions import (
     ALL_PERMISSIONS,
@@ -35,6 +52,8 @@ from domain.reason_codes import (
     ALREADY_CANCELLED,
     ALREADY_DECIDED,
     ALREADY_RESUBMITTED,
+    ALREADY_VOTED_ON_LEVEL,
+    APPROVAL_COUNTED,
     APPROVED_IN_TIME,
     ASSIGNEE_MAY_NOT_DECIDE,
     CALLBACK_OBSERVED,
@@ -57,17 +76,22 @@ from domain.reason_codes import (
     EXTENSION_NOT_LATER,
     EXTENSION_TOO_FAR,
     INSTANCE_RETURNED,
+    LEVEL_CANNOT_REACH,
+    MATERIAL_NOT_NEWER,
+    MATERIAL_REVISED,
     MATERIAL_STALE,
     NO_CANCELLATION_DEFINITION,
     NOT_A_REVIEWER,
     NOT_APPROVED,
     NOT_RESUBMITTABLE,
     NOT_THE_APPLICANT,
+    NOT_THE_APPLICANT_REVISE,
     NOT_THE_ASSIGNEE,
     NOT_WAITING_FOR_REVIEW,
     PERMISSION_MISSING,
     REASSIGNED_IN_TIME,
     REJECTED_IN_TIME,
+    REJECTION_COUNTED,
     RESUBMIT_BY_APPLICANT_ONLY,
     RESUBMITTED_AS,
     RETURNED_FOR_CHANGES,
@@ -75,11 +99,12 @@ from domain.reason_codes import (
     SELF_APPROVAL_APPLICANT,
     SELF_APPROVAL_SAVER_UNKNOWN,
     SELF_APPROVAL_SCHEDULE_SAVER,
+    TASK_CLOSED,
     UNCLAIMED_IN_TIME,
     WITHDRAWN_IN_TIME,
     Reason,
 )
-from domain.reviewers import BY_ANYONE, FIRST_TASK, HIGH, Reviewers, Task
+from domain.reviewers import BY_ANYONE, CLOSED, FIRST_TASK, HIGH, Reviewers, Task
 from domain.values import FormData, checked_form_data
 
 WAITING_REVIEW = "WAITING_REVIEW"
@@ -115,6 +140,9 @@ COMMENTED = "COMMENTED"
 PAUSED = "PAUSED"  # the clock stopped (pause-deadline)
 RESUMED = "RESUMED"  # the clock runs again, the deadline moved by the time it stood
 TAKEN = "CLAIMED_BY_OTHER"  # refused, recorded, answered 409: another account holds the task
+VOTED = "VOTED"  # an approve or reject counted on its level; the instance still waits
+ALREADY_VOTED = "ALREADY_VOTED"  # refused, recorded, 409: one task per reviewer per level
+REVISED = "REVISED"  # the applicant revised the material; earlier votes lapsed
 RESUBMITTED = "RESUBMITTED"  # a decided instance got a new one: its state stays
 CANCELLATION_REQUESTED = "CANCELLATION_REQUESTED"  # an approved one got a cancellation instance
 # What an approved instance's `cancellation` says: requested, and how its instance ended.
@@ -124,13 +152,15 @@ RESUBMITTABLE = frozenset({WITHDRAWN, EXPIRED, REJECTED})
 SUBMIT = "submit"
 APPROVE, WITHDRAW, EXTEND, SIGN, SWEEP = "approve", "withdraw", "extend-deadline", "sign", "sweep"
 CLAIM, UNCLAIM, REASSIGN, REJECT, COMMENT = "claim", "unclaim", "reassign", "reject", "comment"
+REVISE = "revise"
+VOTING = frozenset({"approve", "reject"})
 RESUBMIT, REQUEST_CANCELLATION = "resubmit", "request-cancellation"
 LINKING = frozenset({RESUBMIT, REQUEST_CANCELLATION})  # commands that start a linked instance
 PAUSE, RESUME, RETURN = "pause-deadline", "resume-deadline", "return"
 REVIEWING = frozenset({APPROVE, REJECT, CLAIM, RETURN})  # commands only a task's reviewers send
 CLOCK = frozenset({PAUSE, RESUME})  # commands on the review clock, by whoever may extend
 # What a RETURNED instance still takes: the applicant's withdraw, a comment, a callback, a sweep.
-WHILE_RETURNED = frozenset({WITHDRAW, COMMENT, SIGN, SWEEP})
+WHILE_RETURNED = frozenset({WITHDRAW, COMMENT, SIGN, SWEEP, REVISE})
 CLOCK_OUTCOMES = {PAUSE: (PAUSED, DEADLINE_PAUSED), RESUME: (RESUMED, DEADLINE_RESUMED)}
 # Why the clock stood: a pause (pause-deadline) or a return (退回).
 PAUSE_KIND, RETURN_KIND = "pause", "return"
@@ -143,6 +173,7 @@ PERMISSION_OF_COMMAND = {
     UNCLAIM: APPROVAL_DECIDE,
     REASSIGN: APPROVAL_DECIDE,
     WITHDRAW: APPROVAL_SUBMIT,
+    REVISE: APPROVAL_SUBMIT,
     EXTEND: APPROVAL_DECIDE,
     PAUSE: APPROVAL_DECIDE,
     RESUME: APPROVAL_DECIDE,
@@ -155,6 +186,7 @@ SETTLER = "system:cancellation"  # who records how an approved instance's cancel
 FIELD_OF_RULE = {
     EXTEND: "new_deadline_at",
     REASSIGN: "assignee_id",
+    REVISE: "material_version",
 }  # the field a RULE_BROKEN answer is about
 
 
@@ -212,6 +244,8 @@ class Command:
         payload = self.payload
         if "working_days" in payload:
             payload = {k: v for k, v in payload.items() if k not in COUNTED_EXTENSION}
+        elif self.kind == REVISE:
+            payload = {k: v for k, v in payload.items() if k not in COUNTED_REVISE}
         canonical = json.dumps([self.kind, payload], sort_keys=True, default=_plain)
         return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -289,6 +323,8 @@ COUNTED_EXTENSION = ("new_deadline_at", "calendar", "calendar_revision")
 # policy keeps, under `working_time_notices`, when each reminder and the escalation fall due,
 # counted in working time too.
 Ruled = tuple[datetime, dict[str, Any]]
+# What the server adds to a revise that restarts the deadline: the new deadline and its policy.
+COUNTED_REVISE = ("new_deadline_at", "deadline_policy")
 
 
 @dataclass(frozen=True)
@@ -466,6 +502,7 @@ class Decision:
     state: str
     accepted: bool
     why: Reason
+    completes_level: bool = False  # an approve that brought its level to its approvals
 
     @property
     def reason(self) -> str:
@@ -509,6 +546,7 @@ class Review:
     admission: dict[str, str] | None = field(default_factory=lambda: {"rule": BY_ANYONE})
     admin: bool = False
     target_eligible: bool = True
+    tally: Tally = field(default_factory=Tally)
 
 
 def decide(
@@ -563,6 +601,8 @@ def refusal_of(
         return Reason(NOT_THE_ASSIGNEE, {"command": command.kind})
     if command.kind == WITHDRAW and actor != parties.applicant_id:
         return Reason(NOT_THE_APPLICANT)
+    if command.kind == REVISE and actor != parties.applicant_id:
+        return Reason(NOT_THE_APPLICANT_REVISE)
     if command.kind == RESUBMIT and actor != parties.applicant_id:
         return Reason(RESUBMIT_BY_APPLICANT_ONLY)
     if command.kind == REQUEST_CANCELLATION and actor != parties.applicant_id:
@@ -608,8 +648,16 @@ def _decide_in_time(
         outcome = LATE_OR_CONFLICT if command.kind == SIGN else CONFLICT
         return Decision(outcome, state, False, decided)
     if state == RETURNED and command.kind not in WHILE_RETURNED:
-        why = NOT_WAITING_FOR_REVIEW if command.kind in CLOCK else INSTANCE_RETURNED
-        return Decision(CONFLICT, state, False, Reason(why, {"state": state}))
+        code = NOT_WAITING_FOR_REVIEW if command.kind in CLOCK else INSTANCE_RETURNED
+        return Decision(CONFLICT, state, False, Reason(code, {"state": state}))
+    tally = review.tally
+    if command.kind in REVIEWING and actor in tally.voters | tally.holders:
+        why = Reason(ALREADY_VOTED_ON_LEVEL, {"actor": actor, "level": tally.level})
+        return Decision(ALREADY_VOTED, WAITING_REVIEW, False, why)
+    if command.kind in REVIEWING | HOLDING and review.task.state == CLOSED:
+        return Decision(
+            CONFLICT, WAITING_REVIEW, False, Reason(TASK_CLOSED, {"task_id": review.task.id})
+        )
     holder = review.task.held_by_other(actor)
     if command.kind in REVIEWING and holder is not None:
         return Decision(
@@ -621,7 +669,9 @@ def _decide_in_time(
         return _decide_reassignment(command, parties, review)
     if command.kind in CLOCK:
         return _decide_clock(command, paused_since)
-    return _decide_waiting(material_version, command, parties.interest_of(actor), state)
+    if command.kind == REVISE:
+        return _decide_revise(material_version, command, state)
+    return _decide_waiting(material_version, command, parties.interest_of(actor), state, review)
 
 
 def _decide_resubmit(state: str, links: Links) -> Decision:
@@ -673,18 +723,59 @@ def _decide_clock(command: Command, paused_since: datetime | None) -> Decision:
 
 
 def _decide_waiting(
-    material_version: int, command: Command, interest: Reason | None, state: str = WAITING_REVIEW
+    material_version: int,
+    command: Command,
+    interest: Reason | None,
+    state: str = WAITING_REVIEW,
+    review: Review = Review(),
 ) -> Decision:
     if command.kind in REVIEWING and interest is not None:
         return Decision(SELF_APPROVAL, state, False, interest)
     stale = stale_material(command, material_version)
     if stale is not None:
         return Decision(STALE_MATERIAL, state, False, stale)
+    if command.kind in VOTING:
+        return _decide_vote(command.kind, review.tally)
     accepted = ACCEPTED_WHILE_WAITING.get(command.kind)
     if accepted is not None:
         outcome, code = accepted
         return Decision(outcome, STATE_AFTER.get(outcome, state), True, Reason(code))
     return Decision(NOT_DUE, state, True, Reason(DEADLINE_NOT_DUE))
+
+
+def _decide_vote(kind: str, tally: Tally) -> Decision:
+    """An approve or reject on a level: it completes the level (the last: APPROVED), counts,
+    or refuses the instance (a reject, unless the level counts rejects as votes and enough
+    approvals remain possible)."""
+    counts = {"level": tally.level, "required": tally.required}
+    if kind == APPROVE:
+        approvals = tally.approvals + 1
+        if approvals < tally.required:
+            why = Reason(APPROVAL_COUNTED, {**counts, "approvals": approvals})
+            return Decision(VOTED, WAITING_REVIEW, True, why)
+        if tally.last:
+            return Decision(APPROVED, APPROVED, True, Reason(APPROVED_IN_TIME), True)
+        why = Reason(APPROVAL_COUNTED, {**counts, "approvals": approvals})
+        return Decision(VOTED, WAITING_REVIEW, True, why, True)
+    if tally.any_reject_rejects:
+        return Decision(REJECTED, REJECTED, True, Reason(REJECTED_IN_TIME))
+    possible = tally.possible - 1
+    if possible < tally.required:
+        why = Reason(LEVEL_CANNOT_REACH, {**counts, "possible": max(possible, 0)})
+        return Decision(REJECTED, REJECTED, True, why)
+    why = Reason(REJECTION_COUNTED, {**counts, "possible": possible})
+    return Decision(VOTED, WAITING_REVIEW, True, why)
+
+
+def _decide_revise(material_version: int, command: Command, state: str) -> Decision:
+    """A revise names a newer material version, or is refused on `material_version`; it
+    brings a returned instance back to review."""
+    offered = command.payload["material_version"]
+    if offered <= material_version:
+        why = Reason(MATERIAL_NOT_NEWER, {"offered": offered, "current": material_version})
+        return Decision(RULE_BROKEN, state, False, why)
+    revised_to = {"old": material_version, "new": offered, "reason": command.payload["reason"]}
+    return Decision(REVISED, WAITING_REVIEW, True, Reason(MATERIAL_REVISED, revised_to))
 
 
 def _decide_reassignment(command: Command, parties: Parties, review: Review) -> Decision:
@@ -830,8 +921,21 @@ class ApprovalInstance(Aggregate):
 
     @staticmethod
     def upcast_v8_v9(state: dict[str, Any]) -> None:
-        """A snapshot from before issue 35's commands: no links to other instances, never
-        paused, no limit on a pause, a revise after a return goes back to the first level."""
+        """A snapshot from before issue 35: levels (one, from its reviewers), no votes kept
+        (its timeline has them), the deadline kept on a revise; no links to other instances;
+        never paused, no limit on a pause, a revise after a return goes back to the first
+        level."""
+        candidates = state["tasks"][0]["candidates"] if state["tasks"] else None
+        level = legacy_level(state["reviewers"], candidates)
+        if state["state"] in (APPROVED, REJECTED):
+            level.update(state=COMPLETED if state["state"] == APPROVED else FAILED)
+            level["completed_at"] = state["decided_at"]
+        state["levels"] = [level]
+        state["leveled"] = False
+        state["current_level"] = 1
+        state["votes"] = []
+        state["restart_deadline_on_revise"] = False
+        state["blocked_levels"] = []
         without_links(state)
         state["resubmitted_as"] = None
         state["cancellation"] = None
@@ -847,9 +951,11 @@ class ApprovalInstance(Aggregate):
         or a deadline from the definition's review window); version 5 the definition's
         `reminders` and `escalation` (none before); version 6 the definition's `reviewers`
         and the review task's `candidates` (None before: anyone who may decide); version 7
-        the definition's `max_pause_seconds` (None: no limit) and `return_to` (`first`),
-        the instance it `resubmits` and the approved one it is the `cancellation_of` (None
-        before: none)."""
+        the definition's `levels`, each with its candidates fixed at submission (None before,
+        and for a definition without levels: one level from `reviewers`),
+        `restart_deadline_on_revise` (false before), `max_pause_seconds` (None: no limit) and
+        `return_to` (`first`), the instance it `resubmits` and the approved one it is the
+        `cancellation_of` (None before: none)."""
 
         class_version = 7
         tenant_id: UUID
@@ -873,6 +979,8 @@ class ApprovalInstance(Aggregate):
         candidates: list[str] | None
         max_pause_seconds: int | None
         return_to: str
+        levels: list[dict[str, Any]] | None
+        restart_deadline_on_revise: bool
         resubmits: str | None
         cancellation_of: str | None
 
@@ -896,6 +1004,8 @@ class ApprovalInstance(Aggregate):
         @staticmethod
         def upcast_v6_v7(state: dict[str, Any]) -> None:
             with_pause_terms(state)
+            state["levels"] = None
+            state["restart_deadline_on_revise"] = False
             without_links(state)
 
     @classmethod
@@ -909,6 +1019,7 @@ class ApprovalInstance(Aggregate):
         at: datetime,
         candidates: Sequence[str] | None = None,
         ruled: Ruled | None = None,
+        levels: Sequence[Mapping[str, Any]] | None = None,
         linked: Mapping[str, str | None] | None = None,
     ) -> ApprovalInstance:
         """A new instance, submitted by its applicant or by a run on the applicant's behalf
@@ -916,6 +1027,8 @@ class ApprovalInstance(Aggregate):
         reminders, escalation and reviewers are fixed on it, as its deadline is, and its task
         goes to `candidates`, the accounts the reviewers named at submission. A definition
         whose deadline is in working time gives it counted on its calendar (`ruled`). A
+        definition with levels gives them (`levels`, see domain/levels.py `level_of`), each
+        with its candidates; `reviewers` and `candidates` are then level 1's. A
         resubmission or a cancellation names its original in `linked` (`resubmits` or
         `cancellation_of`)."""
         deadline, deadline_policy = submission.deadline(
@@ -943,10 +1056,12 @@ class ApprovalInstance(Aggregate):
             actor=applicant_id,
             reminders=[dict(reminder) for reminder in definition.reminders],
             escalation=None if definition.escalation is None else dict(definition.escalation),
-            reviewers=definition.reviewers,
+            reviewers=levels[0]["reviewers"] if levels else definition.reviewers,
             candidates=None if candidates is None else sorted(candidates),
             max_pause_seconds=definition.max_pause_seconds,
             return_to=definition.return_to,
+            levels=None if not levels else [dict(level) for level in levels],
+            restart_deadline_on_revise=definition.restart_deadline_on_revise,
             resubmits=(linked or {}).get("resubmits"),
             cancellation_of=(linked or {}).get("cancellation_of"),
         )
@@ -975,6 +1090,8 @@ class ApprovalInstance(Aggregate):
         candidates: Sequence[str] | None = None,
         max_pause_seconds: int | None = None,
         return_to: str = RETURN_TO_FIRST,
+        levels: Sequence[Mapping[str, Any]] | None = None,
+        restart_deadline_on_revise: bool = False,
         resubmits: str | None = None,
         cancellation_of: str | None = None,
     ) -> None:
@@ -1003,8 +1120,12 @@ class ApprovalInstance(Aggregate):
         self.reminders_sent: list[dict[str, Any]] = []  # before_seconds, due_at, at
         self.escalated: dict[str, Any] | None = None  # account_id, after_seconds, due_at, at
         self.reviewers = reviewers  # None: anyone who may decide (before reviewers)
-        task = Task(FIRST_TASK, None if candidates is None else tuple(candidates))
-        self.tasks = [task.as_dict()]
+        self.leveled = levels is not None  # a definition's own levels (else one, as before)
+        self.levels, self.tasks = initial_review(levels, reviewers, candidates, at)
+        self.current_level = 1
+        self.votes: list[dict[str, Any]] = []  # level, task, approve/reject, material version
+        self.restart_deadline_on_revise = restart_deadline_on_revise
+        self.blocked_levels: list[dict[str, Any]] = []  # levels that can no longer complete
         self.comments: list[dict[str, Any]] = []  # author, text, at, command
         self.max_pause_seconds = max_pause_seconds  # None: a pause may last any time
         self.return_to = return_to  # where a revise after a return goes: first, returning
@@ -1057,14 +1178,29 @@ class ApprovalInstance(Aggregate):
 
     @property
     def reviewer_rule(self) -> Reviewers | None:
+        """The reviewers of the current level (of the instance, without levels)."""
+        if self.leveled:
+            return Reviewers.of(self.levels[self.current_level - 1]["reviewers"])
         return Reviewers.of(self.reviewers)
+
+    def task_id_for(self, command: Command, actor: str) -> str:
+        """The task a command is about: the one it names, else (a reviewer's command) the
+        actor's on the current level, or its first open one."""
+        named = command.payload.get("task_id")
+        if named:
+            return str(named)
+        return current_task_id(self.tasks, self.current_level, actor)
+
+    def tally(self, task_id: str, eligible: Sequence[str] | None = None) -> Tally:
+        """The current level's tally for a command on `task_id` (see domain/levels.py)."""
+        return tally_of(self.levels, self.votes, self.tasks, self.current_level, task_id, eligible)
 
     def review(self, task_id: str = FIRST_TASK) -> Review:
         """The review as the instance alone knows it: without reviewers (an instance from
         before them) anyone who may decide is admitted; with them, nobody until the service
         says who the rule admits (`Review.admission`)."""
         admission = {"rule": BY_ANYONE} if self.reviewers is None else None
-        return Review(self.task(task_id), admission)
+        return Review(self.task(task_id), admission, tally=self.tally(task_id))
 
     @property
     def parties(self) -> Parties:
@@ -1089,6 +1225,7 @@ class ApprovalInstance(Aggregate):
         end of the time it was allowed; `clock` counts the time the clock stood.
         """
         self.resume_overdue_pause(at, clock)
+        review = review or self.review(self.task_id_for(command, actor))
         decision = decide(
             self.state,
             self.review_deadline_at,
@@ -1099,20 +1236,18 @@ class ApprovalInstance(Aggregate):
             self.parties,
             granted=granted,
             contract_id=self.contract_id,
-            review=review or self.review(),
+            review=review,
             paused_since=self.paused_since,
             links=self.links(links),
         )
-        extension: dict[str, Any] = {}
-        if decision.outcome == EXTENDED:
-            extension = {
-                "rule_version": DEADLINE_RULES_VERSION,
-                "deadline_offset_minutes": command.deadline_offset_minutes,
-            }
-        elif decision.outcome in (RESUBMITTED, CANCELLATION_REQUESTED):
-            extension = {"linked_id": decision.why.params["instance_id"]}
-        elif decision.outcome in (RESUMED, RETURNED):
-            extension = self._stood_with(decision.outcome, at, clock)
+        extension = self._extras(decision, command, at, clock)
+        payload = command.payload
+        if (
+            review.task.id != FIRST_TASK
+            and "task_id" not in payload
+            and command.kind in (REVIEWING | HOLDING)
+        ):
+            payload = {**payload, "task_id": review.task.id}  # the task it found, kept
         late = decision.outcome == EXPIRED and command.kind != SWEEP
         if late:
             self.handle(Command(SWEEP, None), at, DEADLINE_ACTOR)
@@ -1122,7 +1257,7 @@ class ApprovalInstance(Aggregate):
                 **extension,
                 command=command.kind,
                 command_id=command.command_id,
-                payload=command.payload,
+                payload=payload,
                 outcome=decision.outcome,
                 reason=decision.reason,
                 reason_code=decision.why.code,
@@ -1131,15 +1266,11 @@ class ApprovalInstance(Aggregate):
                 fingerprint=command.fingerprint,
                 at=at,
                 actor=actor,
-                admission=(review.admission if review and command.kind in REVIEWING else None),
+                admission=(review.admission if command.kind in REVIEWING else None),
             )
+        if decision.completes_level and (self.leveled or not review.tally.last):
+            self._complete_level(review.tally.level, at, actor)
         return Answer.of(decision, command.fingerprint)
-
-    def _stood_with(self, outcome: str, at: datetime, clock: Clock) -> dict[str, Any]:
-        """How a resume (or a return that ends a pause) moved the deadline."""
-        if outcome == RESUMED:
-            return {"clock": self.stood_clock(at, clock)}
-        return {"clock": None if self.paused_since is None else self.stood_clock(at, clock)}
 
     @property
     def pause_ends_at(self) -> datetime | None:
@@ -1210,15 +1341,13 @@ class ApprovalInstance(Aggregate):
         counted: dict[str, Any] | None = self.deadline_policy.get("working_time_notices")
         return counted
 
-    def come_back(self, stood: Mapping[str, Any], to_level: int | None = None) -> None:
-        """Apply step of the command that answers a return (revise): the instance waits for
-        review again with its tasks open, and its clock runs again as `stood` (`stood_clock`
-        at the command's instant, kept on its event) says. `to_level` is the level the
-        review resumes at (the definition's `return_to`), the levels' to use."""
+    def come_back(self, stood: Mapping[str, Any]) -> None:
+        """Apply step of the revise that answers a return: the instance waits for review
+        again, and its clock runs again as `stood` (`stood_clock` at the revise's instant,
+        kept on its event) says; the revise reopens the tasks of the level it goes back to."""
         if self.state != RETURNED:
             raise InvalidState(Message("the instance is {state}, not returned", state=self.state))
         self.state = WAITING_REVIEW
-        self.tasks = [Task.of(t).released().as_dict() for t in self.tasks]
         self._run_again(stood)
 
     def _stop(self, kind: str, handled: CommandHandled) -> None:
@@ -1238,6 +1367,132 @@ class ApprovalInstance(Aggregate):
         """A decision while the clock stands: the open pause ends, the deadline unmoved."""
         assert self.paused_since is not None
         self._run_again(unmoved(self.paused_since, at, self.review_deadline_at))
+
+    def _extras(
+        self, decision: Decision, command: Command, at: datetime, clock: Clock
+    ) -> dict[str, Any]:
+        """What an extension's, a link's, the clock's or a revise's event keeps besides the
+        command."""
+        if decision.outcome in (RESUMED, RETURNED):
+            return {"clock": self._stood(at, clock)}
+        if decision.outcome == EXTENDED:
+            return {
+                "rule_version": DEADLINE_RULES_VERSION,
+                "deadline_offset_minutes": command.deadline_offset_minutes,
+            }
+        if decision.outcome in (RESUBMITTED, CANCELLATION_REQUESTED):
+            return {"linked_id": decision.why.params["instance_id"]}
+        if decision.outcome == REVISED:
+            returned = self.state == RETURNED
+            back_to = (
+                self.current_level if returned and self.return_to == RETURN_TO_RETURNING else 1
+            )
+            revision = revision_after(self.votes, self.tasks, self.current_level, back_to, returned)
+            restarted = command.payload.get("new_deadline_at")
+            return {
+                "clock": self._stood(at, clock) if returned else None,
+                "lapsed_votes": revision.lapsed,
+                "back_to_level": revision.back_to_level,
+                "reopened_tasks": revision.reopened_tasks,
+                "closed_tasks": revision.closed_tasks,
+                "old_deadline_at": self.review_deadline_at if restarted else None,
+            }
+        return {}
+
+    def _stood(self, at: datetime, clock: Clock) -> dict[str, Any] | None:
+        """How the clock runs again at `at` (a resume, a return ending a pause, the revise
+        that answers a return); None when it runs."""
+        return None if self.paused_since is None else self.stood_clock(at, clock)
+
+    def _complete_level(self, number: int, at: datetime, actor: str) -> None:
+        following = number + 1 if number < len(self.levels) else None
+        self._level_completed(
+            level=number,
+            next_level=following,
+            opened_tasks=opened_tasks(self.levels, self.tasks, number),
+            material_version=self.material_version,
+            at=at,
+            actor=actor,
+        )
+
+    def block_level(self, eligible: Sequence[str], at: datetime, actor: str) -> bool:
+        """Record that the current level can no longer reach its approvals with the
+        candidates who may still approve (`eligible`: the directory now), once per level;
+        whether it was recorded."""
+        tally = self.tally(FIRST_TASK, eligible)
+        known = {blocked["level"] for blocked in self.blocked_levels}
+        if self.state != WAITING_REVIEW or tally.level in known or tally.possible >= tally.required:
+            return False
+        self._level_blocked(
+            level=tally.level,
+            approvals_required=tally.required,
+            possible=tally.possible,
+            candidates=sorted(self.level_candidates(tally.level)),
+            at=at,
+            actor=actor,
+        )
+        return True
+
+    def level_candidates(self, number: int) -> set[str]:
+        """Everyone level `number`'s tasks name (its candidates and any escalation target)."""
+        found = set(self.levels[number - 1]["candidates"] or ())
+        for task in self.tasks:
+            if task.get("level", 1) == number:
+                found |= set(task["candidates"] or ())
+        return found
+
+    class LevelBlocked(Aggregate.Event):
+        """The current level `level` can no longer reach `approvals_required` approvals: only
+        `possible` remain (those counted and the eligible candidates who have not voted), its
+        other `candidates` deactivated or without the permission; recorded by the sweeper."""
+
+        level: int
+        approvals_required: int
+        possible: int
+        candidates: list[str]
+        at: datetime
+        actor: str
+
+    @event(LevelBlocked)
+    def _level_blocked(
+        self,
+        level: int,
+        approvals_required: int,
+        possible: int,
+        candidates: list[str],
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.blocked_levels.append(
+            {"level": level, "approvals_required": approvals_required, "possible": possible}
+            | {"at": at}
+        )
+
+    class LevelCompleted(Aggregate.Event):
+        """Level `level` reached its approvals on `material_version` at `at` (the approve of
+        `actor` completed it); `next_level` opened (None: it was the last) with
+        `opened_tasks` (none when its earlier tasks reopened after a revise)."""
+
+        level: int
+        next_level: int | None
+        opened_tasks: list[dict[str, Any]]
+        material_version: int
+        at: datetime
+        actor: str
+
+    @event(LevelCompleted)
+    def _level_completed(
+        self,
+        level: int,
+        next_level: int | None,
+        opened_tasks: list[dict[str, Any]],
+        material_version: int,
+        at: datetime,
+        actor: str,
+    ) -> None:
+        self.levels, self.tasks = completed(self.levels, self.tasks, level, at)
+        if next_level is not None:
+            self.current_level = next_level
 
     def links(self, asked: Links | None = None) -> Links:
         """What the instance links to, with what the service knows (`asked`: the instance a
@@ -1363,7 +1618,7 @@ class ApprovalInstance(Aggregate):
         targets = self.escalation_targets(leaders_up)
         mode = escalation.get("mode", NOTIFY)
         target = next((t for t in targets if may_review(t)), None)
-        task = self.task()
+        task = self.task(current_task_id(self.tasks, self.current_level, ""))
         self._escalated(
             account_id=target or next(iter(targets), None),
             after_seconds=escalation["after_seconds"],
@@ -1650,6 +1905,27 @@ class ApprovalInstance(Aggregate):
         class_version = 1
         clock: dict[str, Any] | None
 
+    class Voted(CommandHandled):
+        """An approve or reject counted on its level; the instance still waits (the level
+        may have completed: `LevelCompleted` follows)."""
+
+    class Revised(CommandHandled):
+        """The applicant revised the material (`payload`: the new `material_version`, any
+        `form_data`, the `reason`; with `new_deadline_at` and `deadline_policy` when the
+        definition restarts the deadline on a revise). `lapsed_votes` votes lapsed; the
+        review went back to `back_to_level`, `reopened_tasks` reopened and `closed_tasks`
+        closed; `old_deadline_at` is the deadline it replaced (None: kept). A revise that
+        answers a return (退回) brings the instance back to review: `clock` says how long the
+        clock stood and how the deadline moved (None: it was not returned). Version 1."""
+
+        class_version = 1
+        clock: dict[str, Any] | None
+        lapsed_votes: int
+        back_to_level: int
+        reopened_tasks: list[str]
+        closed_tasks: list[str]
+        old_deadline_at: datetime | None
+
     class Resubmitted(CommandHandled):
         """The applicant resubmitted this decided instance as `linked_id`, a new instance of
         the same definition; this one's state stays as it was. Version 1."""
@@ -1692,6 +1968,10 @@ class ApprovalInstance(Aggregate):
         comment = comment_of(handled)
         if comment is not None:
             self.comments.append(comment)
+        if isinstance(handled, ApprovalInstance.Revised):
+            self.revise(handled)
+        self.votes = votes_after(self.votes, handled, self.current_level, self.material_version)
+        self.levels = levels_after(self.levels, handled, self.current_level)
         self.tasks = tasks_after(self.tasks, handled, state)
         if state != self.state and state in TERMINAL:
             if self.paused_since is not None:
@@ -1739,6 +2019,31 @@ class ApprovalInstance(Aggregate):
                 "contract_matches": contract_id == self.contract_id,
             }
         )
+
+    def revise(self, handled: Revised) -> None:
+        """The new material: earlier votes lapse, the review goes back to level 1 (unless
+        nothing was voted), the deadline restarts when the definition says so."""
+        payload = handled.payload
+        if handled.clock is not None:
+            self.come_back(handled.clock)
+        revision = Revision(
+            handled.lapsed_votes,
+            handled.back_to_level,
+            handled.reopened_tasks,
+            handled.closed_tasks,
+        )
+        self.levels, self.tasks, self.votes = revised(
+            self.levels, self.tasks, self.votes, revision, handled.at
+        )
+        self.current_level = handled.back_to_level
+        self.material_version = payload["material_version"]
+        if payload.get("form_data") is not None:
+            self.form_data = FormData.of(payload["form_data"])
+        if payload.get("new_deadline_at") is not None:
+            self.extensions.append(restarted_deadline(handled))
+            self.review_deadline_at = payload["new_deadline_at"]
+            self.review_deadline_offset_minutes = None
+            self.deadline_policy = dict(payload["deadline_policy"])
 
     def extend(self, handled: DeadlineExtended) -> None:
         """Move the deadline, keeping the old one, who, when, why and under which rules."""
@@ -1836,6 +2141,56 @@ def extended_policy(
     return extended
 
 
+def restarted_deadline(handled: ApprovalInstance.Revised) -> dict[str, Any]:
+    """A deadline a revise restarted, kept beside the extensions with both deadlines."""
+    return {
+        "old_deadline_at": handled.old_deadline_at,
+        "new_deadline_at": handled.payload["new_deadline_at"],
+        "reason": handled.payload["reason"],
+        "actor": handled.actor,
+        "at": handled.at,
+        "rule_version": DEADLINE_RULES_VERSION,
+        "revise": True,
+    }
+
+
+def votes_after(
+    votes: Sequence[Mapping[str, Any]],
+    handled: ApprovalInstance.CommandHandled,
+    level: int,
+    material_version: int,
+) -> list[dict[str, Any]]:
+    """The votes after a handled command: an accepted approve or reject is one, on the
+    current level and material."""
+    kept = [dict(vote) for vote in votes]
+    if handled.accepted and handled.command in VOTING and handled.outcome != EXPIRED:
+        task_id = handled.payload.get("task_id") or FIRST_TASK
+        kept.append(
+            vote_of(
+                level,
+                task_id,
+                handled.command,
+                handled.actor,
+                handled.at,
+                material_version,
+                handled.command_id,
+            )
+        )
+    return kept
+
+
+def levels_after(
+    levels: Sequence[Mapping[str, Any]], handled: ApprovalInstance.CommandHandled, level: int
+) -> list[dict[str, Any]]:
+    """The levels after a handled command: approved, the current level completed; refused
+    by a reject, failed."""
+    if handled.accepted and handled.outcome == APPROVED:
+        return with_level_state(levels, level, COMPLETED, handled.at)
+    if handled.accepted and handled.outcome == REJECTED:
+        return with_level_state(levels, level, FAILED, handled.at)
+    return [dict(x) for x in levels]
+
+
 def cancellation_asked(handled: ApprovalInstance.CancellationRequested) -> dict[str, Any]:
     """An approved instance's cancellation as a request leaves it: REQUESTED."""
     return {
@@ -1900,6 +2255,8 @@ def tasks_after(
             task = task.assigned(handled.payload["assignee_id"], handled.at)
         elif task.id == wanted and handled.outcome == UNCLAIMED:
             task = task.released()
+        elif task.id == wanted and handled.outcome == VOTED:
+            task = task.closed()
         moved.append(task.as_dict())
     return moved
 
@@ -1915,6 +2272,7 @@ STATE_AFTER = {
     EXPIRED: EXPIRED,
     REJECTED: REJECTED,
     RETURNED: RETURNED,
+    REVISED: WAITING_REVIEW,  # a revise that answers a return brings it back to review
 }
 # What a command that the rule lets through gets while the instance waits: outcome and reason.
 ACCEPTED_WHILE_WAITING = {
@@ -1950,4 +2308,7 @@ EVENT_OF_OUTCOME: dict[str, type[ApprovalInstance.CommandHandled]] = {
     LATE_OR_CONFLICT: ApprovalInstance.CommandRejected,
     FORBIDDEN: ApprovalInstance.CommandRejected,
     RULE_BROKEN: ApprovalInstance.CommandRejected,
+    VOTED: ApprovalInstance.Voted,
+    ALREADY_VOTED: ApprovalInstance.CommandRejected,
+    REVISED: ApprovalInstance.Revised,
 }

@@ -619,9 +619,25 @@ def without_reviewers(state: dict[str, Any]) -> None:
     state["reviewers"] = None
 
 
+def without_levels(state: dict[str, Any]) -> None:
+    """Upcast of an event (or terms) from before levels: one level from its reviewers, the
+    deadline kept on a revise."""
+    state["levels"] = None
+    state["restart_deadline_on_revise"] = False
+
+
 def without_cancellation_definition(state: dict[str, Any]) -> None:
     """Upcast of an event (or snapshot) from before cancellation definitions: none named."""
     state["cancellation_definition"] = None
+
+
+def before_issue_35(state: dict[str, Any]) -> None:
+    """Upcast of a definition's event from before issue 35: one level from its reviewers,
+    the deadline kept on a revise, no cancellation definition, no limit on a pause, back to
+    the first level after a return."""
+    without_levels(state)
+    without_cancellation_definition(state)
+    with_pause_terms(state)
 
 
 def seconds_rule(review_window_seconds: int) -> dict[str, Any]:
@@ -645,13 +661,6 @@ def with_pause_terms(state: dict[str, Any]) -> None:
     state.setdefault("return_to", RETURN_TO_FIRST)
 
 
-def issue_35_terms(state: dict[str, Any]) -> None:
-    """Upcast of a definition's event from before issue 35: no cancellation definition, no
-    limit on a pause, back to the first level after a return."""
-    without_cancellation_definition(state)
-    with_pause_terms(state)
-
-
 @dataclass(frozen=True)
 class DefinitionTerms:
     """What a launch takes from one published revision of a definition."""
@@ -666,6 +675,8 @@ class DefinitionTerms:
     deadline_rule: dict[str, Any]  # seconds, working_days or working_hours (docs/calendars.md)
     max_pause_seconds: int | None = None  # the longest a pause stands; None: no limit
     return_to: str = RETURN_TO_FIRST  # where a revise after a return goes: first, returning
+    levels: list[dict[str, Any]] | None = None  # None: one level from `reviewers`
+    restart_deadline_on_revise: bool = False
 
 
 class Definition(Aggregate):
@@ -676,9 +687,10 @@ class Definition(Aggregate):
     are kept, so a schedule saved against one launches with it. Version 3 added them; version 4
     `reminders` and `escalation` (docs/approvals.md#reminders-and-escalation); version 5
     `reviewers` (docs/approvals.md#who-reviews); version 6 `deadline_rule`
-    (docs/calendars.md#deadlines-in-working-time); version 7 `cancellation_definition`
-    (docs/approvals.md#resubmit-and-cancel), `max_pause_seconds` and `return_to`
-    (docs/approvals.md#pausing-the-clock).
+    (docs/calendars.md#deadlines-in-working-time); version 7 `levels` and
+    `restart_deadline_on_revise` (docs/approvals.md#levels-and-countersign),
+    `cancellation_definition` (docs/approvals.md#resubmit-and-cancel), `max_pause_seconds` and
+    `return_to` (docs/approvals.md#pausing-the-clock).
     """
 
     class_version = 7
@@ -719,8 +731,12 @@ class Definition(Aggregate):
 
     @staticmethod
     def upcast_v6_v7(state: dict[str, Any]) -> None:
-        """A snapshot from before issue 35: no cancellation definition named, no limit on a
-        pause, back to the first level after a return (in every revision too)."""
+        """A snapshot from before issue 35: one level from its reviewers, no cancellation
+        definition named, no limit on a pause, back to the first level after a return (in
+        every revision too)."""
+        without_levels(state)
+        for terms in state["revisions"].values():
+            without_levels(terms)
         without_cancellation_definition(state)
         with_pause_terms(state)
         for terms in state["revisions"].values():
@@ -734,8 +750,9 @@ class Definition(Aggregate):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 `reminders` and `escalation` (none before); version 4 `reviewers` (None
         before: anyone who may decide); version 5 `deadline_rule` (before: the review window
-        in seconds); version 6 `cancellation_definition` (None before: none),
-        `max_pause_seconds` (None: no limit) and `return_to` (`first`)."""
+        in seconds); version 6 `levels` (None before: one level from `reviewers`),
+        `restart_deadline_on_revise` (false before), `cancellation_definition` (None
+        before: none), `max_pause_seconds` (None: no limit) and `return_to` (`first`)."""
 
         class_version = 6
         tenant_id: UUID
@@ -753,13 +770,15 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any]
         max_pause_seconds: int | None
         return_to: str
+        levels: list[dict[str, Any]] | None
+        restart_deadline_on_revise: bool
         cancellation_definition: str | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
         upcast_v2_v3 = staticmethod(without_notices)
         upcast_v3_v4 = staticmethod(without_reviewers)
         upcast_v4_v5 = staticmethod(ruled_by_review_window)
-        upcast_v5_v6 = staticmethod(issue_35_terms)
+        upcast_v5_v6 = staticmethod(before_issue_35)
 
     @event(Registered)
     def __init__(
@@ -779,6 +798,8 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any] | None = None,
         max_pause_seconds: int | None = None,
         return_to: str = RETURN_TO_FIRST,
+        levels: list[dict[str, Any]] | None = None,
+        restart_deadline_on_revise: bool = False,
         cancellation_definition: str | None = None,
     ) -> None:
         self.tenant_id = tenant_id
@@ -794,6 +815,8 @@ class Definition(Aggregate):
         self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
         self.max_pause_seconds = max_pause_seconds
         self.return_to = return_to
+        self.levels = levels
+        self.restart_deadline_on_revise = restart_deadline_on_revise
         self.cancellation_definition = cancellation_definition  # the id of another definition
         self.published = False
         self.created_at = at
@@ -814,7 +837,8 @@ class Definition(Aggregate):
         """Version 2 added `allow_self_approval` (false before: self-approval was not allowed);
         version 3 added `revision`, the definition's revision after it (1 before); version 4
         `reminders` and `escalation` (none before); version 5 `reviewers` (None before);
-        version 6 `deadline_rule` (before: the review window in seconds); version 7
+        version 6 `deadline_rule` (before: the review window in seconds); version 7 `levels`
+        (None before: one level from `reviewers`), `restart_deadline_on_revise` (false),
         `cancellation_definition` (None before: none), `max_pause_seconds` (None: no limit)
         and `return_to` (`first`)."""
 
@@ -833,6 +857,8 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any]
         max_pause_seconds: int | None
         return_to: str
+        levels: list[dict[str, Any]] | None
+        restart_deadline_on_revise: bool
         cancellation_definition: str | None
 
         upcast_v1_v2 = staticmethod(self_approval_was_not_allowed)
@@ -840,7 +866,7 @@ class Definition(Aggregate):
         upcast_v3_v4 = staticmethod(without_notices)
         upcast_v4_v5 = staticmethod(without_reviewers)
         upcast_v5_v6 = staticmethod(ruled_by_review_window)
-        upcast_v6_v7 = staticmethod(issue_35_terms)
+        upcast_v6_v7 = staticmethod(before_issue_35)
 
     def update(
         self,
@@ -857,11 +883,15 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any] | None = None,
         max_pause_seconds: int | None = None,
         return_to: str = RETURN_TO_FIRST,
+        levels: list[dict[str, Any]] | None = None,
+        restart_deadline_on_revise: bool | None = None,
         cancellation_definition: str | None = None,
     ) -> None:
         """Change the settings; while published, the change is published as a new revision.
         Reviewers once named stay named (`reviewers` None keeps them); no `deadline_rule`
-        means the review window in seconds; `cancellation_definition` None names none."""
+        means the review window in seconds; `cancellation_definition` None names none. Levels
+        given replace the reviewers (kept None); reviewers given replace the levels; neither
+        keeps both as they are."""
         check_notices(reminders, escalation, review_window_seconds)
         kept_reminders, kept_escalation = notice_terms(reminders, escalation)
         self._updated(
@@ -875,10 +905,15 @@ class Definition(Aggregate):
             actor=actor,
             reminders=kept_reminders,
             escalation=kept_escalation,
-            reviewers=self.reviewers if reviewers is None else reviewers,
+            **_review_terms(self, reviewers, levels),
             deadline_rule=deadline_rule or seconds_rule(review_window_seconds),
             max_pause_seconds=max_pause_seconds,
             return_to=return_to,
+            restart_deadline_on_revise=(
+                self.restart_deadline_on_revise
+                if restart_deadline_on_revise is None
+                else restart_deadline_on_revise
+            ),
             cancellation_definition=cancellation_definition,
         )
 
@@ -899,6 +934,8 @@ class Definition(Aggregate):
         deadline_rule: dict[str, Any] | None = None,
         max_pause_seconds: int | None = None,
         return_to: str = RETURN_TO_FIRST,
+        levels: list[dict[str, Any]] | None = None,
+        restart_deadline_on_revise: bool = False,
         cancellation_definition: str | None = None,
     ) -> None:
         self.name = name
@@ -912,6 +949,8 @@ class Definition(Aggregate):
         self.deadline_rule = deadline_rule or seconds_rule(review_window_seconds)
         self.max_pause_seconds = max_pause_seconds
         self.return_to = return_to
+        self.levels = levels
+        self.restart_deadline_on_revise = restart_deadline_on_revise
         self.cancellation_definition = cancellation_definition
         self._reach(revision)
 
@@ -952,6 +991,20 @@ class Definition(Aggregate):
         self.revision = revision
         if self.published:
             self.revisions = {**self.revisions, str(revision): _terms_of(self.__dict__)}
+
+
+def _review_terms(
+    definition: Definition,
+    reviewers: dict[str, Any] | None,
+    levels: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """Who reviews after an update: levels given win (reviewers None), reviewers given clear
+    the levels, neither keeps both."""
+    if levels is not None:
+        return {"reviewers": None, "levels": levels}
+    if reviewers is not None:
+        return {"reviewers": reviewers, "levels": None}
+    return {"reviewers": definition.reviewers, "levels": definition.levels}
 
 
 def _terms_of(state: dict[str, Any]) -> dict[str, Any]:

@@ -88,6 +88,23 @@ class NoEligibleReviewer(DomainError):
     code = "NO_ELIGIBLE_REVIEWER"
 
 
+class NotEnoughReviewers(DomainError):
+    """A level of a definition has fewer eligible reviewers than approvals it requires."""
+
+    code = "NOT_ENOUGH_REVIEWERS"
+
+    def __init__(self, level: int, found: int, required: int) -> None:
+        super().__init__(
+            Message(
+                "level {level} has {found} eligible reviewer(s); it requires {required} approvals",
+                level=level,
+                found=found,
+                required=required,
+            )
+        )
+        self.params = {"level": str(level), "found": str(found), "required": str(required)}
+
+
 class InvalidState(DomainError):
     code = "INVALID_STATE"
 

@@ -19,6 +19,7 @@ DEFINITION_EXTERNAL = "DEFINITION_EXTERNAL"
 SAVER_INACTIVE = "SAVER_INACTIVE"
 SAVER_NOT_PERMITTED = "SAVER_NOT_PERMITTED"
 NO_ELIGIBLE_REVIEWER = "NO_ELIGIBLE_REVIEWER"  # the definition's reviewers name nobody eligible
+NOT_ENOUGH_REVIEWERS = "NOT_ENOUGH_REVIEWERS"  # a level has fewer eligible than it requires
 PERMANENT = frozenset({INITIATOR_NOT_FOUND, DEFINITION_NOT_FOUND})
 
 # What a run's failed attempt records (stored on the log: keep the wording).

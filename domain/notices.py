@@ -7,7 +7,7 @@ parameters. A person reads the kind's words in their language; the code stays as
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,6 +34,8 @@ TASK_CLAIMABLE = "TASK_CLAIMABLE"
 TASK_REMINDER = "TASK_REMINDER"
 TASK_ESCALATED_TO = "TASK_ESCALATED_TO"
 TASK_ESCALATED_AWAY = "TASK_ESCALATED_AWAY"
+# A review level that can no longer reach its approvals: told to its candidates (issue 35).
+LEVEL_BLOCKED = "LEVEL_BLOCKED"
 # A deadline counted on weekdays only (its calendar does not cover the year): told to those
 # who manage calendars (docs/calendars.md#assumed-deadlines).
 DEADLINE_ASSUMED = "DEADLINE_ASSUMED"
@@ -46,6 +48,7 @@ KINDS = (
     TASK_ESCALATED_TO,
     TASK_ESCALATED_AWAY,
     DEADLINE_ASSUMED,
+    LEVEL_BLOCKED,
 )
 # The languages a notice's email is written in; a person without one reads Chinese.
 ZH_CN, EN = "zh-CN", "en"
@@ -169,6 +172,14 @@ def reminder_notices(task: TaskFacts, before_seconds: int) -> list[NoticeDraft]:
     return [NoticeDraft(a, TASK_REMINDER, task.instance_id, params) for a in accounts]
 
 
+def blocked_notices(
+    instance_id: str, title: str, candidates: Sequence[str], level: int, required: int
+) -> list[NoticeDraft]:
+    """A level can no longer reach its approvals: each of its candidates is told."""
+    params = {"title": title, "level": level, "required": required}
+    return [NoticeDraft(a, LEVEL_BLOCKED, instance_id, params) for a in candidates]
+
+
 # Emailing a notice (docs/operations.md#email-delivery): at least once, retried with backoff.
 MAX_EMAIL_ATTEMPTS = 8
 SENT, FAILED = "SENT", "FAILED"
@@ -204,6 +215,10 @@ WORDS = {
         TASK_CLAIMABLE: ("有待领取的审批任务「{title}」", "审批任务「{title}」等待领取。"),
         TASK_REMINDER: ("审批任务「{title}」即将到期", "审批任务「{title}」即将到期，请尽快处理。"),
         TASK_ESCALATED_TO: ("审批任务「{title}」已升级给您", "审批任务「{title}」已超时升级给您。"),
+        LEVEL_BLOCKED: (
+            "「{title}」第 {level} 级无法完成",
+            "「{title}」第 {level} 级的审批人不足，已无法达到 {required} 人通过。",
+        ),
         TASK_ESCALATED_AWAY: (
             "审批任务「{title}」已升级转交",
             "审批任务「{title}」已超时升级，转交给 {target}。",
@@ -227,6 +242,10 @@ WORDS = {
         TASK_CLAIMABLE: ('"{title}" may be claimed', '"{title}" waits for a reviewer to claim it.'),
         TASK_REMINDER: ('"{title}" is due soon', '"{title}" is due soon: please review it.'),
         TASK_ESCALATED_TO: ('"{title}" was escalated to you', '"{title}" waited too long.'),
+        LEVEL_BLOCKED: (
+            'Level {level} of "{title}" cannot complete',
+            'Level {level} of "{title}" can no longer reach {required} approvals.',
+        ),
         TASK_ESCALATED_AWAY: (
             '"{title}" was escalated',
             '"{title}" waited too long and went to {target}.',

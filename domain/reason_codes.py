@@ -52,6 +52,15 @@ CLOCK_RESUMED_AT_MAX_PAUSE = "CLOCK_RESUMED_AT_MAX_PAUSE"
 RETURNED_FOR_CHANGES = "RETURNED_FOR_CHANGES"
 INSTANCE_RETURNED = "INSTANCE_RETURNED"
 NOT_WAITING_FOR_REVIEW = "NOT_WAITING_FOR_REVIEW"
+# Levels and countersign, and revised material (docs/approvals.md#levels-and-countersign).
+APPROVAL_COUNTED = "APPROVAL_COUNTED"
+REJECTION_COUNTED = "REJECTION_COUNTED"
+ALREADY_VOTED_ON_LEVEL = "ALREADY_VOTED_ON_LEVEL"
+TASK_CLOSED = "TASK_CLOSED"
+LEVEL_CANNOT_REACH = "LEVEL_CANNOT_REACH"
+MATERIAL_REVISED = "MATERIAL_REVISED"
+MATERIAL_NOT_NEWER = "MATERIAL_NOT_NEWER"
+NOT_THE_APPLICANT_REVISE = "NOT_THE_APPLICANT_REVISE"
 # Resubmission and cancellation (docs/approvals.md#resubmit-and-cancel): commands that link a
 # decided instance to a new one.
 RESUBMITTED_AS = "RESUBMITTED_AS"
@@ -109,6 +118,20 @@ ENGLISH = {
     RETURNED_FOR_CHANGES: N_("returned to the applicant for changes"),
     INSTANCE_RETURNED: N_("the instance was returned to its applicant for changes"),
     NOT_WAITING_FOR_REVIEW: N_("the instance is {state}, not waiting for review"),
+    APPROVAL_COUNTED: N_("approval {approvals} of {required} counted on level {level}"),
+    REJECTION_COUNTED: N_(
+        "a reject counted on level {level}: {possible} approvals are still possible of {required}"
+    ),
+    ALREADY_VOTED_ON_LEVEL: N_(
+        "{actor} already decided or holds a task on level {level}: each needs a distinct reviewer"
+    ),
+    TASK_CLOSED: N_("task {task_id} is already closed"),
+    LEVEL_CANNOT_REACH: N_(
+        "level {level} can no longer reach {required} approvals ({possible} still possible)"
+    ),
+    MATERIAL_REVISED: N_("material revised from version {old} to {new}: {reason}"),
+    MATERIAL_NOT_NEWER: N_("material version {offered} must be greater than the current {current}"),
+    NOT_THE_APPLICANT_REVISE: N_("only the applicant may revise the material"),
     RESUBMITTED_AS: N_("resubmitted as {instance_id}"),
     NOT_RESUBMITTABLE: N_(
         "only a withdrawn, expired or rejected instance may be resubmitted; this one is {state}"

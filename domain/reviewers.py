@@ -6,8 +6,9 @@ accounts holding one) and the applicant's leader. The rule is read when a comman
 the event. Definitions and instances saved before reviewers existed have none (`None`): anyone
 who may decide reviews them, as before.
 
-An instance holds its review work as tasks: one per instance for now (`FIRST_TASK`), each with
-the candidates frozen at submission, an assignee while claimed, and a priority.
+An instance holds its review work as tasks: one per required approval of its current level
+(`FIRST_TASK` is the first; an instance without levels has that one), each with the candidates
+frozen at submission, an assignee while claimed, a priority and its level.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ class Task:
     claimed_at: datetime | None = None
     priority: str = NORMAL
     state: str = OPEN
+    level: int = 1  # the review level it belongs to (domain/levels.py); 1 before levels
 
     @classmethod
     def of(cls, stored: Mapping[str, Any]) -> Task:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid5
@@ -454,6 +454,7 @@ class Run(Aggregate):
         definition: Definition,
         at: datetime,
         candidates: Sequence[str] | None = None,
+        levels: Sequence[Mapping[str, Any]] | None = None,
         ruled: Ruled | None = None,
     ) -> ApprovalInstance:
         """The instance this run launches: frozen values, on the initiator's behalf, with the
@@ -477,6 +478,7 @@ class Run(Aggregate):
             at=at,
             candidates=candidates,
             ruled=ruled,
+            levels=levels,
         )
 
     def terms(self, definition: Definition) -> DefinitionTerms:

@@ -37,6 +37,8 @@ APPROVAL_COMMENTED = "approval.commented"
 APPROVAL_RETURNED = "approval.returned"
 APPROVAL_DEADLINE_PAUSED = "approval.deadline_paused"
 APPROVAL_DEADLINE_RESUMED = "approval.deadline_resumed"
+APPROVAL_LEVEL_COMPLETED = "approval.level_completed"
+APPROVAL_REVISED = "approval.revised"
 APPROVAL_RESUBMITTED = "approval.resubmitted"
 APPROVAL_CANCELLATION_REQUESTED = "approval.cancellation_requested"
 APPROVAL_CANCELLED = "approval.cancelled"
@@ -62,6 +64,8 @@ EVENT_TYPES = (
     APPROVAL_RETURNED,
     APPROVAL_DEADLINE_PAUSED,
     APPROVAL_DEADLINE_RESUMED,
+    APPROVAL_LEVEL_COMPLETED,
+    APPROVAL_REVISED,
     APPROVAL_RESUBMITTED,
     APPROVAL_CANCELLATION_REQUESTED,
     APPROVAL_CANCELLED,

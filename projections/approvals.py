@@ -22,6 +22,8 @@ from domain.approvals import (
     SIGN,
     TERMINAL,
     UNCLAIMED,
+    VOTED,
+    VOTING,
     WAITING_REVIEW,
     ApprovalInstance,
     at_offset,
@@ -30,14 +32,18 @@ from domain.approvals import (
     comment_of,
     escalated_tasks,
     extended_policy,
+    levels_after,
     opened_pause,
     owed_notices,
     policy_after_stood,
+    restarted_deadline,
     stood_seconds,
     tasks_after,
     unmoved,
+    votes_after,
 )
-from domain.reviewers import FIRST_TASK, Task
+from domain.levels import APPROVE_VOTE, Revision, completed, initial_review, revised
+from domain.reviewers import Task
 from projections.business import BusinessTime, BusinessValues
 from projections.engine import EventClass, Handler, Projection, Sql, Stamped
 from projections.json_columns import json_text, json_value
@@ -59,6 +65,8 @@ COMMANDS = (
     ApprovalInstance.DeadlinePaused,
     ApprovalInstance.DeadlineResumed,
     ApprovalInstance.Returned,
+    ApprovalInstance.Voted,
+    ApprovalInstance.Revised,
     ApprovalInstance.Resubmitted,
     ApprovalInstance.CancellationRequested,
 )
@@ -91,7 +99,8 @@ class ApprovalsProjection(Projection):
             "extensions TEXT NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
             f"reminders_sent TEXT NOT NULL, escalated_account_id TEXT, escalated_at {ts}, "
             f"next_notice_at {ts}, reviewers TEXT, tasks TEXT NOT NULL, comments TEXT NOT NULL, "
-            "search_text TEXT NOT NULL, "
+            "search_text TEXT NOT NULL, levels TEXT NOT NULL, votes TEXT NOT NULL, "
+            "current_level INTEGER NOT NULL, blocked_levels TEXT NOT NULL, "
             f"paused_since {ts}, paused_seconds {seconds} NOT NULL, pauses TEXT NOT NULL, "
             f"pause_ends_at {ts}, max_pause_seconds INTEGER, return_to TEXT NOT NULL, "
             "resubmits TEXT, resubmitted_as TEXT, "
@@ -125,6 +134,8 @@ class ApprovalsProjection(Projection):
             ApprovalInstance.ReminderDue: _reminder_due,
             ApprovalInstance.Escalated: _escalated,
             ApprovalInstance.TaskReleased: _task_released,
+            ApprovalInstance.LevelCompleted: _level_completed,
+            ApprovalInstance.LevelBlocked: _level_blocked,
             ApprovalInstance.CancellationSettled: _cancellation_settled,
         }
 
@@ -145,17 +156,19 @@ class ApprovalsProjection(Projection):
 
     def submitted(self, sql: Sql, event: ApprovalInstance.Submitted, position: int) -> None:
         origin = event.origin or {}
+        levels, tasks = initial_review(event.levels, event.reviewers, event.candidates, event.at)
         sql.write(
             "INSERT INTO approvals (id, tenant_id, definition_id, applicant_id, title, state, "
             "review_deadline_at, submitted_at, schedule_id, run_id, version, position, "
             "form_data, material_version, review_deadline_offset_minutes, deadline_policy, "
             "origin, allow_self_approval, observations, extensions, reminders, escalation, "
             "reminders_sent, next_notice_at, reviewers, tasks, comments, search_text, "
-            "paused_seconds, pauses, max_pause_seconds, return_to, "
-            "resubmits, cancellation_of, "
+            "levels, votes, current_level, blocked_levels, "
+            "paused_seconds, pauses, max_pause_seconds, return_to, resubmits, cancellation_of, "
             "submitted_local_date, submitted_local_hour, submitted_iso_week, submitted_iso_year) "
             "VALUES (?, ?, ?, ?, ?, 'WAITING_REVIEW', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, 0, '[]', ?, ?, ?, ?, ?, ?, ?, ?)",
+            "'[]', '[]', ?, ?, '[]', ?, ?, ?, '[]', ?, ?, '[]', 1, '[]', 0, '[]', "
+            "?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -186,8 +199,9 @@ class ApprovalsProjection(Projection):
                     event.deadline_policy.get("working_time_notices"),
                 ),
                 _json_or_null(event.reviewers),
-                json_text([_first_task(event.candidates).as_dict()]),
+                json_text(tasks),
                 searched_text(event.title),
+                json_text(levels),
                 event.max_pause_seconds,
                 event.return_to,
                 event.resubmits,
@@ -240,12 +254,16 @@ class ApprovalsProjection(Projection):
             )
         else:
             sql.write("UPDATE approvals SET version = ?, position = ? WHERE id = ?", key)
+        if isinstance(event, ApprovalInstance.Revised):
+            _revised(sql, event)
         if event.accepted and (event.outcome in REVIEW_WORK or comment_of(event)):
             _review_work(sql, event)
+        if event.accepted and event.command in VOTING:
+            _voted(sql, event)
 
 
 # Outcomes that move a task or add a comment (as `ApprovalInstance.record` does).
-REVIEW_WORK = frozenset(TERMINAL | {CLAIMED, UNCLAIMED, REASSIGNED, RETURNED})
+REVIEW_WORK = frozenset(TERMINAL | {CLAIMED, UNCLAIMED, REASSIGNED, RETURNED, VOTED})
 CLOCK_EVENTS = (
     ApprovalInstance.DeadlinePaused,
     ApprovalInstance.DeadlineResumed,
@@ -347,8 +365,114 @@ def _ended_pause(sql: Sql, instance_id: str, at: datetime) -> None:
     )
 
 
-def _first_task(candidates: list[str] | None) -> Task:
-    return Task(FIRST_TASK, None if candidates is None else tuple(candidates))
+def _voted(sql: Sql, event: ApprovalInstance.CommandHandled) -> None:
+    """A vote kept on the current level and material; the level completed or failed with
+    the decision (as `ApprovalInstance.record` does)."""
+    instance_id = str(event.originator_id)
+    levels, votes, current, version = sql.execute(
+        "SELECT levels, votes, current_level, material_version FROM approvals WHERE id = ?",
+        (instance_id,),
+    ).fetchone()
+    sql.write(
+        "UPDATE approvals SET votes = ?, levels = ? WHERE id = ?",
+        (
+            json_text(votes_after(json.loads(votes), event, current, version)),
+            json_text(levels_after(json.loads(levels), event, current)),
+            instance_id,
+        ),
+    )
+
+
+def _revised(sql: Sql, event: ApprovalInstance.Revised) -> None:
+    """The new material: votes lapsed, review back to its level, tasks moved, the deadline
+    restarted when the definition says so (as `ApprovalInstance.revise` does)."""
+    instance_id = str(event.originator_id)
+    levels, votes, tasks, extensions = sql.execute(
+        "SELECT levels, votes, tasks, extensions FROM approvals WHERE id = ?", (instance_id,)
+    ).fetchone()
+    revision = Revision(
+        event.lapsed_votes, event.back_to_level, event.reopened_tasks, event.closed_tasks
+    )
+    kept_levels, kept_tasks, kept_votes = revised(
+        json.loads(levels), json.loads(tasks), json.loads(votes), revision, event.at
+    )
+    payload = event.payload
+    if event.clock is not None:  # a revise that answers a return: back to review
+        ran_again(sql, instance_id, event.clock)
+        sql.write("UPDATE approvals SET state = ? WHERE id = ?", (WAITING_REVIEW, instance_id))
+    sql.write(
+        "UPDATE approvals SET levels = ?, tasks = ?, votes = ?, current_level = ?, "
+        "material_version = ? WHERE id = ?",
+        (
+            json_text(kept_levels),
+            json_text(kept_tasks),
+            json_text(kept_votes),
+            event.back_to_level,
+            payload["material_version"],
+            instance_id,
+        ),
+    )
+    if payload.get("form_data") is not None:
+        sql.write(
+            "UPDATE approvals SET form_data = ? WHERE id = ?",
+            (json_text(payload["form_data"]), instance_id),
+        )
+    if payload.get("new_deadline_at") is not None:
+        kept = [*json.loads(extensions), restarted_deadline(event)]
+        sql.write(
+            "UPDATE approvals SET review_deadline_at = ?, review_deadline_offset_minutes = NULL, "
+            "deadline_policy = ?, extensions = ? WHERE id = ?",
+            (
+                payload["new_deadline_at"],
+                json_text(payload["deadline_policy"]),
+                json_text(kept),
+                instance_id,
+            ),
+        )
+
+
+def _level_blocked(sql: Sql, event: ApprovalInstance.LevelBlocked, position: int) -> None:
+    """A level that can no longer complete, kept on the row (as the instance does)."""
+    instance_id = str(event.originator_id)
+    (blocked,) = sql.execute(
+        "SELECT blocked_levels FROM approvals WHERE id = ?", (instance_id,)
+    ).fetchone()
+    kept = [
+        *json.loads(blocked),
+        {
+            "level": event.level,
+            "approvals_required": event.approvals_required,
+            "possible": event.possible,
+            "at": event.at,
+        },
+    ]
+    sql.write(
+        "UPDATE approvals SET blocked_levels = ?, version = ?, position = ? WHERE id = ?",
+        (json_text(kept), event.originator_version, position, instance_id),
+    )
+
+
+def _level_completed(sql: Sql, event: ApprovalInstance.LevelCompleted, position: int) -> None:
+    """A level completed: its tasks closed, the next level open (as the instance does)."""
+    instance_id = str(event.originator_id)
+    levels, tasks = sql.execute(
+        "SELECT levels, tasks FROM approvals WHERE id = ?", (instance_id,)
+    ).fetchone()
+    kept_levels, kept_tasks = completed(
+        json.loads(levels), json.loads(tasks), event.level, event.at
+    )
+    sql.write(
+        "UPDATE approvals SET levels = ?, tasks = ?, current_level = ?, version = ?, "
+        "position = ? WHERE id = ?",
+        (
+            json_text(kept_levels),
+            json_text(kept_tasks),
+            event.next_level or event.level,
+            event.originator_version,
+            position,
+            instance_id,
+        ),
+    )
 
 
 def _review_work(sql: Sql, event: ApprovalInstance.CommandHandled) -> None:
@@ -765,6 +889,10 @@ class ApprovalRow(NamedTuple):
     pause_ends_at: datetime | None
     max_pause_seconds: int | None
     return_to: str
+    levels: list[dict[str, Any]]
+    votes: list[dict[str, Any]]
+    current_level: int
+    blocked_levels: list[dict[str, Any]]
     resubmits: str | None
     resubmitted_as: str | None
     cancellation_of: str | None
@@ -794,6 +922,9 @@ class ApprovalRow(NamedTuple):
             "tasks",
             "comments",
             "pauses",
+            "levels",
+            "votes",
+            "blocked_levels",
         ):
             values[name] = json.loads(values[name])
         values["paused_seconds"] = float(values["paused_seconds"])
@@ -842,6 +973,10 @@ class ApprovalRow(NamedTuple):
             pause_ends_at=instance.pause_ends_at,
             max_pause_seconds=instance.max_pause_seconds,
             return_to=instance.return_to,
+            levels=jsonable(instance.levels),
+            votes=jsonable(instance.votes),
+            current_level=instance.current_level,
+            blocked_levels=jsonable(instance.blocked_levels),
             resubmits=instance.resubmits,
             resubmitted_as=instance.resubmitted_as,
             cancellation_of=instance.cancellation_of,
@@ -852,6 +987,18 @@ class ApprovalRow(NamedTuple):
     def review_deadline_at_local(self) -> datetime:
         """The review deadline at the offset it was given with; in UTC when none was."""
         return at_offset(self.review_deadline_at, self.review_deadline_offset_minutes)
+
+    @property
+    def review_levels(self) -> list[dict[str, Any]]:
+        """The levels with their votes, approvals counted and tasks (as the API shows them)."""
+        shown = []
+        for level in self.levels:
+            number = level["number"]
+            votes = [v for v in self.votes if v["level"] == number]
+            counted = [v for v in votes if v["vote"] == APPROVE_VOTE and not v["lapsed"]]
+            tasks = [t["id"] for t in self.tasks if t.get("level", 1) == number]
+            shown.append({**level, "votes": votes, "approvals": len(counted), "tasks": tasks})
+        return shown
 
     @property
     def decided_by(self) -> str | None:

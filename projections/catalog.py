@@ -10,6 +10,7 @@ from projections.chain import HashChainProjection
 from projections.directory import DirectoryProjection
 from projections.engine import Projection
 from projections.groups import GroupsProjection
+from projections.levels import LevelsProjection
 from projections.merkle import MerkleTreeProjection
 from projections.notifications import NotificationsProjection
 from projections.operations import OperationsProjection
@@ -37,6 +38,7 @@ def all_projections(zone: str) -> list[Projection]:
         ActivityProjection(zone),
         CallbackSourcesProjection(),
         TasksProjection(zone),
+        LevelsProjection(),
         NotificationsProjection(),
         GroupsProjection(),
         CalendarsProjection(),

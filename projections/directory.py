@@ -42,8 +42,9 @@ class DirectoryProjection(Projection):
             f"updated_at {ts} NOT NULL, version INTEGER NOT NULL, position BIGINT NOT NULL, "
             "revision INTEGER NOT NULL, schedule_presets TEXT NOT NULL, "
             "allow_self_approval BOOLEAN NOT NULL, reminders TEXT NOT NULL, escalation TEXT, "
-            "reviewers TEXT, deadline_rule TEXT NOT NULL, max_pause_seconds INTEGER, "
-            "return_to TEXT NOT NULL, cancellation_definition TEXT)",
+            "reviewers TEXT, deadline_rule TEXT NOT NULL, levels TEXT, "
+            "restart_deadline_on_revise BOOLEAN NOT NULL DEFAULT FALSE, "
+            "max_pause_seconds INTEGER, return_to TEXT NOT NULL, cancellation_definition TEXT)",
             "CREATE UNIQUE INDEX IF NOT EXISTS definitions_by_tenant "
             "ON definitions (tenant_id, key)",
             "CREATE INDEX IF NOT EXISTS definitions_in_order ON definitions (tenant_id, position)",
@@ -92,6 +93,8 @@ class DirectoryProjection(Projection):
                     "deadline_rule": json_text(e.deadline_rule),
                     "max_pause_seconds": e.max_pause_seconds,
                     "return_to": e.return_to,
+                    "levels": _json_or_null(e.levels),
+                    "restart_deadline_on_revise": e.restart_deadline_on_revise,
                     "cancellation_definition": e.cancellation_definition,
                 },
             ),
@@ -133,8 +136,9 @@ class DirectoryProjection(Projection):
             "INSERT INTO definitions (id, tenant_id, key, name, external, published, "
             "review_window_seconds, created_at, updated_at, version, position, revision, "
             "schedule_presets, allow_self_approval, reminders, escalation, reviewers, "
-            "deadline_rule, max_pause_seconds, return_to, cancellation_definition) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "deadline_rule, levels, restart_deadline_on_revise, max_pause_seconds, return_to, "
+            "cancellation_definition) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 str(event.originator_id),
                 str(event.tenant_id),
@@ -154,6 +158,8 @@ class DirectoryProjection(Projection):
                 _json_or_null(event.escalation),
                 _json_or_null(event.reviewers),
                 json_text(event.deadline_rule or seconds_rule(event.review_window_seconds)),
+                _json_or_null(event.levels),
+                event.restart_deadline_on_revise,
                 event.max_pause_seconds,
                 event.return_to,
                 event.cancellation_definition,
@@ -257,17 +263,20 @@ class DefinitionRow(NamedTuple):
     deadline_rule: dict[str, Any]
     max_pause_seconds: int | None
     return_to: str
+    levels: list[dict[str, Any]] | None
+    restart_deadline_on_revise: bool
     cancellation_definition: str | None
 
     @classmethod
     def of(cls, row: Row) -> DefinitionRow:
         values = dict(zip(cls._fields, row, strict=True))
-        for name in ("external", "published", "allow_self_approval"):
+        for name in ("external", "published", "allow_self_approval", "restart_deadline_on_revise"):
             values[name] = bool(values[name])
         values["schedule_presets"] = json.loads(values["schedule_presets"])
         values["reminders"] = json.loads(values["reminders"])
         values["escalation"] = json_value(values["escalation"])
         values["reviewers"] = json_value(values["reviewers"])
+        values["levels"] = json_value(values["levels"])
         values["deadline_rule"] = json.loads(values["deadline_rule"])
         values["created_at"] = as_instant(values["created_at"])
         return cls(**values)
@@ -294,6 +303,8 @@ class DefinitionRow(NamedTuple):
             deadline_rule=dict(definition.deadline_rule),
             max_pause_seconds=definition.max_pause_seconds,
             return_to=definition.return_to,
+            levels=jsonable(definition.levels),
+            restart_deadline_on_revise=definition.restart_deadline_on_revise,
             cancellation_definition=definition.cancellation_definition,
         )
 

@@ -21,6 +21,7 @@ from domain.notices import (
     TaskFacts,
     assigned_notices,
     assumed_deadline_notices,
+    blocked_notices,
     claimable_notices,
     escalation_notices,
     notice_id,
@@ -78,6 +79,7 @@ class NotificationsProjection(Projection):
             ApprovalInstance.TaskReleased: _released,
             ApprovalInstance.Escalated: _escalated,
             ApprovalInstance.ReminderDue: _reminder_due,
+            ApprovalInstance.LevelBlocked: _level_blocked,
         }
 
 
@@ -179,6 +181,19 @@ def _escalated(sql: Sql, event: ApprovalInstance.Escalated, position: int) -> No
         _assign(sql, task, event.to_assignee)
     target = event.account_id if event.reason_code is None else None
     for draft in escalation_notices(task, target, event.to_assignee):
+        _notify(sql, event, position, tenant, draft)
+
+
+def _level_blocked(sql: Sql, event: ApprovalInstance.LevelBlocked, position: int) -> None:
+    """A level that can no longer complete: its candidates are told."""
+    found = _task_of(sql, str(event.originator_id))
+    if found is None:
+        return
+    tenant, task = found
+    drafts = blocked_notices(
+        task.instance_id, task.title, event.candidates, event.level, event.approvals_required
+    )
+    for draft in drafts:
         _notify(sql, event, position, tenant, draft)
 
 

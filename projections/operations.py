@@ -68,6 +68,7 @@ KINDS = (
     "approval.deadline_extended",
     "approval.deadline_paused",
     "approval.deadline_resumed",
+    "approval.revised",
     "approval.resubmitted",
     "approval.cancellation_requested",
     "tenant.schedules_paused",
@@ -193,6 +194,7 @@ class OperationsProjection(Projection):
             ApprovalInstance.DeadlineExtended: _later(_deadline_extended, zone),
             ApprovalInstance.DeadlinePaused: _later(_deadline_paused, zone),
             ApprovalInstance.DeadlineResumed: _later(_deadline_resumed, zone),
+            ApprovalInstance.Revised: _later(_revised, zone),
             ApprovalInstance.Resubmitted: _later(_linked("approval.resubmitted"), zone),
             ApprovalInstance.CancellationRequested: _later(
                 _linked("approval.cancellation_requested"), zone
@@ -476,6 +478,18 @@ def _deadline_resumed(subject: Subject, event: ApprovalInstance.DeadlineResumed)
         reason=recorded_words(event.reason_code, event.reason_params, event.reason),
     )
     return Row("approval.deadline_resumed", summary)
+
+
+def _revised(subject: Subject, event: ApprovalInstance.Revised) -> Row:
+    """A revise: the material an instance is decided on changed, its earlier votes lapsed."""
+    summary = Message(
+        "material of {title!r} revised to version {version} ({lapsed} vote(s) lapsed): {reason}",
+        title=subject.name,
+        version=event.payload["material_version"],
+        lapsed=event.lapsed_votes,
+        reason=event.payload["reason"],
+    )
+    return Row("approval.revised", summary)
 
 
 LINKED = {

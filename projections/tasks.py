@@ -20,6 +20,7 @@ from domain.approvals import (
     TERMINAL,
     ApprovalInstance,
 )
+from domain.levels import initial_review
 from domain.reviewers import ASSIGNED, CLOSED, FIRST_TASK, HIGH, OPEN
 from projections.business import BusinessTime, BusinessValues
 from projections.engine import EventClass, Handler, Projection, Sql
@@ -88,7 +89,7 @@ class TasksProjection(Projection):
             f"claimed_at {ts}, candidates TEXT, decided_by TEXT, decided_at {ts}, outcome TEXT, "
             f"position BIGINT NOT NULL, submitted_at {ts} NOT NULL, first_claimed_at {ts}, "
             f"claim_seconds {sql.seconds_type}, held_seconds {sql.seconds_type}, "
-            "search_text TEXT NOT NULL, "
+            "search_text TEXT NOT NULL, level INTEGER NOT NULL, "
             f"{BusinessTime.ddl('submitted_')}, {BusinessTime.ddl('decided_')})",
             "CREATE INDEX IF NOT EXISTS tasks_by_assignee "
             "ON tasks (tenant_id, assignee_id, state, review_deadline_at)",
@@ -111,6 +112,9 @@ class TasksProjection(Projection):
             **dict.fromkeys(TASK_EVENTS, self.worked_on),
             ApprovalInstance.TaskReleased: _released,
             ApprovalInstance.Escalated: _escalated,
+            ApprovalInstance.Voted: _voted,
+            ApprovalInstance.LevelCompleted: _level_completed,
+            ApprovalInstance.Revised: _revised,
         }
 
     def submitted(self, sql: Sql, event: ApprovalInstance.Submitted, position: int) -> None:
@@ -118,9 +122,9 @@ class TasksProjection(Projection):
         sql.write(
             "INSERT INTO tasks (id, tenant_id, instance_id, task_id, title, definition_id, "
             "applicant_id, review_deadline_at, priority, state, candidates, position, "
-            "submitted_at, search_text, submitted_local_date, submitted_local_hour, "
+            "submitted_at, search_text, level, submitted_local_date, submitted_local_hour, "
             "submitted_iso_week, submitted_iso_year) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'normal', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'normal', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
             (
                 key,
                 str(event.tenant_id),
@@ -140,6 +144,9 @@ class TasksProjection(Projection):
         )
         for account_id in event.candidates or ():
             _add_candidate(sql, key, str(event.tenant_id), account_id)
+        _, tasks = initial_review(event.levels, event.reviewers, event.candidates, event.at)
+        for task in tasks[1:]:  # a countersign level's further tasks
+            _inserted(sql, str(event.originator_id), task, position)
 
     def worked_on(self, sql: Sql, event: ApprovalInstance.CommandHandled, position: int) -> None:
         """A claim, unclaim or reassignment moves its task; an accepted decision closes them
@@ -157,6 +164,80 @@ class TasksProjection(Projection):
             return
         assignee = event.payload["assignee_id"] if event.outcome == REASSIGNED else event.actor
         _assigned(sql, key, assignee, event.at)
+
+
+def _inserted(sql: Sql, instance_id: str, task: dict[str, Any], position: int) -> None:
+    """A further task's row (and its candidates'), copying its instance's from its first."""
+    key = task_key(instance_id, task["id"])
+    candidates = task["candidates"]
+    sql.write(
+        "INSERT INTO tasks (id, tenant_id, instance_id, task_id, title, definition_id, "
+        "applicant_id, review_deadline_at, priority, state, candidates, position, "
+        "submitted_at, search_text, level, submitted_local_date, submitted_local_hour, "
+        "submitted_iso_week, submitted_iso_year) "
+        "SELECT ?, tenant_id, instance_id, ?, title, definition_id, applicant_id, "
+        "review_deadline_at, 'normal', ?, ?, ?, submitted_at, search_text, ?, "
+        "submitted_local_date, submitted_local_hour, submitted_iso_week, submitted_iso_year "
+        "FROM tasks WHERE id = ?",
+        (
+            key,
+            task["id"],
+            OPEN,
+            None if candidates is None else json_text(sorted(candidates)),
+            position,
+            task["level"],
+            task_key(instance_id, FIRST_TASK),
+        ),
+    )
+    tenant = sql.execute("SELECT tenant_id FROM tasks WHERE id = ?", (key,)).fetchone()
+    for account_id in candidates or ():
+        _add_candidate(sql, key, str(tenant[0]), account_id)
+
+
+def _voted(sql: Sql, event: ApprovalInstance.CommandHandled, position: int) -> None:
+    """A vote closes its task, decided by the voter (approve: APPROVED, reject: REJECTED)."""
+    if not event.accepted:
+        return
+    key = task_key(str(event.originator_id), event.payload.get("task_id") or FIRST_TASK)
+    outcome = APPROVED if event.command == "approve" else REJECTED
+    sql.write(
+        "UPDATE tasks SET state = ?, decided_by = ?, decided_at = ?, outcome = ? WHERE id = ?",
+        (CLOSED, event.actor, event.at, outcome, key),
+    )
+
+
+def _level_completed(sql: Sql, event: ApprovalInstance.LevelCompleted, position: int) -> None:
+    """The next level's tasks: new rows, or its earlier rows open again after a revise."""
+    instance_id = str(event.originator_id)
+    for task in event.opened_tasks:
+        _inserted(sql, instance_id, task, position)
+    if event.next_level is not None and not event.opened_tasks:
+        sql.write(
+            "UPDATE tasks SET state = ?, assignee_id = NULL, claimed_at = NULL, "
+            "decided_by = NULL, decided_at = NULL, outcome = NULL "
+            "WHERE instance_id = ? AND level = ?",
+            (OPEN, instance_id, event.next_level),
+        )
+
+
+def _revised(sql: Sql, event: ApprovalInstance.Revised, position: int) -> None:
+    """Tasks whose votes lapsed open again; a later level's open tasks close."""
+    instance_id = str(event.originator_id)
+    for task_id in event.reopened_tasks:
+        sql.write(
+            "UPDATE tasks SET state = ?, assignee_id = NULL, claimed_at = NULL, "
+            "decided_by = NULL, decided_at = NULL, outcome = NULL WHERE id = ?",
+            (OPEN, task_key(instance_id, task_id)),
+        )
+    for task_id in event.closed_tasks:
+        sql.write(
+            "UPDATE tasks SET state = ? WHERE id = ?", (CLOSED, task_key(instance_id, task_id))
+        )
+    deadline = event.payload.get("new_deadline_at") or (event.clock or {}).get("new_deadline_at")
+    if deadline is not None:
+        sql.write(
+            "UPDATE tasks SET review_deadline_at = ? WHERE instance_id = ?", (deadline, instance_id)
+        )
 
 
 def _add_candidate(sql: Sql, key: str, tenant_id: str, account_id: str) -> None:
@@ -193,7 +274,8 @@ def _closed(
     """Every task of the instance closed by its decision, with the decision's business time;
     `held_seconds` when its assignee decided it, from when they got it."""
     for key, assignee, claimed_at in sql.execute(
-        "SELECT id, assignee_id, claimed_at FROM tasks WHERE instance_id = ?", (instance_id,)
+        "SELECT id, assignee_id, claimed_at FROM tasks WHERE instance_id = ? AND state <> ?",
+        (instance_id, CLOSED),
     ).fetchall():
         held = sql.seconds_since(claimed_at, event.at) if assignee == event.actor else None
         sql.write(
@@ -264,6 +346,7 @@ class TaskRow(NamedTuple):
     decided_by: str | None
     decided_at: datetime | None
     outcome: str | None
+    level: int = 1
     time_left_seconds: float | None = None
 
     @classmethod
@@ -322,6 +405,19 @@ def held_by_those_who_may_not_decide(
     sql += "ORDER BY t.instance_id LIMIT ?"
     rows = store.query(sql, [ASSIGNED, *(f"%,{role},%" for role in deciding_roles), limit])
     return [(str(instance_id), str(task_id)) for instance_id, task_id in rows]
+
+
+def with_inactive_candidates(store: Store, limit: int) -> list[str]:
+    """Instances with an open task one of whose candidates' row says it is inactive (the
+    caller checks each against the log)."""
+    rows = store.query(
+        "SELECT DISTINCT t.instance_id FROM tasks t "
+        "JOIN task_candidates c ON c.task = t.id "
+        "JOIN accounts a ON a.tenant_id = c.tenant_id AND a.id = c.account_id "
+        "WHERE t.state <> ? AND NOT a.active ORDER BY t.instance_id LIMIT ?",
+        [CLOSED, limit],
+    )
+    return [str(row[0]) for row in rows]
 
 
 def task_counts(store: Store, tenant_id: UUID, account_id: str, may_decide: bool) -> dict[str, int]:

@@ -23,6 +23,7 @@ from domain.approvals import (
     RESUBMIT,
     RESUME,
     RETURN,
+    REVISE,
     SIGN,
     UNCLAIM,
     WITHDRAW,
@@ -64,6 +65,7 @@ from web.schemas.approvals import (
     RequestCancellationIn,
     ResubmitIn,
     ReturnIn,
+    ReviseIn,
     SignCallbackIn,
     WithdrawIn,
 )
@@ -295,6 +297,17 @@ def sign_callback(principal: Principal, instance_id: str, body: dict[str, Any]) 
 @_command_endpoint("Reject with a comment (200 REJECTED, or 409 with the losing outcome)", RejectIn)
 def reject(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
     return _answer(principal, instance_id, REJECT, body)
+
+
+@bp.post("/<instance_id>/revise")
+@_command_endpoint(
+    "Revise the material (the applicant): earlier approvals lapse, review back to level 1",
+    ReviseIn,
+    APPROVAL_SUBMIT,
+)
+def revise(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
+    payload = {**body, "form_data": body.get("form_data")}
+    return _answer(principal, instance_id, REVISE, payload)
 
 
 @bp.post("/<instance_id>/claim")

@@ -495,5 +495,7 @@ def definition_fields(body: dict[str, Any]) -> DefinitionFields:
         reviewers=body.get("reviewers"),
         max_pause_seconds=body["max_pause_seconds"],
         return_to=body["return_to"],
+        levels=body.get("levels"),
+        restart_deadline_on_revise=body.get("restart_deadline_on_revise"),
         cancellation_definition=body.get("cancellation_definition"),
     )

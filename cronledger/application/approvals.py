@@ -25,6 +25,7 @@ from domain.approvals import (
     FORBIDDEN,
     PLAIN_CLOCK,
     RESUBMIT,
+    REVISE,
     SWEEP,
     TERMINAL,
     WAITING_REVIEW,
@@ -46,7 +47,6 @@ from domain.idempotency import KeyedRequest
 from domain.launch import definition_problem
 from domain.messages import Message
 from domain.permissions import APPROVAL_DECIDE, ROLES
-from domain.reviewers import Reviewers
 from projections.approvals import (
     ApprovalFilter,
     ApprovalRow,
@@ -65,6 +65,7 @@ from projections.tasks import (
     held_by_those_who_may_not_decide,
     task_counts,
     task_page,
+    with_inactive_candidates,
 )
 
 SWEEPER = DEADLINE_ACTOR
@@ -186,9 +187,7 @@ class Approvals:
         definition = self._definition(actor.tenant_id, submission.definition_id, field)
         submission.check(now)
         parties = Parties(actor.account_id, False, None, definition.allow_self_approval)
-        candidates = self.reviewing.candidates(
-            actor.tenant_id, Reviewers.of(definition.reviewers), parties
-        )
+        candidates, levels = self.reviewing.levels(actor.tenant_id, definition, parties)
         ruled = None
         if submission.review_deadline_at is None:
             ruled = self.calendars.ruled(actor.tenant_id, definition, now)
@@ -201,6 +200,7 @@ class Approvals:
             at=now,
             candidates=candidates,
             ruled=ruled,
+            levels=levels,
             linked=linked,
         )
 
@@ -370,6 +370,8 @@ class Approvals:
     def _counted(self, instance: ApprovalInstance, command: Command) -> Command:
         """An extension in working days with the deadline the calendar counts for it (a
         repeat's is answered as first recorded: the count is left out of its fingerprint)."""
+        if command.kind == REVISE:
+            return self._restarted(instance, command)
         days = command.payload.get("working_days")
         if command.kind != EXTEND or days is None or command.command_id in instance.answers:
             return command
@@ -385,6 +387,27 @@ class Approvals:
         if instance.paused_since is None:
             return PLAIN_CLOCK
         return self.calendars.clock(instance.tenant_id, instance.deadline_policy)
+
+    def _restarted(self, instance: ApprovalInstance, command: Command) -> Command:
+        """A revise of an instance whose definition restarts the deadline on a revise, with
+        the new deadline its definition's rule counts from now (a repeat keeps the first)."""
+        if not instance.restart_deadline_on_revise or command.command_id in instance.answers:
+            return command
+        definition = self.directory.find_definition(instance.tenant_id, instance.definition_id)
+        if definition is None:
+            return command
+        now = self.ledger.clock()
+        asked = Submission(str(command.command_id), instance.definition_id, "", {}, 1, None)
+        ruled = self.calendars.ruled(instance.tenant_id, definition, now)
+        deadline, policy = asked.deadline(
+            definition.review_window_seconds,
+            now,
+            {"definition_revision": definition.revision},
+            ruled,
+        )
+        policy = {**policy, "restarted_on_revise": True}
+        counted = {"new_deadline_at": deadline, "deadline_policy": policy}
+        return replace(command, payload={**command.payload, **counted})
 
     def sweep(self, limit: int = 500) -> int:
         """Resume every pause that reached its definition's `max_pause_seconds` (at that
@@ -407,6 +430,7 @@ class Approvals:
                 partial(_notify, reviewing=self.reviewing),
             )
             self._release_tasks(limit)
+            self._block_levels(limit)
             return expired
 
     def _release_tasks(self, limit: int) -> None:
@@ -425,6 +449,24 @@ class Approvals:
             instance.release_task(task_id, self.ledger.clock(), SWEEPER)
             with suppress(IntegrityError):  # another writer moved it first: the next sweep sees
                 self.ledger.save(instance)
+
+    def _block_levels(self, limit: int) -> None:
+        """Record, once, each waiting instance's level that can no longer reach its approvals
+        because candidates were deactivated (or lost the permission to decide): the
+        instance shows it (`blocked_levels`) and its candidates are told."""
+        for instance_id in with_inactive_candidates(self.ledger.store, limit):
+            instance = self.ledger.find(
+                ApprovalInstance, UUID(instance_id), "approval", instance_id
+            )
+            if instance.state != WAITING_REVIEW or instance.reviewer_rule is None:
+                continue
+            pool = instance.level_candidates(instance.current_level)
+            eligible = self.reviewing.eligible(
+                instance.tenant_id, instance.reviewer_rule, instance.parties, pool
+            )
+            if instance.block_level(eligible, self.ledger.clock(), SWEEPER):
+                with suppress(IntegrityError):  # moved by another writer: the next sweep sees
+                    self.ledger.save(instance)
 
     def _in_chunks(self, ids: Sequence[UUID], act: Sweep) -> int:
         return sum(self._sweep(ids[i : i + 100], act) for i in range(0, len(ids), 100))

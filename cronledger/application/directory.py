@@ -42,6 +42,7 @@ from domain.errors import InvalidState, NotFound, ValidationFailed
 from domain.groups import Group, group_uuid
 from domain.idempotency import KeyedRequest
 from domain.launch import definition_problem, initiator_problem
+from domain.levels import check_levels
 from domain.messages import Message
 from domain.reviewers import NAME_THE_REVIEWERS, Reviewers
 from domain.schedules import ScheduleSettings, checked_presets
@@ -98,6 +99,8 @@ class DefinitionFields:
     deadline_rule: dict[str, Any] | None = None  # None: review_window_seconds, in seconds
     max_pause_seconds: int | None = None  # the longest a pause stands; None: no limit
     return_to: str = RETURN_TO_FIRST  # where a revise after a return goes
+    levels: list[dict[str, Any]] | None = None  # ordered review levels; win over `reviewers`
+    restart_deadline_on_revise: bool | None = None  # None: as it was (false when new)
     cancellation_definition: str | None = None  # the key or id of another of the tenant's
 
 
@@ -478,10 +481,12 @@ class Directory:
             actor=actor.account_id,
             reminders=reminders,
             escalation=escalation,
-            reviewers=fields.reviewers,
+            reviewers=None if fields.levels else fields.reviewers,
             deadline_rule=_rule_of(fields),
             max_pause_seconds=fields.max_pause_seconds,
             return_to=fields.return_to,
+            levels=fields.levels,
+            restart_deadline_on_revise=bool(fields.restart_deadline_on_revise),
             cancellation_definition=self._cancellation_definition(actor.tenant_id, fields, key),
         )
         tenant.add_definition(str(definition.id))
@@ -513,6 +518,8 @@ class Directory:
             deadline_rule=_rule_of(fields),
             max_pause_seconds=fields.max_pause_seconds,
             return_to=fields.return_to,
+            levels=fields.levels,
+            restart_deadline_on_revise=fields.restart_deadline_on_revise,
             cancellation_definition=self._cancellation_definition(
                 actor.tenant_id, fields, definition.key
             ),
@@ -536,9 +543,12 @@ class Directory:
         leader_of = escalation.get("group_leader_of")
         if leader_of is not None and self._missing_groups(tenant_id, [leader_of]):
             errors["escalation.group_leader_of"] = [no_such_groups([leader_of])]
-        if new and fields.reviewers is None:
+        if new and fields.reviewers is None and not fields.levels:
             errors["reviewers"] = [NAME_THE_REVIEWERS]
-        errors.update(self._reviewer_problems(tenant_id, fields.reviewers))
+        if fields.levels:
+            errors.update(self._level_problems(tenant_id, fields.levels))
+        else:
+            errors.update(self._reviewer_problems(tenant_id, fields.reviewers))
         errors.update(self._rule_problems(tenant_id, fields.deadline_rule))
         if errors:
             raise ValidationFailed(errors)
@@ -597,6 +607,21 @@ class Directory:
         missing = self._missing_groups(tenant_id, rule.groups)
         if missing:
             problems["reviewers.groups"] = [no_such_groups(missing)]
+        return problems
+
+    def _level_problems(
+        self, tenant_id: UUID, levels: list[dict[str, Any]]
+    ) -> dict[str, list[str]]:
+        """What is wrong with a definition's levels: their number, each level's reviewers and
+        approvals (each field under `levels.N.`)."""
+        try:
+            check_levels(levels)
+        except ValidationFailed as failed:
+            return dict(failed.errors)
+        problems: dict[str, list[str]] = {}
+        for number, level in enumerate(levels, start=1):
+            found = self._reviewer_problems(tenant_id, level["reviewers"])
+            problems.update({f"levels.{number}.{k}": v for k, v in found.items()})
         return problems
 
     def _missing_groups(self, tenant_id: UUID, keys: Sequence[str]) -> list[str]:

@@ -26,7 +26,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache, partial
-from typing import TypeVar
+from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate
@@ -43,10 +43,14 @@ from cronledger.persistence.ledger import Ledger
 from cronledger.tracing import span_in
 from domain.approvals import Parties
 from domain.directory import Account, Definition, account_uuid
-from domain.errors import NoEligibleReviewer
-from domain.launch import NO_ELIGIBLE_REVIEWER, LaunchFailed, checked_launch
+from domain.errors import NoEligibleReviewer, NotEnoughReviewers
+from domain.launch import (
+    NO_ELIGIBLE_REVIEWER,
+    NOT_ENOUGH_REVIEWERS,
+    LaunchFailed,
+    checked_launch,
+)
 from domain.policy import RunPolicy
-from domain.reviewers import Reviewers
 from domain.runs import DEAD_LETTER, Run
 from projections.engine import Projector
 from projections.runs import Cycle, blocking_runs, due_runs, running_per_schedule
@@ -326,7 +330,7 @@ class Worker:
                 instance_id = run.instance_id_to_launch
                 if instance_id not in made:
                     ruled = self.calendars.ruled(run.tenant_id, run.terms(definition), now)
-                    changed.append(run.approval(definition, now, candidates, ruled))
+                    changed.append(run.approval(definition, now, *candidates, ruled))
                 run.succeed(claim.number, self.name, str(instance_id), now)
                 unchanged[initiator.id] = initiator.version
                 outcomes.append("succeeded")
@@ -335,18 +339,23 @@ class Worker:
 
     def _candidates(
         self, run: Run, definition: Definition, made: Collection[UUID]
-    ) -> list[str] | None:
-        """Whom the run's instance goes to, by the reviewers of the revision it was frozen at
-        (nobody eligible fails the attempt, which retries); None when none are named, or when
-        the instance exists already."""
+    ) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
+        """Whom the run's instance goes to, by the reviewers (or levels) of the revision it
+        was frozen at (nobody eligible, or a level with fewer eligible reviewers than it
+        requires, fails the attempt, which retries); None when none are named, or when the
+        instance exists already."""
         terms = definition.terms_of(run.definition_revision)
-        if terms.reviewers is None or run.instance_id_to_launch in made:
-            return None
+        if (terms.reviewers is None and not terms.levels) or run.instance_id_to_launch in made:
+            return None, None
         parties = Parties(run.initiator_id, True, run.saved_by, terms.allow_self_approval)
         try:
-            return self.reviewing.candidates(run.tenant_id, Reviewers.of(terms.reviewers), parties)
+            return self.reviewing.levels(run.tenant_id, terms, parties)
         except NoEligibleReviewer as refused:
             raise LaunchFailed(NO_ELIGIBLE_REVIEWER, refused.message) from None
+        except NotEnoughReviewers as refused:
+            raise LaunchFailed(
+                NOT_ENOUGH_REVIEWERS, refused.message, params=refused.params
+            ) from None
 
     def _log_outcome(self, claim: Claim, outcome: str, lines: LogLines = LAUNCH_LINES) -> None:
         """One line per committed launch or job; never the form data, a job's params or what

@@ -8,16 +8,17 @@ the tenant keeps (`GroupFacts`; none until groups are wired in).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 from uuid import UUID
 
 from cronledger.persistence.ledger import Ledger
-from domain.approvals import REASSIGN, ApprovalInstance, Command, Parties, Review
-from domain.directory import Account, Principal, Tenant, account_uuid
-from domain.errors import NoEligibleReviewer
+from domain.approvals import REASSIGN, REJECT, ApprovalInstance, Command, Parties, Review
+from domain.directory import Account, Definition, DefinitionTerms, Principal, Tenant, account_uuid
+from domain.errors import NoEligibleReviewer, NotEnoughReviewers
+from domain.levels import definition_levels, level_of
 from domain.messages import Message
 from domain.permissions import APPROVAL_DECIDE, DIRECTORY_MANAGE
-from domain.reviewers import FIRST_TASK, Person, Reviewers, admission_of
+from domain.reviewers import Person, Reviewers, admission_of
 
 
 class GroupFacts(Protocol):
@@ -57,10 +58,15 @@ class Reviewing:
     def review(self, instance: ApprovalInstance, actor: Principal, command: Command) -> Review:
         """The review `command` is decided under: its task, the rule that admits `actor`, and
         for a reassignment whether the target is an eligible reviewer."""
-        task = instance.task(command.payload.get("task_id") or FIRST_TASK)
+        task = instance.task(instance.task_id_for(command, actor.account_id))
         rule = instance.reviewer_rule
         if rule is None:
             return instance.review(task.id)
+        tally = instance.tally(task.id)
+        if command.kind == REJECT and not tally.any_reject_rejects:
+            pool = instance.levels[tally.level - 1]["candidates"] or []
+            eligible = self.eligible(instance.tenant_id, rule, instance.parties, pool)
+            tally = instance.tally(task.id, eligible)
         candidates = frozenset(task.candidates or ())
         leader = self._leader(rule, instance.tenant_id, instance.applicant_id)
         admission = admission_of(
@@ -73,6 +79,7 @@ class Reviewing:
             admin=DIRECTORY_MANAGE in actor.permissions,
             target_eligible=target is None
             or target in self.eligible(instance.tenant_id, rule, instance.parties, [target]),
+            tally=tally,
         )
 
     def candidates(
@@ -89,6 +96,24 @@ class Reviewing:
                 Message("the definition's reviewers name nobody who may approve this instance")
             )
         return found
+
+    def levels(
+        self, tenant_id: UUID, terms: Definition | DefinitionTerms, parties: Parties
+    ) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
+        """Level 1's candidates, and a definition's own levels as the instance keeps them,
+        each with its candidates fixed now; refused (NOT_ENOUGH_REVIEWERS, naming the level)
+        when a level has fewer eligible reviewers than approvals it requires. A definition
+        without levels: its reviewers' candidates, and no levels."""
+        if not terms.levels:
+            return self.candidates(tenant_id, Reviewers.of(terms.reviewers), parties), None
+        accounts = self._tenant_accounts(tenant_id)
+        kept = []
+        for number, level in enumerate(definition_levels(None, terms.levels) or [], start=1):
+            found = self.eligible(tenant_id, level.reviewers, parties, accounts)
+            if len(found) < level.approvals_required:
+                raise NotEnoughReviewers(number, len(found), level.approvals_required)
+            kept.append(level_of(number, level, found))
+        return kept[0]["candidates"], kept
 
     def eligible(
         self,

@@ -64,11 +64,13 @@ from domain.webhooks import (
     APPROVAL_DECIDED,
     APPROVAL_ESCALATED,
     APPROVAL_EXPIRED,
+    APPROVAL_LEVEL_COMPLETED,
     APPROVAL_REASSIGNED,
     APPROVAL_REJECTED,
     APPROVAL_REMINDER_DUE,
     APPROVAL_RESUBMITTED,
     APPROVAL_RETURNED,
+    APPROVAL_REVISED,
     APPROVAL_SUBMITTED,
     CALLBACK_LATE,
     CALLBACK_MISMATCHED,
@@ -231,7 +233,9 @@ CALLBACKS = ("ApprovalInstance.CallbackObserved", "ApprovalInstance.CommandRejec
 NOTICES = {
     "ApprovalInstance.ReminderDue": APPROVAL_REMINDER_DUE,
     "ApprovalInstance.Escalated": APPROVAL_ESCALATED,
+    "ApprovalInstance.LevelCompleted": APPROVAL_LEVEL_COMPLETED,
 }
+REVISION = "ApprovalInstance.Revised"  # the applicant revised the material
 # The review's work on an instance's task, and its comments: each its own type.
 REVIEW_WORK = {
     "ApprovalInstance.Claimed": APPROVAL_CLAIMED,
@@ -267,6 +271,7 @@ TOLD_BY = frozenset(
         *REVIEW_WORK,
         *CLOCK,
         REJECTION,
+        REVISION,
         *LINKS,
         SETTLED,
     }
@@ -302,6 +307,8 @@ def types_of(event: Any) -> list[str]:
         return [APPROVAL_CANCELLED if event.state == CANCELLED else APPROVAL_CANCELLATION_REFUSED]
     if name == "ApprovalInstance.Expired":
         return [APPROVAL_EXPIRED]
+    if name == REVISION:
+        return [APPROVAL_REVISED]
     if name in NOTICES:
         return [NOTICES[name]]
     if name in CALLBACKS and event.command == SIGN and event.outcome != FORBIDDEN:
@@ -370,6 +377,8 @@ def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
         return {**instance, **_review_work(event)}
     if kind in CLOCK.values():
         return {**instance, **_clock(event)}
+    if kind == APPROVAL_REVISED:
+        return {**instance, **_revised(event)}
     if kind in LINKS.values():
         return {
             **instance,
@@ -391,6 +400,22 @@ def _data_of(kind: str, event: Any, subject: Any) -> dict[str, Any]:
         }
     fields = {k: v for k, v in event.__dict__.items() if k not in ENVELOPE | {"at", "actor"}}
     return {**instance, **fields}
+
+
+def _revised(event: Any) -> dict[str, Any]:
+    """The new material version, why, how many votes lapsed, where the review went back to;
+    the deadline's old and new instants when the revise restarted it (never the form data)."""
+    payload = event.payload
+    return {
+        "actor": event.actor,
+        "command_id": event.command_id,
+        "material_version": payload["material_version"],
+        "reason": payload["reason"],
+        "lapsed_votes": event.lapsed_votes,
+        "back_to_level": event.back_to_level,
+        "old_deadline_at": event.old_deadline_at,
+        "new_deadline_at": payload.get("new_deadline_at"),
+    }
 
 
 def _auto_paused(event: Any, schedule: Any) -> dict[str, Any]:

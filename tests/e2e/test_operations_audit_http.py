@@ -227,6 +227,23 @@ def test_a_paused_and_resumed_clock_are_operations(
     assert resumed["summary"].endswith(": bank answered")
 
 
+def test_a_revise_of_the_material_is_an_operation(
+    admin: Api, definition: dict[str, Any], clock: FakeClock
+) -> None:
+    ann = account(admin, "ann", ["requester"])
+    instance = submit(ann, definition["id"]).json
+    revised = ann.post(
+        f"/api/approvals/{instance['id']}/revise",
+        {"command_id": "revise-1", "material_version": 3, "reason": "contract added"},
+    )
+    assert revised.status_code == 200, revised.json
+    (item,) = listed(admin, "?kind=approval.revised")
+    assert (item["actor"], item["aggregate_id"]) == ("ann", instance["id"])
+    assert item["summary"] == (
+        "material of 'Open account' revised to version 3 (0 vote(s) lapsed): contract added"
+    )
+
+
 def test_the_table_is_a_rebuildable_read_model_of_the_log(
     scenario: Scenario, services: Services
 ) -> None:

@@ -83,6 +83,7 @@ def busy(open_with: Opener) -> World:
     globex = services.directory.authenticate(services.directory.bootstrap("globex", "g").token)
     assert globex is not None
     _reviewed(services, world)
+    _countersigned(services, world)
     services.pauses.pause_tenant(globex, "a tenant paused for the night")
     hook = SubscriptionFields("http://127.0.0.1:9/hook", ["ping"], "on call", True)
     services.webhooks.ping(world.root, services.webhooks.create(world.root, hook).webhook.id)
@@ -112,6 +113,25 @@ def _settings_of(schedule: Any) -> dict[str, Any]:
         "form_data": settings.form_data,
         "overlap_policy": settings.overlap_policy,
     }
+
+
+def _countersigned(services: Services, world: World) -> None:
+    """An instance of a countersign level (rev and root, both needed): rev's approval counts,
+    then the applicant revises the material and it lapses."""
+    root = world.root
+    level = {"name": "财务", "reviewers": {"accounts": ["rev", root.account_id]}}
+    fields = DefinitionFields(
+        "Countersigned", False, 3600, [], levels=[{**level, "approvals_required": 2}]
+    )
+    definition = services.directory.create_definition(root, "countersigned", fields).id
+    services.directory.set_published(root, definition, True, None)
+    ann = Principal(root.tenant_id, "ann", ROLES["requester"])
+    submission = Submission("countersigned-1", definition, "Countersigned", {}, 1, None)
+    instance, _ = services.approvals.submit(ann, submission)
+    rev = Principal(root.tenant_id, "rev", ROLES["operator"])
+    services.approvals.command(rev, instance.id, Command("approve", "a1", {"material_version": 1}))
+    revised = {"material_version": 2, "reason": "补充合同", "form_data": None}
+    services.approvals.command(ann, instance.id, Command("revise", "v1", revised))
 
 
 def _reviewed(services: Services, world: World) -> None:

@@ -338,6 +338,7 @@ def build(services: Services, clock: FakeClock) -> DataSet:
     clock.now = at(3, 16)
     skipping_tenant = skips(services, clock)
     attention(services, clock)
+    levels(services, clock)
     resubmissions(services, clock)
     services.projector.catch_up()
     return DataSet(
@@ -433,6 +434,61 @@ def attention(services: Services, clock: FakeClock) -> None:
     services.schedules.run_now(boss, manual, "export-1")
     directory.set_active(boss, "uma", False, None)
     assert worker.poll() == WorkReport(claimed=1, failed=1)  # waits to retry
+
+
+def levels(services: Services, clock: FakeClock) -> None:
+    """Tenant `wonka`, definition `payment`: level 1 主管 (hal), level 2 财务 (two of fay, fen,
+    fox). P1 submitted at 17:00 on day 3: hal approves at 17:10 (600 s), fay at 17:20, then hu
+    revises at 17:30 (both approvals lapse: back to level 1); hal approves v2 at 17:40 (600 s
+    again), fay and fen at 18:00 (level 2: 1200 s) and it is approved. P2 submitted at 18:00:
+    hal approves at 18:30 (1800 s); level 2 still waits."""
+    directory, approvals = services.directory, services.approvals
+    clock.now = at(3, 17)
+    boss = directory.authenticate(directory.bootstrap("wonka", "willy").token)
+    assert boss is not None
+    directory.create_account(boss, "hu", "Hu", ["requester"])
+    for reviewer in ("hal", "fay", "fen", "fox"):
+        directory.create_account(boss, reviewer, reviewer.title(), ["operator"])
+    finance = {"accounts": ["fay", "fen", "fox"]}
+    payment = directory.create_definition(
+        boss,
+        "payment",
+        DefinitionFields(
+            "Payment",
+            False,
+            86400,
+            [],
+            levels=[
+                {"name": "主管", "reviewers": {"accounts": ["hal"]}},
+                {"name": "财务", "reviewers": finance, "approvals_required": 2},
+            ],
+        ),
+    ).id
+    directory.set_published(boss, payment, True, None)
+    hu = Principal(boss.tenant_id, "hu", ROLES["requester"])
+
+    def by(name: str) -> Principal:
+        return Principal(boss.tenant_id, name, ROLES["operator"])
+
+    def command(actor: Principal, instance_id: str, kind: str, key: str, **payload: Any) -> str:
+        return approvals.command(actor, instance_id, Command(kind, key, payload)).outcome
+
+    p1, _ = approvals.submit(hu, Submission("p-1", payment, "P1", {}, 1, None))
+    clock.now = at(3, 17, 10)
+    assert command(by("hal"), p1.id, "approve", "a-1", material_version=1) == "VOTED"
+    clock.now = at(3, 17, 20)
+    assert command(by("fay"), p1.id, "approve", "a-2", material_version=1) == "VOTED"
+    clock.now = at(3, 17, 30)
+    revised = {"material_version": 2, "reason": "金额更正", "form_data": None}
+    assert command(hu, p1.id, "revise", "v-1", **revised) == "REVISED"
+    clock.now = at(3, 17, 40)
+    assert command(by("hal"), p1.id, "approve", "a-3", material_version=2) == "VOTED"
+    clock.now = at(3, 18)
+    assert command(by("fay"), p1.id, "approve", "a-4", material_version=2) == "VOTED"
+    assert command(by("fen"), p1.id, "approve", "a-5", material_version=2) == "APPROVED"
+    p2, _ = approvals.submit(hu, Submission("p-2", payment, "P2", {}, 1, None))
+    clock.now = at(3, 18, 30)
+    assert command(by("hal"), p2.id, "approve", "a-1", material_version=1) == "VOTED"
 
 
 def resubmissions(services: Services, clock: FakeClock) -> None:
@@ -824,6 +880,26 @@ def time_to_claim_per_business_week(d: DataSet) -> list[Case]:
     return [((), [(2026, 40, 6, 2, 450.0, 600.0)])]
 
 
+@case(28)
+def time_per_review_level_per_definition(d: DataSet) -> list[Case]:
+    # level 1: P1's latest opening 600 s (17:30 to 17:40), P2's 1800 s; level 2: P1's 1200 s
+    return [
+        (
+            (),
+            [
+                ("payment", 1, "主管", 2, 2, 1200.0, 1800.0),
+                ("payment", 2, "财务", 2, 1, 1200.0, 1200.0),
+            ],
+        )
+    ]
+
+
+@case(29)
+def lapsed_approvals_per_definition(d: DataSet) -> list[Case]:
+    # P1: hal and fay on v1 (lapsed), hal, fay and fen on v2; P2: hal
+    return [((), [("payment", 6, 2, 1)])]
+
+
 @case(30)
 def paused_review_time_per_definition(d: DataSet) -> list[Case]:
     # no instance of acme was paused nor returned: every clock ran
@@ -852,6 +928,7 @@ def projection_positions(d: DataSet) -> list[Case]:
                     "callback_sources",
                     "directory",
                     "groups",
+                    "levels",
                     "merkle_tree",
                     "notifications",
                     "operations",

@@ -56,13 +56,13 @@ def deliveries(services: Services, root: Principal, webhook_id: str) -> list[Any
     return services.webhooks.deliveries(root.tenant_id, webhook_id, Window(200)).items
 
 
-# Two launches and seven submissions by ann; every instance but the approved, the rejected and
-# the returned one expires; a rejection is a decision too. Then two approved instances whose
-# cancellation is requested (one cancelled, one expires: refused), and a resubmission that
-# expires.
+# Two launches and eight submissions by ann; every instance but the approved, the rejected and
+# the returned one expires (the one with levels too); a rejection is a decision too. Then two
+# approved instances whose cancellation is requested (one cancelled, one expires: refused), and
+# a resubmission that expires.
 EXPECTED = {
-    "approval.submitted": 14,
-    "approval.expired": 8,
+    "approval.submitted": 15,
+    "approval.expired": 9,
     "approval.decided": 5,
     "approval.cancellation_requested": 2,
 }
@@ -119,6 +119,11 @@ def test_every_event_type_arrives_once_signed(open_with: Opener, tmp_path: Path)
     assert by_type["callback.mismatched"]["data"]["material_version"] == 99
     assert by_type["approval.escalated"]["data"]["account_id"] == "root"
     assert by_type["approval.reminder_due"]["data"]["before_seconds"] == 1800
+    completed = by_type["approval.level_completed"]["data"]
+    assert (completed["level"], completed["next_level"]) == (1, 2)
+    revised = by_type["approval.revised"]["data"]
+    assert (revised["material_version"], revised["lapsed_votes"]) == (2, 1)
+    assert (revised["back_to_level"], revised["reason"]) == (1, "补充合同")
     assert by_type["ping"]["data"] == {"tenant_id": tenant, "webhook_id": made.webhook.id}
     resubmitted = by_type["approval.resubmitted"]["data"]
     assert (resubmitted["reason"], resubmitted["actor"]) == ("补充材料", "ann")
@@ -170,6 +175,13 @@ def _every_kind_of_event(services: Services, world: World, root: Principal, ann:
         ),
     ).id
     services.directory.set_published(root, noticed, True, None)
+    one = {"reviewers": DECIDERS}
+    leveled = services.directory.create_definition(
+        root,
+        "leveled",
+        DefinitionFields("Leveled", False, 3600, [], levels=[one, one]),
+    ).id
+    services.directory.set_published(root, leveled, True, None)
 
     def submit(key: str, definition_id: str = world.definition) -> str:
         view, _ = approvals.submit(ann, Submission(key, definition_id, key, {}, 1, None))
@@ -186,6 +198,10 @@ def _every_kind_of_event(services: Services, world: World, root: Principal, ann:
         root, waiting, Command("reassign", "m1", {"assignee_id": "rev", "reason": "休假"})
     )
     approvals.command(ann, waiting, Command("comment", "n1", {"comment": "请补充合同"}))
+    levels = submit("levels", leveled)  # approval.level_completed, then approval.revised
+    approvals.command(root, levels, Command("approve", "l1", {"material_version": 1}))
+    revise = {"material_version": 2, "reason": "补充合同", "form_data": None}
+    approvals.command(ann, levels, Command("revise", "v1", revise))
     approvals.link(ann, rejected, Command("resubmit", "re1", _again))
     cancellable = services.directory.create_definition(
         root,

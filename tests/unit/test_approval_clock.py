@@ -16,6 +16,7 @@ from domain.approvals import (
     PAUSE,
     RESUME,
     RETURN,
+    REVISE,
     SWEEP,
     WITHDRAW,
     ApprovalInstance,
@@ -215,16 +216,38 @@ def test_a_return_ignores_max_pause_seconds() -> None:
     assert subject.state == "RETURNED"
 
 
-def test_coming_back_moves_the_deadline_by_the_returned_time() -> None:
+def revise(command_id: str = "revise-1", version: int = 2) -> Command:
+    return Command(REVISE, command_id, {"material_version": version, "reason": "invoice attached"})
+
+
+def test_a_revise_brings_a_returned_instance_back_with_the_deadline_moved() -> None:
     subject = instance()
     subject.handle(send_back(), at(5), "ops")
-    stood = subject.stood_clock(at(65))
-    subject.come_back(stood)
-    assert subject.state == "WAITING_REVIEW"
+    answer = subject.handle(revise(), at(65), "sales")
+    assert (answer.outcome, answer.state, subject.state) == (
+        "REVISED",
+        "WAITING_REVIEW",
+        "WAITING_REVIEW",
+    )
     assert subject.review_deadline_at == DEADLINE + timedelta(seconds=60)
     assert {t["state"] for t in subject.tasks} == {"OPEN"}
-    assert subject.paused_seconds == 60
+    assert (subject.paused_since, subject.paused_seconds) == (None, 60)
     assert subject.pauses[0]["new_deadline_at"] == DEADLINE + timedelta(seconds=60)
+    assert subject.handle(Command(SWEEP, None), at(79), "system:sweeper").outcome == "NOT_DUE"
+    assert subject.handle(Command(SWEEP, None), at(80), "system:sweeper").outcome == "EXPIRED"
+
+
+def test_a_returned_instance_takes_no_stale_revise_and_no_clock_command() -> None:
+    subject = instance()
+    subject.handle(send_back(), at(5), "ops")
+    stale = subject.handle(revise(version=1), at(6), "sales")
+    assert (stale.outcome, stale.reason_code, subject.state) == (
+        "RULE_BROKEN",
+        "MATERIAL_NOT_NEWER",
+        "RETURNED",
+    )
+    assert subject.handle(pause(), at(7), "ops").reason_code == "NOT_WAITING_FOR_REVIEW"
+    assert subject.state == "RETURNED"
 
 
 def test_a_return_while_paused_ends_the_pause_first() -> None:

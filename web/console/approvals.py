@@ -40,6 +40,7 @@ from domain.approvals import (
     RETURN,
     RETURNED,
     REVIEWING,
+    REVISE,
     SIGN,
     SWEEP,
     UNCLAIM,
@@ -54,6 +55,7 @@ from domain.approvals import (
 )
 from domain.directory import Principal
 from domain.errors import DomainError, ValidationFailed
+from domain.levels import current_task_id
 from domain.permissions import APPROVAL_LIST, DIRECTORY_MANAGE
 from domain.reviewers import (
     ASSIGNED,
@@ -96,6 +98,7 @@ from web.schemas.approvals import (
     RequestCancellationIn,
     ResubmitIn,
     ReturnIn,
+    ReviseIn,
     WithdrawIn,
 )
 
@@ -124,8 +127,15 @@ COMMAND_LABELS = {
     PAUSE: lazy_gettext("pause the clock"),
     RESUME: lazy_gettext("resume the clock"),
     RETURN: lazy_gettext("return for changes"),
+    REVISE: lazy_gettext("revise the material"),
     RESUBMIT: lazy_gettext("resubmit"),
     REQUEST_CANCELLATION: lazy_gettext("request cancellation"),
+}
+LEVEL_STATES = {
+    "waiting": lazy_gettext("not reached"),
+    "open": lazy_gettext("in review"),
+    "completed": lazy_gettext("passed"),
+    "failed": lazy_gettext("failed"),
 }
 # An approved instance's cancellation, as its page says it (docs/approvals.md).
 CANCELLATION_LABELS = {
@@ -135,7 +145,7 @@ CANCELLATION_LABELS = {
 }
 PAUSE_KINDS = {"pause": lazy_gettext("paused"), "return": lazy_gettext("returned")}
 # What a RETURNED instance's page still offers (as the rule's WHILE_RETURNED).
-WHILE_RETURNED = frozenset({WITHDRAW, COMMENT})
+WHILE_RETURNED = frozenset({WITHDRAW, COMMENT, REVISE})
 TASK_STATES = {
     OPEN: lazy_gettext("claimable"),
     ASSIGNED: lazy_gettext("claimed"),
@@ -153,7 +163,7 @@ PAGING = ("q", "sort", "page", "page_size")
 PICKED = {"applicant_id": "accounts", "definition_id": "definitions", "schedule_id": "schedules"}
 ANY_STATE = ""  # the state filter's "any" choice
 # The command forms' fields a message is shown beside.
-FIELDS = ("new_deadline_at", "reason", "comment", "assignee_id", "material_version")
+FIELDS = ("new_deadline_at", "reason", "comment", "assignee_id", "material_version", "form_data")
 BEHIND = "inbox-behind"  # the event that has the inbox fetch its rows again (index.html)
 
 
@@ -166,6 +176,7 @@ def _labels() -> dict[str, Any]:
         "deadline_source": lambda source: DEADLINE_SOURCES.get(source, source),
         "task_state_label": lambda state: TASK_STATES.get(state, state),
         "priority_label": lambda priority: PRIORITIES.get(priority, priority),
+        "level_state_label": lambda state: LEVEL_STATES.get(state, state),
         "cancellation_label": lambda state: CANCELLATION_LABELS.get(state, state),
         "time_left": time_left,
         "trigger_labels": TRIGGER_LABELS,
@@ -307,7 +318,7 @@ def detail(principal: Principal, instance_id: str) -> tuple[str, int]:
 
 COMMAND_PAGES = (
     "approve, withdraw, extend, reject, claim, unclaim, reassign, comment, pause, resume, return, "
-    "resubmit, 'request-cancellation'"
+    "revise, resubmit, 'request-cancellation'"
 )
 
 
@@ -356,6 +367,27 @@ def comment(principal: Principal, instance_id: str) -> tuple[str, int]:
         "comment": request.form.get("comment", "").strip(),
     }
     return _command(principal, instance_id, COMMENT, CommentIn, body)
+
+
+@bp.post("/<instance_id>/revise")
+@signed_in(APPROVAL_LIST)
+def revise(principal: Principal, instance_id: str) -> tuple[str, int]:
+    """The applicant's revise: a greater material version, why, and the form data (JSON, or
+    left empty to keep it)."""
+    typed = request.form.get("form_data", "").strip()
+    body: dict[str, Any] = {
+        "command_id": request.form.get("command_id", ""),
+        "material_version": whole_number(request.form.get("material_version", "")),
+        "reason": request.form.get("reason", "").strip(),
+    }
+    if typed:
+        try:
+            body["form_data"] = json.loads(typed)
+        except ValueError:
+            errors = {"form_data": [_('not JSON: write an object such as {"amount": 100}')]}
+            view = _view(principal, instance_id)
+            return _detail(principal, view, errors=errors, typed=request.form, status=422)
+    return _command(principal, instance_id, REVISE, ReviseIn, body)
 
 
 @bp.post("/<instance_id>/resubmit")
@@ -531,6 +563,11 @@ def _detail(
         },
         scheduled_for=instant((view.origin or {}).get("scheduled_for")),
         comments=[with_instants(c, "at") for c in view.comments],
+        levels=[
+            {**level, "votes": [with_instants(v, "at") for v in level["votes"]]}
+            for level in view.review_levels
+        ],
+        shown_tasks=current_tasks(view),
         people=account_names(principal, _people(view)),
         definitions=definition_names(principal, [view.definition_id]),
         schedules=schedule_names(principal, [_origin(view, "schedule_id")]),
@@ -543,7 +580,7 @@ def _detail(
 def _people(view: ApprovalRow) -> set[str]:
     """Whom the instance's page names: its applicant, and its tasks' assignees and
     candidates."""
-    people = {view.applicant_id}
+    people = {view.applicant_id, *(vote["actor"] for vote in view.votes)}
     for task in view.tasks:
         people.update(task.get("candidates") or ())
         if task.get("assignee_id"):
@@ -583,7 +620,26 @@ def may(principal: Principal, view: ApprovalRow, kind: str) -> bool:
         return False
     if kind == CLAIM and review.task.assignee_id == principal.account_id:
         return False
+    if kind in REVIEWING and voted_on_level(principal, view):
+        return False
     return kind not in REVIEWING or approval_interest(principal, view) is None
+
+
+def voted_on_level(principal: Principal, view: ApprovalRow) -> bool:
+    """Whether the caller's vote already counts on the current level (one per reviewer)."""
+    return any(
+        v["actor"] == principal.account_id and v["level"] == view.current_level and not v["lapsed"]
+        for v in view.votes
+    )
+
+
+def current_tasks(view: ApprovalRow) -> list[dict[str, Any]]:
+    """The tasks of the level under review (every task, once the instance is decided)."""
+    if view.state != WAITING_REVIEW:
+        return [t for t in view.tasks if t.get("level", 1) == view.current_level]
+    return [
+        t for t in view.tasks if t.get("level", 1) == view.current_level and t["state"] != CLOSED
+    ]
 
 
 def may_link(principal: Principal, view: ApprovalRow, kind: str) -> bool:
@@ -606,7 +662,9 @@ def may_link(principal: Principal, view: ApprovalRow, kind: str) -> bool:
 def review_of(principal: Principal, view: ApprovalRow) -> Review:
     """The review as the page can tell it: the caller is a reviewer when the task names them
     (or names nobody: an instance from before reviewers)."""
-    task = Task.of(view.tasks[0]) if view.tasks else Task(FIRST_TASK, None)
+    chosen = current_task_id(view.tasks, view.current_level, principal.account_id)
+    found = [t for t in view.tasks if t["id"] == chosen]
+    task = Task.of(found[0]) if found else Task(FIRST_TASK, None)
     if task.candidates is None:
         admission: dict[str, str] | None = {"rule": BY_ANYONE}
     else:

@@ -41,6 +41,7 @@ CODE_LABELS = {
     "FORBIDDEN": lazy_gettext("Not allowed"),
     "NOT_A_REVIEWER": lazy_gettext("Not a reviewer of it"),
     "NO_ELIGIBLE_REVIEWER": lazy_gettext("Nobody may review it"),
+    "NOT_ENOUGH_REVIEWERS": lazy_gettext("A level has too few reviewers"),
     "REQUEST_ID_REUSED": lazy_gettext("The request id was used for another request"),
     "COMMAND_ID_REUSED": lazy_gettext("The command id was used for another command"),
     "PRECONDITION_FAILED": lazy_gettext("Changed by someone else since the page was read"),

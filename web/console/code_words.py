@@ -10,6 +10,7 @@ from markupsafe import Markup
 
 from domain import jobs, launch
 from domain.approvals import (
+    ALREADY_VOTED,
     APPROVED,
     CANCELLATION_REQUESTED,
     CLAIMED,
@@ -27,11 +28,13 @@ from domain.approvals import (
     RESUBMITTED,
     RESUMED,
     RETURNED,
+    REVISED,
     RULE_BROKEN,
     SELF_APPROVAL,
     STALE_MATERIAL,
     TAKEN,
     UNCLAIMED,
+    VOTED,
     WITHDRAWN,
 )
 from domain.runs import INTERRUPTED, SKIP_CALENDAR, SKIP_MISSED, SKIP_OVERLAP
@@ -58,6 +61,9 @@ OUTCOME_LABELS = {
     RESUMED: lazy_gettext("Clock resumed"),
     RETURNED: lazy_gettext("Returned for changes"),
     TAKEN: lazy_gettext("Refused: claimed by someone else"),
+    VOTED: lazy_gettext("Vote counted"),
+    ALREADY_VOTED: lazy_gettext("Refused: already decided on this level"),
+    REVISED: lazy_gettext("Material revised"),
     RESUBMITTED: lazy_gettext("Resubmitted"),
     CANCELLATION_REQUESTED: lazy_gettext("Cancellation requested"),
 }
@@ -71,6 +77,7 @@ ERROR_LABELS = {
     launch.SAVER_INACTIVE: lazy_gettext("Saver deactivated"),
     launch.SAVER_NOT_PERMITTED: lazy_gettext("Saver may no longer edit"),
     launch.NO_ELIGIBLE_REVIEWER: lazy_gettext("No eligible reviewer"),
+    launch.NOT_ENOUGH_REVIEWERS: lazy_gettext("Not enough reviewers"),
     jobs.JOB_TIMEOUT: lazy_gettext("Timed out"),
     jobs.JOB_FAILED: lazy_gettext("Job failed"),
     jobs.JOB_CHANGED: lazy_gettext("Job changed"),

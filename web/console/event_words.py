@@ -63,6 +63,9 @@ NAMES = {
     "ApprovalInstance.Unclaimed": lazy_gettext("Unclaimed"),
     "ApprovalInstance.Reassigned": lazy_gettext("Reassigned"),
     "ApprovalInstance.Commented": lazy_gettext("Commented"),
+    "ApprovalInstance.Voted": lazy_gettext("Vote counted"),
+    "ApprovalInstance.LevelCompleted": lazy_gettext("Level completed"),
+    "ApprovalInstance.Revised": lazy_gettext("Material revised"),
     "ApprovalInstance.DeadlineExtended": lazy_gettext("Deadline extended"),
     "ApprovalInstance.DeadlinePaused": lazy_gettext("Clock paused"),
     "ApprovalInstance.DeadlineResumed": lazy_gettext("Clock resumed"),
@@ -141,6 +144,9 @@ SENTENCES: dict[str, Said] = {
     "ApprovalInstance.ReminderDue": lambda who, d: _("%(who)s: a reminder came due.", who=who),
     "ApprovalInstance.Escalated": lambda who, d: _("%(who)s escalated the instance.", who=who),
     "ApprovalInstance.TaskReleased": lambda who, d: _("%(who)s released a task.", who=who),
+    "ApprovalInstance.LevelCompleted": lambda who, d: _(
+        "Level %(level)s completed with %(who)s's approval.", level=d.get("level"), who=who
+    ),
     "ApprovalInstance.CancellationSettled": lambda who, d: _(
         "%(who)s recorded how the cancellation ended: %(state)s.", who=who, state=d.get("state")
     ),

@@ -15,6 +15,7 @@ from domain.notices import (
     APPLICATION_DECIDED,
     CALLBACK_LATE_OR_MISMATCHED,
     DEADLINE_ASSUMED,
+    LEVEL_BLOCKED,
     TASK_ASSIGNED,
     TASK_CLAIMABLE,
     TASK_ESCALATED_AWAY,
@@ -85,6 +86,14 @@ TASK_WORDS: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     TASK_CLAIMABLE: lambda p: str(_("%(title)s may be claimed.", title=p["title"])),
     TASK_REMINDER: lambda p: str(_("%(title)s is due soon.", title=p["title"])),
+    LEVEL_BLOCKED: lambda p: str(
+        _(
+            "Level %(level)s of %(title)s can no longer reach %(required)s approvals.",
+            level=p["level"],
+            title=p["title"],
+            required=p["required"],
+        )
+    ),
     DEADLINE_ASSUMED: lambda p: str(
         _(
             "Calendar %(calendar)s does not cover the year: the deadline of %(title)s was "

@@ -66,6 +66,7 @@ OPERATION_LABELS = {
     "run.retried": lazy_gettext("Run retried"),
     "run.cancelled": lazy_gettext("Run cancelled"),
     "approval.deadline_extended": lazy_gettext("Review deadline extended"),
+    "approval.revised": lazy_gettext("Material revised"),
     "approval.resubmitted": lazy_gettext("Application resubmitted"),
     "approval.cancellation_requested": lazy_gettext("Cancellation requested"),
     "tenant.schedules_paused": lazy_gettext("Every schedule paused"),

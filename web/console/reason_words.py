@@ -97,6 +97,46 @@ WORDS: dict[str, Callable[..., str]] = {
     codes.NOT_WAITING_FOR_REVIEW: lambda state: gettext(
         "the instance is %(state)s, not waiting for review", state=state
     ),
+    codes.APPROVAL_COUNTED: lambda level, required, approvals: gettext(
+        "approval %(approvals)s of %(required)s counted on level %(level)s",
+        approvals=approvals,
+        required=required,
+        level=level,
+    ),
+    codes.REJECTION_COUNTED: lambda level, required, possible: gettext(
+        "a reject counted on level %(level)s: %(possible)s approvals are still possible of "
+        "%(required)s",
+        level=level,
+        possible=possible,
+        required=required,
+    ),
+    codes.ALREADY_VOTED_ON_LEVEL: lambda actor, level: gettext(
+        "%(actor)s already decided or holds a task on level %(level)s: each needs a distinct "
+        "reviewer",
+        actor=actor,
+        level=level,
+    ),
+    codes.TASK_CLOSED: lambda task_id: gettext(
+        "task %(task_id)s is already closed", task_id=task_id
+    ),
+    codes.LEVEL_CANNOT_REACH: lambda level, required, possible: gettext(
+        "level %(level)s can no longer reach %(required)s approvals (%(possible)s still possible)",
+        level=level,
+        required=required,
+        possible=possible,
+    ),
+    codes.MATERIAL_REVISED: lambda old, new, reason: gettext(
+        "material revised from version %(old)s to %(new)s: %(reason)s",
+        old=old,
+        new=new,
+        reason=reason,
+    ),
+    codes.MATERIAL_NOT_NEWER: lambda offered, current: gettext(
+        "material version %(offered)s must be greater than the current %(current)s",
+        offered=offered,
+        current=current,
+    ),
+    codes.NOT_THE_APPLICANT_REVISE: lambda: gettext("only the applicant may revise the material"),
     codes.RESUBMITTED_AS: lambda instance_id: gettext(
         "resubmitted as %(instance_id)s", instance_id=instance_id
     ),
@@ -149,6 +189,12 @@ WORDS: dict[str, Callable[..., str]] = {
     ),
     launch.NO_ELIGIBLE_REVIEWER: lambda: gettext(
         "the definition's reviewers name nobody who may approve this instance"
+    ),
+    launch.NOT_ENOUGH_REVIEWERS: lambda level, found, required: gettext(
+        "level %(level)s has %(found)s eligible reviewer(s); it requires %(required)s approvals",
+        level=level,
+        found=found,
+        required=required,
     ),
     INTERRUPTED: lambda: gettext("the worker's lease ran out"),
     AUTO_PAUSED: lambda count, runs: gettext(

@@ -63,6 +63,22 @@ OPEN_TASK = {
     "claimed_at": None,
     "priority": "normal",
     "state": "OPEN",
+    "level": 1,
+}
+REVIEWERS = {"accounts": [], "groups": [], "roles": ["operator"], "applicant_leader": False}
+ONE_LEVEL = {
+    "number": 1,
+    "name": None,
+    "state": "open",
+    "approvals_required": 1,
+    "any_reject_rejects": True,
+    "approvals": 0,
+    "reviewers": REVIEWERS,
+    "candidates": ["olga", "pei"],
+    "opened_at": "2026-10-01T09:00:00Z",
+    "completed_at": None,
+    "votes": [],
+    "tasks": ["1"],
 }
 WAITING = {
     "id": SUBMITTED_INSTANCE_ID,
@@ -91,7 +107,7 @@ WAITING = {
     "escalated_account_id": None,
     "escalated_at": None,
     "next_notice_at": None,
-    "reviewers": {"accounts": [], "groups": [], "roles": ["operator"], "applicant_leader": False},
+    "reviewers": REVIEWERS,
     "tasks": [OPEN_TASK],
     "comments": [],
     "paused_since": None,
@@ -100,6 +116,10 @@ WAITING = {
     "pause_ends_at": None,
     "max_pause_seconds": None,
     "return_to": "first",
+    "current_level": 1,
+    "levels": [ONE_LEVEL],
+    "votes": [],
+    "blocked_levels": [],
     "resubmits": None,
     "resubmitted_as": None,
     "cancellation_of": None,
@@ -210,6 +230,16 @@ CLAIMED_TASK = {
 }
 CLAIMED = {**OBSERVED, "version": 4, "tasks": [CLAIMED_TASK]}
 APPROVE_WON = {"command_id": "a-1", "kind": "approve", "actor": "olga"}
+OLGA_APPROVES = {
+    "level": 1,
+    "task_id": "1",
+    "vote": "approve",
+    "actor": "olga",
+    "at": "2026-10-01T10:15:00Z",
+    "material_version": 2,
+    "lapsed": False,
+    "command_id": "a-1",
+}
 APPROVED = {
     **CLAIMED,
     "state": "APPROVED",
@@ -218,6 +248,16 @@ APPROVED = {
     "winning_command": APPROVE_WON,
     "version": 5,
     "tasks": [{**CLAIMED_TASK, "state": "CLOSED"}],
+    "levels": [
+        {
+            **ONE_LEVEL,
+            "state": "completed",
+            "approvals": 1,
+            "completed_at": "2026-10-01T10:15:00Z",
+            "votes": [OLGA_APPROVES],
+        }
+    ],
+    "votes": [OLGA_APPROVES],
     "comments": [
         {
             "author": "olga",
@@ -402,6 +442,70 @@ REMINDED = {
 }
 
 
+# Of definition `payment` (web/examples/directory.py `WITH_LEVELS`): lee, the applicant's leader,
+# approved level 1 (主管), fa approved on level 2 (财务, two of three), then ann revised the
+# material to version 2: both approvals lapsed and the review went back to level 1.
+PAYMENT_ID = "8d2e4f61-0b3a-5c7d-9e18-4a6b2c0d8f37"
+FINANCE = ["fa", "fb", "fc"]
+
+
+def _vote(level: int, task_id: str, actor: str, at: str, lapsed: bool) -> dict[str, Any]:
+    return {
+        "level": level,
+        "task_id": task_id,
+        "vote": "approve",
+        "actor": actor,
+        "at": at,
+        "material_version": 1,
+        "lapsed": lapsed,
+        "command_id": f"a-{actor}",
+    }
+
+
+LEE_LAPSED = _vote(1, "1", "lee", "2026-10-01T09:10:00Z", True)
+FA_LAPSED = _vote(2, "2", "fa", "2026-10-01T09:30:00Z", True)
+REVISED = {
+    **WAITING,
+    "id": PAYMENT_ID,
+    "definition_id": "3c1f0a52-6e2d-5b7a-8f41-9d0e2c6b7a15",
+    "title": "Payment to Xinghe",
+    "form_data": {"amount": 90000},
+    "material_version": 2,
+    "reviewers": {**REVIEWERS, "roles": [], "applicant_leader": True},
+    "version": 6,
+    "tasks": [
+        {**OPEN_TASK, "candidates": ["lee"]},
+        {**OPEN_TASK, "id": "2", "candidates": FINANCE, "state": "CLOSED", "level": 2},
+        {**OPEN_TASK, "id": "3", "candidates": FINANCE, "state": "CLOSED", "level": 2},
+    ],
+    "current_level": 1,
+    "levels": [
+        {
+            **ONE_LEVEL,
+            "name": "主管",
+            "reviewers": {**REVIEWERS, "roles": [], "applicant_leader": True},
+            "candidates": ["lee"],
+            "opened_at": "2026-10-01T10:00:00Z",
+            "votes": [LEE_LAPSED],
+        },
+        {
+            **ONE_LEVEL,
+            "number": 2,
+            "name": "财务",
+            "state": "waiting",
+            "approvals_required": 2,
+            "any_reject_rejects": False,
+            "reviewers": {**REVIEWERS, "roles": [], "groups": ["finance"]},
+            "candidates": FINANCE,
+            "opened_at": "2026-10-01T09:10:00Z",
+            "votes": [FA_LAPSED],
+            "tasks": ["2", "3"],
+        },
+    ],
+    "votes": [LEE_LAPSED, FA_LAPSED],
+}
+
+
 def reasoned(why: Reason) -> dict[str, Any]:
     """A reason as an answer gives it: in words, and as its code and parameters."""
     return {"reason": why.text, "reason_code": why.code, "reason_params": dict(why.params)}
@@ -461,6 +565,15 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "CommentIn": {"comment": {"command_id": "n-1", "comment": "客户已补交材料"}},
     "WithdrawIn": {"withdraw": {"command_id": "w-1"}},
+    "ReviseIn": {
+        "revise": {
+            "command_id": "v-1",
+            "material_version": 2,
+            "form_data": {"amount": 90000},
+            "reason": "金额更正，附新合同",
+        },
+        "keep-the-form-data": {"command_id": "v-1", "material_version": 2, "reason": "补充附件"},
+    },
     "ResubmitIn": {"resubmit": RESUBMIT},
     "RequestCancellationIn": {"request-cancellation": REQUEST_CANCELLATION},
     "ExtendDeadlineIn": {"extend": EXTEND},
@@ -477,6 +590,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "clock-paused": PAUSED,
         "clock-resumed": RESUMED,
         "returned": RETURNED,
+        "levels-revised": REVISED,
         "resubmitted": RESUBMITTED,
         "a-cancellation": CANCELLATION,
         "cancellation-requested": {
@@ -532,6 +646,11 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "RESUMED", RESUMED, Reason(codes.DEADLINE_RESUMED, {"reason": RESUME["reason"]})
         ),
         "returned": _answer("RETURNED", RETURNED, Reason(codes.RETURNED_FOR_CHANGES)),
+        "revised": _answer(
+            "REVISED",
+            REVISED,
+            Reason(codes.MATERIAL_REVISED, {"old": 1, "new": 2, "reason": "金额更正，附新合同"}),
+        ),
     },
     "CommandRejectedOut": {
         "lost-already-decided": _lost(
@@ -564,6 +683,12 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "CONFLICT",
             RETURNED,
             Reason(codes.INSTANCE_RETURNED, {"state": "RETURNED"}),
+        ),
+        "lost-already-voted": _lost(
+            "approve",
+            "ALREADY_VOTED",
+            CLAIMED,
+            Reason(codes.ALREADY_VOTED_ON_LEVEL, {"actor": "olga", "level": 1}),
         ),
         "lost-already-resubmitted": _lost(
             "resubmit",

@@ -62,7 +62,35 @@ DEFINITION = {
     "reviewers": REVIEWERS,
     "max_pause_seconds": None,
     "return_to": "first",
+    "levels": None,
+    "restart_deadline_on_revise": False,
     "cancellation_definition": REFUND_DEFINITION_ID,
+}
+# Two levels (issue 35): the applicant's leader (或签), then two of three finance reviewers
+# (会签); a revise restarts the deadline.
+LEVELS = [
+    {
+        "name": "主管",
+        "reviewers": {**REVIEWERS, "roles": [], "applicant_leader": True},
+        "approvals_required": 1,
+        "any_reject_rejects": True,
+    },
+    {
+        "name": "财务",
+        "reviewers": {**REVIEWERS, "roles": [], "groups": ["finance"]},
+        "approvals_required": 2,
+        "any_reject_rejects": False,
+    },
+]
+WITH_LEVELS = {
+    **DEFINITION,
+    "id": "3c1f0a52-6e2d-5b7a-8f41-9d0e2c6b7a15",
+    "key": "payment",
+    "name": "Payment",
+    "reviewers": None,
+    "levels": LEVELS,
+    "restart_deadline_on_revise": True,
+    "cancellation_definition": None,
 }
 
 # A definition whose instances' deadline is three working days on calendar `cn`: its review
@@ -152,6 +180,22 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "deadline_rule": THREE_WORKING_DAYS,
             "reviewers": {"roles": ["operator"]},
         },
+        "levels-and-countersign": {
+            "key": "payment",
+            "name": "Payment",
+            "external": False,
+            "review_window_seconds": 86400,
+            "levels": [
+                {"name": "主管", "reviewers": {"applicant_leader": True}},
+                {
+                    "name": "财务",
+                    "reviewers": {"groups": ["finance"]},
+                    "approvals_required": 2,
+                    "any_reject_rejects": False,
+                },
+            ],
+            "restart_deadline_on_revise": True,
+        },
     },
     "DefinitionUpdate": {
         "longer-review": {
@@ -177,6 +221,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "created": {**DEFINITION, "published": False, "revision": 0, "version": 1},
         "from-before-reviewers": {**DEFINITION, "reviewers": None},
         "in-working-days": IN_WORKING_DAYS,
+        "levels-and-countersign": WITH_LEVELS,
     },
     "DefinitionPage": {
         "first-page": {

@@ -68,6 +68,13 @@ PROBLEMS = {
         "the definition's reviewers name nobody who may approve this instance",
         "/api/approvals",
     ),
+    "NOT_ENOUGH_REVIEWERS": problem_document(
+        "NOT_ENOUGH_REVIEWERS",
+        422,
+        "Not enough reviewers",
+        "level 2 has 1 eligible reviewer(s); it requires 2 approvals",
+        "/api/approvals",
+    ),
     "TOO_MANY_ROWS": problem_document(
         "TOO_MANY_ROWS",
         422,

@@ -22,6 +22,7 @@ CLAIMED_BY_OLGA = {
     "decided_by": None,
     "decided_at": None,
     "outcome": None,
+    "level": 1,
 }
 
 EXAMPLES: dict[str, dict[str, Any]] = {

@@ -99,6 +99,18 @@ class RejectIn(KeyedBody):
     comment = comment_field(required=True)
 
 
+class ReviseIn(KeyedBody):
+    command_id = command_id_field()
+    material_version = strict_int(
+        0,
+        2**31,
+        required=True,
+        metadata={"description": "the new version: greater than the current one"},
+    )
+    form_data = form_data_field(load_default=None, allow_none=True)  # null: kept
+    reason = fields.String(required=True, validate=validate.Length(1, 500))
+
+
 class CommentIn(KeyedBody):
     command_id = command_id_field()
     comment = comment_field(required=True)
@@ -446,6 +458,46 @@ class InstanceTaskOut(OutSchema):
     claimed_at = instant_text(allow_none=True)
     priority = Choice(TASK_PRIORITY)
     state = Choice(TASK_STATE)
+    level = fields.Integer(metadata={"description": "the review level it belongs to"})
+
+
+class VoteOut(OutSchema):
+    """A reviewer's approve or reject on a level, on the material version it was given on."""
+
+    level = fields.Integer()
+    task_id = fields.String()
+    vote = fields.String(metadata={"description": "approve or reject"})
+    actor = fields.String()
+    at = instant_text()
+    material_version = fields.Integer()
+    lapsed = fields.Boolean(
+        metadata={"description": "given on earlier material: a revise lapsed it; never counts"}
+    )
+    command_id = fields.String(allow_none=True)
+
+
+class LevelStateOut(OutSchema):
+    """A review level of the instance and where it stands (docs/approvals.md#levels)."""
+
+    number = fields.Integer()
+    name = fields.String(allow_none=True)
+    state = fields.String(metadata={"description": "waiting, open, completed or failed"})
+    approvals_required = fields.Integer(metadata={"description": "1: 或签; N: 会签"})
+    any_reject_rejects = fields.Boolean()
+    approvals = fields.Integer(metadata={"description": "approvals counted (not lapsed)"})
+    reviewers = fields.Nested(ReviewersOut)
+    candidates = fields.List(fields.String(), allow_none=True)
+    opened_at = instant_text(allow_none=True)
+    completed_at = instant_text(allow_none=True)
+    votes = fields.List(fields.Nested(VoteOut), metadata={"description": "lapsed ones too"})
+    tasks = fields.List(fields.String(), metadata={"description": "the ids of its tasks"})
+
+
+class BlockedLevelOut(OutSchema):
+    level = fields.Integer()
+    approvals_required = fields.Integer()
+    possible = fields.Integer(metadata={"description": "approvals still possible then"})
+    at = instant_text()
 
 
 class CommentOut(OutSchema):
@@ -591,6 +643,26 @@ class ApprovalOut(OutSchema):
         allow_none=True, metadata={"description": "from the definition at submission"}
     )
     return_to = Choice(RETURN_TO_CHOICE, metadata={"description": "from the definition"})
+    current_level = fields.Integer(metadata={"description": "the level whose tasks are open"})
+    levels = fields.List(
+        fields.Nested(LevelStateOut),
+        attribute="review_levels",
+        metadata={
+            "description": "the review, level by level (one for a definition without "
+            "levels): state, approvals required and counted, votes, tasks"
+        },
+    )
+    votes = fields.List(
+        fields.Nested(VoteOut),
+        metadata={"description": "every approve and reject, oldest first; lapsed ones kept"},
+    )
+    blocked_levels = fields.List(
+        fields.Nested(BlockedLevelOut),
+        metadata={
+            "description": "levels that can no longer reach their approvals (candidates "
+            "deactivated), as the sweeper found them; empty: none"
+        },
+    )
     resubmits = fields.String(
         allow_none=True, metadata={"description": "the instance this one resubmits; null: none"}
     )

@@ -232,6 +232,8 @@ KEPT_WHEN_LEFT_OUT = (
     "deadline_rule",
     "max_pause_seconds",
     "return_to",
+    "levels",
+    "restart_deadline_on_revise",
     "cancellation_definition",
 )
 
@@ -262,6 +264,31 @@ class ReviewersIn(StrictSchema):
         metadata={
             "description": "the leader of the applicant's group (walking up when the "
             "applicant leads it)"
+        },
+    )
+
+
+class LevelIn(StrictSchema):
+    """One review level (docs/approvals.md#levels-and-countersign)."""
+
+    name = fields.String(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Length(1, 100),
+        metadata={"description": "e.g. 主管, 财务"},
+    )
+    reviewers = fields.Nested(ReviewersIn, required=True)
+    approvals_required = strict_int(
+        1,
+        50,
+        load_default=1,
+        metadata={"description": "1: 或签 (any one candidate); N: 会签 (N distinct reviewers)"},
+    )
+    any_reject_rejects = strict_bool(
+        load_default=True,
+        metadata={
+            "description": "false: a reject is a no vote; the level fails only when the "
+            "approvals still possible can no longer reach approvals_required"
         },
     )
 
@@ -352,6 +379,26 @@ class DefinitionFieldsIn(StrictSchema):
         },
     )
 
+    levels = fields.List(
+        fields.Nested(LevelIn),
+        allow_none=True,
+        load_default=None,
+        validate=validate.Length(1, 10),
+        metadata={
+            "description": "the review in order, level by level; given, they win over "
+            "`reviewers` (which are then cleared); null or left out: one level from "
+            "`reviewers`. A PUT leaving it out keeps it"
+        },
+    )
+    restart_deadline_on_revise = strict_bool(
+        load_default=None,
+        allow_none=True,
+        metadata={
+            "description": "whether a revise of the material restarts the review deadline "
+            "(default false); a PUT leaving it out keeps it"
+        },
+    )
+
     @validates_schema
     def unique_presets(self, data: dict[str, Any], **kwargs: Any) -> None:
         ids = [preset["id"] for preset in data.get("schedule_presets", [])]
@@ -367,10 +414,10 @@ class DefinitionCreate(DefinitionFieldsIn):
     key = fields.String(required=True, validate=validate.Regexp(DEFINITION_KEY))
     reviewers = fields.Nested(
         ReviewersIn,
-        required=True,
+        load_default=None,
         metadata={
             "description": 'who reviews its instances, fixed on each when it starts ({"roles": '
-            '["operator"]}: anyone holding the role)'
+            '["operator"]}: anyone holding the role); required unless `levels` are given'
         },
     )
 
@@ -387,6 +434,13 @@ class ReviewersOut(OutSchema):
     groups = fields.List(fields.String(), metadata={"description": "group keys"})
     roles = fields.List(fields.String())
     applicant_leader = fields.Boolean()
+
+
+class LevelOut(OutSchema):
+    name = fields.String(allow_none=True)
+    reviewers = fields.Nested(ReviewersOut)
+    approvals_required = fields.Integer()
+    any_reject_rejects = fields.Boolean()
 
 
 class DefinitionOut(OutSchema):
@@ -411,12 +465,20 @@ class DefinitionOut(OutSchema):
     reminders = fields.List(fields.Nested(ReminderOut))
     escalation = fields.Nested(EscalationOut, allow_none=True)
     reviewers = fields.Nested(
-        ReviewersOut, allow_none=True, metadata={"description": "null: anyone who may decide"}
+        ReviewersOut,
+        allow_none=True,
+        metadata={"description": "null: anyone who may decide, or the definition has levels"},
     )
     max_pause_seconds = fields.Integer(
         allow_none=True, metadata={"description": "the longest one pause lasts; null: no limit"}
     )
     return_to = Choice(RETURN_TO_CHOICE)
+    levels = fields.List(
+        fields.Nested(LevelOut),
+        allow_none=True,
+        metadata={"description": "null: one level from `reviewers`"},
+    )
+    restart_deadline_on_revise = fields.Boolean()
     cancellation_definition = fields.String(
         allow_none=True,
         metadata={

@@ -6,6 +6,7 @@ from cronledger.application.bulk import BULK_OUTCOMES, RUN_ACTIONS, SCHEDULE_ACT
 from cronledger.application.schedules import MOVE_OUTCOMES
 from cronledger.health import PHASES
 from domain.approvals import (
+    ALREADY_VOTED,
     APPROVE,
     APPROVED,
     CANCELLATION_REQUESTED,
@@ -29,11 +30,13 @@ from domain.approvals import (
     RESUMED,
     RETURN_KIND,
     RETURNED,
+    REVISED,
     SELF_APPROVAL,
     STALE_MATERIAL,
     SWEEP,
     TAKEN,
     UNCLAIMED,
+    VOTED,
     WAITING_REVIEW,
     WITHDRAW,
     WITHDRAWN,
@@ -126,6 +129,8 @@ DECISION_OUTCOME = Choices(
         PAUSED,
         RESUMED,
         RETURNED,
+        VOTED,
+        REVISED,
         RESUBMITTED,
         CANCELLATION_REQUESTED,
         STALE_MATERIAL,
@@ -133,6 +138,7 @@ DECISION_OUTCOME = Choices(
         CONFLICT,
         LATE_OR_CONFLICT,
         TAKEN,
+        ALREADY_VOTED,
     ),
     "what a command got (docs/approvals.md): those up to `CANCELLATION_REQUESTED` are "
     "accepted (200, or 201 with the new instance) but `EXPIRED`, which a late command gets "

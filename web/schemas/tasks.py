@@ -66,6 +66,7 @@ class TaskOut(OutSchema):
     decided_by = fields.String(allow_none=True)
     decided_at = UtcDateTime(allow_none=True)
     outcome = Choice(DECISION_OUTCOME, allow_none=True)
+    level = fields.Integer(metadata={"description": "the review level of the instance it is"})
 
 
 class TaskCountsOut(OutSchema):
