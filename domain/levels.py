@@ -56,23 +56,38 @@ class Level:
 
 
 def check_levels(levels: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A definition's levels as kept: 1 to 10, each naming reviewers, 1 to 50 approvals."""
+    """A definition's levels as kept: 1 to 10, each naming reviewers, 1 to 50 approvals, and
+    no more than the accounts it names when it names only accounts. A level's problem is named
+    by its place in the list, from 0 as the API's other list errors are (`levels.1.` is the
+    second level)."""
     if not 1 <= len(levels) <= MAX_LEVELS:
         raise ValidationFailed.of("levels", Message("give 1 to 10 levels"))
     kept = []
-    for number, stored in enumerate(levels, start=1):
+    for index, stored in enumerate(levels):
         level = Level.of(stored)
         try:
             level.reviewers.check()
         except ValidationFailed as broken:
-            raise ValidationFailed.of(f"levels.{number}.reviewers", broken.message) from None
-        if not 1 <= level.approvals_required <= MAX_APPROVALS:
-            raise ValidationFailed.of(
-                f"levels.{number}.approvals_required", Message("must be 1 to 50")
-            )
+            raise ValidationFailed.of(f"levels.{index}.reviewers", broken.message) from None
+        problem = _approvals_problem(level)
+        if problem is not None:
+            raise ValidationFailed.of(f"levels.{index}.approvals_required", problem)
         kept.append(level.as_dict())
     return kept
 
+
+def _approvals_problem(level: Level) -> Message | None:
+    """Why a level's `approvals_required` can never be reached, if it cannot."""
+    if not 1 <= level.approvals_required <= MAX_APPROVALS:
+        return Message("must be 1 to 50")
+    rule = level.reviewers
+    only_accounts = not (rule.groups or rule.roles or rule.applicant_leader)
+    if only_accounts and level.approvals_required > len(set(rule.accounts)):
+        return Message(
+            "only {count} accounts are named: at most {count} approvals",
+            count=len(set(rule.accounts)),
+        )
+    return None
 
 def definition_levels(
     reviewers: Mapping[str, Any] | None, levels: Sequence[Mapping[str, Any]] | None

@@ -613,15 +613,15 @@ class Directory:
         self, tenant_id: UUID, levels: list[dict[str, Any]]
     ) -> dict[str, list[str]]:
         """What is wrong with a definition's levels: their number, each level's reviewers and
-        approvals (each field under `levels.N.`)."""
+        approvals (each field under `levels.N.`, N from 0)."""
         try:
             check_levels(levels)
         except ValidationFailed as failed:
             return dict(failed.errors)
         problems: dict[str, list[str]] = {}
-        for number, level in enumerate(levels, start=1):
+        for index, level in enumerate(levels):
             found = self._reviewer_problems(tenant_id, level["reviewers"])
-            problems.update({f"levels.{number}.{k}": v for k, v in found.items()})
+            problems.update({f"levels.{index}.{k}": v for k, v in found.items()})
         return problems
 
     def _missing_groups(self, tenant_id: UUID, keys: Sequence[str]) -> list[str]:

@@ -182,10 +182,19 @@ def test_a_refused_revise_is_answered_on_material_version() -> None:
 def test_levels_are_checked_on_a_definition() -> None:
     with pytest.raises(ValidationFailed) as refused:
         check_levels([{"reviewers": {"accounts": []}}])
-    assert list(refused.value.errors) == ["levels.1.reviewers"]
+    assert list(refused.value.errors) == ["levels.0.reviewers"]
     with pytest.raises(ValidationFailed) as too_many:
         check_levels([{"reviewers": {"roles": ["operator"]}, "approvals_required": 51}])
-    assert list(too_many.value.errors) == ["levels.1.approvals_required"]
+    assert list(too_many.value.errors) == ["levels.0.approvals_required"]
+    with pytest.raises(ValidationFailed) as unreachable:
+        check_levels(
+            [
+                {"reviewers": {"roles": ["operator"]}},
+                {"reviewers": {"accounts": ["ann", "bob"]}, "approvals_required": 3},
+            ]
+        )
+    assert list(unreachable.value.errors) == ["levels.1.approvals_required"]
+    assert check_levels([{"reviewers": {"groups": ["finance"]}, "approvals_required": 3}])
 
 
 def test_a_snapshot_from_before_levels_reads_one_level_from_its_reviewers() -> None:
