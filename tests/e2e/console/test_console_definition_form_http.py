@@ -191,15 +191,12 @@ def test_a_definition_of_levels_is_saved_and_each_levels_error_shown_at_its_leve
     page = too_many.get_data(as_text=True)
     assert "3" in field_error(page, "levels-1-approvals_required")
     assert 'aria-describedby="levels-1-approvals-hint levels-1-approvals_required-error"' in page
+    nobody = console.post(DEFINITIONS, levels_form(**{"levels.0.reviewers.roles": []}))
+    assert field_error(nobody.get_data(as_text=True), "levels-0-reviewers")
     unknown = console.post(
-        DEFINITIONS,
-        levels_form(
-            **{"levels.0.reviewers.roles": [], "levels.1.reviewers.accounts": ["ann", "zed"]}
-        ),
+        DEFINITIONS, levels_form(**{"levels.1.reviewers.accounts": ["ann", "zed"]})
     )
-    page = unknown.get_data(as_text=True)
-    assert field_error(page, "levels-0-reviewers")
-    assert "zed" in field_error(page, "levels-1-reviewers-accounts")
+    assert "zed" in field_error(unknown.get_data(as_text=True), "levels-1-reviewers-accounts")
     both = console.post(DEFINITIONS, levels_form(**{"reviewers.roles": ["operator"]}))
     assert field_error(both.get_data(as_text=True), "reviewers")
     assert admin.get("/api/definitions").json["total"] == 0
