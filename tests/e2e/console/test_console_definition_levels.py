@@ -100,13 +100,13 @@ def test_a_definition_with_two_levels_is_made_edited_and_shown(
     check_accessible(page)
     fits_narrow(page)
     if language == "en":
-        page.evaluate("document.getElementById('levels').scrollIntoView()")
+        page.evaluate("document.getElementById('levels-1').scrollIntoView()")
         screenshot(page, "definition-levels")
     page.get_by_role("button", name=words["create"], exact=True).click()
 
     card = page.locator(f"#definition-{key}")
     for shown in words["shown"]:
-        expect(card.locator(".levels-shown")).to_contain_text(shown)
+        expect(card.locator("dd.review-levels-shown")).to_contain_text(shown)
     expect(card.locator(".max-pause-shown")).to_have_text(words["pause"])
     expect(card.locator(".return-to-shown")).to_have_text(words["returning"])
     expect(card.locator(".cancellation-shown")).to_contain_text(f"refund-{language}")
