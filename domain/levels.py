@@ -89,6 +89,7 @@ def _approvals_problem(level: Level) -> Message | None:
         )
     return None
 
+
 def definition_levels(
     reviewers: Mapping[str, Any] | None, levels: Sequence[Mapping[str, Any]] | None
 ) -> list[Level] | None:
