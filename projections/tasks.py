@@ -380,7 +380,20 @@ def _where(scope: str, tenant_id: UUID, account_id: str, may_decide: bool) -> tu
         )
     mine = "id IN (SELECT task FROM task_candidates WHERE tenant_id = ? AND account_id = ?)"
     anyones = " OR candidates IS NULL" if may_decide else ""  # before reviewers: anyone's
-    return f"tenant_id = ? AND state = ? AND ({mine}{anyones})", [tenant, OPEN, tenant, account_id]
+    return (
+        f"tenant_id = ? AND state = ? AND ({mine}{anyones}) AND {ONE_A_LEVEL}",
+        [tenant, OPEN, tenant, account_id, OPEN, account_id, account_id],
+    )
+
+
+# A countersign level opens a task per approval it needs, but a reviewer takes one at most:
+# the claimable list shows a level once (its first open task), and not at all to a reviewer
+# who holds or decided one of its tasks.
+ONE_A_LEVEL = (
+    "NOT EXISTS (SELECT 1 FROM tasks o WHERE o.instance_id = tasks.instance_id "
+    "AND o.level = tasks.level AND ((o.state = ? AND o.task_id < tasks.task_id) "
+    "OR o.assignee_id = ? OR o.decided_by = ?))"
+)
 
 
 def task_page(

@@ -309,3 +309,26 @@ def test_a_return_at_level_two_stops_the_clock_and_a_revise_brings_it_back(
     assert approve(people["fc"], path, "f-5", 2).json["state"] == "APPROVED"
     kinds = [e["type"] for e in admin.get(f"{path}/timeline").json["items"]]
     assert kinds.count("ApprovalInstance.Returned") == kinds.count("ApprovalInstance.Revised") == 1
+
+
+def claimable(reviewer: Api) -> list[str]:
+    answer = reviewer.get("/api/tasks?scope=claimable")
+    assert answer.status_code == 200, answer.json
+    assert answer.json["counts"]["claimable"] == len(answer.json["items"])
+    return [item["instance_id"] for item in answer.json["items"]]
+
+
+def test_a_countersign_level_is_in_a_reviewers_inbox_once_until_they_take_a_task(
+    admin: Api, people: dict[str, Api]
+) -> None:
+    """Two open tasks on a 2-of-3 level: each reviewer's claimable list shows the instance
+    once, and not at all once they hold or decided one of its tasks."""
+    instance = submit(people["ann"], definition(admin, "pay-inbox", [FINANCE]))
+    path = f"/api/approvals/{instance['id']}"
+    assert claimable(people["fa"]) == claimable(people["fb"]) == [instance["id"]]
+    people["fa"].post(f"{path}/claim", {"command_id": "c-fa"})
+    assert claimable(people["fa"]) == []
+    assert claimable(people["fb"]) == [instance["id"]]
+    assert approve(people["fa"], path, "a-fa", 1).json["outcome"] == "VOTED"
+    assert claimable(people["fa"]) == []
+    assert claimable(people["fc"]) == [instance["id"]]
