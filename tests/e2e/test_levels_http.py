@@ -195,7 +195,13 @@ def test_the_second_level_opens_only_when_the_first_completes(
 def test_a_level_with_too_few_reviewers_refuses_the_submission(
     admin: Api, people: dict[str, Api]
 ) -> None:
-    four = {**FINANCE, "approvals_required": 4}
+    # Four named (a level naming fewer accounts than it requires is refused when saved), one of
+    # them the applicant, who may not approve her own: three eligible.
+    four = {
+        **FINANCE,
+        "reviewers": {"accounts": ["fa", "fb", "fc", "ann"]},
+        "approvals_required": 4,
+    }
     refused = people["ann"].post(
         "/api/approvals",
         {
