@@ -299,20 +299,28 @@ class Submission:
                 "source": "explicit",
                 "rule_version": DEADLINE_RULES_VERSION,
             }
-        if ruled is not None:
-            deadline_at, policy = ruled
-            return deadline_at, {
-                "source": WORKING_TIME,
-                **policy,
-                **revision,
-                "rule_version": DEADLINE_RULES_VERSION,
-            }
-        return now + timedelta(seconds=review_window_seconds), {
-            "source": "definition",
-            "review_window_seconds": review_window_seconds,
+        return definition_deadline(review_window_seconds, now, revision, ruled)
+
+
+def definition_deadline(
+    review_window_seconds: int, now: datetime, revision: dict[str, int], ruled: Ruled | None
+) -> tuple[datetime, dict[str, Any]]:
+    """The deadline a definition's rule sets from `now`, and its policy: its review window in
+    seconds, or (`ruled`) as its rule in working time counted it."""
+    if ruled is not None:
+        deadline_at, policy = ruled
+        return deadline_at, {
+            "source": WORKING_TIME,
+            **policy,
             **revision,
             "rule_version": DEADLINE_RULES_VERSION,
         }
+    return now + timedelta(seconds=review_window_seconds), {
+        "source": "definition",
+        "review_window_seconds": review_window_seconds,
+        **revision,
+        "rule_version": DEADLINE_RULES_VERSION,
+    }
 
 
 WORKING_TIME = "working_time"  # the source of a deadline a rule in working time counted

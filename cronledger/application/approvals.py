@@ -38,8 +38,10 @@ from domain.approvals import (
     Parties,
     Submission,
     approval_uuid,
+    definition_deadline,
     linked_command_id,
     refusal_error,
+    revision_of,
 )
 from domain.directory import Definition, Principal
 from domain.errors import NotFound, PreconditionFailed, ValidationFailed
@@ -397,13 +399,11 @@ class Approvals:
         if definition is None:
             return command
         now = self.ledger.clock()
-        asked = Submission(str(command.command_id), instance.definition_id, "", {}, 1, None)
-        ruled = self.calendars.ruled(instance.tenant_id, definition, now)
-        deadline, policy = asked.deadline(
+        deadline, policy = definition_deadline(
             definition.review_window_seconds,
             now,
-            {"definition_revision": definition.revision},
-            ruled,
+            revision_of(definition),
+            self.calendars.ruled(instance.tenant_id, definition, now),
         )
         policy = {**policy, "restarted_on_revise": True}
         counted = {"new_deadline_at": deadline, "deadline_policy": policy}
