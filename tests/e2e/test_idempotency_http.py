@@ -491,4 +491,10 @@ def test_every_creating_post_and_command_takes_the_key(app: Flask) -> None:
         "unclaim": "COMMAND_ID_REUSED",
         "reassign": "COMMAND_ID_REUSED",
         "comment": "COMMAND_ID_REUSED",
+        "pause_deadline": "COMMAND_ID_REUSED",
+        "resume_deadline": "COMMAND_ID_REUSED",
+        "return_for_changes": "COMMAND_ID_REUSED",
+        "revise": "COMMAND_ID_REUSED",
+        "resubmit": "COMMAND_ID_REUSED",
+        "request_cancellation": "COMMAND_ID_REUSED",
     }

@@ -58,6 +58,12 @@ COMMANDS = tuple(
         "unclaim",
         "reassign",
         "comments",
+        "pause-deadline",
+        "resume-deadline",
+        "return",
+        "revise",
+        "resubmit",
+        "request-cancellation",
     )
 )
 REJECTED = "ApprovalInstance.CommandRejected"

@@ -27,7 +27,7 @@ from domain.policy import RunPolicy
 from domain.webhooks import EVENT_TYPES, SubscriptionFields
 from projections.keyset import Window
 from tests.support import DECIDERS, FakeClock, Opener, World, wait_until
-from tests.webhook_receiver import receiving
+from tests.webhook_receiver import Receiver, receiving
 from tick.processes import notifier_loop
 
 SECRET_KEY = "a test key that is at least thirty-two characters long"
@@ -68,6 +68,16 @@ EXPECTED = {
 }
 
 
+def deliver_everything(notifier: Notifier, receiver: Receiver) -> None:
+    """Have the notifier work until a call sends nothing more: one call goes on for ten seconds
+    at most, and a loaded machine may need more of them."""
+    while True:
+        before = len(receiver.received)
+        notifier.work()
+        if len(receiver.received) == before:
+            return
+
+
 def test_every_event_type_arrives_once_signed(open_with: Opener, tmp_path: Path) -> None:
     clock = FakeClock(datetime.now(UTC) - timedelta(hours=2))  # the events take an hour
     create_signing_key(tmp_path / "key.pem")  # checkpoint.signed: the log's tree is signed
@@ -79,8 +89,7 @@ def test_every_event_type_arrives_once_signed(open_with: Opener, tmp_path: Path)
         _every_kind_of_event(services, world, root, ann)
         clock.now = datetime.now(UTC)  # the receiver checks the timestamps against its clock
         notifier = Notifier.of(services)
-        notifier.work()
-        notifier.work()  # nothing is sent twice
+        deliver_everything(notifier, receiver)  # and nothing twice
         received = list(receiver.received)
     messages = [r.verified(made.secret or "") for r in received]
     assert {m["type"] for m in messages} == set(EVENT_TYPES)
