@@ -19,24 +19,28 @@ from marshmallow import RAISE, Schema, ValidationError
 from cronledger.application.services import Services
 from domain.directory import Principal
 from domain.messages import Message
+from web.command_keys import Replays, first_answered, remember
 from web.freshness import (
     read_models_ready,
     wait_until_projected,
     wanted_position,
     written_headers,
 )
-from web.idempotency import idempotency_key, with_key_field
+from web.idempotency import HEADER, idempotency_key, keyed_request, replay_headers, with_key_field
 from web.json_depth import check_nesting
 from web.merge_patch import merge_patch
 from web.preconditions import (
     Versioned,
     check_agrees,
     conflicts_as_failed_preconditions,
+    content_tag,
     etag_header,
     expecting,
-    if_match_version,
+    if_match_precondition,
+    not_modified,
 )
 from web.problems import SOME_FIELDS_INVALID, Problem
+from web.schemas.base import PageQuery
 
 View = Callable[..., Any]
 
@@ -68,6 +72,7 @@ class MergePatch:
 
 Body = type[Schema] | Either | MergePatch
 MERGE_PATCH_TYPES = ("application/merge-patch+json", "application/json")
+KEYLESS_METHODS = frozenset({"PUT", "PATCH", "DELETE"})  # Idempotency-Key is 400 on them
 
 
 @dataclass(frozen=True)
@@ -114,12 +119,15 @@ class EndpointSpec:
     status: int
     tag: str
     operation_id: str
-    idempotent: bool = False  # takes an Idempotency-Key header; may answer Idempotent-Replayed
+    # Takes an Idempotency-Key header and may answer Idempotent-Replayed: True, the view keeps
+    # the key; `Replays`, the endpoint does (a command that creates nothing of its own).
+    idempotent: bool | Replays = False
     # True: answers an ETag; a reader of the resource (principal, path): also honours If-Match
     versioned: Versioned = False
     verifier: Verifier | None = None
     also: str | None = None  # another permission that serves as well as `permission`
     download: Download | None = None  # a file (the view's `Response`), not `response`'s JSON
+    location: str | None = None  # a 201's `Location`, formatted with the path and the answer
 
 
 def services() -> Services:
@@ -136,18 +144,20 @@ def endpoint(
     query: type[Schema] | None = None,
     response: type[Schema] | None = None,
     status: int = 200,
-    idempotent: bool = False,
+    idempotent: bool | Replays = False,
     versioned: Versioned = False,
     verifier: Verifier | None = None,
     also: str | None = None,
     download: Download | None = None,
+    location: str | None = None,
 ) -> Callable[[View], View]:
     """Declare a view: who may call it, what it takes and what it answers.
 
     A caller lacking `permission` but holding `seen_with` (who can see the resource) still
     reaches the view, whose service records the refusal and answers it 403. A caller holding
     `also` instead of `permission` is served as well. A request that `verifier` verifies
-    needs no token. A `download` view answers a file: its `Response` as it is.
+    needs no token. A `download` view answers a file: its `Response` as it is. A view that
+    creates (201) names its new resource's URL as `location`, e.g. `/api/groups/{id}`.
     """
 
     def decorate(view: View) -> View:
@@ -166,6 +176,7 @@ def endpoint(
             verifier=verifier,
             also=also,
             download=download,
+            location=location,
         )
 
         @functools.wraps(view)
@@ -176,19 +187,21 @@ def endpoint(
                 inputs["principal"] = verified.principal
             elif permission is not None:
                 inputs["principal"] = authorize(permission, seen_with or also)
-            expected = if_match_version(versioned, permission, inputs)
+            refuse_key_without_meaning(idempotent)
+            precondition = if_match_precondition(versioned, permission, inputs)
             key = verified.key if verified else (idempotency_key() if idempotent else None)
             if isinstance(body, MergePatch):
-                inputs["body"] = patched(body, inputs, expected)
+                inputs["body"] = patched(body, inputs, precondition.version)
             elif body is not None:
                 data = json_object()
                 shape = body.pick(data) if isinstance(body, Either) else body
                 data = with_key_field(shape, data, key)
-                inputs["body"] = load(shape(), expecting(shape, data, expected))
-            given = expecting(query, request.args.to_dict(), expected)
+                inputs["body"] = load(shape(), expecting(shape, data, precondition.version))
+            given = expecting(query, request.args.to_dict(), precondition.version)
             arguments = load(loader(query), given)
             if query is not None:
                 inputs["query"] = arguments
+            expected = precondition.enforced()  # 412 only for a request that is valid
             check_agrees(expected, inputs.get("body"), arguments)
             reading = request.method == "GET"
             if reading and versioned:  # a single resource, read from its row
@@ -198,23 +211,81 @@ def endpoint(
             if not reading:
                 services().ledger.forget_saved_position()
             with conflicts_as_failed_preconditions(expected):
-                result = view(**inputs)
+                result = acted(view, spec, inputs)
             if download is not None:
                 return cast(Response, result)
             written = {} if reading else written_headers(services())
             if response is None:
                 return "", status, written
-            if isinstance(result, Answered):
-                dumped = result.body if result.dumped else dumper(response).dump(result.body)
-                tagged = {**etag_header(versioned, dumped), **result.headers, **written}
-                return jsonify(dumped), result.status, tagged
-            dumped = dumper(response).dump(result)
-            return jsonify(dumped), status, {**etag_header(versioned, dumped), **written}
+            answer = result if isinstance(result, Answered) else Answered(result, status)
+            dumped = answer.body if answer.dumped else dumper(response).dump(answer.body)
+            tagged = entity_tag(spec, dumped) if reading or versioned else {}
+            if reading and tagged and not_modified(tagged["ETag"]):
+                return "", 304, tagged
+            where = located(location, answer.status, path, dumped)
+            return jsonify(dumped), answer.status, {**tagged, **where, **answer.headers, **written}
 
         handle.endpoint_spec = spec  # type: ignore[attr-defined]
         return handle
 
     return decorate
+
+
+def refuse_key_without_meaning(idempotent: object) -> None:
+    """400 for an Idempotency-Key on a write that takes none: a PUT, PATCH or DELETE is
+    idempotent already (or checked by If-Match), so a key would promise what it cannot."""
+    if not idempotent and HEADER in request.headers and request.method in KEYLESS_METHODS:
+        raise Problem(
+            "BAD_REQUEST",
+            Message(
+                "{header} has no meaning on {method}: repeating it does no more than once "
+                "(If-Match makes it conditional); send it without the header",
+                header=HEADER,
+                method=request.method,
+            ),
+        )
+
+
+def acted(view: View, spec: EndpointSpec, inputs: dict[str, Any]) -> Any:
+    """What the view answers; for a command whose key the endpoint keeps (`Replays`), a repeat
+    of the key's first success answers what it acted on as it is now, marked replayed."""
+    replays = spec.idempotent
+    if not isinstance(replays, Replays):
+        return view(**inputs)
+    keyed = keyed_request(inputs["principal"], spec.operation_id)
+    if keyed is None:
+        return view(**inputs)
+    first = first_answered(services(), keyed)
+    if first is not None:
+        found = {name: value for name, value in inputs.items() if name not in ("body", "query")}
+        answered = {"answered": first} if replays.by_answer else {}
+        return Answered(replays.read(**found, **answered), spec.status, replay_headers(True))
+    result = view(**inputs)
+    remember(services(), keyed, result)
+    return result
+
+
+def entity_tag(spec: EndpointSpec, dumped: Any) -> dict[str, str]:
+    """`ETag` of an answer: a versioned resource's version, a list page's digest."""
+    if spec.versioned:
+        return etag_header(spec.versioned, dumped)
+    return {"ETag": content_tag(dumped)} if is_list(spec) else {}
+
+
+def is_list(spec: EndpointSpec) -> bool:
+    """Whether the endpoint answers a list's pages (and may `Link` to others)."""
+    paged = spec.query is not None and issubclass(spec.query, PageQuery)
+    return paged and spec.download is None
+
+
+def located(
+    template: str | None, status: int, path: Mapping[str, Any], dumped: Any
+) -> dict[str, str]:
+    """`Location` of a 201: the URL of what it created (root-relative)."""
+    if template is None or status != 201 or not isinstance(dumped, Mapping):
+        return {}
+    names = {**path, **dumped}
+    return {"Location": request.script_root + template.format_map(names)}
 
 
 @functools.cache

@@ -90,6 +90,7 @@ def _instance(principal: Principal, instance_id: str) -> ApprovalRow:
     versioned=True,
     response=ApprovalOut,
     status=201,
+    location="/api/approvals/{id}",
 )
 def submit_approval(principal: Principal, body: dict[str, Any]) -> Answered:
     deadline, offset = _in_utc(body["review_deadline_at"])
@@ -202,6 +203,7 @@ def _link_endpoint(summary: str, body: type[Schema]) -> Callable[[View], View]:
         idempotent=True,
         response=ApprovalOut,
         status=201,
+        location="/api/approvals/{id}",
     )
 
 

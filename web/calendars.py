@@ -14,6 +14,7 @@ from domain.idempotency import CREATE_CALENDAR
 from domain.permissions import APPROVAL_LIST, AUDIT_READ, DIRECTORY_MANAGE, SCHEDULE_LIST
 from projections.calendars import CALENDAR_LISTING, CALENDAR_ORDER, CalendarRow
 from web.api import Answered, MergePatch, endpoint, services
+from web.command_keys import Replays
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
 from web.schemas.audit import TimelineOut
@@ -66,6 +67,7 @@ def calendar_fields(body: dict[str, Any]) -> CalendarFields:
     versioned=True,
     response=CalendarOut,
     status=201,
+    location="/api/calendars/{id}",
 )
 def create_calendar(principal: Principal, body: dict[str, Any]) -> Answered:
     keyed = keyed_request(principal, CREATE_CALENDAR)
@@ -163,6 +165,7 @@ def patch_calendar(principal: Principal, calendar_id: str, body: dict[str, Any])
     body=CalendarImport,
     versioned=_calendar,
     response=CalendarOut,
+    idempotent=Replays(_calendar),
 )
 def import_calendar(principal: Principal, calendar_id: str, body: dict[str, Any]) -> CalendarRow:
     return services().calendars.import_years(

@@ -20,6 +20,7 @@ from projections.callback_sources import (
     CallbackSourceRow,
 )
 from web.api import Answered, Verified, endpoint, services
+from web.command_keys import Replays
 from web.idempotency import keyed_request, replay_headers
 from web.json_depth import check_nesting
 from web.paging import listed, window
@@ -51,6 +52,11 @@ def _shown(made: SourceWithSecret) -> dict[str, Any]:
     return {**made.source._asdict(), "secret": made.secret}
 
 
+def _without_secret(principal: Principal, source_id: str) -> dict[str, Any]:
+    """The source as a repeated rotation answers it: its secret is shown once."""
+    return _shown(SourceWithSecret(_source(principal, source_id), None))
+
+
 @bp.post("")
 @endpoint(
     "Register a callback source (its signing secret is shown once)",
@@ -61,6 +67,7 @@ def _shown(made: SourceWithSecret) -> dict[str, Any]:
     versioned=True,
     response=CallbackSourceSecretOut,
     status=201,
+    location="/api/callback-sources/{id}",
 )
 def create_callback_source(principal: Principal, body: dict[str, Any]) -> Answered:
     keyed = keyed_request(principal, CREATE_CALLBACK_SOURCE)
@@ -108,6 +115,7 @@ def get_callback_source(principal: Principal, source_id: str) -> CallbackSourceR
     body=VersionReasonBody,
     versioned=_source,
     response=CallbackSourceSecretOut,
+    idempotent=Replays(_without_secret),
 )
 def rotate_callback_source_secret(
     principal: Principal, source_id: str, body: dict[str, Any]

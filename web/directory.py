@@ -27,6 +27,7 @@ from projections.directory import (
     DefinitionRow,
 )
 from web.api import Answered, MergePatch, endpoint, services
+from web.command_keys import Replays
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
 from web.problems import SOME_FIELDS_INVALID, Problem
@@ -83,6 +84,7 @@ def _definition(principal: Principal, definition_id: str) -> DefinitionRow:
     versioned=True,
     response=AccountOut,
     status=201,
+    location="/api/accounts/{id}",
     idempotent=True,
 )
 def create_account(principal: Principal, body: dict[str, Any]) -> Answered:
@@ -169,6 +171,7 @@ def patch_account(principal: Principal, account_id: str, body: dict[str, Any]) -
     body=VersionReasonBody,
     versioned=_account,
     response=AccountOut,
+    idempotent=Replays(_account),
 )
 def deactivate_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountRow:
     return services().directory.set_active(
@@ -184,6 +187,7 @@ def deactivate_account(principal: Principal, account_id: str, body: dict[str, An
     body=VersionReasonBody,
     versioned=_account,
     response=AccountOut,
+    idempotent=Replays(_account),
 )
 def activate_account(principal: Principal, account_id: str, body: dict[str, Any]) -> AccountRow:
     return services().directory.set_active(
@@ -198,6 +202,7 @@ def activate_account(principal: Principal, account_id: str, body: dict[str, Any]
     permission=DIRECTORY_MANAGE,
     response=TokenOut,
     status=201,
+    location="/api/accounts/{account_id}/tokens/{token_id}",
     idempotent=True,
 )
 def issue_token(principal: Principal, account_id: str) -> Answered:
@@ -292,6 +297,7 @@ def erase_contact(principal: Principal, account_id: str) -> None:
     versioned=True,
     response=DefinitionOut,
     status=201,
+    location="/api/definitions/{id}",
     idempotent=True,
 )
 def create_definition(principal: Principal, body: dict[str, Any]) -> Answered:
@@ -419,6 +425,7 @@ def patch_definition(
     body=VersionBody,
     versioned=_definition,
     response=DefinitionOut,
+    idempotent=Replays(_definition),
 )
 def publish_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
@@ -434,6 +441,7 @@ def publish_definition(
     body=VersionBody,
     versioned=_definition,
     response=DefinitionOut,
+    idempotent=Replays(_definition),
 )
 def unpublish_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]

@@ -37,6 +37,7 @@ from domain.permissions import AUDIT_READ, SCHEDULE_LIST
 from web.api import authorize, load, services
 from web.language import ANSWER_HEADERS
 from web.problems import SOME_FIELDS_INVALID, Problem, problem
+from web.rate_limits import CONCURRENT, RATE_LIMIT_HEADERS, add_items, limit_item, policy_item
 from web.schemas import validate
 from web.schemas.audit import TimelineEntryOut
 from web.schemas.base import QUERY_INTEGER, QueryInteger
@@ -71,7 +72,7 @@ def stream_events() -> Response:
     try:
         slot = streams().slots.take(principal)
     except TooManyStreams as refused:
-        return _too_many(refused.args[0])
+        return _too_many(refused)
     response = Response(
         stream_with_context(_frames(events, slot, services().health)),
         content_type="text/event-stream",
@@ -148,14 +149,17 @@ stream_events.openapi_operation = {  # type: ignore[attr-defined]
         "422": {
             "description": "an invalid or unknown query parameter, or an invalid "
             "`Last-Event-ID`, named in `errors`",
-            "headers": {name: name for name in ANSWER_HEADERS},
+            "headers": {name: name for name in (*ANSWER_HEADERS, *RATE_LIMIT_HEADERS)},
             "content": {"application/problem+json": {"schema": "Problem"}},
         },
         "429": {
             "description": "`TOO_MANY_STREAMS`: too many open streams; or `TOO_MANY_REQUESTS`: "
             "too many of this caller's requests were refused within a minute. Retry after "
             "`Retry-After` seconds.",
-            "headers": {"Retry-After": "Retry-After", **{name: name for name in ANSWER_HEADERS}},
+            "headers": {
+                "Retry-After": "Retry-After",
+                **{name: name for name in (*ANSWER_HEADERS, *RATE_LIMIT_HEADERS)},
+            },
             "content": {"application/problem+json": {"schema": "Problem"}},
         },
     },
@@ -198,11 +202,18 @@ def streams() -> Streams:
     return cast(Streams, current_app.extensions["streams"])
 
 
-def _too_many(detail: Message) -> Response:
+def _too_many(refused: TooManyStreams) -> Response:
+    """429 naming the limit reached, as a quota of streams held at once, none of it left."""
+    detail = refused.args[0]
     answer = problem(
         "TOO_MANY_STREAMS", Message("{detail}; close one, or retry later", detail=detail)
     )
     answer.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    add_items(
+        answer,
+        policy_item(refused.policy, refused.quota, unit=CONCURRENT),
+        limit_item(refused.policy, 0, RETRY_AFTER_SECONDS),
+    )
     return answer
 
 

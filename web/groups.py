@@ -56,6 +56,7 @@ def group_fields(body: dict[str, Any]) -> GroupFields:
     versioned=True,
     response=GroupOut,
     status=201,
+    location="/api/groups/{id}",
 )
 def create_group(principal: Principal, body: dict[str, Any]) -> Answered:
     keyed = keyed_request(principal, CREATE_GROUP)

@@ -15,6 +15,7 @@ from domain.directory import Principal
 from domain.permissions import APPROVAL_LIST
 from projections.notifications import NOTIFICATION_LISTING, NOTIFICATION_ORDER, NotificationRow
 from web.api import Answered, endpoint, services
+from web.command_keys import Replays
 from web.paging import listed, window
 from web.schemas.notifications import NotificationListQuery, NotificationOut, NotificationPage
 
@@ -39,12 +40,18 @@ def list_notifications(principal: Principal, query: dict[str, Any]) -> Answered:
     return answered
 
 
+def _read(principal: Principal, notification_id: str) -> NotificationRow:
+    """The notice as a repeated read answers it (read as of the first time)."""
+    return services().notifications.mark_read(principal, notification_id)
+
+
 @bp.post("/<notification_id>/read")
 @endpoint(
     "Mark one of the caller's notices read (again: it stays read as of the first time)",
     tag=TAG,
     permission=APPROVAL_LIST,
     response=NotificationOut,
+    idempotent=Replays(_read),
 )
 def read_notification(principal: Principal, notification_id: str) -> NotificationRow:
     return services().notifications.mark_read(principal, notification_id)

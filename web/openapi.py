@@ -19,15 +19,25 @@ from marshmallow import Schema
 
 from cronledger.version import installed_version
 from domain.idempotency import KEY as IDEMPOTENCY_KEY
-from web.api import MERGE_PATCH_TYPES, Body, Download, Either, EndpointSpec, MergePatch
+from web.api import (
+    KEYLESS_METHODS,
+    MERGE_PATCH_TYPES,
+    Body,
+    Download,
+    Either,
+    EndpointSpec,
+    MergePatch,
+    is_list,
+)
 from web.examples import EXAMPLES
 from web.freshness import WAIT_SECONDS, WANTED_HEADER, WRITTEN_HEADER
 from web.idempotency import KEY_REUSED, reuse_code
 from web.json_depth import MAX_JSON_DEPTH
 from web.language import ANSWER_HEADERS
 from web.openapi_shapes import register_shapes
+from web.rate_limits import RATE_LIMIT_HEADERS
 from web.schemas.approvals import CommandOut, CommandRejectedOut
-from web.schemas.base import PageQuery, ProblemOut
+from web.schemas.base import ProblemOut
 
 PATH_PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 CODES = re.compile(r"`([A-Z][A-Z_]+)`")  # the problem codes an answer's description names
@@ -72,8 +82,27 @@ HEADERS: dict[str, dict[str, Any]] = {
         "schema": {"type": "string", "enum": ["true"]},
     },
     "ETag": {
-        "description": "The resource's version as an entity tag: send it back in `If-Match`.",
+        "description": "The resource's version as an entity tag (a list page's: a digest of "
+        "the page as answered): send it back in `If-Match` to write, in `If-None-Match` to "
+        "read again only if it changed (docs/api.md#conditional-reads).",
         "required": True,
+        "schema": {"type": "string"},
+    },
+    "Location": {
+        "description": "The URL of the resource the request created, root-relative.",
+        "required": True,
+        "schema": {"type": "string"},
+    },
+    "RateLimit-Policy": {
+        "description": "The quotas the answer counts against (draft-ietf-httpapi-ratelimit-"
+        'headers): `"refusals";q=60;w=60`, the refused requests a caller may make a minute; '
+        "on a refused event stream also the one whose streams are all open, e.g. "
+        '`"streams-per-account";q=10;qu="concurrent-requests"` (docs/api.md#rate-limits).',
+        "schema": {"type": "string"},
+    },
+    "RateLimit": {
+        "description": 'What is left of each quota: `"refusals";r=57;t=42`, 57 more refusals '
+        "allowed, the whole quota back in 42 s (docs/api.md#rate-limits).",
         "schema": {"type": "string"},
     },
     "Retry-After": {
@@ -87,7 +116,9 @@ HEADERS: dict[str, dict[str, Any]] = {
         "schema": {"type": "string"},
     },
     "Link": {
-        "description": 'The next page as `<URL>; rel="next"`, while there is one.',
+        "description": 'Other pages of the list (RFC 8288), root-relative: `rel="first"` always, '
+        '`rel="next"` while there is a next page, `rel="prev"` after a numbered page 2 or later '
+        "(docs/api.md#paging).",
         "schema": {"type": "string"},
     },
     "Content-Language": {
@@ -116,6 +147,12 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "first request's answer (`Idempotent-Replayed: true`) instead of acting again "
         "(docs/api.md#idempotency).",
         "schema": {"type": "string", "pattern": f"^{IDEMPOTENCY_KEY.pattern}$"},
+    },
+    "If-None-Match": {
+        "in": "header",
+        "description": "The `ETag` an earlier answer had (or a list of them, or `*`): if the "
+        "answer would still have it, 304 with no body (docs/api.md#conditional-reads).",
+        "schema": {"type": "string"},
     },
     "If-Match": {
         "in": "header",
@@ -151,7 +188,8 @@ SIGNED_UNAUTHENTICATED = (
 SHARED_RESPONSES: dict[int, tuple[str, str, tuple[str, ...]]] = {
     400: (
         "BadRequest",
-        f"The body is not a JSON object, or nests deeper than {MAX_JSON_DEPTH} levels.",
+        f"The body is not a JSON object, or nests deeper than {MAX_JSON_DEPTH} levels; or "
+        "`If-Match` is empty; or an `Idempotency-Key` came with a `PUT`, `PATCH` or `DELETE`.",
         (),
     ),
     401: ("Unauthenticated", "No bearer token, or one that is unknown or revoked.", ()),
@@ -336,7 +374,9 @@ def _problem(description: str, *headers: str, schema: Any = "Problem") -> dict[s
     """A problem document's answer, with the headers every answer has and `headers`."""
     return {
         "description": description,
-        "headers": {name: name for name in (*EVERY_RESPONSE, *ANSWER_HEADERS, *headers)},
+        "headers": {
+            name: name for name in (*EVERY_RESPONSE, *ANSWER_HEADERS, *RATE_LIMIT_HEADERS, *headers)
+        },
         "content": {PROBLEM: {"schema": schema}},
     }
 
@@ -375,6 +415,8 @@ def _operation(declared: EndpointSpec, method: str, path_arguments: set[str]) ->
         operation["parameters"].append({"in": "query", "schema": declared.query})
     if declared.idempotent:
         operation["parameters"].append("Idempotency-Key")
+    if method == "GET" and _tagged(declared):
+        operation["parameters"].append("If-None-Match")
     if _checks_if_match(declared, method):
         operation["parameters"].append("If-Match")
     if method == "GET" and declared.permission is not None:
@@ -426,9 +468,21 @@ def _checks_if_match(declared: EndpointSpec, method: str) -> bool:
     return callable(declared.versioned) and method != "GET"
 
 
+def _tagged(declared: EndpointSpec) -> bool:
+    """Whether the operation's answer has an `ETag`: a versioned resource's, or a list's."""
+    return declared.response is not None and (bool(declared.versioned) or is_list(declared))
+
+
 def _responses(declared: EndpointSpec, method: str, path_arguments: set[str]) -> dict[str, Any]:
     """Every status the operation can answer: its success, and each problem it may meet."""
     statuses: dict[int, str | dict[str, Any]] = {declared.status: _success(declared, method)}
+    if method == "GET" and _tagged(declared):
+        statuses[304] = {
+            "description": "not modified: the answer still has the `ETag` `If-None-Match` named",
+            "headers": {"ETag": "ETag"},
+        }
+    if method in KEYLESS_METHODS or _checks_if_match(declared, method):
+        statuses |= _shared(400)
     if declared.body is not None:
         statuses |= _shared(400, 413)
     if isinstance(declared.body, MergePatch):
@@ -495,15 +549,16 @@ def _conflict(declared: EndpointSpec) -> dict[str, Any]:
 
 
 def _success(declared: EndpointSpec, method: str) -> dict[str, Any]:
-    download = declared.download is not None
     headers = [*EVERY_RESPONSE]
     if method != "GET":
         headers.append(WRITTEN_HEADER)
-    if declared.versioned and declared.response is not None:
+    if _tagged(declared) and (method == "GET" or declared.versioned):
         headers.append("ETag")
+    if declared.location is not None:
+        headers.append("Location")
     if declared.idempotent:
         headers.append("Idempotent-Replayed")
-    if declared.query is not None and issubclass(declared.query, PageQuery) and not download:
+    if is_list(declared):
         headers.append("Link")
     answer: dict[str, Any] = {
         "description": SUCCESSES.get(declared.status, "done"),

@@ -1,5 +1,5 @@
-"""Lists over HTTP: a page by cursor or by number, its `next_cursor`, and a `Link` to the next
-page (docs/api.md#paging).
+"""Lists over HTTP: a page by cursor or by number, its `next_cursor`, and a `Link` to the first,
+next and previous pages (docs/api.md#paging).
 
 A cursor is the base64url of the list's name, its last item's sort key and a checksum: opaque
 to clients, and refused (422 on `cursor`) unless it is exactly one the list gives.
@@ -53,7 +53,8 @@ def window(query: Mapping[str, Any], spec: ListSpec) -> Window:
 
 
 def listed(page: Page[Any], order: Order, item: type[Schema] | None = None) -> Answered:
-    """The page's body with its `next_cursor`, and a `Link` to the next page if there is one.
+    """The page's body with its `next_cursor`, and a `Link` to the first page, the next one if
+    there is one, and the one before a numbered page.
 
     Given the `item` schema, the items are dumped here, one by one (see ItemDumps), and the
     body is the answer as `page_of(item)` would dump it.
@@ -68,8 +69,7 @@ def listed(page: Page[Any], order: Order, item: type[Schema] | None = None) -> A
         "total_capped": page.total_capped,
         "next_cursor": cursor,
     }
-    link = {} if cursor is None else {"Link": next_link(cursor)}
-    return Answered(body, 200, link, dumped=item is not None)
+    return Answered(body, 200, {"Link": links(cursor, page.page)}, dumped=item is not None)
 
 
 class ItemDumps:
@@ -120,12 +120,25 @@ def sort_key(cursor: str, order: Order) -> SortKey:
     return key
 
 
-def next_link(cursor: str) -> str:
-    """An RFC 8288 `Link` to the request's URL (root-relative) with `cursor` set instead of
-    `page` or the cursor before, the other query parameters kept."""
+def links(cursor: str | None, number: int | None) -> str:
+    """An RFC 8288 `Link` to the first page, the next (by `cursor`) and, after page `number`
+    1, the page before it. A page read by cursor has no `prev`: a cursor names a place to
+    read forward from, and the page before it ends wherever earlier items were inserted."""
+    found = [page_link([], "first")]
+    if number is not None and number > 1:
+        found.append(page_link([("page", str(number - 1))], "prev"))
+    if cursor is not None:
+        found.append(page_link([("cursor", cursor)], "next"))
+    return ", ".join(found)
+
+
+def page_link(paging: list[tuple[str, str]], relation: str) -> str:
+    """A root-relative link to the request's URL with `paging` set instead of `page` or the
+    cursor before, the other query parameters kept."""
     kept = [(name, value) for name, value in request.args.items(multi=True) if name not in PAGING]
     path = quote(request.script_root + request.path)
-    return f'<{path}?{urlencode([*kept, ("cursor", cursor)])}>; rel="next"'
+    query = urlencode([*kept, *paging])
+    return f'<{path}{"?" if query else ""}{query}>; rel="{relation}"'
 
 
 def _checksum(payload: str) -> str:

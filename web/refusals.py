@@ -15,17 +15,21 @@ import hashlib
 import math
 import time
 
-from flask import Flask, Response, request
+from flask import Flask, Response, current_app, request
 from flask_limiter import Limiter, RequestLimit
 
 from domain.messages import Message
 from web.problems import problem
+from web.rate_limits import add_items, limit_item, policy_item
 
 UNMATCHED = "unmatched"  # what the budget calls a request no route matched
+POLICY = "refusals"  # the budget's name in RateLimit-Policy and RateLimit
 
 
 def refusal_budget(app: Flask, per_minute: int) -> Limiter:
-    """Rate-limit the app's callers by how often they are refused."""
+    """Rate-limit the app's callers by how often they are refused, and tell each refused one
+    how much of its budget is left (its hook runs after the limiter's, which deducts)."""
+    app.after_request(tell_budget)
     return Limiter(
         caller,
         app=app,
@@ -48,6 +52,24 @@ def caller() -> str:
 
 def is_refusal(response: Response) -> bool:
     return 400 <= response.status_code < 500 and response.status_code != 429
+
+
+def tell_budget(response: Response) -> Response:
+    """`RateLimit-Policy` and `RateLimit` on an answer that spends the budget (400-499), a
+    throttled caller's 429 included: the quota, what is left and when it is whole again."""
+    if not 400 <= response.status_code < 500:
+        return response
+    spent = current_app.extensions.get("limiter")
+    limit = next(iter(spent)).current_limit if spent else None
+    if limit is None:
+        return response
+    reset = max(0, math.ceil(limit.window.reset_time - time.time()))
+    add_items(
+        response,
+        policy_item(POLICY, limit.limit.amount, limit.limit.get_expiry()),
+        limit_item(POLICY, max(0, limit.remaining), reset),
+    )
+    return response
 
 
 def too_many_refusals(limit: RequestLimit) -> Response:

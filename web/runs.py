@@ -14,6 +14,7 @@ from domain.permissions import AUDIT_READ, SCHEDULE_EDIT, SCHEDULE_LIST
 from domain.runs import Run
 from projections.runs import RUN_LISTING, RUN_ORDER, RunDetail, RunFilter
 from web.api import Answered, endpoint, services
+from web.command_keys import Replays
 from web.exports import DOWNLOAD, asked, exported
 from web.freshness import read_models_ready
 from web.idempotency import replay_headers
@@ -44,6 +45,11 @@ def _run(principal: Principal, schedule_id: str, run_id: str) -> Run:
     """The run retry and cancel act on: its `version` is the one their If-Match names."""
     schedule = services().schedules.find(principal.tenant_id, schedule_id)
     return services().runs.run(principal.tenant_id, schedule.id, run_id)
+
+
+def _run_detail(principal: Principal, schedule_id: str, run_id: str) -> RunDetail:
+    """The run with its attempts, as a repeated retry or cancel answers it."""
+    return services().schedules.run(principal.tenant_id, schedule_id, run_id)
 
 
 @bp.post("/run")
@@ -161,6 +167,7 @@ def get_run(principal: Principal, schedule_id: str, run_id: str) -> RunDetail:
     versioned=_run,
     response=RunDetailOut,
     status=202,
+    idempotent=Replays(_run_detail),
 )
 def retry_run(
     principal: Principal, schedule_id: str, run_id: str, body: dict[str, Any]
@@ -180,6 +187,7 @@ def retry_run(
     versioned=_run,
     response=RunDetailOut,
     status=202,
+    idempotent=Replays(_run_detail),
 )
 def cancel_run(
     principal: Principal, schedule_id: str, run_id: str, body: dict[str, Any]

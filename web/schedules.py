@@ -22,6 +22,7 @@ from domain.permissions import (
 )
 from projections.schedules import SCHEDULE_LISTING, SCHEDULE_ORDER, ScheduleFilter
 from web.api import Answered, Either, MergePatch, endpoint, services
+from web.command_keys import Replays
 from web.exports import DOWNLOAD, asked, exported
 from web.freshness import read_models_ready
 from web.idempotency import keyed_request, replay_headers
@@ -63,6 +64,7 @@ def _schedule(principal: Principal, schedule_id: str) -> ScheduleAnswer:
     versioned=True,
     response=ScheduleOut,
     status=201,
+    location="/api/workflows/schedules/{id}",
     idempotent=True,
 )
 def create_schedule(principal: Principal, body: dict[str, Any]) -> Answered:
@@ -239,6 +241,7 @@ def patch_schedule(principal: Principal, schedule_id: str, body: dict[str, Any])
     body=VersionReasonBody,
     versioned=_schedule,
     response=ScheduleOut,
+    idempotent=Replays(_schedule),
 )
 def enable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleAnswer:
     return services().schedules.set_enabled(
@@ -254,6 +257,7 @@ def enable_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]
     body=VersionReasonBody,
     versioned=_schedule,
     response=ScheduleOut,
+    idempotent=Replays(_schedule),
 )
 def disable_schedule(
     principal: Principal, schedule_id: str, body: dict[str, Any]

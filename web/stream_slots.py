@@ -21,7 +21,13 @@ K = TypeVar("K")
 
 
 class TooManyStreams(Exception):
-    """Opening one more stream would pass a limit; the message names which."""
+    """Opening one more stream would pass a limit; the message names which, `policy` names it
+    in `RateLimit-Policy` and `quota` is how many streams it allows."""
+
+    def __init__(self, message: str, policy: str, quota: int) -> None:
+        super().__init__(message)
+        self.policy = policy
+        self.quota = quota
 
 
 @dataclass(frozen=True)
@@ -85,14 +91,22 @@ class StreamSlots:
         limits = self.limits
         if self._per_account[owner] >= limits.per_account:
             raise TooManyStreams(
-                Message("this account already has {count} open streams", count=limits.per_account)
+                Message("this account already has {count} open streams", count=limits.per_account),
+                "streams-per-account",
+                limits.per_account,
             )
         if self._per_tenant[owner[0]] >= limits.per_tenant:
             raise TooManyStreams(
-                Message("this tenant already has {count} open streams", count=limits.per_tenant)
+                Message("this tenant already has {count} open streams", count=limits.per_tenant),
+                "streams-per-tenant",
+                limits.per_tenant,
             )
         if self._total >= limits.per_process:
-            raise TooManyStreams(Message("the server has no stream to spare"))
+            raise TooManyStreams(
+                Message("the server has no stream to spare"),
+                "streams-per-process",
+                limits.per_process,
+            )
 
 
 def _decrement(counter: Counter[K], key: K) -> None:

@@ -11,10 +11,16 @@ from cronledger.application.pauses import TenantView
 from domain.directory import Principal
 from domain.permissions import DIRECTORY_MANAGE, SCHEDULE_EDIT, SCHEDULE_LIST
 from web.api import endpoint, services
+from web.command_keys import Replays
 from web.schemas.directory import DefaultCalendarBody, PauseBody, TenantOut
 
 bp = Blueprint("tenant", __name__, url_prefix="/api/tenant")
 OPERATIONS = "operations"
+
+
+def _tenant(principal: Principal) -> TenantView:
+    """The tenant as a repeated pause or resume answers it."""
+    return services().pauses.tenant(principal.tenant_id)
 
 
 @bp.get("")
@@ -35,6 +41,7 @@ def get_tenant(principal: Principal) -> TenantView:
     permission=SCHEDULE_EDIT,
     body=PauseBody,
     response=TenantOut,
+    idempotent=Replays(_tenant),
 )
 def pause_schedules(principal: Principal, body: dict[str, Any]) -> TenantView:
     return services().pauses.pause_tenant(principal, body["reason"])
@@ -47,6 +54,7 @@ def pause_schedules(principal: Principal, body: dict[str, Any]) -> TenantView:
     permission=SCHEDULE_EDIT,
     body=PauseBody,
     response=TenantOut,
+    idempotent=Replays(_tenant),
 )
 def resume_schedules(principal: Principal, body: dict[str, Any]) -> TenantView:
     return services().pauses.resume_tenant(principal, body["reason"])

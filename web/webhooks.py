@@ -21,6 +21,7 @@ from projections.webhooks import (
     WebhookRow,
 )
 from web.api import Answered, endpoint, services
+from web.command_keys import Replays
 from web.idempotency import keyed_request, replay_headers
 from web.paging import listed, window
 from web.schemas.audit import TimelineOut
@@ -51,6 +52,19 @@ def _shown(made: WebhookWithSecret) -> dict[str, Any]:
     return {**made.webhook._asdict(), "secret": made.secret}
 
 
+def _without_secret(principal: Principal, webhook_id: str) -> dict[str, Any]:
+    """The subscription as a repeated rotation answers it: its secret is shown once."""
+    return _shown(WebhookWithSecret(_webhook(principal, webhook_id), None))
+
+
+def _delivery(
+    principal: Principal, webhook_id: str, delivery_id: str = "", answered: str = ""
+) -> DeliveryRow:
+    """The message a repeated redelivery (`delivery_id`) or ping (`answered`) answers."""
+    found = services().webhooks.delivery(principal.tenant_id, webhook_id, delivery_id or answered)
+    return DeliveryRow.of_aggregate(found)
+
+
 def _fields(body: dict[str, Any]) -> SubscriptionFields:
     return SubscriptionFields(
         body["url"], list(body["event_types"]), body["description"], body["enabled"]
@@ -66,6 +80,7 @@ def _fields(body: dict[str, Any]) -> SubscriptionFields:
     versioned=True,
     response=WebhookSecretOut,
     status=201,
+    location="/api/webhooks/{id}",
     idempotent=True,
 )
 def create_webhook(principal: Principal, body: dict[str, Any]) -> Answered:
@@ -136,6 +151,7 @@ def delete_webhook(principal: Principal, webhook_id: str, body: dict[str, Any]) 
     body=VersionBody,
     versioned=_webhook,
     response=WebhookSecretOut,
+    idempotent=Replays(_without_secret),
 )
 def rotate_webhook_secret(
     principal: Principal, webhook_id: str, body: dict[str, Any]
@@ -150,6 +166,7 @@ def rotate_webhook_secret(
     permission=DIRECTORY_MANAGE,
     response=DeliveryOut,
     status=202,
+    idempotent=Replays(_delivery, by_answer=True),
 )
 def ping_webhook(principal: Principal, webhook_id: str) -> DeliveryRow:
     return services().webhooks.ping(principal, webhook_id)
@@ -179,6 +196,7 @@ def list_webhook_deliveries(
     body=ReasonBody,
     response=DeliveryOut,
     status=202,
+    idempotent=Replays(_delivery),
 )
 def redeliver_webhook(
     principal: Principal, webhook_id: str, delivery_id: str, body: dict[str, Any]

@@ -17,7 +17,7 @@ import pytest
 from tests.e2e.helpers import assert_problem, submit
 from tests.support import DECIDERS, REVIEWER, Api, FakeClock
 
-NEXT_LINK = re.compile(r'^<(?P<url>/[^>]*)>; rel="next"$')  # root-relative
+LINK = re.compile(r'<(?P<url>/[^>]*)>; rel="(?P<rel>[a-z]+)"(?:, |$)')  # root-relative
 MOST_PAGES = 100  # a walk longer than this goes round in circles
 ROUNDS = 5  # items each list gets
 
@@ -167,20 +167,25 @@ def pages(api: Api, url: str) -> Iterator[dict[str, Any]]:
         response = api.get(url)
         assert response.status_code == 200, response.json
         yield response.json
-        cursor, link = response.json["next_cursor"], response.headers.get("Link")
+        cursor, link = response.json["next_cursor"], response.headers["Link"]
         if cursor is None:
-            assert link is None
+            assert "next" not in links_of(link)
             return
-        assert link is not None
         url = link_target(link)
         assert dict(parse_qsl(urlsplit(url).query))["cursor"] == cursor
     pytest.fail(f"more than {MOST_PAGES} pages")
 
 
+def links_of(link: str) -> dict[str, str]:
+    """A `Link` header's URLs by relation; the whole header must be links."""
+    found = list(LINK.finditer(link))
+    assert "".join(match[0] for match in found) == link, link
+    return {match["rel"]: match["url"] for match in found}
+
+
 def link_target(link: str) -> str:
-    found = NEXT_LINK.match(link)
-    assert found is not None, link
-    return found["url"]
+    """Where a `Link` header's `rel="next"` points."""
+    return links_of(link)["next"]
 
 
 def walked(api: Api, url: str) -> list[Any]:
@@ -259,13 +264,31 @@ def test_the_link_keeps_the_other_parameters_and_replaces_page_by_cursor(tenant:
     assert following["page"] is None
 
 
-def test_the_last_page_has_no_next_cursor_and_no_link(tenant: Tenant) -> None:
+def test_the_last_page_has_no_next_cursor_and_no_next_link(tenant: Tenant) -> None:
     response = tenant.admin.get("/api/approvals?page_size=200")
     assert response.json["next_cursor"] is None
-    assert "Link" not in response.headers
+    assert links_of(response.headers["Link"]) == {"first": "/api/approvals?page_size=200"}
     empty = tenant.admin.get("/api/approvals?page=9&page_size=200")
     assert (empty.json["items"], empty.json["next_cursor"]) == ([], None)
-    assert "Link" not in empty.headers
+    assert "next" not in links_of(empty.headers["Link"])
+
+
+def test_a_numbered_page_links_to_the_first_the_previous_and_the_next(tenant: Tenant) -> None:
+    response = tenant.admin.get("/api/workflows/runs?trigger=manual&page=2&page_size=2")
+    links = links_of(response.headers["Link"])
+    assert links["first"] == "/api/workflows/runs?trigger=manual&page_size=2"
+    assert links["prev"] == "/api/workflows/runs?trigger=manual&page_size=2&page=1"
+    assert parse_qsl(urlsplit(links["next"]).query)[-1] == ("cursor", response.json["next_cursor"])
+    first = tenant.admin.get(links["first"]).json
+    assert tenant.admin.get(links["prev"]).json["items"] == first["items"]
+    assert (first["page"], len(first["items"])) == (1, 2)
+
+
+def test_a_page_read_by_cursor_has_no_previous_link(tenant: Tenant) -> None:
+    first = tenant.admin.get("/api/workflows/runs?page_size=2")
+    assert set(links_of(first.headers["Link"])) == {"first", "next"}
+    following = tenant.admin.get(link_target(first.headers["Link"]))
+    assert set(links_of(following.headers["Link"])) == {"first", "next"}
 
 
 def _b64(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import threading
 import time
 import urllib.request
@@ -512,11 +513,17 @@ def hold(api: Api, held: ExitStack, seconds: int = SECONDS) -> TestResponse:
 
 
 def refused(api: Api) -> str:
-    """The detail of a 429 answered to one stream too many, which says when to retry."""
+    """The detail of a 429 answered to one stream too many, which says when to retry, and
+    names the limit reached as a quota with nothing left (RateLimit-Policy and RateLimit)."""
     answer = api.get(f"/api/events/stream?max_seconds={SECONDS}")
     problem = assert_problem(answer, 429, "TOO_MANY_STREAMS")
-    assert int(answer.headers["Retry-After"]) > 0
-    return str(problem["detail"])
+    wait = int(answer.headers["Retry-After"])
+    assert wait > 0
+    policy = answer.headers["RateLimit-Policy"].split(", ")[0]
+    named = re.fullmatch(r'"(streams-per-[a-z]+)";q=(\d+);qu="concurrent-requests"', policy)
+    assert named is not None, policy
+    assert answer.headers["RateLimit"].split(", ")[0] == f'"{named[1]}";r=0;t={wait}'
+    return f"{problem['detail']} ({named[1]}: {named[2]})"
 
 
 @pytest.fixture
@@ -540,8 +547,10 @@ def test_open_streams_are_limited_per_account_tenant_and_server(
         hold(globex, held)  # another tenant
         last = hold(admin, held)
         assert "account" in refused(admin)  # 2 per account
-        assert "tenant" in refused(auditor)  # 3 per tenant
+        assert "(streams-per-account: 2)" in refused(admin)
+        assert "(streams-per-tenant: 3)" in refused(auditor)  # 3 per tenant
         assert "server" in refused(globex)  # 4 per server process
+        assert "(streams-per-process: 4)" in refused(globex)
         assert Stream(last).next_frame() is not None  # a stream in use, then closed
         last.close()
         hold(admin, held)  # its place is free again

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import string
 from collections.abc import Iterator
 
@@ -43,6 +44,25 @@ def test_losing_commands_spend_the_budget_then_every_request_waits(
     assert_problem(requester.post("/api/approvals", {}), 429, "TOO_MANY_REQUESTS")
     assert log_end() == before
     assert admin.get("/api/approvals").status_code == 200  # other callers are not affected
+
+
+def test_a_refused_caller_is_told_what_is_left_of_its_budget(admin: Api) -> None:
+    requester = account(admin, "rita", ["requester"])
+    quota = f'"refusals";q={BUDGET};w=60'
+    for left in range(BUDGET - 1, -1, -1):
+        refused = requester.post("/api/accounts", {"id": "x", "name": "x", "roles": []})
+        assert_problem(refused, 403, "FORBIDDEN")
+        assert refused.headers["RateLimit-Policy"] == quota
+        remaining = re.fullmatch(r'"refusals";r=(\d+);t=(\d+)', refused.headers["RateLimit"])
+        assert remaining is not None, refused.headers["RateLimit"]
+        assert int(remaining[1]) == left
+        assert 0 <= int(remaining[2]) <= 60
+    throttled = requester.get("/api/approvals")
+    assert_problem(throttled, 429, "TOO_MANY_REQUESTS")
+    assert throttled.headers["RateLimit-Policy"] == quota
+    assert throttled.headers["RateLimit"].startswith('"refusals";r=0;t=')
+    served = admin.get("/api/accounts")
+    assert "RateLimit" not in served.headers  # an answer that costs nothing says nothing
 
 
 def test_answers_that_succeed_cost_nothing(admin: Api) -> None:

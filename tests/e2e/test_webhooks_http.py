@@ -282,3 +282,13 @@ def test_deliveries_are_paged_newest_first(admin: Api) -> None:
     )
     assert [d["id"] for d in after.json["items"]] == pings[:1]
     assert first.headers["Link"].startswith(f"</api/webhooks/{webhook_id}/deliveries?")
+
+
+def test_a_repeated_ping_with_its_key_answers_the_same_message(admin: Api) -> None:
+    path = f"/api/webhooks/{admin.post('/api/webhooks', BODY).json['id']}/ping"
+    keyed = {"headers": {"Idempotency-Key": "ping-1"}}
+    first, again = admin.post(path, **keyed), admin.post(path, **keyed)
+    assert (first.status_code, again.status_code) == (202, 202)
+    assert again.json["id"] == first.json["id"]
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert admin.post(path).json["id"] != first.json["id"]  # without the key, another
