@@ -40,6 +40,7 @@ from web.schemas.approvals import CommandOut, CommandRejectedOut
 from web.schemas.base import ProblemOut
 
 PATH_PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+PATH_TEMPLATE = re.compile(r"\{([^{}]+)\}")  # a parameter of an OpenAPI path
 CODES = re.compile(r"`([A-Z][A-Z_]+)`")  # the problem codes an answer's description names
 Fits = Callable[[Any], bool]  # whether an example fits where it is put
 PROBLEM = "application/problem+json"
@@ -95,13 +96,13 @@ HEADERS: dict[str, dict[str, Any]] = {
     },
     "RateLimit-Policy": {
         "description": "The quotas the answer counts against (draft-ietf-httpapi-ratelimit-"
-        'headers): `"refusals";q=60;w=60`, the refused requests a caller may make a minute; '
+        'headers): `"refusals";q=120;w=60`, the refused requests a caller may make a minute; '
         "on a refused event stream also the one whose streams are all open, e.g. "
         '`"streams-per-account";q=10;qu="concurrent-requests"` (docs/api.md#rate-limits).',
         "schema": {"type": "string"},
     },
     "RateLimit": {
-        "description": 'What is left of each quota: `"refusals";r=57;t=42`, 57 more refusals '
+        "description": 'What is left of each quota: `"refusals";r=117;t=42`, 117 more refusals '
         "allowed, the whole quota back in 42 s (docs/api.md#rate-limits).",
         "schema": {"type": "string"},
     },
@@ -189,7 +190,7 @@ SHARED_RESPONSES: dict[int, tuple[str, str, tuple[str, ...]]] = {
     400: (
         "BadRequest",
         f"The body is not a JSON object, or nests deeper than {MAX_JSON_DEPTH} levels; or "
-        "`If-Match` is empty; or an `Idempotency-Key` came with a `PUT`, `PATCH` or `DELETE`.",
+        "`If-Match` is empty; or an `Idempotency-Key` came with a PUT, PATCH or DELETE.",
         (),
     ),
     401: ("Unauthenticated", "No bearer token, or one that is unknown or revoked.", ()),
@@ -339,6 +340,7 @@ def build_spec(app: Flask) -> dict[str, Any]:
     register_shapes(spec, plugin)
     spec.components.schema("Problem", schema=ProblemOut)
     _register_shared(spec)
+    locations: dict[str, str] = {}  # a creating operation's id: where what it made is
     for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
         view = app.view_functions[rule.endpoint]
         declared = getattr(view, "endpoint_spec", None)
@@ -346,12 +348,60 @@ def build_spec(app: Flask) -> dict[str, Any]:
         if isinstance(declared, EndpointSpec):
             method = _method(rule.methods)
             written = _operation(declared, method, rule.arguments)
+            if declared.location is not None:
+                locations[declared.operation_id] = declared.location
         if isinstance(written, dict):
             spec.path(
                 path=PATH_PARAMETER.sub(r"{\1}", rule.rule),
                 operations={_method(rule.methods).lower(): _completed(written, view.__name__)},
             )
-    return _with_examples(spec.to_dict())
+    return _with_links(_with_examples(spec.to_dict()), locations)
+
+
+def _with_links(document: dict[str, Any], locations: dict[str, str]) -> dict[str, Any]:
+    """Each 201's OpenAPI links to what may follow it on what it created: the operations at
+    its `Location` (read, change, delete) and one segment under it (commands, sub-lists)."""
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            created = operation["responses"].get("201")
+            location = locations.get(operation.get("operationId", ""))
+            if location is None or not isinstance(created, dict):
+                continue
+            given = set(PATH_TEMPLATE.findall(path))
+            links = {
+                target["operationId"]: {
+                    "operationId": target["operationId"],
+                    "parameters": parameters,
+                }
+                for target_path, targets in document["paths"].items()
+                if (parameters := _linked_parameters(location, target_path, given)) is not None
+                for target in targets.values()
+            }
+            if links:
+                created["links"] = links
+    return document
+
+
+def _linked_parameters(location: str, path: str, given: set[str]) -> dict[str, str] | None:
+    """How `path` takes its parameters from a 201 whose `Location` is `location` (a request
+    path parameter of its own, in `given`, or a field of the created resource); None if
+    `path` is not at or one segment under the location."""
+    made, target = location.strip("/").split("/"), path.strip("/").split("/")
+    if len(target) not in (len(made), len(made) + 1):
+        return None
+    parameters: dict[str, str] = {}
+    for part, asked in zip(made, target, strict=False):
+        named, takes = PATH_TEMPLATE.fullmatch(part), PATH_TEMPLATE.fullmatch(asked)
+        if named is None or takes is None:
+            if part != asked:
+                return None
+            continue
+        field = named[1]
+        source = f"$request.path.{field}" if field in given else f"$response.body#/{field}"
+        parameters[takes[1]] = source
+    if len(target) > len(made) and PATH_TEMPLATE.fullmatch(target[-1]):
+        return None  # another resource under it, whose id nothing created names
+    return parameters
 
 
 def _method(methods: set[str] | None) -> str:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import schemathesis
 from flask import Flask
+from hypothesis import HealthCheck, settings
 
 from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
@@ -30,6 +32,16 @@ from tests.e2e.conformance import (
 )
 from tests.support import Api, FakeClock, Opener
 from web import MAX_BODY_BYTES, create_app, openapi
+
+# A few short scenarios (a store takes seconds), the same ones every run.
+STATEFUL = settings(
+    max_examples=8,
+    stateful_step_count=4,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 @pytest.fixture
@@ -60,6 +72,39 @@ def test_every_answer_is_as_documented(app: Flask, admin: Api) -> None:
     token = {"Authorization": f"Bearer {admin.token}"}
     failures = failures_of(operations, world, token, checks_of(document))
     assert not failures, report(failures)
+
+
+def test_what_follows_a_201_is_answered_as_documented(app: Flask, admin: Api) -> None:
+    """The stateful phase: schemathesis follows the document's links from each 201 to what
+    may be done with the resource it created (read, change, command, delete), and checks
+    every answer on the way as the test above does."""
+    seed(admin)
+    document = Document(admin.get(DOCUMENT).json)
+    links = [
+        link
+        for operations in document.raw["paths"].values()
+        for operation in operations.values()
+        for link in operation["responses"].get("201", {}).get("links", {}).values()
+    ]
+    assert {link["operationId"] for link in links} >= {
+        "get_schedule",
+        "patch_schedule",
+        "enable_schedule",
+        "get_approval",
+        "approve",
+    }
+    token = {"Authorization": f"Bearer {admin.token}"}
+    checks = checks_of(document)
+    machine = schemathesis.openapi.from_wsgi(DOCUMENT, app).as_state_machine()
+
+    class Followed(machine):  # type: ignore[misc, valid-type]
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"headers": token}
+
+        def validate_response(self, response: Any, case: Any, **_: Any) -> None:
+            case.validate_response(response, checks=checks)
+
+    Followed.run(settings=STATEFUL)
 
 
 def test_limits_are_answered_as_documented(open_with: Opener, clock: FakeClock) -> None:
