@@ -477,9 +477,7 @@ def job_result_shapes(side: str) -> dict[str, dict[str, Any]]:
     }
 
 
-def patch_shapes(
-    shapes: Shaped, name: str, kind: Choices, side: str
-) -> dict[str, dict[str, Any]]:
+def patch_shapes(shapes: Shaped, name: str, kind: Choices, side: str) -> dict[str, dict[str, Any]]:
     """The merge patch of an object of several shapes (`TriggerPatch`): it is merged into the
     current object (RFC 7396), so it takes any key of any of its request shapes and requires
     none, its `kind` one of `kind`'s; null removes a key, as changing the kind needs for the

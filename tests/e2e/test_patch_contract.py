@@ -1,7 +1,8 @@
 """Every PATCH operation's request schema in the document says what the server takes, on both
 stores: a field declared nullable accepts null (null removes it; another field may still need
-it), a field not declared nullable is refused null with 422 on that field, and an object merged into the current one
-(a `...Patch` component, which requires none of its keys) is accepted with one key alone."""
+it), a field not declared nullable is refused null with 422 on that field, and an object
+merged into the current one (a `...Patch` component, which requires none of its keys) is
+accepted with one key alone."""
 
 from __future__ import annotations
 
@@ -62,8 +63,10 @@ def merged_object(document: dict[str, Any], schema: dict[str, Any]) -> dict[str,
     branches = [*schema.get("oneOf", []), *schema.get("allOf", []), schema]
     for branch in branches:
         target = resolved(document, branch)
-        if target.get("type") == "object" and target.get("properties") and not target.get(
-            "required"
+        if (
+            target.get("type") == "object"
+            and target.get("properties")
+            and not target.get("required")
         ):
             return target  # type: ignore[no-any-return]
     return None
