@@ -135,7 +135,7 @@ class ApprovalCommentedData(TaskWorkData):
 
 class ClockData(InstanceData):
     actor = fields.String()
-    command_id = nullable_text("null when the sweeper resumed the clock")
+    command_id = nullable_text("null when the sweeper resumed the clock by itself")
     reason = nullable_text()
 
 
