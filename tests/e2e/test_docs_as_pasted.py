@@ -217,25 +217,25 @@ def test_every_shell_block_runs_as_pasted(reader: Reader) -> None:
 
 
 def test_a_broken_snippet_fails(reader: Reader) -> None:
-    """The harness is not blind: a wrong path, a status other than the one the comment says,
-    a failing command each stop the file at their block."""
-    guide = ROOT / "docs" / "api.md"
-    broken = [
-        Block(guide, 1, "sh", "curl localhost:8000/healthz\n", None),
-        Block(guide, 2, "sh", "curl localhost:8000/api/no-such-thing\n", None),
-        Block(guide, 3, "sh", "curl localhost:8000/healthz\n", None),
-    ]
+    """The harness is not blind: a wrong path, a status other than the one the comment says or
+    a failing command stops the file at its block; the status a comment says passes."""
+
+    def pasted(middle: str) -> Outcome:
+        texts = ["curl localhost:8000/healthz\n", middle, "curl localhost:8000/healthz\n"]
+        guide = ROOT / "docs" / "api.md"
+        steps = [Block(guide, line, "sh", text, None) for line, text in enumerate(texts, 1)]
+        return run_guide(steps, reader.base, reader.env, reader.folder)
+
     for wrong in (
         "curl localhost:8000/api/no-such-thing\n",
         "curl localhost:8000/healthz   # 404: it is not there\n",
         'H="Authorization: Bearer $(cat var/no-such-token)"\n',
     ):
-        broken[1] = Block(guide, 2, "sh", wrong, None)
-        outcome = run_guide(broken, reader.base, reader.env, reader.folder)
+        outcome = pasted(wrong)
         assert not outcome.finished, wrong
         assert outcome.reached == ["docs/api.md:1", "docs/api.md:2"], outcome.output
-    right = run_guide(broken[:1], reader.base, reader.env, reader.folder)
-    assert right.finished, right.output
+    said = pasted("curl localhost:8000/api/no-such-thing   # 404: it is not there\n")
+    assert said.finished, said.output
 
 
 def test_every_block_with_commands_says_its_language() -> None:
