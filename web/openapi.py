@@ -25,7 +25,7 @@ from web.freshness import WAIT_SECONDS, WANTED_HEADER, WRITTEN_HEADER
 from web.idempotency import KEY_REUSED, reuse_code
 from web.json_depth import MAX_JSON_DEPTH
 from web.language import ANSWER_HEADERS
-from web.openapi_shapes import register_shapes
+from web.openapi_shapes import register_shapes, with_request_defaults_said
 from web.schemas.approvals import CommandOut, CommandRejectedOut
 from web.schemas.base import PageQuery, ProblemOut
 
@@ -313,7 +313,7 @@ def build_spec(app: Flask) -> dict[str, Any]:
                 path=PATH_PARAMETER.sub(r"{\1}", rule.rule),
                 operations={_method(rule.methods).lower(): _completed(written, view.__name__)},
             )
-    return _with_examples(spec.to_dict())
+    return _with_examples(with_request_defaults_said(spec.to_dict()))
 
 
 def _method(methods: set[str] | None) -> str:
