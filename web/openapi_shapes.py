@@ -53,14 +53,7 @@ from domain.jobs import (
     WEBHOOK_PING,
 )
 from domain.triggers import MAX_EXPRESSION_LENGTH, MAX_WEEKDAYS, MAX_WINDOWS
-from web.schemas.base import (
-    OMITTED_WHEN,
-    Choice,
-    Choices,
-    Described,
-    OutSchema,
-    Tagged,
-)
+from web.schemas.base import OMITTED_WHEN, Choice, Choices, Described, OutSchema, Tagged
 
 SCHEMAS = "#/components/schemas/"
 HH_MM = "^([01][0-9]|2[0-3]):[0-5][0-9]$"  # domain/triggers.py `_HH_MM`
@@ -528,7 +521,8 @@ def with_request_defaults_said(document: dict[str, Any]) -> dict[str, Any]:
         for operation in operations.values()
         if "requestBody" in operation
     ]
-    requested = reachable(schemas, bodies) - reachable(schemas, [document["paths"]], bodies)
+    answers = [document["paths"], document["components"].get("responses", {})]
+    requested = reachable(schemas, bodies) - reachable(schemas, answers, bodies)
     said = {name: defaults_said(schemas[name]) for name in requested}
     return {**document, "components": {**document["components"], "schemas": schemas | said}}
 
@@ -549,7 +543,7 @@ def reachable(
 
 
 def references(value: Any, left_out: list[Any]) -> list[str]:
-    """The component schemas `value` refers to directly, but within `left_out`."""
+    """The component schemas `value` refers to directly, except within `left_out`."""
     if any(value is body for body in left_out):
         return []
     if isinstance(value, dict):
