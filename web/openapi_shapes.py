@@ -8,7 +8,12 @@
 - A `Described` field refers to a component written here: the trigger's shapes, which the
   domain checks (`domain/triggers.py`), and the deadline rule's (`domain/calendars.py`),
   closed in requests (unknown keys are refused) and open in answers.
-- A `Tagged` field refers to a `oneOf` of its shapes' components, with a discriminator.
+- A `Tagged` field refers to a `oneOf` of its shapes' components, with a discriminator; the
+  field's description is the component's.
+- A property that is one of several shapes (a `Described` trigger, deadline rule or target, a
+  `Tagged` field) is a bare reference to its `oneOf` component, whatever the field says beside
+  it: openapi-typescript reads `allOf: [{$ref}]` around a discriminated union as the union with
+  its discriminator left out (`Omit<TriggerIn, "kind">`), which takes any object.
 - A nullable reference is `oneOf: [{$ref}, {type, nullable: true, enum: [null]}]`: the second
   branch admits null and nothing else (apispec writes an `anyOf` whose untyped object branch
   swallows the typed one; `allOf: [{$ref}]` beside `nullable: true` admits no null in OpenAPI
@@ -18,11 +23,17 @@
   (`X | None` for the nullable one).
 - A query parameter is never null: its schema drops the null branch and a null default, so an
   enum filter is a bare reference to its component.
+- A request body's field says its default in its description, not as `default`, which
+  openapi-typescript (its `defaultNonNullable`, on by default) reads as "always present" in a
+  component, so that a body leaving the field out would not compile; an answer's and a query
+  parameter's keep `default` (`with_request_defaults_said`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from apispec import APISpec
@@ -44,13 +55,15 @@ from domain.jobs import (
 )
 from domain.triggers import MAX_EXPRESSION_LENGTH, MAX_WEEKDAYS, MAX_WINDOWS
 from web.schemas.base import OMITTED_WHEN, Choice, Choices, Described, OutSchema, Tagged
+from web.schemas.enums import DEADLINE_RULE_KIND, TARGET_KIND, TRIGGER_KIND
 
 SCHEMAS = "#/components/schemas/"
 HH_MM = "^([01][0-9]|2[0-3]):[0-5][0-9]$"  # domain/triggers.py `_HH_MM`
 MAX_INTERVAL_MINUTES = 1440  # domain/triggers.py `WindowIntervalTrigger`
 # What a wrapped reference keeps of the field's own description.
 KEPT = ("description", "default", "readOnly", "writeOnly", "deprecated", "example", "examples")
-REQUEST, ANSWER = "In", "Out"
+REQUEST, ANSWER, PATCH = "In", "Out", "Patch"
+Shaped = Callable[[str], dict[str, dict[str, Any]]]  # a side's components, by name
 # The open branch of an enum in an answer.
 LATER_VALUE = {"type": "string", "description": "a value a later release may add"}
 
@@ -111,7 +124,14 @@ class Shapes:
             return {"oneOf": [target, only_null(isinstance(field, Choice))], **kept}
         if "$ref" not in target:
             return {**target, **kept}
+        if self.is_union(target):
+            return target
         return {"allOf": [target], **kept} if kept else target
+
+    def is_union(self, target: Mapping[str, str]) -> bool:
+        """Whether `target` refers to a `oneOf` component: one of several shapes."""
+        name = target["$ref"].removeprefix(SCHEMAS)
+        return "oneOf" in self.spec.components.schemas.get(name, {})
 
     def target_of(self, field: fields.Field[Any], ret: Mapping[str, Any]) -> dict[str, Any] | None:
         if isinstance(field, Choice):
@@ -130,10 +150,7 @@ class Shapes:
         known = self.enums.setdefault(choices.name, choices)
         if known != choices:
             raise ValueError(f"two enums are named {choices.name}: {known} and {choices}")
-        self.define(
-            choices.name,
-            {"type": "string", "enum": list(choices.values), "description": choices.description},
-        )
+        self.define(choices.name, enum_component(choices))
         return reference(choices.name)
 
     def described(self, name: str) -> dict[str, str]:
@@ -147,9 +164,11 @@ class Shapes:
             value: self.converter.resolve_nested_schema(shape)  # type: ignore[no-untyped-call]
             for value, shape in field.shapes.items()
         }
+        described = field.metadata.get("description")
         self.define(
             field.component,
             {
+                **({"description": described} if described else {}),
                 "oneOf": list(targets.values()),
                 "discriminator": {
                     "propertyName": field.key,
@@ -162,6 +181,10 @@ class Shapes:
     def define(self, name: str, component: dict[str, Any]) -> None:
         if name not in self.spec.components.schemas:
             self.spec.components.schema(name, component)
+
+
+def enum_component(choices: Choices) -> dict[str, Any]:
+    return {"type": "string", "enum": list(choices.values), "description": choices.description}
 
 
 def answered(field: fields.Field[Any]) -> bool:
@@ -389,7 +412,8 @@ def target_shapes(side: str) -> dict[str, dict[str, Any]]:
         }
     shapes[f"Target{side}"] = {
         "description": "what a schedule's cycle does: launch an approval (the default) or run "
-        "one of the built-in jobs (docs/jobs.md)",
+        "one of the built-in jobs (docs/jobs.md"
+        + ("; saving one needs `directory:manage`)" if side == REQUEST else ")"),
         "oneOf": [reference(f"{name}{side}") for name, _ in TARGET_COMPONENTS.values()],
         "discriminator": {
             "propertyName": "kind",
@@ -473,9 +497,53 @@ def job_result_shapes(side: str) -> dict[str, dict[str, Any]]:
     }
 
 
+def patch_shapes(shapes: Shaped, name: str, kind: Choices, side: str) -> dict[str, dict[str, Any]]:
+    """The merge patch of an object of several shapes (`TriggerPatch`): it is merged into the
+    current object (RFC 7396), so it takes any key of any of its request shapes and requires
+    none, its `kind` one of `kind`'s; null removes a key, as changing the kind needs for the
+    other kind's keys."""
+    requested = shapes(REQUEST)
+    alternatives = requested[f"{name}{REQUEST}"]["oneOf"]
+    merged: dict[str, Any] = {}
+    for alternative in alternatives:
+        shape = requested[alternative["$ref"].removeprefix(SCHEMAS)]
+        merged = _wider(merged, {**shape, "required": []})
+    properties = {
+        key: reference(kind.name) if key == "kind" else {**property_, "nullable": True}
+        for key, property_ in merged["properties"].items()
+    }
+    patch = {
+        "type": "object",
+        "description": f"a merge patch of a {name} (RFC 7396): any of its keys, merged into the "
+        "current one; null removes a key",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    return {**requested, kind.name: enum_component(kind), f"{name}{side}": patch}
+
+
+def _wider(one: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """A schema taking what either takes, of two alike (the same key in two shapes): enums
+    and properties joined, bounds widened, nothing required."""
+    wider = {**one, **other}
+    if "enum" in one and "enum" in other:
+        wider["enum"] = list(dict.fromkeys([*one["enum"], *other["enum"]]))
+    if "maximum" in one and "maximum" in other:
+        wider["maximum"] = max(one["maximum"], other["maximum"])
+    if "properties" in one and "properties" in other:
+        wider["properties"] = {
+            key: _wider(one["properties"].get(key, {}), other["properties"].get(key, {}))
+            for key in {**one["properties"], **other["properties"]}
+        }
+        wider.pop("description", None)
+    wider.pop("required", None)
+    return wider
+
+
 # The components a `Described` field may name, each of a request or an answer: the trigger,
-# the deadline rule and a schedule's target; and, in answers, a job's result.
-DESCRIBED = {
+# the deadline rule and a schedule's target; a merge patch of each; and, in answers, a job's
+# result.
+DESCRIBED: dict[str, tuple[Shaped, str]] = {
     **{
         f"{name}{side}": (shapes, side)
         for name, shapes in (
@@ -485,5 +553,87 @@ DESCRIBED = {
         )
         for side in (REQUEST, ANSWER)
     },
+    **{
+        f"{name}{PATCH}": (functools.partial(patch_shapes, shapes, name, kind), PATCH)
+        for name, shapes, kind in (
+            ("Trigger", trigger_shapes, TRIGGER_KIND),
+            ("DeadlineRule", deadline_rule_shapes, DEADLINE_RULE_KIND),
+            ("Target", target_shapes, TARGET_KIND),
+        )
+    },
     "JobResultOut": (job_result_shapes, ANSWER),
 }
+
+
+def with_request_defaults_said(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with each default of a request body's fields said in the field's
+    description instead of as `default`: openapi-typescript, by default (`defaultNonNullable`),
+    types a component's property that has a `default` as always present, so a body leaving it
+    out would not compile. An answer's defaults, and a query parameter's, stay as they are."""
+    schemas = document["components"]["schemas"]
+    bodies = [
+        operation["requestBody"]
+        for operations in document["paths"].values()
+        for operation in operations.values()
+        if "requestBody" in operation
+    ]
+    answers = [document["paths"], document["components"].get("responses", {})]
+    requested = reachable(schemas, bodies) - reachable(schemas, answers, bodies)
+    said = {name: defaults_said(schemas[name]) for name in requested}
+    return {**document, "components": {**document["components"], "schemas": schemas | said}}
+
+
+def reachable(
+    schemas: Mapping[str, Any], roots: list[Any], left_out: list[Any] | None = None
+) -> set[str]:
+    """The component schemas `roots` refer to, directly or through others; not through the
+    request bodies `left_out`."""
+    pending = [name for root in roots for name in references(root, left_out or [])]
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name not in seen:
+            seen.add(name)
+            pending += references(schemas[name], [])
+    return seen
+
+
+def references(value: Any, left_out: list[Any]) -> list[str]:
+    """The component schemas `value` refers to directly, except within `left_out`."""
+    if any(value is body for body in left_out):
+        return []
+    if isinstance(value, dict):
+        found = [value["$ref"].removeprefix(SCHEMAS)] if SCHEMAS in value.get("$ref", "") else []
+        return found + [name for item in value.values() for name in references(item, left_out)]
+    if isinstance(value, list):
+        return [name for item in value for name in references(item, left_out)]
+    return []
+
+
+def defaults_said(schema: Any) -> Any:
+    """`schema` with every property's `default` moved into its description."""
+    if isinstance(schema, list):
+        return [defaults_said(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    said = {key: defaults_said(value) for key, value in schema.items() if key != "properties"}
+    if "properties" in schema:
+        said["properties"] = {
+            name: default_in_description(defaults_said(value))
+            for name, value in schema["properties"].items()
+        }
+    return said
+
+
+def default_in_description(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` without `default`, its description saying it unless it does already; a null
+    default goes unsaid, as leaving a nullable field out is sending null."""
+    if "default" not in schema:
+        return schema
+    value = schema["default"]
+    rest = {key: item for key, item in schema.items() if key != "default"}
+    shown = value if isinstance(value, str) and value else json.dumps(value)
+    said = f"default `{shown}`"
+    if value is None or said in schema.get("description", ""):
+        return rest
+    return {**rest, "description": "; ".join(filter(None, [schema.get("description"), said]))}

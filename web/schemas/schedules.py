@@ -124,7 +124,7 @@ class ScheduleFieldsIn(StrictSchema):
     misfire_policy = Choice(MISFIRE_POLICY, load_default="catch_up")
     overlap_policy = OverlapPolicyIn(
         load_default=DEFAULT_OVERLAP_POLICY,
-        metadata={"description": "skip_while_launching (default) (docs/time.md)"},
+        metadata={"description": "default `skip_while_launching` (docs/time.md)"},
     )
     calendar = fields.String(
         validate=validate.Length(1, 64),
@@ -169,7 +169,7 @@ class ScheduleFromPresetIn(StrictSchema):
 LATER_FIELDS = ("calendar", "calendar_rule", "group", "target", "auto_pause_after_failures")
 ScheduleUpdate = replacing(ScheduleFieldsIn, "ScheduleUpdate", LATER_FIELDS)
 
-SchedulePatch = merge_patch_of(ScheduleUpdate, "SchedulePatch")
+SchedulePatch = merge_patch_of(ScheduleUpdate, "SchedulePatch", ScheduleFieldsIn)
 
 
 class OverlapMoveIn(StrictSchema):
