@@ -51,6 +51,12 @@ def _shown(made: SourceWithSecret) -> dict[str, Any]:
     return {**made.source._asdict(), "secret": made.secret}
 
 
+def _meaning(fields: dict[str, Any], principal: Principal) -> None:
+    """A new source's name is no live source's of the tenant."""
+    if "name" in fields:
+        services().callback_sources.check_new(principal.tenant_id, fields["name"])
+
+
 @bp.post("")
 @endpoint(
     "Register a callback source (its signing secret is shown once)",
@@ -61,6 +67,7 @@ def _shown(made: SourceWithSecret) -> dict[str, Any]:
     versioned=True,
     response=CallbackSourceSecretOut,
     status=201,
+    meaning=_meaning,
 )
 def create_callback_source(principal: Principal, body: dict[str, Any]) -> Answered:
     keyed = keyed_request(principal, CREATE_CALLBACK_SOURCE)

@@ -21,7 +21,7 @@ from domain.permissions import (
     SCHEDULE_LIST,
 )
 from projections.schedules import SCHEDULE_LISTING, SCHEDULE_ORDER, ScheduleFilter
-from web.api import Answered, Either, MergePatch, endpoint, services
+from web.api import Answered, Either, MergePatch, endpoint, json_object, services
 from web.exports import DOWNLOAD, asked, exported
 from web.freshness import read_models_ready
 from web.idempotency import keyed_request, replay_headers
@@ -54,6 +54,14 @@ def _schedule(principal: Principal, schedule_id: str) -> ScheduleAnswer:
     return services().schedules.from_log(principal.tenant_id, schedule_id)
 
 
+def _meaning(fields: dict[str, Any], principal: Principal, **path: str) -> None:
+    """The rules of meaning of a schedule's fields (or of one from a preset)."""
+    if "preset_id" in json_object():
+        services().schedules.check_preset_fields(principal, fields)
+    else:
+        services().schedules.check_fields(principal, fields)
+
+
 @bp.post("")
 @endpoint(
     "Create a schedule (disabled unless `enabled` is true), or one from a definition's preset",
@@ -64,6 +72,7 @@ def _schedule(principal: Principal, schedule_id: str) -> ScheduleAnswer:
     response=ScheduleOut,
     status=201,
     idempotent=True,
+    meaning=_meaning,
 )
 def create_schedule(principal: Principal, body: dict[str, Any]) -> Answered:
     request = keyed_request(principal, CREATE_SCHEDULE)
@@ -198,6 +207,7 @@ def preview_schedule(principal: Principal, schedule_id: str, query: dict[str, An
     body=ScheduleUpdate,
     versioned=_schedule,
     response=ScheduleOut,
+    meaning=_meaning,
 )
 def update_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleAnswer:
     return _replace(principal, schedule_id, body)
@@ -226,6 +236,7 @@ def _replace(principal: Principal, schedule_id: str, body: dict[str, Any]) -> Sc
     ),
     versioned=_schedule,
     response=ScheduleOut,
+    meaning=_meaning,
 )
 def patch_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleAnswer:
     return _replace(principal, schedule_id, body)
