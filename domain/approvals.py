@@ -796,13 +796,19 @@ def _decide_revise(material_version: int, command: Command, state: str) -> Decis
 
 def _decide_reassignment(command: Command, parties: Parties, review: Review) -> Decision:
     target = command.payload["assignee_id"]
-    if not review.target_eligible or parties.interest_of(target) is not None:
-        return Decision(
-            RULE_BROKEN, WAITING_REVIEW, False, Reason(REVIEWER_INELIGIBLE, {"account": target})
-        )
+    ineligible = ineligible_target(target, parties, review)
+    if ineligible is not None:
+        return Decision(RULE_BROKEN, WAITING_REVIEW, False, ineligible)
     return Decision(
         REASSIGNED, WAITING_REVIEW, True, Reason(REASSIGNED_IN_TIME, {"assignee": target})
     )
+
+
+def ineligible_target(target: str, parties: Parties, review: Review) -> Reason | None:
+    """Why a reassignment's target may not take the task (it may not approve the instance)."""
+    if not review.target_eligible or parties.interest_of(target) is not None:
+        return Reason(REVIEWER_INELIGIBLE, {"account": target})
+    return None
 
 
 def stale_material(command: Command, material_version: int) -> Reason | None:
@@ -1188,13 +1194,19 @@ class ApprovalInstance(Aggregate):
         answer = self.answers.get(command_id) if command_id is not None else None
         return answer is not None and answer["outcome"] != RULE_BROKEN
 
-    def broken_rules(self, kind: str, payload: Mapping[str, Any], now: datetime) -> None:
+    def broken_rules(
+        self, kind: str, payload: Mapping[str, Any], now: datetime, review: Review | None = None
+    ) -> None:
         """The rule a command's given fields break whatever else it says (a new deadline not
-        later or too far, a material version not newer), as a 422 names it; checked without
-        deciding or recording anything, for a body some of whose fields broke their shape."""
+        later or too far, a material version not newer, a reassignment's target who may not
+        approve, by `review`), as a 422 names it; checked without deciding or recording
+        anything, for a body some of whose fields broke their shape."""
         broken: Reason | None = None
         if self.state in TERMINAL:
             return  # decided: the command loses (409) whatever its fields say
+        target = payload.get("assignee_id")
+        if kind == REASSIGN and isinstance(target, str) and review is not None:
+            broken = ineligible_target(target, self.parties, review)
         if kind == EXTEND and isinstance(payload.get("new_deadline_at"), datetime):
             broken = broken_extension_rule(self.review_deadline_at, payload["new_deadline_at"], now)
         offered = payload.get("material_version")

@@ -361,7 +361,9 @@ def unclaim(principal: Principal, instance_id: str, body: dict[str, Any]) -> Ans
 
 @bp.post("/<instance_id>/reassign")
 @_command_endpoint(
-    "Hand the review task to another eligible reviewer (the assignee, or an admin)", ReassignIn
+    "Hand the review task to another eligible reviewer (the assignee, or an admin)",
+    ReassignIn,
+    kind=REASSIGN,
 )
 def reassign(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
     return _answer(principal, instance_id, REASSIGN, body)

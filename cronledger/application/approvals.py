@@ -24,6 +24,7 @@ from domain.approvals import (
     EXTEND,
     FORBIDDEN,
     PLAIN_CLOCK,
+    REASSIGN,
     RESUBMIT,
     REVISE,
     SWEEP,
@@ -228,7 +229,10 @@ class Approvals:
         """The rule a command's given fields break whatever else it says (docs/approvals.md),
         found without deciding or recording anything."""
         instance = self.instance(actor.tenant_id, instance_id)
-        instance.broken_rules(kind, payload, self.ledger.clock())
+        review = None
+        if kind == REASSIGN:
+            review = self.reviewing.review(instance, actor, Command(kind, None, dict(payload)))
+        instance.broken_rules(kind, payload, self.ledger.clock(), review)
 
     def _definition(
         self, tenant_id: UUID, definition_id: str, field: str = "definition_id"

@@ -172,3 +172,16 @@ def test_a_command_answers_its_rule_with_its_shape_and_records_nothing(
     assert errors_of(revised) == {"material_version", "reason"}
     timeline = admin.get(f"{path}/timeline").json["items"]
     assert [entry["command_id"] for entry in timeline] == ["submit-1"]
+
+
+def test_a_key_field_that_differs_from_the_header_is_named_with_the_others(
+    admin: Api, definition_id: str
+) -> None:
+    requester = account(admin, "sales", ["requester"])
+    instance = submit(requester, definition_id).json
+    answer = admin.post(
+        f"/api/approvals/{instance['id']}/extend-deadline",
+        {"command_id": "e-2", "new_deadline_at": "2026-11-30T00:00:00Z", "reason": ""},
+        headers={"Idempotency-Key": "e-1"},
+    )
+    assert errors_of(answer) == {"command_id", "new_deadline_at", "reason"}
