@@ -1194,7 +1194,7 @@ class ApprovalInstance(Aggregate):
         answer = self.answers.get(command_id) if command_id is not None else None
         return answer is not None and answer["outcome"] != RULE_BROKEN
 
-    def broken_rules(
+    def check_rules(
         self, kind: str, payload: Mapping[str, Any], now: datetime, review: Review | None = None
     ) -> None:
         """The rule a command's given fields break whatever else it says (a new deadline not

@@ -232,7 +232,7 @@ class Approvals:
         review = None
         if kind == REASSIGN:
             review = self.reviewing.review(instance, actor, Command(kind, None, dict(payload)))
-        instance.broken_rules(kind, payload, self.ledger.clock(), review)
+        instance.check_rules(kind, payload, self.ledger.clock(), review)
 
     def _definition(
         self, tenant_id: UUID, definition_id: str, field: str = "definition_id"
