@@ -26,6 +26,7 @@ from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 STOP_SECONDS = 30
+START_SECONDS = 120  # make run migrates, bootstraps and starts serve: on a loaded machine, slowly
 CSRF = re.compile(r'name="csrf-token" content="([^"]+)"')
 
 
@@ -59,7 +60,9 @@ def make_run(checkout: Path, port: int) -> Iterator[None]:
             start_new_session=True,
         )
     try:
-        wait_until(lambda: answer(f"http://127.0.0.1:{port}/healthz")[0] == 200, "serving")
+        wait_until(
+            lambda: answer(f"http://127.0.0.1:{port}/healthz")[0] == 200, "serving", START_SECONDS
+        )
         yield
     finally:
         os.killpg(child.pid, signal.SIGTERM)

@@ -215,6 +215,18 @@ def test_the_console_shows_them(
     assert "to boss after 93600 s waiting" in definitions
 
 
+def shown_after(browser: FlaskClient, path: str, marker: str) -> str:
+    """What the page at `path` shows after `marker` (failing with the page, if it lacks it)."""
+    answer = browser.get(path)
+    assert answer.status_code == 200, answer.text
+    assert marker in answer.text, answer.text
+    return answer.text.split(marker, 1)[1]
+
+
+def escalation_item(browser: FlaskClient, path: str) -> str:
+    return shown_after(browser, path, 'data-escalation="legal"').split("</li>", 1)[0]
+
+
 def test_the_console_names_an_escalation_to_a_groups_leader(
     app: Flask, admin: Api, boss: Api, services: Services, clock: FakeClock
 ) -> None:
@@ -236,15 +248,15 @@ def test_the_console_names_an_escalation_to_a_groups_leader(
     ).json
     browser = signed_in(app, admin.token)
     path = f"/console/approvals/{submitted['id']}"
-    waiting = browser.get(path).text.split('data-escalation="legal"', 1)[1].split("</li>", 1)[0]
+    waiting = escalation_item(browser, path)
     assert "Escalation to the leader of the group legal after 93600 s waiting" in waiting
     assert "not recorded" in waiting
     clock.now = T0 + timedelta(seconds=DAY + 7200)
     services.approvals.sweep()
-    recorded = browser.get(path).text.split('data-escalation="legal"', 1)[1].split("</li>", 1)[0]
+    recorded = escalation_item(browser, path)
     assert "not recorded" not in recorded
     assert "(boss)" in recorded
-    card = browser.get("/console/directory/definitions").text.split('id="definition-legal"', 1)[1]
+    card = shown_after(browser, "/console/directory/definitions", 'id="definition-legal"')
     assert (
         "to the leader of the group legal (or the next leader up who may approve) after 93600 s"
         " waiting; the task is handed to them" in card

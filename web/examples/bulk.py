@@ -55,6 +55,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "RunBulkIn": {
         "cancel": {"action": "cancel", "ids": [FAILING_RUN_ID, SKIPPED_RUN_ID]},
+        "cancel-one": {"action": "cancel", "ids": [FAILING_RUN_ID]},
     },
     "BulkOut": {
         "disable": {

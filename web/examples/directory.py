@@ -147,6 +147,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "operator": {"id": "olga", "name": "Olga", "roles": ["operator"]},
         "reviewer": {"id": "vera", "name": "Vera", "roles": ["operator"]},
         "auditor": {"id": "audrey", "name": "Audrey", "roles": ["auditor"]},
+        "integration": {"id": "esign", "name": "E-signature", "roles": ["integration"]},
     },
     "AccountUpdate": {
         "rename": {"name": "Ann Lee", "roles": ["requester", "auditor"], "version": 1},

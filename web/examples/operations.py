@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cronledger.version import installed_version
 from web.examples.world import (
     ANN_AGGREGATE_ID,
     CREATED_AT,
@@ -354,8 +355,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "worker-draining": {"status": "ok", "phase": "draining", "loops": ["worker"]},
     },
     "HealthOut": {
-        "sqlite": {"status": "ok", "store": "sqlite", "version": "0.2.0"},
-        "postgresql": {"status": "ok", "store": "postgresql", "version": "0.2.0"},
+        "sqlite": {"status": "ok", "store": "sqlite", "version": installed_version()},
+        "postgresql": {"status": "ok", "store": "postgresql", "version": installed_version()},
     },
     "BacklogOut": {
         "a-retry-due": {
