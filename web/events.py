@@ -40,6 +40,7 @@ from web.problems import SOME_FIELDS_INVALID, Problem, problem
 from web.schemas import validate
 from web.schemas.audit import TimelineEntryOut
 from web.schemas.base import QUERY_INTEGER, QueryInteger
+from web.schemas.messages import FRAMES
 from web.stream_slots import StreamLimits, StreamSlot, StreamSlots, TooManyStreams
 
 bp = Blueprint("events", __name__, url_prefix="/api/events")
@@ -141,7 +142,15 @@ stream_events.openapi_operation = {  # type: ignore[attr-defined]
                 }
                 for name, value in HEADERS.items()
             },
-            "content": {"text/event-stream": {}},
+            "content": {
+                "text/event-stream": {
+                    # each frame's `data`, by its `event:` name (`*`: an event's type)
+                    "x-sse-frames": {
+                        name: {"$ref": f"#/components/schemas/{frame.__name__}"}
+                        for name, frame in FRAMES.items()
+                    }
+                }
+            },
         },
         "401": "Unauthenticated",
         "403": "Forbidden",

@@ -1,7 +1,9 @@
 """The OpenAPI 3 document, generated from the endpoint declarations and their schemas.
 
 Each operation lists the statuses it can answer and no others, each with its content type,
-schema and headers; views that are not `endpoint`s carry their own `openapi_operation`.
+schema and headers; views that are not `endpoint`s carry their own `openapi_operation`. What
+the service sends on its own is there too: each webhook message under `x-webhooks`, and the
+event stream's frames under its `x-sse-frames` (web/schemas/messages.py).
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from web.freshness import WAIT_SECONDS, WANTED_HEADER, WRITTEN_HEADER
 from web.idempotency import KEY_REUSED, reuse_code
 from web.json_depth import MAX_JSON_DEPTH
 from web.language import ANSWER_HEADERS
-from web.openapi_shapes import register_shapes
+from web.openapi_shapes import reference, register_shapes
+from web.problems import STATUS_OF_CODE
 from web.schemas.approvals import CommandOut, CommandRejectedOut
 from web.schemas.base import PageQuery, ProblemOut
+from web.schemas.messages import FRAMES, MESSAGES, message_name
 
 PATH_PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 CODES = re.compile(r"`([A-Z][A-Z_]+)`")  # the problem codes an answer's description names
@@ -109,6 +113,8 @@ HEADERS: dict[str, dict[str, Any]] = {
     },
 }
 EVERY_RESPONSE = ("X-Request-ID", "API-Version")
+# An operation's values taken in either of two places (docs/api.md#either-or).
+EITHER_OR = "x-either-or"
 PARAMETERS: dict[str, dict[str, Any]] = {
     "Idempotency-Key": {
         "in": "header",
@@ -141,6 +147,13 @@ SIGNED_HEADERS = {
     "when more than 5 minutes from the server's time.",
     "webhook-signature": "`v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` "
     "with the secret of the source the body's `source` names (several, separated by spaces).",
+}
+# What every webhook message carries besides its body (docs/webhooks.md#the-message).
+WEBHOOK_HEADERS = {
+    "webhook-id": "`msg_` and the delivery's id: the same on every attempt of the message.",
+    "webhook-timestamp": "When the attempt was signed, in whole seconds since 1970 (UTC).",
+    "webhook-signature": "`v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` "
+    "with the subscription's secret.",
 }
 SIGNED_UNAUTHENTICATED = (
     "Neither a bearer token nor a signature: or a token that is unknown or revoked, or a "
@@ -301,6 +314,7 @@ def build_spec(app: Flask) -> dict[str, Any]:
     register_shapes(spec, plugin)
     spec.components.schema("Problem", schema=ProblemOut)
     _register_shared(spec)
+    _register_sent(spec)
     for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
         view = app.view_functions[rule.endpoint]
         declared = getattr(view, "endpoint_spec", None)
@@ -313,7 +327,7 @@ def build_spec(app: Flask) -> dict[str, Any]:
                 path=PATH_PARAMETER.sub(r"{\1}", rule.rule),
                 operations={_method(rule.methods).lower(): _completed(written, view.__name__)},
             )
-    return _with_examples(spec.to_dict())
+    return {**_with_examples(spec.to_dict()), "x-webhooks": _webhooks()}
 
 
 def _method(methods: set[str] | None) -> str:
@@ -330,6 +344,49 @@ def _register_shared(spec: APISpec) -> None:
         spec.components.parameter(name, parameter["in"], copy.deepcopy(parameter))
     for name, description, headers in SHARED_RESPONSES.values():
         spec.components.response(name, _problem(description, *headers))
+
+
+def _register_sent(spec: APISpec) -> None:
+    """The components of what the service sends on its own: each webhook message, and each
+    kind of the event stream's frames."""
+    for event_type, message in MESSAGES.items():
+        spec.components.schema(message_name(event_type), schema=message)
+    for frame in FRAMES.values():
+        spec.components.schema(frame.__name__, schema=frame)
+
+
+def _webhooks() -> dict[str, Any]:
+    """`x-webhooks`: the message of each event type, as a subscription receives it."""
+    return {event_type: {"post": _webhook(event_type)} for event_type in MESSAGES}
+
+
+def _webhook(event_type: str) -> dict[str, Any]:
+    return {
+        "summary": f"`{event_type}`",
+        "description": f"The message of a `{event_type}` event, signed (Standard Webhooks); "
+        "docs/webhooks.md#event-types says when it is sent.",
+        "operationId": "webhook_" + re.sub(r"\W", "_", event_type),
+        "tags": ["webhooks"],
+        "security": [],
+        "parameters": [
+            {
+                "in": "header",
+                "name": name,
+                "description": text,
+                "required": True,
+                "schema": {"type": "string"},
+            }
+            for name, text in WEBHOOK_HEADERS.items()
+        ],
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": reference(message_name(event_type))}},
+        },
+        "responses": {
+            "2XX": {"description": "delivered"},
+            "4XX": {"description": "a failed attempt, tried again later (docs/webhooks.md)"},
+        },
+    }
 
 
 def _problem(description: str, *headers: str, schema: Any = "Problem") -> dict[str, Any]:
@@ -384,8 +441,39 @@ def _operation(declared: EndpointSpec, method: str, path_arguments: set[str]) ->
             "required": _body_required(declared.body),
             "content": _body_content(declared.body),
         }
+    if rules := _either_or(declared, method):
+        operation[EITHER_OR] = rules
     operation["description"] = _who_may(declared)
     return operation
+
+
+def _either_or(declared: EndpointSpec, method: str) -> list[dict[str, Any]]:
+    """The values the operation takes in either of two places, one of them required: a body's
+    key field or `Idempotency-Key`; a query's `version` or `If-Match` (docs/api.md#either-or).
+    Each rule says what the server answers with neither, and with both naming unlike values."""
+    rules = []
+    key_field = getattr(declared.body, "key_field", None)
+    if declared.idempotent and key_field is not None:
+        refused = _refused("VALIDATION_FAILED", key_field)
+        rules.append(_rule(("body", key_field), ("header", "Idempotency-Key"), refused, refused))
+    query = declared.query._declared_fields if declared.query is not None else {}
+    if _checks_if_match(declared, method) and "version" in query:
+        neither, differ = _refused("VALIDATION_FAILED", "version"), _refused("PRECONDITION_FAILED")
+        rules.append(_rule(("query", "version"), ("header", "If-Match"), neither, differ))
+    return rules
+
+
+def _rule(
+    one: tuple[str, str], other: tuple[str, str], neither: dict[str, Any], differ: dict[str, Any]
+) -> dict[str, Any]:
+    places = [{"in": where, "name": name} for where, name in (one, other)]
+    return {"one_of": places, "neither": neither, "differ": differ}
+
+
+def _refused(code: str, field: str | None = None) -> dict[str, Any]:
+    """What the server answers: the problem code's status and code, and the field `errors`
+    names."""
+    return {"status": STATUS_OF_CODE[code], "code": code} | ({"field": field} if field else {})
 
 
 def _who_may(declared: EndpointSpec) -> str:

@@ -22,7 +22,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from apispec import APISpec
@@ -44,13 +45,15 @@ from domain.jobs import (
 )
 from domain.triggers import MAX_EXPRESSION_LENGTH, MAX_WEEKDAYS, MAX_WINDOWS
 from web.schemas.base import OMITTED_WHEN, Choice, Choices, Described, OutSchema, Tagged
+from web.schemas.enums import DEADLINE_RULE_KIND, TARGET_KIND, TRIGGER_KIND
 
 SCHEMAS = "#/components/schemas/"
 HH_MM = "^([01][0-9]|2[0-3]):[0-5][0-9]$"  # domain/triggers.py `_HH_MM`
 MAX_INTERVAL_MINUTES = 1440  # domain/triggers.py `WindowIntervalTrigger`
 # What a wrapped reference keeps of the field's own description.
 KEPT = ("description", "default", "readOnly", "writeOnly", "deprecated", "example", "examples")
-REQUEST, ANSWER = "In", "Out"
+REQUEST, ANSWER, PATCH = "In", "Out", "Patch"
+Shaped = Callable[[str], dict[str, dict[str, Any]]]  # a side's components, by name
 # The open branch of an enum in an answer.
 LATER_VALUE = {"type": "string", "description": "a value a later release may add"}
 
@@ -130,10 +133,7 @@ class Shapes:
         known = self.enums.setdefault(choices.name, choices)
         if known != choices:
             raise ValueError(f"two enums are named {choices.name}: {known} and {choices}")
-        self.define(
-            choices.name,
-            {"type": "string", "enum": list(choices.values), "description": choices.description},
-        )
+        self.define(choices.name, enum_component(choices))
         return reference(choices.name)
 
     def described(self, name: str) -> dict[str, str]:
@@ -162,6 +162,10 @@ class Shapes:
     def define(self, name: str, component: dict[str, Any]) -> None:
         if name not in self.spec.components.schemas:
             self.spec.components.schema(name, component)
+
+
+def enum_component(choices: Choices) -> dict[str, Any]:
+    return {"type": "string", "enum": list(choices.values), "description": choices.description}
 
 
 def answered(field: fields.Field[Any]) -> bool:
@@ -473,9 +477,53 @@ def job_result_shapes(side: str) -> dict[str, dict[str, Any]]:
     }
 
 
+def patch_shapes(shapes: Shaped, name: str, kind: Choices, side: str) -> dict[str, dict[str, Any]]:
+    """The merge patch of an object of several shapes (`TriggerPatch`): it is merged into the
+    current object (RFC 7396), so it takes any key of any of its request shapes and requires
+    none, its `kind` one of `kind`'s; null removes a key, as changing the kind needs for the
+    other kind's keys."""
+    requested = shapes(REQUEST)
+    alternatives = requested[f"{name}{REQUEST}"]["oneOf"]
+    merged: dict[str, Any] = {}
+    for alternative in alternatives:
+        shape = requested[alternative["$ref"].removeprefix(SCHEMAS)]
+        merged = _wider(merged, {**shape, "required": []})
+    properties = {
+        key: reference(kind.name) if key == "kind" else {**property_, "nullable": True}
+        for key, property_ in merged["properties"].items()
+    }
+    patch = {
+        "type": "object",
+        "description": f"a merge patch of a {name} (RFC 7396): any of its keys, merged into the "
+        "current one; null removes a key",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    return {**requested, kind.name: enum_component(kind), f"{name}{side}": patch}
+
+
+def _wider(one: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """A schema taking what either takes, of two alike (the same key in two shapes): enums
+    and properties joined, bounds widened, nothing required."""
+    wider = {**one, **other}
+    if "enum" in one and "enum" in other:
+        wider["enum"] = list(dict.fromkeys([*one["enum"], *other["enum"]]))
+    if "maximum" in one and "maximum" in other:
+        wider["maximum"] = max(one["maximum"], other["maximum"])
+    if "properties" in one and "properties" in other:
+        wider["properties"] = {
+            key: _wider(one["properties"].get(key, {}), other["properties"].get(key, {}))
+            for key in {**one["properties"], **other["properties"]}
+        }
+        wider.pop("description", None)
+    wider.pop("required", None)
+    return wider
+
+
 # The components a `Described` field may name, each of a request or an answer: the trigger,
-# the deadline rule and a schedule's target; and, in answers, a job's result.
-DESCRIBED = {
+# the deadline rule and a schedule's target; a merge patch of each; and, in answers, a job's
+# result.
+DESCRIBED: dict[str, tuple[Shaped, str]] = {
     **{
         f"{name}{side}": (shapes, side)
         for name, shapes in (
@@ -484,6 +532,14 @@ DESCRIBED = {
             ("Target", target_shapes),
         )
         for side in (REQUEST, ANSWER)
+    },
+    **{
+        f"{name}{PATCH}": (functools.partial(patch_shapes, shapes, name, kind), PATCH)
+        for name, shapes, kind in (
+            ("Trigger", trigger_shapes, TRIGGER_KIND),
+            ("DeadlineRule", deadline_rule_shapes, DEADLINE_RULE_KIND),
+            ("Target", target_shapes, TARGET_KIND),
+        )
     },
     "JobResultOut": (job_result_shapes, ANSWER),
 }

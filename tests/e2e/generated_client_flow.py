@@ -39,6 +39,7 @@ from cronledger_client.models import (
     CommandRejectedOut,
     CronTriggerIn,
     CronTriggerInKind,
+    CronTriggerOut,
     DecisionOutcome,
     DefinitionCreate,
     DefinitionOut,
@@ -57,6 +58,7 @@ from cronledger_client.models import (
     ScheduleOut,
     SchedulePatch,
     TokenOut,
+    TriggerPatch,
     TriggerWindowIn,
     WindowIntervalTriggerIn,
     WindowIntervalTriggerInKind,
@@ -224,6 +226,15 @@ def rename_if_unchanged(admin: AuthenticatedClient, schedule: ScheduleOut) -> No
     assert (stale.status_code, refused.code) == (412, "PRECONDITION_FAILED")
 
 
+def retime(admin: AuthenticatedClient, schedule: ScheduleOut) -> None:
+    """A PATCH of the trigger's expression alone, as the server merges it: the kind is kept."""
+    patch = SchedulePatch(trigger=TriggerPatch(expression="0 10 * * *"))
+    answer = patch_schedule.sync(client=admin, schedule_id=schedule.id, body=patch)
+    retimed = expect(answer, ScheduleOut)
+    trigger = expect(retimed.trigger, CronTriggerOut)
+    assert trigger.expression == "0 10 * * *"
+
+
 def logged_run_ids(admin: AuthenticatedClient) -> list[str]:
     """Every run in the execution log, a page of one at a time, following the cursor (which
     the Link header offers too)."""
@@ -258,6 +269,7 @@ def main(base_url: str, admin_token: str) -> None:
     manual, other = run_once(admin, daily), run_once(admin, from_preset)
     decide(reviewer, launched_instance(admin, succeeded(admin, manual)))
     rename_if_unchanged(admin, daily)
+    retime(admin, daily)
     logged = logged_run_ids(admin)
     assert len(logged) == len(set(logged)), f"a run listed twice: {logged}"
     assert {str(manual.id), str(other.id)} <= set(logged)

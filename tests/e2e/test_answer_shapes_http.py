@@ -21,6 +21,7 @@ from cronledger.application.services import Services, open_services
 from cronledger.config import Settings
 from tests.e2e.helpers import lists_show_what_reads_show, with_reviewer
 from tests.release_stores import WORKING, facts, store_written_by
+from tests.sent_shapes import closed
 from tests.support import DECIDERS, Api, FakeClock
 from web import create_app
 
@@ -39,17 +40,6 @@ WINDOWS = {
 
 def pointer(*parts: str) -> str:
     return "".join("/" + part.replace("~", "~0").replace("/", "~1") for part in parts)
-
-
-def closed(schema: Any) -> Any:
-    """The schema with every object of named properties refusing any other."""
-    if isinstance(schema, dict):
-        schema = {key: closed(value) for key, value in schema.items()}
-        if "properties" in schema and "additionalProperties" not in schema:
-            schema["additionalProperties"] = False
-    elif isinstance(schema, list):
-        schema = [closed(value) for value in schema]
-    return schema
 
 
 class Answers:

@@ -37,6 +37,7 @@ from domain.directory import Principal
 from domain.permissions import SCHEDULE_LIST
 from tests.e2e.helpers import account, answers, assert_problem, other_tenant, request, submit
 from tests.processes import free_port, started
+from tests.sent_shapes import sent_shapes
 from tests.support import DECIDERS, Api, FakeClock, FakeTime, principal_of, wait_until
 from web import create_app
 
@@ -91,7 +92,10 @@ class Stream:
             self._pending += chunk.decode()
             self.raw += chunk.decode()
         text, self._pending = self._pending.split("\n\n", 1)
-        return parse(text)
+        frame = parse(text)
+        if frame.event is not None:  # as the document's schema of its kind says
+            sent_shapes().check_frame(frame.event, frame.data)
+        return frame
 
     def events_until(self, done: Callable[[Frame], bool], timeout: float = SECONDS) -> list[Frame]:
         """The event frames up to and including the first that is `done`."""
@@ -107,6 +111,7 @@ class Stream:
 
 @contextmanager
 def open_stream(api: Api, query: str = "", **headers: str) -> Iterator[Stream]:
+    sent_shapes()  # read before the stream opens, so that no frame waits for the document
     response = api.get(
         f"/api/events/stream?max_seconds={SECONDS}{query}", headers=headers, buffered=False
     )

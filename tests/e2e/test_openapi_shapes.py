@@ -286,7 +286,7 @@ def test_triggers_are_a_discriminated_one_of_in_requests_and_answers(
             assert shape["properties"]["kind"]["enum"] == [kind]
             assert "kind" in shape["required"]
     uses = {
-        "In": ["ScheduleFieldsIn", "ScheduleUpdate", "SchedulePatch", "PreviewIn", "PresetIn"],
+        "In": ["ScheduleFieldsIn", "ScheduleUpdate", "PreviewIn", "PresetIn"],
         "Out": ["ScheduleOut", "PresetOut", "OriginOut"],
     }
     for side, names in uses.items():

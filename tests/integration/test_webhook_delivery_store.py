@@ -9,7 +9,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import pytest
 
@@ -26,6 +26,7 @@ from domain.launch import LaunchFailed
 from domain.policy import RunPolicy
 from domain.webhooks import EVENT_TYPES, SubscriptionFields
 from projections.keyset import Window
+from tests.sent_shapes import sent_shapes
 from tests.support import DECIDERS, FakeClock, Opener, World, wait_until
 from tests.webhook_receiver import Receiver, receiving
 from tick.processes import notifier_loop
@@ -93,6 +94,8 @@ def test_every_event_type_arrives_once_signed(open_with: Opener, tmp_path: Path)
         received = list(receiver.received)
     messages = [r.verified(made.secret or "") for r in received]
     assert {m["type"] for m in messages} == set(EVENT_TYPES)
+    for message in messages:  # each as the document's schema of its type says
+        sent_shapes().check_message(message)
     assert len({r.message_id for r in received}) == len(received)
     counts = Counter(m["type"] for m in messages)
     assert counts == {**dict.fromkeys(EVENT_TYPES, 1), **EXPECTED}, counts
@@ -142,6 +145,18 @@ def test_every_event_type_arrives_once_signed(open_with: Opener, tmp_path: Path)
     assert signed is not None
     assert by_type["checkpoint.signed"]["data"]["checkpoint"] == signed.as_json()
     assert {d.status for d in deliveries(services, root, made.webhook.id)} == {"DELIVERED"}
+
+
+def test_a_message_unlike_its_schema_in_the_document_is_caught() -> None:
+    """The check above fails on a field the schema does not declare, and on a required one
+    missing: a payload that changes shape changes the document too."""
+    data = {"tenant_id": str(uuid4()), "webhook_id": str(uuid4())}
+    ping = {"type": "ping", "timestamp": "2026-10-01T10:05:00Z", "data": data}
+    sent_shapes().check_message(ping)
+    with pytest.raises(AssertionError, match="Additional properties"):
+        sent_shapes().check_message({**ping, "data": {**data, "url": "https://example.com"}})
+    with pytest.raises(AssertionError, match="'webhook_id' is a required property"):
+        sent_shapes().check_message({**ping, "data": {"tenant_id": data["tenant_id"]}})
 
 
 def _account(services: Services, world: World, account_id: str) -> Principal:

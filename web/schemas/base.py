@@ -3,6 +3,7 @@ bodies, answers, pages, versions, reasons and keys."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from copy import copy
@@ -204,10 +205,40 @@ def replacing(schema: type[Schema], name: str, kept: tuple[str, ...] = ()) -> ty
     return type(name, (schema,), {**required, "version": version})
 
 
-def merge_patch_of(schema: type[Schema], name: str) -> type[Schema]:
-    """A PATCH body as documented: any field of the PUT body `schema`, null meaning default."""
-    optional = {key: _copied(field, allow_none=True) for key, field in _fields_of(schema).items()}
+def merge_patch_of(schema: type[Schema], name: str, fields_in: type[Schema]) -> type[Schema]:
+    """A PATCH body as documented (web.api.patched applies it): any field of the PUT body
+    `schema`, null only where null removes it (a field with a default in `fields_in`, or one
+    the PUT may leave out); an object is merged into the current one, so it is partial."""
+    defaults = defaults_of(fields_in)
+    optional = {
+        key: _partial(field, key in defaults or not field.required)
+        for key, field in _fields_of(schema).items()
+    }
     return type(name, (schema,), optional)
+
+
+def _partial(field: fields.Field[Any], removable: bool) -> fields.Field[Any]:
+    """A field of a merge patch: an object merged into the current one takes any of its keys
+    (a `Described` one refers to its `...Patch` component); null where it removes the field."""
+    changed = _copied(field, allow_none=removable)
+    if isinstance(field, Described):
+        changed.component = field.component.removesuffix("In") + "Patch"  # type: ignore[attr-defined]
+    if isinstance(field, fields.Nested) and not field.many and isinstance(field.nested, type):
+        changed.nested = partial_of(field.nested)  # type: ignore[attr-defined]
+        changed._schema = None  # type: ignore[attr-defined]  # not the full shape's, if made
+    return changed
+
+
+@functools.cache
+def partial_of(schema: type[Schema]) -> type[Schema]:
+    """An object merged into the current one: any of `schema`'s fields (`EscalationIn` gives
+    `EscalationPatch`), null where null removes a key it may leave out."""
+    name = schema.__name__.removesuffix("In") + "Patch"
+    return type(
+        name,
+        (schema,),
+        {key: _partial(field, not field.required) for key, field in _fields_of(schema).items()},
+    )
 
 
 def defaults_of(schema: type[Schema]) -> dict[str, Any]:

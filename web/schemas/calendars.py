@@ -114,7 +114,7 @@ class CalendarCreate(CalendarFieldsIn):
 
 
 CalendarUpdate = with_reason(replacing(CalendarFieldsIn, "CalendarUpdate"))
-CalendarPatch = merge_patch_of(CalendarUpdate, "CalendarPatch")
+CalendarPatch = merge_patch_of(CalendarUpdate, "CalendarPatch", CalendarFieldsIn)
 
 
 class CalendarImport(VersionBody):

@@ -101,7 +101,7 @@ class AccountFieldsIn(StrictSchema):
 
 AccountUpdate = with_reason(replacing(AccountFieldsIn, "AccountUpdate"))
 
-AccountPatch = merge_patch_of(AccountUpdate, "AccountPatch")
+AccountPatch = merge_patch_of(AccountUpdate, "AccountPatch", AccountFieldsIn)
 
 
 class AccountOut(OutSchema):
@@ -424,7 +424,7 @@ class DefinitionCreate(DefinitionFieldsIn):
 
 DefinitionUpdate = replacing(DefinitionFieldsIn, "DefinitionUpdate", KEPT_WHEN_LEFT_OUT)
 
-DefinitionPatch = merge_patch_of(DefinitionUpdate, "DefinitionPatch")
+DefinitionPatch = merge_patch_of(DefinitionUpdate, "DefinitionPatch", DefinitionFieldsIn)
 
 
 class ReviewersOut(OutSchema):

@@ -60,6 +60,7 @@ from domain.runs import (
     SKIP_OVERLAP,
 )
 from domain.schedules import MISFIRE_POLICIES
+from domain.working_time import RULE_KINDS
 from projections.operations import APPROVAL, DEFINITION, KINDS, RUN, SCHEDULE, TENANT
 from projections.tasks import SCOPES
 from web.schemas.base import Choices
@@ -240,6 +241,13 @@ MISFIRE_POLICY = Choices(
 )
 
 TRIGGER_KIND = Choices("TriggerKind", ("cron", "window-interval"), "a trigger's kind")
+
+DEADLINE_RULE_KIND = Choices(
+    "DeadlineRuleKind",
+    RULE_KINDS,
+    "how a deadline rule counts: plain seconds, working days or working hours "
+    "(docs/calendars.md#deadlines-in-working-time)",
+)
 
 ROLE = Choices("Role", tuple(sorted(ROLES)), "a role, granting permissions (docs/api.md)")
 

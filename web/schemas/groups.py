@@ -64,7 +64,7 @@ class GroupCreate(GroupFieldsIn):
 
 GroupUpdate = with_reason(replacing(GroupFieldsIn, "GroupUpdate"))
 
-GroupPatch = merge_patch_of(GroupUpdate, "GroupPatch")
+GroupPatch = merge_patch_of(GroupUpdate, "GroupPatch", GroupFieldsIn)
 
 
 GROUP_SORT = sort_choices("GroupSort", GROUP_LISTING)

@@ -169,7 +169,7 @@ class ScheduleFromPresetIn(StrictSchema):
 LATER_FIELDS = ("calendar", "calendar_rule", "group", "target", "auto_pause_after_failures")
 ScheduleUpdate = replacing(ScheduleFieldsIn, "ScheduleUpdate", LATER_FIELDS)
 
-SchedulePatch = merge_patch_of(ScheduleUpdate, "SchedulePatch")
+SchedulePatch = merge_patch_of(ScheduleUpdate, "SchedulePatch", ScheduleFieldsIn)
 
 
 class OverlapMoveIn(StrictSchema):
