@@ -1,4 +1,5 @@
-"""tools/openapi: the pinned npm packages the OpenAPI tests use (Redocly CLI, swagger-ui-dist).
+"""tools/openapi: the pinned npm packages the OpenAPI tests use (Redocly CLI, swagger-ui-dist,
+openapi-typescript, openapi-fetch, typescript).
 
 They are installed with `npm ci` from the lock file the first time a test needs them, and again
 when the lock file changes. Without node and npm such a test is skipped, and fails under CI=true.

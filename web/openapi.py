@@ -27,7 +27,7 @@ from web.freshness import WAIT_SECONDS, WANTED_HEADER, WRITTEN_HEADER
 from web.idempotency import KEY_REUSED, reuse_code
 from web.json_depth import MAX_JSON_DEPTH
 from web.language import ANSWER_HEADERS
-from web.openapi_shapes import reference, register_shapes
+from web.openapi_shapes import reference, register_shapes, with_request_defaults_said
 from web.problems import STATUS_OF_CODE
 from web.schemas.approvals import CommandOut, CommandRejectedOut
 from web.schemas.base import PageQuery, ProblemOut
@@ -327,7 +327,7 @@ def build_spec(app: Flask) -> dict[str, Any]:
                 path=PATH_PARAMETER.sub(r"{\1}", rule.rule),
                 operations={_method(rule.methods).lower(): _completed(written, view.__name__)},
             )
-    return {**_with_examples(spec.to_dict()), "x-webhooks": _webhooks()}
+    return {**_with_examples(with_request_defaults_said(spec.to_dict())), "x-webhooks": _webhooks()}
 
 
 def _method(methods: set[str] | None) -> str:

@@ -8,7 +8,12 @@
 - A `Described` field refers to a component written here: the trigger's shapes, which the
   domain checks (`domain/triggers.py`), and the deadline rule's (`domain/calendars.py`),
   closed in requests (unknown keys are refused) and open in answers.
-- A `Tagged` field refers to a `oneOf` of its shapes' components, with a discriminator.
+- A `Tagged` field refers to a `oneOf` of its shapes' components, with a discriminator; the
+  field's description is the component's.
+- A property that is one of several shapes (a `Described` trigger, deadline rule or target, a
+  `Tagged` field) is a bare reference to its `oneOf` component, whatever the field says beside
+  it: openapi-typescript reads `allOf: [{$ref}]` around a discriminated union as the union with
+  its discriminator left out (`Omit<TriggerIn, "kind">`), which takes any object.
 - A nullable reference is `oneOf: [{$ref}, {type, nullable: true, enum: [null]}]`: the second
   branch admits null and nothing else (apispec writes an `anyOf` whose untyped object branch
   swallows the typed one; `allOf: [{$ref}]` beside `nullable: true` admits no null in OpenAPI
@@ -18,11 +23,16 @@
   (`X | None` for the nullable one).
 - A query parameter is never null: its schema drops the null branch and a null default, so an
   enum filter is a bare reference to its component.
+- A request body's field says its default in its description, not as `default`, which
+  openapi-typescript (its `defaultNonNullable`, on by default) reads as "always present" in a
+  component, so that a body leaving the field out would not compile; an answer's and a query
+  parameter's keep `default` (`with_request_defaults_said`).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -114,7 +124,14 @@ class Shapes:
             return {"oneOf": [target, only_null(isinstance(field, Choice))], **kept}
         if "$ref" not in target:
             return {**target, **kept}
+        if self.is_union(target):
+            return target
         return {"allOf": [target], **kept} if kept else target
+
+    def is_union(self, target: Mapping[str, str]) -> bool:
+        """Whether `target` refers to a `oneOf` component: one of several shapes."""
+        name = target["$ref"].removeprefix(SCHEMAS)
+        return "oneOf" in self.spec.components.schemas.get(name, {})
 
     def target_of(self, field: fields.Field[Any], ret: Mapping[str, Any]) -> dict[str, Any] | None:
         if isinstance(field, Choice):
@@ -147,9 +164,11 @@ class Shapes:
             value: self.converter.resolve_nested_schema(shape)  # type: ignore[no-untyped-call]
             for value, shape in field.shapes.items()
         }
+        described = field.metadata.get("description")
         self.define(
             field.component,
             {
+                **({"description": described} if described else {}),
                 "oneOf": list(targets.values()),
                 "discriminator": {
                     "propertyName": field.key,
@@ -393,7 +412,8 @@ def target_shapes(side: str) -> dict[str, dict[str, Any]]:
         }
     shapes[f"Target{side}"] = {
         "description": "what a schedule's cycle does: launch an approval (the default) or run "
-        "one of the built-in jobs (docs/jobs.md)",
+        "one of the built-in jobs (docs/jobs.md"
+        + ("; saving one needs `directory:manage`)" if side == REQUEST else ")"),
         "oneOf": [reference(f"{name}{side}") for name, _ in TARGET_COMPONENTS.values()],
         "discriminator": {
             "propertyName": "kind",
@@ -543,3 +563,77 @@ DESCRIBED: dict[str, tuple[Shaped, str]] = {
     },
     "JobResultOut": (job_result_shapes, ANSWER),
 }
+
+
+def with_request_defaults_said(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with each default of a request body's fields said in the field's
+    description instead of as `default`: openapi-typescript, by default (`defaultNonNullable`),
+    types a component's property that has a `default` as always present, so a body leaving it
+    out would not compile. An answer's defaults, and a query parameter's, stay as they are."""
+    schemas = document["components"]["schemas"]
+    bodies = [
+        operation["requestBody"]
+        for operations in document["paths"].values()
+        for operation in operations.values()
+        if "requestBody" in operation
+    ]
+    answers = [document["paths"], document["components"].get("responses", {})]
+    requested = reachable(schemas, bodies) - reachable(schemas, answers, bodies)
+    said = {name: defaults_said(schemas[name]) for name in requested}
+    return {**document, "components": {**document["components"], "schemas": schemas | said}}
+
+
+def reachable(
+    schemas: Mapping[str, Any], roots: list[Any], left_out: list[Any] | None = None
+) -> set[str]:
+    """The component schemas `roots` refer to, directly or through others; not through the
+    request bodies `left_out`."""
+    pending = [name for root in roots for name in references(root, left_out or [])]
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name not in seen:
+            seen.add(name)
+            pending += references(schemas[name], [])
+    return seen
+
+
+def references(value: Any, left_out: list[Any]) -> list[str]:
+    """The component schemas `value` refers to directly, except within `left_out`."""
+    if any(value is body for body in left_out):
+        return []
+    if isinstance(value, dict):
+        found = [value["$ref"].removeprefix(SCHEMAS)] if SCHEMAS in value.get("$ref", "") else []
+        return found + [name for item in value.values() for name in references(item, left_out)]
+    if isinstance(value, list):
+        return [name for item in value for name in references(item, left_out)]
+    return []
+
+
+def defaults_said(schema: Any) -> Any:
+    """`schema` with every property's `default` moved into its description."""
+    if isinstance(schema, list):
+        return [defaults_said(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    said = {key: defaults_said(value) for key, value in schema.items() if key != "properties"}
+    if "properties" in schema:
+        said["properties"] = {
+            name: default_in_description(defaults_said(value))
+            for name, value in schema["properties"].items()
+        }
+    return said
+
+
+def default_in_description(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` without `default`, its description saying it unless it does already; a null
+    default goes unsaid, as leaving a nullable field out is sending null."""
+    if "default" not in schema:
+        return schema
+    value = schema["default"]
+    rest = {key: item for key, item in schema.items() if key != "default"}
+    shown = value if isinstance(value, str) and value else json.dumps(value)
+    said = f"default `{shown}`"
+    if value is None or said in schema.get("description", ""):
+        return rest
+    return {**rest, "description": "; ".join(filter(None, [schema.get("description"), said]))}

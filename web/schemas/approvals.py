@@ -718,7 +718,10 @@ class CommandRejection(Schema):
 
 class CommandRejectedOut(ProblemOut, CommandRejection):
     """A decision command that lost (code COMMAND_REJECTED), recorded: a problem document with
-    what the command got. Other 409s of the same operations are plain problem documents."""
+    what the command got. Other 409s of the same operations are plain problem documents. Its
+    `code` is documented as that one value, so that a TypeScript client narrows on it."""
 
     class Meta(OutSchema.Meta):
         exclude = ("errors",)
+
+    code = fields.String(metadata={"enum": ["COMMAND_REJECTED"]})

@@ -407,7 +407,7 @@ class ProblemOut(OutSchema):
     title = fields.String()
     status = fields.Integer()
     detail = fields.String()
-    code = Choice(PROBLEM_CODE)
+    code: fields.String = Choice(PROBLEM_CODE)  # a lost command's is one value alone
     instance = fields.String(
         metadata={"format": "uri-reference", "description": "the request's path"}
     )

@@ -124,7 +124,7 @@ class ScheduleFieldsIn(StrictSchema):
     misfire_policy = Choice(MISFIRE_POLICY, load_default="catch_up")
     overlap_policy = OverlapPolicyIn(
         load_default=DEFAULT_OVERLAP_POLICY,
-        metadata={"description": "skip_while_launching (default) (docs/time.md)"},
+        metadata={"description": "default `skip_while_launching` (docs/time.md)"},
     )
     calendar = fields.String(
         validate=validate.Length(1, 64),
