@@ -24,7 +24,14 @@ from domain.directory import (
     with_pause_terms,
     without_notices,
 )
-from domain.errors import DomainError, Forbidden, InvalidState, NotAReviewer, ValidationFailed
+from domain.errors import (
+    DomainError,
+    Forbidden,
+    InvalidState,
+    NotAReviewer,
+    ValidationFailed,
+    every_problem,
+)
 from domain.levels import (
     COMPLETED,
     FAILED,
@@ -276,13 +283,14 @@ class Submission:
         return Command(SUBMIT, None, payload).fingerprint
 
     def check(self, now: datetime) -> None:
-        """A caller's own deadline lies within 366 days of now, and the form data is small."""
+        """A caller's own deadline lies within 366 days of now, and the form data is small
+        (both named at once)."""
         deadline = self.review_deadline_at
+        errors = every_problem(lambda: checked_form_data(self.form_data))
         if deadline is not None and not now < deadline <= now + MAX_DEADLINE_AHEAD:
-            raise ValidationFailed.of(
-                "review_deadline_at", Message("must be after now and within 366 days of it")
-            )
-        checked_form_data(self.form_data)
+            errors["review_deadline_at"] = [Message("must be after now and within 366 days of it")]
+        if errors:
+            raise ValidationFailed(errors)
 
     def deadline(
         self,
@@ -788,13 +796,19 @@ def _decide_revise(material_version: int, command: Command, state: str) -> Decis
 
 def _decide_reassignment(command: Command, parties: Parties, review: Review) -> Decision:
     target = command.payload["assignee_id"]
-    if not review.target_eligible or parties.interest_of(target) is not None:
-        return Decision(
-            RULE_BROKEN, WAITING_REVIEW, False, Reason(REVIEWER_INELIGIBLE, {"account": target})
-        )
+    ineligible = ineligible_target(target, parties, review)
+    if ineligible is not None:
+        return Decision(RULE_BROKEN, WAITING_REVIEW, False, ineligible)
     return Decision(
         REASSIGNED, WAITING_REVIEW, True, Reason(REASSIGNED_IN_TIME, {"assignee": target})
     )
+
+
+def ineligible_target(target: str, parties: Parties, review: Review) -> Reason | None:
+    """Why a reassignment's target may not take the task (it may not approve the instance)."""
+    if not review.target_eligible or parties.interest_of(target) is not None:
+        return Reason(REVIEWER_INELIGIBLE, {"account": target})
+    return None
 
 
 def stale_material(command: Command, material_version: int) -> Reason | None:
@@ -1158,6 +1172,8 @@ class ApprovalInstance(Aggregate):
 
         None too when the rule refuses `actor` (with `granted`) the command: a refusal is
         decided and recorded each time, and never replays, nor takes, another caller's answer.
+        And None for another command under the id of one that broke a rule (422): the caller
+        corrects a command and sends it again with its id, which only a final answer claims.
         """
         if command.command_id is None or command.command_id not in self.answers:
             return None
@@ -1166,9 +1182,40 @@ class ApprovalInstance(Aggregate):
         ):
             return None
         first = Answer(**self.answers[command.command_id])
-        if first.fingerprint != command.fingerprint:
-            raise CommandIdReused(command.command_id)
-        return first
+        if first.fingerprint == command.fingerprint:
+            return first
+        if first.outcome == RULE_BROKEN:
+            return None
+        raise CommandIdReused(command.command_id)
+
+    def answered_for_good(self, command_id: str | None) -> bool:
+        """Whether `command_id` has an answer no corrected command changes: any but a broken
+        rule's (422; docs/api.md#idempotency)."""
+        answer = self.answers.get(command_id) if command_id is not None else None
+        return answer is not None and answer["outcome"] != RULE_BROKEN
+
+    def check_rules(
+        self, kind: str, payload: Mapping[str, Any], now: datetime, review: Review | None = None
+    ) -> None:
+        """The rule a command's given fields break whatever else it says (a new deadline not
+        later or too far, a material version not newer, a reassignment's target who may not
+        approve, by `review`), as a 422 names it; checked without deciding or recording
+        anything, for a body some of whose fields broke their shape."""
+        broken: Reason | None = None
+        if self.state in TERMINAL:
+            return  # decided: the command loses (409) whatever its fields say
+        target = payload.get("assignee_id")
+        if kind == REASSIGN and isinstance(target, str) and review is not None:
+            broken = ineligible_target(target, self.parties, review)
+        if kind == EXTEND and isinstance(payload.get("new_deadline_at"), datetime):
+            broken = broken_extension_rule(self.review_deadline_at, payload["new_deadline_at"], now)
+        offered = payload.get("material_version")
+        if kind == REVISE and isinstance(offered, int) and offered <= self.material_version:
+            broken = Reason(
+                MATERIAL_NOT_NEWER, {"offered": offered, "current": self.material_version}
+            )
+        if broken is not None:
+            raise ValidationFailed.of(FIELD_OF_RULE[kind], broken.text)
 
     @property
     def review_deadline_at_local(self) -> datetime:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from domain.messages import Message
 
 # What a NotFound, VersionConflict or PreconditionFailed may name: a noun said in the reader's
@@ -126,3 +128,15 @@ class ValidationFailed(DomainError):
     @classmethod
     def of(cls, field: str, message: str) -> ValidationFailed:
         return cls({field: [message]})
+
+
+def every_problem(*checks: Callable[[], object]) -> dict[str, list[str]]:
+    """The field errors each check raises (ValidationFailed), all of them: a rule one check
+    finds broken hides none of the others' (on one field, the later check's words stand)."""
+    errors: dict[str, list[str]] = {}
+    for check in checks:
+        try:
+            check()
+        except ValidationFailed as failed:
+            errors.update(failed.errors)
+    return errors

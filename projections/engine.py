@@ -393,8 +393,9 @@ class Projector:
         if not names:
             return {}
         marks = ", ".join("?" for _ in names)
-        rows = sql.execute(
-            f"SELECT name, position FROM projection_positions WHERE name IN ({marks}){suffix}",  # noqa: S608
+        rows = sql.execute(  # locked in one order by every process, so two never deadlock
+            f"SELECT name, position FROM projection_positions WHERE name IN ({marks})"  # noqa: S608
+            f" ORDER BY name{suffix}",
             names,
         ).fetchall()
         return {name: int(position) for name, position in rows}

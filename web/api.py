@@ -18,6 +18,7 @@ from marshmallow import RAISE, Schema, ValidationError
 
 from cronledger.application.services import Services
 from domain.directory import Principal
+from domain.errors import DomainError, ValidationFailed
 from domain.messages import Message
 from web.command_keys import Replays, first_answered, remember
 from web.freshness import (
@@ -26,7 +27,14 @@ from web.freshness import (
     wanted_position,
     written_headers,
 )
-from web.idempotency import HEADER, idempotency_key, keyed_request, replay_headers, with_key_field
+from web.idempotency import (
+    HEADER,
+    idempotency_key,
+    key_field_errors,
+    keyed_request,
+    replay_headers,
+    with_key_field,
+)
 from web.json_depth import check_nesting
 from web.merge_patch import merge_patch
 from web.preconditions import (
@@ -71,6 +79,11 @@ class MergePatch:
 
 
 Body = type[Schema] | Either | MergePatch
+# The rules of meaning a body's fields must keep (given the principal, the path and the fields
+# that kept their shape): a lookup, a parse, a zone. Run when some field lost its shape, so
+# that one 422 names every invalid field; a rule raises ValidationFailed with what it found.
+Meaning = Callable[..., None]
+Errors = dict[str, list[str]]
 MERGE_PATCH_TYPES = ("application/merge-patch+json", "application/json")
 KEYLESS_METHODS = frozenset({"PUT", "PATCH", "DELETE"})  # Idempotency-Key is 400 on them
 
@@ -128,6 +141,7 @@ class EndpointSpec:
     also: str | None = None  # another permission that serves as well as `permission`
     download: Download | None = None  # a file (the view's `Response`), not `response`'s JSON
     location: str | None = None  # a 201's `Location`, formatted with the path and the answer
+    meaning: Meaning | None = None  # the body's rules of meaning, checked with its shape
 
 
 def services() -> Services:
@@ -150,6 +164,7 @@ def endpoint(
     also: str | None = None,
     download: Download | None = None,
     location: str | None = None,
+    meaning: Meaning | None = None,
 ) -> Callable[[View], View]:
     """Declare a view: who may call it, what it takes and what it answers.
 
@@ -157,7 +172,9 @@ def endpoint(
     reaches the view, whose service records the refusal and answers it 403. A caller holding
     `also` instead of `permission` is served as well. A request that `verifier` verifies
     needs no token. A `download` view answers a file: its `Response` as it is. A view that
-    creates (201) names its new resource's URL as `location`, e.g. `/api/groups/{id}`.
+    creates (201) names its new resource's URL as `location`, e.g. `/api/groups/{id}`. A
+    body that breaks its shape is checked by `meaning` too (on the fields that kept their
+    shape), and answered with every error of both at once.
     """
 
     def decorate(view: View) -> View:
@@ -177,6 +194,7 @@ def endpoint(
             also=also,
             download=download,
             location=location,
+            meaning=meaning,
         )
 
         @functools.wraps(view)
@@ -190,13 +208,15 @@ def endpoint(
             refuse_key_without_meaning(idempotent)
             precondition = if_match_precondition(versioned, permission, inputs)
             key = verified.key if verified else (idempotency_key() if idempotent else None)
+            rules = functools.partial(meaning, **inputs) if meaning else None
             if isinstance(body, MergePatch):
-                inputs["body"] = patched(body, inputs, precondition.version)
+                inputs["body"] = patched(body, inputs, precondition.version, rules)
             elif body is not None:
                 data = json_object()
                 shape = body.pick(data) if isinstance(body, Either) else body
-                data = with_key_field(shape, data, key)
-                inputs["body"] = load(shape(), expecting(shape, data, precondition.version))
+                differs = key_field_errors(shape, data, key)
+                data = expecting(shape, with_key_field(shape, data, key), precondition.version)
+                inputs["body"] = load(shape(), data, rules, differs)
             given = expecting(query, request.args.to_dict(), precondition.version)
             arguments = load(loader(query), given)
             if query is not None:
@@ -322,7 +342,12 @@ def authorize(permission: str, seen_with: str | None = None, *, fresh: bool = Fa
     return principal
 
 
-def patched(patch: MergePatch, inputs: Mapping[str, Any], expected: int | None = None) -> Any:
+def patched(
+    patch: MergePatch,
+    inputs: Mapping[str, Any],
+    expected: int | None = None,
+    meaning: Callable[[dict[str, Any]], None] | None = None,
+) -> Any:
     """The PUT body the merge patch makes of the current representation's settable fields.
 
     Without a `version` the patch applies to the version If-Match matched (`expected`), else
@@ -337,7 +362,7 @@ def patched(patch: MergePatch, inputs: Mapping[str, Any], expected: int | None =
     current = patch.shown_as().dump(patch.current(**inputs))
     settable = {key: current[key] for key in patch.replaces().fields if key in current}
     merged = {**patch.defaults, **merge_patch(settable, changes)}
-    return load(patch.replaces(), merged)
+    return load(patch.replaces(), merged, meaning)
 
 
 def json_object() -> dict[str, Any]:
@@ -388,15 +413,44 @@ def unstorable(value: object, path: str = "") -> dict[str, list[str]]:
     return found
 
 
-def load(schema: Schema, data: Mapping[str, Any]) -> Any:
-    """`data` (a body, or a query's parameters) as `schema` loads it; else 422 by field."""
-    refused = unstorable(data)
-    if refused:
-        raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, refused)
+def load(
+    schema: Schema,
+    data: Mapping[str, Any],
+    meaning: Callable[[dict[str, Any]], None] | None = None,
+    refused: Errors | None = None,
+) -> Any:
+    """`data` (a body, or a query's parameters) as `schema` loads it; else 422 naming every
+    field that broke its shape (or was `refused` already), and every one of the others that
+    breaks a rule of `meaning`."""
+    refused = {**unstorable(data), **(refused or {})}
     try:
-        return schema.load(data)
+        loaded = schema.load(data)
     except ValidationError as error:
-        raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, flatten(error.messages)) from None
+        shape = {**flatten(error.messages), **refused}
+        kept = error.valid_data if isinstance(error.valid_data, dict) else {}
+    else:
+        if not refused:
+            return loaded
+        shape, kept = refused, loaded
+    errors = {**meaning_errors(meaning, kept, shape), **shape}
+    raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, errors)
+
+
+def meaning_errors(
+    meaning: Callable[[dict[str, Any]], None] | None, kept: Mapping[str, Any], shape: Errors
+) -> Errors:
+    """What `meaning` finds wrong with the fields that kept their shape (a field with a shape
+    error, or one of its parts, is left out of what it checks and of what it answers)."""
+    if meaning is None:
+        return {}
+    broken = {name.split(".")[0] for name in shape}
+    try:
+        meaning({name: value for name, value in kept.items() if name not in broken})
+    except ValidationFailed as failed:
+        return {f: m for f, m in failed.errors.items() if f.split(".")[0] not in broken}
+    except DomainError:  # e.g. the path names no resource: the shape's errors answer alone
+        return {}
+    return {}
 
 
 def as_message(said: object) -> Message:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -80,6 +81,25 @@ def _instance(principal: Principal, instance_id: str) -> ApprovalRow:
     return services().approvals.view(principal.tenant_id, instance_id)
 
 
+# What a submission's fields stand in for when their own are not there to check the others by.
+SUBMISSION_STAND_INS: dict[str, Any] = {
+    "command_id": "-",
+    "definition_id": "",
+    "title": "-",
+    "form_data": {},
+    "material_version": 1,
+    "review_deadline_at": None,
+}
+
+
+def _submission_meaning(fields: dict[str, Any], principal: Principal) -> None:
+    """The rules a submission's fields break besides their shapes, at once."""
+    given = {**SUBMISSION_STAND_INS, **fields}
+    deadline, _ = _in_utc(given["review_deadline_at"])
+    submission = Submission(**{**given, "review_deadline_at": deadline})
+    services().approvals.check_submission(principal, submission)
+
+
 @bp.post("")
 @endpoint(
     "Submit an approval instance (a repeated command_id answers the first instance)",
@@ -91,6 +111,7 @@ def _instance(principal: Principal, instance_id: str) -> ApprovalRow:
     response=ApprovalOut,
     status=201,
     location="/api/approvals/{id}",
+    meaning=_submission_meaning,
 )
 def submit_approval(principal: Principal, body: dict[str, Any]) -> Answered:
     deadline, offset = _in_utc(body["review_deadline_at"])
@@ -208,10 +229,10 @@ def _link_endpoint(summary: str, body: type[Schema]) -> Callable[[View], View]:
 
 
 def _command_endpoint(
-    summary: str, body: type[Schema], permission: str = APPROVAL_DECIDE
+    summary: str, body: type[Schema], permission: str = APPROVAL_DECIDE, kind: str | None = None
 ) -> Callable[[View], View]:
     """The declaration every command on an instance shares: its summary, body and permission
-    differ."""
+    differ; a command of a `kind` with a rule of its own is checked by it with its shape."""
     return endpoint(
         summary,
         tag=TAG,
@@ -221,7 +242,18 @@ def _command_endpoint(
         idempotent=True,
         versioned=InService(_instance),
         response=CommandOut,
+        meaning=None if kind is None else functools.partial(_command_meaning, kind=kind),
     )
+
+
+def _command_meaning(
+    fields: dict[str, Any], principal: Principal, instance_id: str, kind: str
+) -> None:
+    """The rule a command's fields break besides their shapes (nothing decided or recorded)."""
+    payload = {**fields}
+    if isinstance(payload.get("new_deadline_at"), datetime):
+        payload["new_deadline_at"] = payload["new_deadline_at"].astimezone(UTC)
+    services().approvals.check_command(principal, instance_id, kind, payload)
 
 
 @bp.post("/<instance_id>/approve")
@@ -237,7 +269,9 @@ def withdraw(principal: Principal, instance_id: str, body: dict[str, Any]) -> An
 
 
 @bp.post("/<instance_id>/extend-deadline")
-@_command_endpoint("Move the deadline later (at most 30 days from now)", ExtendDeadlineIn)
+@_command_endpoint(
+    "Move the deadline later (at most 30 days from now)", ExtendDeadlineIn, kind=EXTEND
+)
 def extend_deadline(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
     if ("new_deadline_at" in body) == ("working_days" in body):
         raise Problem(
@@ -306,6 +340,7 @@ def reject(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answ
     "Revise the material (the applicant): earlier approvals lapse, review back to level 1",
     ReviseIn,
     APPROVAL_SUBMIT,
+    REVISE,
 )
 def revise(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
     payload = {**body, "form_data": body.get("form_data")}
@@ -328,7 +363,9 @@ def unclaim(principal: Principal, instance_id: str, body: dict[str, Any]) -> Ans
 
 @bp.post("/<instance_id>/reassign")
 @_command_endpoint(
-    "Hand the review task to another eligible reviewer (the assignee, or an admin)", ReassignIn
+    "Hand the review task to another eligible reviewer (the assignee, or an admin)",
+    ReassignIn,
+    kind=REASSIGN,
 )
 def reassign(principal: Principal, instance_id: str, body: dict[str, Any]) -> Answered:
     return _answer(principal, instance_id, REASSIGN, body)

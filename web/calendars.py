@@ -57,6 +57,17 @@ def calendar_fields(body: dict[str, Any]) -> CalendarFields:
     )
 
 
+# What a calendar's fields stand in for when their own are not there to check the others by.
+STAND_INS: dict[str, Any] = {**defaults_of(CalendarFieldsIn), "name": "-", "timezone": "UTC"}
+
+
+def _meaning(fields: dict[str, Any], principal: Principal, calendar_id: str | None = None) -> None:
+    """The rules a calendar's fields break besides their shapes, at once."""
+    key = fields.get("key", "") if calendar_id is None else _calendar(principal, calendar_id).key
+    given = calendar_fields({**STAND_INS, **fields})
+    services().calendars.check(principal.tenant_id, key, given, new=calendar_id is None)
+
+
 @bp.post("")
 @endpoint(
     "Create a calendar (revision 1)",
@@ -68,6 +79,7 @@ def calendar_fields(body: dict[str, Any]) -> CalendarFields:
     response=CalendarOut,
     status=201,
     location="/api/calendars/{id}",
+    meaning=_meaning,
 )
 def create_calendar(principal: Principal, body: dict[str, Any]) -> Answered:
     keyed = keyed_request(principal, CREATE_CALENDAR)
@@ -131,6 +143,7 @@ def calendar_timeline(principal: Principal, calendar_id: str) -> dict[str, list[
     body=CalendarUpdate,
     versioned=_calendar,
     response=CalendarOut,
+    meaning=_meaning,
 )
 def update_calendar(principal: Principal, calendar_id: str, body: dict[str, Any]) -> CalendarRow:
     return _replace(principal, calendar_id, body)
@@ -152,6 +165,7 @@ def _replace(principal: Principal, calendar_id: str, body: dict[str, Any]) -> Ca
     ),
     versioned=_calendar,
     response=CalendarOut,
+    meaning=_meaning,
 )
 def patch_calendar(principal: Principal, calendar_id: str, body: dict[str, Any]) -> CalendarRow:
     return _replace(principal, calendar_id, body)

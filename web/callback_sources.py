@@ -57,6 +57,12 @@ def _without_secret(principal: Principal, source_id: str) -> dict[str, Any]:
     return _shown(SourceWithSecret(_source(principal, source_id), None))
 
 
+def _meaning(fields: dict[str, Any], principal: Principal) -> None:
+    """A new source's name is no live source's of the tenant."""
+    if "name" in fields:
+        services().callback_sources.check_new(principal.tenant_id, fields["name"])
+
+
 @bp.post("")
 @endpoint(
     "Register a callback source (its signing secret is shown once)",
@@ -68,6 +74,7 @@ def _without_secret(principal: Principal, source_id: str) -> dict[str, Any]:
     response=CallbackSourceSecretOut,
     status=201,
     location="/api/callback-sources/{id}",
+    meaning=_meaning,
 )
 def create_callback_source(principal: Principal, body: dict[str, Any]) -> Answered:
     keyed = keyed_request(principal, CREATE_CALLBACK_SOURCE)

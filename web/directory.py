@@ -14,6 +14,7 @@ from cronledger.persistence.ledger import TimelineEntry
 from domain.calendars import nominal_seconds, rule_problems
 from domain.credentials import BackingOff
 from domain.directory import Principal
+from domain.errors import ValidationFailed, every_problem
 from domain.idempotency import CREATE_ACCOUNT, CREATE_DEFINITION, ISSUE_TOKEN
 from domain.messages import Message
 from domain.permissions import APPROVAL_LIST, AUDIT_READ, DIRECTORY_MANAGE
@@ -40,6 +41,7 @@ from web.schemas.base import (
     page_of,
 )
 from web.schemas.directory import (
+    MAX_REVIEW_WINDOW_SECONDS,
     AccountCreate,
     AccountFieldsIn,
     AccountListQuery,
@@ -70,6 +72,43 @@ def _account(principal: Principal, account_id: str) -> AccountRow:
     return services().directory.current_account(principal.tenant_id, account_id)
 
 
+def _account_meaning(fields: dict[str, Any], principal: Principal) -> None:
+    """The rules a new account's id keeps besides its shape."""
+    if "id" in fields:
+        services().directory.check_new_account(principal.tenant_id, fields["id"])
+
+
+# What a definition's fields stand in for when their own are not there to check the others by.
+STAND_INS = {**defaults_of(DefinitionFieldsIn), "name": "-", "external": False}
+LONGEST = MAX_REVIEW_WINDOW_SECONDS  # a review window no reminder is refused by
+
+
+def _definition_meaning(
+    fields: dict[str, Any], principal: Principal, definition_id: str | None = None
+) -> None:
+    """The rules of meaning a definition's fields break (its deadline, presets, terms, key),
+    all at once."""
+    directory = services().directory
+    given = {**STAND_INS, **fields}
+    try:
+        terms = definition_fields(given)
+        errors: dict[str, list[str]] = {}
+    except Problem as problem:
+        errors = dict(problem.errors or {})
+        terms = definition_fields(
+            {**given, "deadline_rule": None, "review_window_seconds": LONGEST}
+        )
+    tenant_id, new, key = principal.tenant_id, definition_id is None, fields.get("key", "")
+    errors.update(
+        every_problem(
+            lambda: directory.check_definition(tenant_id, terms, key, new),
+            lambda: directory.check_new_definition_key(tenant_id, key) if new and key else None,
+        )
+    )
+    if errors:
+        raise ValidationFailed(errors)
+
+
 def _definition(principal: Principal, definition_id: str) -> DefinitionRow:
     """The definition as a write reads it: from its log, never behind it."""
     return services().directory.current_definition(principal.tenant_id, definition_id)
@@ -86,6 +125,7 @@ def _definition(principal: Principal, definition_id: str) -> DefinitionRow:
     status=201,
     location="/api/accounts/{id}",
     idempotent=True,
+    meaning=_account_meaning,
 )
 def create_account(principal: Principal, body: dict[str, Any]) -> Answered:
     request = keyed_request(principal, CREATE_ACCOUNT)
@@ -299,6 +339,7 @@ def erase_contact(principal: Principal, account_id: str) -> None:
     status=201,
     location="/api/definitions/{id}",
     idempotent=True,
+    meaning=_definition_meaning,
 )
 def create_definition(principal: Principal, body: dict[str, Any]) -> Answered:
     request = keyed_request(principal, CREATE_DEFINITION)
@@ -368,6 +409,7 @@ def definition_timeline(principal: Principal, definition_id: str) -> dict[str, l
     body=DefinitionUpdate,
     versioned=_definition,
     response=DefinitionOut,
+    meaning=_definition_meaning,
 )
 def update_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]
@@ -410,6 +452,7 @@ def _replace_definition(
     ),
     versioned=_definition,
     response=DefinitionOut,
+    meaning=_definition_meaning,
 )
 def patch_definition(
     principal: Principal, definition_id: str, body: dict[str, Any]

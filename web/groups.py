@@ -46,6 +46,17 @@ def group_fields(body: dict[str, Any]) -> GroupFields:
     )
 
 
+# What a group's fields stand in for when their own are not there to check the others by.
+STAND_INS: dict[str, Any] = {"name": "-", "members": [], "leader_id": None, "parent_key": None}
+
+
+def _meaning(fields: dict[str, Any], principal: Principal, group_id: str | None = None) -> None:
+    """The rules a group's fields break, its own and those across the tenant, at once."""
+    groups = services().groups
+    key = fields.get("key", "") if group_id is None else _group(principal, group_id).key
+    groups.check(principal.tenant_id, key, group_fields({**STAND_INS, **fields}))
+
+
 @bp.post("")
 @endpoint(
     "Create a group (a deleted group's key may be created again)",
@@ -57,6 +68,7 @@ def group_fields(body: dict[str, Any]) -> GroupFields:
     response=GroupOut,
     status=201,
     location="/api/groups/{id}",
+    meaning=_meaning,
 )
 def create_group(principal: Principal, body: dict[str, Any]) -> Answered:
     keyed = keyed_request(principal, CREATE_GROUP)
@@ -112,6 +124,7 @@ def group_timeline(principal: Principal, group_id: str) -> dict[str, list[Timeli
     body=GroupUpdate,
     versioned=_group,
     response=GroupOut,
+    meaning=_meaning,
 )
 def update_group(principal: Principal, group_id: str, body: dict[str, Any]) -> GroupRow:
     return _replace(principal, group_id, body)
@@ -131,6 +144,7 @@ def _replace(principal: Principal, group_id: str, body: dict[str, Any]) -> Group
     body=MergePatch(GroupOut, GroupUpdate, GroupPatch, defaults_of(GroupFieldsIn), _group),
     versioned=_group,
     response=GroupOut,
+    meaning=_meaning,
 )
 def patch_group(principal: Principal, group_id: str, body: dict[str, Any]) -> GroupRow:
     return _replace(principal, group_id, body)

@@ -32,15 +32,22 @@ def idempotency_key() -> str | None:
 
 
 def with_key_field(shape: type[Schema], data: Mapping[str, Any], key: str | None) -> Any:
-    """The body with the header's key as its key field, if its shape has one (`key_field`);
-    a body naming another key is 422 on that field."""
+    """The body with the header's key as its key field, if its shape has one (`key_field`)."""
     field = getattr(shape, "key_field", None)
     if key is None or field is None:
         return data
-    if data.get(field, key) != key:
-        differs = Message("differs from the {header} header", header=HEADER)
-        raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, {field: [differs]})
     return {**data, field: key}
+
+
+def key_field_errors(
+    shape: type[Schema], data: Mapping[str, Any], key: str | None
+) -> dict[str, list[str]]:
+    """A body naming another key than the header's: 422 on its key field, with its other
+    invalid fields."""
+    field = getattr(shape, "key_field", None)
+    if key is None or field is None or data.get(field, key) == key:
+        return {}
+    return {field: [Message("differs from the {header} header", header=HEADER)]}
 
 
 def reuse_code(body: object) -> str:

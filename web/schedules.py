@@ -21,7 +21,7 @@ from domain.permissions import (
     SCHEDULE_LIST,
 )
 from projections.schedules import SCHEDULE_LISTING, SCHEDULE_ORDER, ScheduleFilter
-from web.api import Answered, Either, MergePatch, endpoint, services
+from web.api import Answered, Either, MergePatch, endpoint, json_object, services
 from web.command_keys import Replays
 from web.exports import DOWNLOAD, asked, exported
 from web.freshness import read_models_ready
@@ -55,6 +55,14 @@ def _schedule(principal: Principal, schedule_id: str) -> ScheduleAnswer:
     return services().schedules.from_log(principal.tenant_id, schedule_id)
 
 
+def _meaning(fields: dict[str, Any], principal: Principal, **path: str) -> None:
+    """The rules of meaning of a schedule's fields (or of one from a preset)."""
+    if "preset_id" in json_object():
+        services().schedules.check_preset_fields(principal, fields)
+    else:
+        services().schedules.check_fields(principal, fields)
+
+
 @bp.post("")
 @endpoint(
     "Create a schedule (disabled unless `enabled` is true), or one from a definition's preset",
@@ -66,6 +74,7 @@ def _schedule(principal: Principal, schedule_id: str) -> ScheduleAnswer:
     status=201,
     location="/api/workflows/schedules/{id}",
     idempotent=True,
+    meaning=_meaning,
 )
 def create_schedule(principal: Principal, body: dict[str, Any]) -> Answered:
     request = keyed_request(principal, CREATE_SCHEDULE)
@@ -200,6 +209,7 @@ def preview_schedule(principal: Principal, schedule_id: str, query: dict[str, An
     body=ScheduleUpdate,
     versioned=_schedule,
     response=ScheduleOut,
+    meaning=_meaning,
 )
 def update_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleAnswer:
     return _replace(principal, schedule_id, body)
@@ -228,6 +238,7 @@ def _replace(principal: Principal, schedule_id: str, body: dict[str, Any]) -> Sc
     ),
     versioned=_schedule,
     response=ScheduleOut,
+    meaning=_meaning,
 )
 def patch_schedule(principal: Principal, schedule_id: str, body: dict[str, Any]) -> ScheduleAnswer:
     return _replace(principal, schedule_id, body)

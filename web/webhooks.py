@@ -71,6 +71,12 @@ def _fields(body: dict[str, Any]) -> SubscriptionFields:
     )
 
 
+def _meaning(fields: dict[str, Any], principal: Principal, **path: str) -> None:
+    """The rules the URL (where it points now) and the event types break besides their
+    shapes, at once."""
+    services().webhooks.check(principal, fields.get("url"), fields.get("event_types"))
+
+
 @bp.post("")
 @endpoint(
     "Subscribe a URL to messages (the signing secret is shown once)",
@@ -82,6 +88,7 @@ def _fields(body: dict[str, Any]) -> SubscriptionFields:
     status=201,
     location="/api/webhooks/{id}",
     idempotent=True,
+    meaning=_meaning,
 )
 def create_webhook(principal: Principal, body: dict[str, Any]) -> Answered:
     request = keyed_request(principal, CREATE_WEBHOOK)
@@ -125,6 +132,7 @@ def get_webhook(principal: Principal, webhook_id: str) -> WebhookRow:
     body=WebhookUpdate,
     versioned=_webhook,
     response=WebhookOut,
+    meaning=_meaning,
 )
 def update_webhook(principal: Principal, webhook_id: str, body: dict[str, Any]) -> WebhookRow:
     return services().webhooks.update(principal, webhook_id, _fields(body), body["version"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -24,6 +24,7 @@ from domain.approvals import (
     EXTEND,
     FORBIDDEN,
     PLAIN_CLOCK,
+    REASSIGN,
     RESUBMIT,
     REVISE,
     SWEEP,
@@ -44,7 +45,7 @@ from domain.approvals import (
     revision_of,
 )
 from domain.directory import Definition, Principal
-from domain.errors import NotFound, PreconditionFailed, ValidationFailed
+from domain.errors import NotFound, PreconditionFailed, ValidationFailed, every_problem
 from domain.idempotency import KeyedRequest
 from domain.launch import definition_problem
 from domain.messages import Message
@@ -186,8 +187,8 @@ class Approvals:
     ) -> ApprovalInstance:
         """A new instance of a published definition, not yet saved: its reviewers' candidates
         and its deadline counted as for any submission (`field`: what a refusal names)."""
+        self.check_submission(actor, submission, now, field)
         definition = self._definition(actor.tenant_id, submission.definition_id, field)
-        submission.check(now)
         parties = Parties(actor.account_id, False, None, definition.allow_self_approval)
         candidates, levels = self.reviewing.levels(actor.tenant_id, definition, parties)
         ruled = None
@@ -205,6 +206,33 @@ class Approvals:
             levels=levels,
             linked=linked,
         )
+
+    def check_submission(
+        self,
+        actor: Principal,
+        submission: Submission,
+        now: datetime | None = None,
+        field: str = "definition_id",
+    ) -> None:
+        """Every rule a submission breaks at once: its definition (named by `field`), its
+        deadline and its form data."""
+        errors = every_problem(
+            lambda: self._definition(actor.tenant_id, submission.definition_id, field),
+            lambda: submission.check(now or self.ledger.clock()),
+        )
+        if errors:
+            raise ValidationFailed(errors)
+
+    def check_command(
+        self, actor: Principal, instance_id: str, kind: str, payload: Mapping[str, Any]
+    ) -> None:
+        """The rule a command's given fields break whatever else it says (docs/approvals.md),
+        found without deciding or recording anything."""
+        instance = self.instance(actor.tenant_id, instance_id)
+        review = None
+        if kind == REASSIGN:
+            review = self.reviewing.review(instance, actor, Command(kind, None, dict(payload)))
+        instance.check_rules(kind, payload, self.ledger.clock(), review)
 
     def _definition(
         self, tenant_id: UUID, definition_id: str, field: str = "definition_id"
@@ -375,7 +403,7 @@ class Approvals:
         if command.kind == REVISE:
             return self._restarted(instance, command)
         days = command.payload.get("working_days")
-        if command.kind != EXTEND or days is None or command.command_id in instance.answers:
+        if command.kind != EXTEND or days is None or instance.answered_for_good(command.command_id):
             return command
         counted, offset = self.calendars.extension(
             instance.tenant_id, instance.deadline_policy, instance.review_deadline_at, days
@@ -393,7 +421,9 @@ class Approvals:
     def _restarted(self, instance: ApprovalInstance, command: Command) -> Command:
         """A revise of an instance whose definition restarts the deadline on a revise, with
         the new deadline its definition's rule counts from now (a repeat keeps the first)."""
-        if not instance.restart_deadline_on_revise or command.command_id in instance.answers:
+        if not instance.restart_deadline_on_revise or instance.answered_for_good(
+            command.command_id
+        ):
             return command
         definition = self.directory.find_definition(instance.tenant_id, instance.definition_id)
         if definition is None:

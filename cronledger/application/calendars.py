@@ -43,7 +43,7 @@ from domain.directory import (
     account_uuid,
     check_expected_version,
 )
-from domain.errors import NotFound, ValidationFailed
+from domain.errors import NotFound, ValidationFailed, every_problem
 from domain.idempotency import KeyedRequest
 from domain.messages import Message
 from domain.permissions import DIRECTORY_MANAGE
@@ -180,14 +180,22 @@ class Calendars:
         self, actor: Principal, key: str, fields: CalendarFields, request: KeyedRequest | None
     ) -> CalendarRow:
         check_key(self.ledger, request)
-        check_calendar(key, fields)
         if self.ledger.exists(calendar_uuid(actor.tenant_id, key)):
             check_key(self.ledger, request)  # made by a request racing with the same key?
-            raise ValidationFailed.of("key", Message("a calendar with key {key} exists", key=key))
+        self.check(actor.tenant_id, key, fields, new=True)
         at = self.ledger.clock()
         calendar = Calendar.create(actor.tenant_id, key, fields, at, actor.account_id)
         self.ledger.save(calendar, key_record(request, KIND, str(calendar.id), at))
         return CalendarRow.of_aggregate(calendar)
+
+    def check(self, tenant_id: UUID, key: str, fields: CalendarFields, new: bool) -> None:
+        """Every rule a calendar's fields break at once: its own, and for a `new` one, that
+        the tenant has no calendar with its key."""
+        errors = every_problem(lambda: check_calendar(key, fields))
+        if new and self.ledger.exists(calendar_uuid(tenant_id, key)):
+            errors["key"] = [Message("a calendar with key {key} exists", key=key)]
+        if errors:
+            raise ValidationFailed(errors)
 
     def replace(
         self,

@@ -102,6 +102,17 @@ class CallbackSources:
         A repeat of a keyed `request` stops with `AlreadyCreated`."""
         return self.ledger.retrying(lambda: self._create(actor, name, description, request))
 
+    def check_new(self, tenant_id: UUID, name: str) -> None:
+        """A new source's name: of the right form, and no live source of the tenant has it."""
+        check_source_name(name)
+        source_id = callback_source_uuid(tenant_id, name)
+        if self.ledger.exists(source_id):
+            source = self.ledger.find(CallbackSource, source_id, KIND, name)
+            if not source.deleted:
+                raise ValidationFailed.of(
+                    "name", Message("a callback source named {name} exists", name=name)
+                )
+
     def _create(
         self, actor: Principal, name: str, description: str, request: KeyedRequest | None
     ) -> SourceWithSecret:

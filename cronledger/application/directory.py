@@ -38,7 +38,7 @@ from domain.directory import (
     tenant_uuid,
     token_uuid,
 )
-from domain.errors import InvalidState, NotFound, ValidationFailed
+from domain.errors import InvalidState, NotFound, ValidationFailed, every_problem
 from domain.groups import Group, group_uuid
 from domain.idempotency import KeyedRequest
 from domain.launch import definition_problem, initiator_problem
@@ -221,6 +221,14 @@ class Directory:
         return self.ledger.retrying(
             lambda: self._create_account(actor, chosen_id, name, roles, request)
         )
+
+    def check_new_account(self, tenant_id: UUID, account_id: str) -> None:
+        """The rules a new account's id keeps: its form, and no account of the tenant has it."""
+        check_account_id(account_id)
+        if self.ledger.exists(account_uuid(tenant_id, account_id)):
+            raise ValidationFailed.of(
+                "id", Message("an account with id {id} already exists", id=account_id)
+            )
 
     def _create_account(
         self,
@@ -457,16 +465,14 @@ class Directory:
         request: KeyedRequest | None,
     ) -> DefinitionRow:
         check_key(self.ledger, request)
+        self.check_definition(actor.tenant_id, fields, key, new=True)
         presets = checked_presets(
             fields.schedule_presets, self.default_timezone, self.ledger.clock()
         )
-        self._check_terms(actor.tenant_id, fields, new=True)
         reminders, escalation = notice_terms(fields.reminders, fields.escalation)
         if self.ledger.exists(definition_uuid(actor.tenant_id, key)):
             check_key(self.ledger, request)  # made by a request racing with the same key?
-            raise ValidationFailed.of(
-                "key", Message("a definition with key {key} already exists", key=key)
-            )
+            self.check_new_definition_key(actor.tenant_id, key)
         tenant = self.tenant(actor.tenant_id)
         at = self.ledger.clock()
         definition = Definition(
@@ -500,10 +506,10 @@ class Directory:
     ) -> DefinitionRow:
         definition = self.definition_aggregate(actor.tenant_id, definition_id)
         check_expected_version("definition", definition.version, version)
+        self.check_definition(actor.tenant_id, fields, definition.key, new=False)
         presets = checked_presets(
             fields.schedule_presets, self.default_timezone, self.ledger.clock()
         )
-        self._check_terms(actor.tenant_id, fields, new=False)
         definition.update(
             name=fields.name,
             external=fields.external,
@@ -526,6 +532,28 @@ class Directory:
         )
         self.ledger.save(definition)
         return DefinitionRow.of_aggregate(definition)
+
+    def check_new_definition_key(self, tenant_id: UUID, key: str) -> None:
+        """No definition of the tenant has the key a new one is given."""
+        if self.ledger.exists(definition_uuid(tenant_id, key)):
+            raise ValidationFailed.of(
+                "key", Message("a definition with key {key} already exists", key=key)
+            )
+
+    def check_definition(
+        self, tenant_id: UUID, fields: DefinitionFields, key: str, new: bool
+    ) -> None:
+        """Every rule of meaning a definition's fields break, at once: its presets, its terms
+        and its cancellation definition (a `new` one names its reviewers)."""
+        errors = every_problem(
+            lambda: checked_presets(
+                fields.schedule_presets, self.default_timezone, self.ledger.clock()
+            ),
+            lambda: self._check_terms(tenant_id, fields, new),
+            lambda: self._cancellation_definition(tenant_id, fields, key),
+        )
+        if errors:
+            raise ValidationFailed(errors)
 
     def _check_terms(self, tenant_id: UUID, fields: DefinitionFields, new: bool) -> None:
         """The reminders fit the review window; the escalation names one of the tenant's

@@ -26,7 +26,7 @@ from domain.directory import (
     no_such_accounts,
     no_such_groups,
 )
-from domain.errors import NotFound, ValidationFailed
+from domain.errors import NotFound, ValidationFailed, every_problem
 from domain.groups import (
     KIND,
     Group,
@@ -72,10 +72,8 @@ class Groups:
         self, actor: Principal, key: str, fields: GroupFields, request: KeyedRequest | None
     ) -> GroupRow:
         check_key(self.ledger, request)
-        check_group(key, fields.name, fields.members, fields.leader_id, fields.parent_key)
         tenant = self.directory.tenant(actor.tenant_id)
-        others = self._live_groups(tenant)
-        self._check_across(actor.tenant_id, key, fields, others)
+        self._check(tenant, key, fields)
         at = self.ledger.clock()
         group_id = group_uuid(actor.tenant_id, key)
         if self.ledger.exists(group_id):
@@ -109,9 +107,8 @@ class Groups:
     ) -> GroupRow:
         group = self.aggregate(actor.tenant_id, group_id)
         check_expected_version(KIND, group.version, version)
-        check_group(group.key, fields.name, fields.members, fields.leader_id, fields.parent_key)
         tenant = self.directory.tenant(actor.tenant_id)
-        self._check_across(actor.tenant_id, group.key, fields, self._live_groups(tenant))
+        self._check(tenant, group.key, fields)
         at = self.ledger.clock()
         group.update(*_values(fields), at=at, actor=actor.account_id, reason=reason)
         tenant.group_changed(group.key, at, actor.account_id)
@@ -139,6 +136,21 @@ class Groups:
         group.delete(at, actor.account_id, reason)
         tenant.group_changed(group.key, at, actor.account_id)
         self.ledger.save(group, tenant)
+
+    def check(self, tenant_id: UUID, key: str, fields: GroupFields) -> None:
+        """Every rule a group's fields break, its own and those across the tenant, at once."""
+        self._check(self.directory.tenant(tenant_id), key, fields)
+
+    def _check(self, tenant: Tenant, key: str, fields: GroupFields) -> None:
+        """A field the group's own rules refuse is named by them, not by those across."""
+        errors = every_problem(
+            lambda: self._check_across(tenant.id, key, fields, self._live_groups(tenant)),
+            lambda: check_group(
+                key, fields.name, fields.members, fields.leader_id, fields.parent_key
+            ),
+        )
+        if errors:
+            raise ValidationFailed(errors)
 
     def _check_across(
         self, tenant_id: UUID, key: str, fields: GroupFields, others: Sequence[Group]

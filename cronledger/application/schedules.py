@@ -63,6 +63,9 @@ NEXT_FIRES_SHOWN = 5  # requirement 001: saving a schedule shows its next five f
 NEXT_FIRES_KEPT = 4096  # triggers and zones whose next fire times are remembered
 MOVED, UNCHANGED, NOT_FOUND = "MOVED", "UNCHANGED", "NOT_FOUND"  # a bulk move, per schedule
 MOVE_OUTCOMES = (MOVED, UNCHANGED, NOT_FOUND)
+# What a schedule's required fields stand in for when their own are not there to check the
+# others by (docs/api.md: every invalid field is reported at once).
+STAND_INS: dict[str, Any] = {"name": "-", "trigger": {"kind": "cron", "expression": "0 0 * * *"}}
 
 
 @dataclass(frozen=True)
@@ -254,6 +257,19 @@ class Schedules:
         )
         self.ledger.save(schedule, key_record(request, "schedule", str(schedule.id), at))
         return self.answer_of(schedule)
+
+    def check_fields(self, actor: Principal, fields: Mapping[str, Any]) -> None:
+        """The rules of meaning the given fields of a schedule break, all at once, as saving
+        it would find them; ValidationFailed names them."""
+        settings = self.settings_from({**STAND_INS, **fields})
+        self._checked(actor.tenant_id, settings, self.ledger.clock())
+
+    def check_preset_fields(self, actor: Principal, fields: Mapping[str, Any]) -> None:
+        """What stops the given definition or initiator of a schedule from a preset."""
+        given = {name: fields.get(name, "") for name in ("definition_id", "initiator_id")}
+        problems = self.directory.launch_problems_of(actor.tenant_id, **given)
+        if problems:
+            raise ValidationFailed(problems)
 
     def create_from_preset(
         self,

@@ -35,7 +35,7 @@ from domain.approvals import (
     STATE_AFTER,
 )
 from domain.directory import Principal, Tenant, check_expected_version
-from domain.errors import NotFound, ValidationFailed
+from domain.errors import NotFound, ValidationFailed, every_problem
 from domain.evidence import Checkpoint
 from domain.idempotency import KeyedRequest
 from domain.messages import Message
@@ -575,9 +575,19 @@ class Webhooks:
     def _checked(self, actor: Principal, fields: SubscriptionFields) -> SubscriptionFields:
         """The fields with their types in order (a log-wide type only for an auditor), the URL
         checked where it points now."""
+        self.check(actor, fields.url, fields.event_types)
         event_types = checked_event_types(fields.event_types, actor.can(AUDIT_READ))
-        self.guard.destination(fields.url)
         return SubscriptionFields(fields.url, event_types, fields.description, fields.enabled)
+
+    def check(self, actor: Principal, url: str | None, event_types: list[str] | None) -> None:
+        """Every rule the URL (where it points now) and the event types break, at once; None
+        is one not to check."""
+        errors = every_problem(
+            lambda: url is None or self.guard.destination(url),
+            lambda: event_types is None or checked_event_types(event_types, actor.can(AUDIT_READ)),
+        )
+        if errors:
+            raise ValidationFailed(errors)
 
     def update(
         self, actor: Principal, webhook_id: str, fields: SubscriptionFields, version: int | None

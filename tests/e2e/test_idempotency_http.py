@@ -361,6 +361,39 @@ def test_a_lost_decision_replays_its_409(admin: Api, instance: tuple[Api, str]) 
     assert [entry["command_id"] for entry in timeline].count("w") == 1
 
 
+def test_a_broken_rule_claims_no_command_id(admin: Api, instance: tuple[Api, str]) -> None:
+    olga, instance_id = instance
+    path = f"/api/approvals/{instance_id}/extend-deadline"
+    timeline = f"/api/approvals/{instance_id}/timeline"
+    too_far = {"new_deadline_at": "2026-11-02T09:00:00Z", "reason": "asked"}
+    refused = olga.post(path, too_far, **keyed("e-1"))
+    first = assert_problem(refused, 422, "VALIDATION_FAILED")["errors"]
+    recorded = len(admin.get(timeline).json["items"])
+    again = olga.post(path, too_far, **keyed("e-1"))
+    assert assert_problem(again, 422, "VALIDATION_FAILED")["errors"] == first
+    assert len(admin.get(timeline).json["items"]) == recorded
+    corrected = {"new_deadline_at": "2026-10-02T12:00:00+08:00", "reason": "asked"}
+    extended = olga.post(path, corrected, **keyed("e-1"))
+    assert (extended.status_code, extended.json["outcome"], extended.json["replayed"]) == (
+        200,
+        "EXTENDED",
+        False,
+    )
+    repeated = olga.post(path, corrected, **keyed("e-1"))
+    assert (repeated.status_code, repeated.headers[REPLAYED]) == (200, "true")
+    assert_problem(olga.post(path, too_far, **keyed("e-1")), 409, "COMMAND_ID_REUSED")
+    assert len(admin.get(timeline).json["items"]) == recorded + 1
+
+
+def test_a_lost_command_s_id_stays_claimed(admin: Api, instance: tuple[Api, str]) -> None:
+    olga, instance_id = instance
+    olga.post(f"/api/approvals/{instance_id}/approve", {"material_version": 2}, **keyed("a"))
+    path = f"/api/approvals/{instance_id}/withdraw"
+    assert_problem(admin.post(path, {}, **keyed("w")), 409, "COMMAND_REJECTED")
+    changed = admin.post(path, {"material_version": 2}, **keyed("w"))
+    assert_problem(changed, 409, "COMMAND_ID_REUSED")
+
+
 @pytest.mark.parametrize(
     ("command", "body"),
     [

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.helpers import account
+from tests.e2e.helpers import account, assert_problem
 from tests.support import Api
 
 
@@ -117,6 +117,20 @@ def test_the_assignee_hands_the_task_over_and_the_applicant_comments(
     assert approved.json["state"] == "APPROVED"
     texts = [(c["author"], c["text"]) for c in admin.get(path).json["comments"]]
     assert texts == [("ann", "已补交"), ("cy", "同意")]
+
+
+def test_a_reassignment_names_its_ineligible_target_with_its_other_errors(
+    admin: Api, people: dict[str, Api], instance: dict[str, Any]
+) -> None:
+    path = f"/api/approvals/{instance['id']}"
+    people["bo"].post(f"{path}/claim", {"command_id": "c-1"})
+    recorded = len(admin.get(f"{path}/timeline").json["items"])
+    refused = people["bo"].post(
+        f"{path}/reassign", {"command_id": "m-1", "assignee_id": "dee", "reason": ""}
+    )
+    errors = assert_problem(refused, 422, "VALIDATION_FAILED")["errors"]
+    assert set(errors) == {"assignee_id", "reason"}
+    assert len(admin.get(f"{path}/timeline").json["items"]) == recorded
 
 
 def test_a_definition_keeps_its_reviewers_through_a_put_that_leaves_them_out(

@@ -45,7 +45,9 @@ def test_a_daily_approval_starts_every_cycle_by_default(
     assert [run["status"] for run in runs] == ["SUCCEEDED"] * 5
     waiting = admin.get("/api/approvals?state=WAITING_REVIEW").json
     assert waiting["total"] == 5
-    manual = admin.post(f"{SCHEDULES}/{schedule['id']}/run", {"request_id": "now"}).json
+    answer = admin.post(f"{SCHEDULES}/{schedule['id']}/run", {"request_id": "now"})
+    assert answer.status_code == 202, answer.json
+    manual = answer.json
     Worker.of(services).drain()
     assert admin.get(f"{SCHEDULES}/{schedule['id']}/runs/{manual['id']}").json["status"] == (
         "SUCCEEDED"

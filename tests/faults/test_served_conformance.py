@@ -157,12 +157,13 @@ def is_command(case: Any) -> bool:
 def may_be_recorded(body: dict[str, Any]) -> bool:
     """Whether a refusal is one a recorded loss may have: 409 COMMAND_REJECTED, 403 (not
     allowed, or not a reviewer), or 422 on a rule's field alone (the new deadline, the
-    reassignment's target)."""
+    reassignment's target, the revised material's version), which a body some of whose
+    fields broke their shape is never recorded with."""
     return bool(
         body["code"] in ("COMMAND_REJECTED", "FORBIDDEN", "NOT_A_REVIEWER")
         or (
             body["code"] == "VALIDATION_FAILED"
-            and set(body["errors"]) in ({"new_deadline_at"}, {"assignee_id"})
+            and set(body["errors"]) in ({"new_deadline_at"}, {"assignee_id"}, {"material_version"})
         )
     )
 

@@ -18,6 +18,7 @@ from domain.approvals import (
     SIGN,
     SWEEP,
     WITHDRAW,
+    Answer,
     ApprovalInstance,
     Command,
     CommandIdReused,
@@ -166,6 +167,20 @@ def test_a_repeated_command_id_gets_the_first_answer() -> None:
     with pytest.raises(CommandIdReused):
         subject.answer_to(approve(material_version=1))
     assert subject.answer_to(approve("approve-2")) is None
+
+
+def test_a_command_id_that_broke_a_rule_takes_the_corrected_command() -> None:
+    subject = instance()
+    too_far = extend(BEFORE + timedelta(days=31))
+    assert subject.handle(too_far, BEFORE, "ops").outcome == RULE_BROKEN
+    assert not subject.answered_for_good("extend-1")
+    assert subject.answer_to(too_far) == Answer(**subject.answers["extend-1"])
+    corrected = extend(DEADLINE + timedelta(days=1))
+    assert subject.answer_to(corrected) is None
+    assert subject.handle(corrected, BEFORE, "ops").outcome == "EXTENDED"
+    assert subject.answered_for_good("extend-1")
+    with pytest.raises(CommandIdReused):
+        subject.answer_to(too_far)
 
 
 def test_a_new_command_id_cannot_approve_twice() -> None:
