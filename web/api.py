@@ -221,6 +221,8 @@ def endpoint(
             arguments = load(loader(query), given)
             if query is not None:
                 inputs["query"] = arguments
+            if precondition.failure is not None and rules is not None and "body" in inputs:
+                refuse_broken_meaning(rules, inputs["body"])  # a 412 only for a valid request
             expected = precondition.enforced()  # 412 only for a request that is valid
             check_agrees(expected, inputs.get("body"), arguments)
             reading = request.method == "GET"
@@ -434,6 +436,13 @@ def load(
         shape, kept = refused, loaded
     errors = {**meaning_errors(meaning, kept, shape), **shape}
     raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, errors)
+
+
+def refuse_broken_meaning(meaning: Callable[[dict[str, Any]], None], body: Any) -> None:
+    """422 naming what `meaning` finds wrong with a body of the right shape (a write whose
+    If-Match failed is checked before its 412; other writes are checked as they act)."""
+    if isinstance(body, dict) and (errors := meaning_errors(meaning, body, {})):
+        raise Problem("VALIDATION_FAILED", SOME_FIELDS_INVALID, errors)
 
 
 def meaning_errors(

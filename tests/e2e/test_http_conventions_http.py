@@ -107,6 +107,17 @@ def test_a_bad_body_is_422_before_a_stale_if_match_is_412(
     assert "name" in refused["errors"]
     patched = admin.patch(path, {"misfire_policy": "sometimes"}, **stale)
     assert "misfire_policy" in assert_problem(patched, 422, "VALIDATION_FAILED")["errors"]
+    meaningless = {
+        **body,
+        "timezone": "Mars/Olympus",
+        "trigger": {"kind": "cron", "expression": "61 * * * *"},
+    }
+    wrong = assert_problem(admin.put(path, meaningless, **stale), 422, "VALIDATION_FAILED")
+    assert set(wrong["errors"]) == {"timezone", "trigger.expression"}
+    retimed = admin.patch(path, {"trigger": {"expression": "61 * * * *"}}, **stale)
+    assert set(assert_problem(retimed, 422, "VALIDATION_FAILED")["errors"]) == {
+        "trigger.expression"
+    }
     assert_problem(admin.put(path, body, **stale), 412, "PRECONDITION_FAILED")
     assert_problem(admin.patch(path, {"name": "x"}, **stale), 412, "PRECONDITION_FAILED")
 
