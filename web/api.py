@@ -142,6 +142,7 @@ class EndpointSpec:
     download: Download | None = None  # a file (the view's `Response`), not `response`'s JSON
     location: str | None = None  # a 201's `Location`, formatted with the path and the answer
     meaning: Meaning | None = None  # the body's rules of meaning, checked with its shape
+    keyless: bool = False  # a POST that a repeat does no more than once: Idempotency-Key is 400
 
 
 def services() -> Services:
@@ -165,6 +166,7 @@ def endpoint(
     download: Download | None = None,
     location: str | None = None,
     meaning: Meaning | None = None,
+    keyless: bool = False,
 ) -> Callable[[View], View]:
     """Declare a view: who may call it, what it takes and what it answers.
 
@@ -174,7 +176,8 @@ def endpoint(
     needs no token. A `download` view answers a file: its `Response` as it is. A view that
     creates (201) names its new resource's URL as `location`, e.g. `/api/groups/{id}`. A
     body that breaks its shape is checked by `meaning` too (on the fields that kept their
-    shape), and answered with every error of both at once.
+    shape), and answered with every error of both at once. A `keyless` POST (a preview, a
+    bulk action, a repeatable setting) refuses an Idempotency-Key, as a PUT does.
     """
 
     def decorate(view: View) -> View:
@@ -195,6 +198,7 @@ def endpoint(
             download=download,
             location=location,
             meaning=meaning,
+            keyless=keyless,
         )
 
         @functools.wraps(view)
@@ -205,7 +209,7 @@ def endpoint(
                 inputs["principal"] = verified.principal
             elif permission is not None:
                 inputs["principal"] = authorize(permission, seen_with or also)
-            refuse_key_without_meaning(idempotent)
+            refuse_key_without_meaning(spec)
             precondition = if_match_precondition(versioned, permission, inputs)
             key = verified.key if verified else (idempotency_key() if idempotent else None)
             rules = functools.partial(meaning, **inputs) if meaning else None
@@ -253,10 +257,13 @@ def endpoint(
     return decorate
 
 
-def refuse_key_without_meaning(idempotent: object) -> None:
+def refuse_key_without_meaning(spec: EndpointSpec) -> None:
     """400 for an Idempotency-Key on a write that takes none: a PUT, PATCH or DELETE is
-    idempotent already (or checked by If-Match), so a key would promise what it cannot."""
-    if not idempotent and HEADER in request.headers and request.method in KEYLESS_METHODS:
+    idempotent already (or checked by If-Match), so a key would promise what it cannot; so is
+    a `keyless` POST."""
+    if spec.idempotent or HEADER not in request.headers:
+        return
+    if request.method in KEYLESS_METHODS:
         raise Problem(
             "BAD_REQUEST",
             Message(
@@ -264,6 +271,16 @@ def refuse_key_without_meaning(idempotent: object) -> None:
                 "(If-Match makes it conditional); send it without the header",
                 header=HEADER,
                 method=request.method,
+            ),
+        )
+    if spec.keyless:
+        raise Problem(
+            "BAD_REQUEST",
+            Message(
+                "{header} has no meaning on this operation: it changes nothing, or repeating "
+                "it does no more than once (a bulk action's items are each their own "
+                "command); send it without the header",
+                header=HEADER,
             ),
         )
 

@@ -42,6 +42,7 @@ DONE_STATUS = {ENABLE: 200, DISABLE: 200, RUN: 202, DELETE: 204, RETRY: 202, CAN
     permission=SCHEDULE_EDIT,
     body=ScheduleBulkIn,
     response=BulkOut,
+    keyless=True,
 )
 def bulk_schedules(principal: Principal, body: dict[str, Any]) -> dict[str, Any]:
     if body["action"] == DELETE and not principal.can(SCHEDULE_DELETE):
@@ -58,6 +59,7 @@ def bulk_schedules(principal: Principal, body: dict[str, Any]) -> dict[str, Any]
     permission=SCHEDULE_EDIT,
     body=RunBulkIn,
     response=BulkOut,
+    keyless=True,
 )
 def bulk_runs(principal: Principal, body: dict[str, Any]) -> dict[str, Any]:
     items = act_on_runs(services().runs, principal, bulk_request(body))

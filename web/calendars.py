@@ -220,6 +220,7 @@ def calendar_days(principal: Principal, calendar_id: str, query: dict[str, Any])
     also=SCHEDULE_LIST,
     body=DeadlinePreviewIn,
     response=DeadlinePreviewOut,
+    keyless=True,
 )
 def deadline_preview(principal: Principal, calendar_id: str, body: dict[str, Any]) -> Any:
     return services().calendars.preview(

@@ -277,6 +277,7 @@ def revoke_token(
     permission=APPROVAL_LIST,
     body=PasswordIn,
     response=PasswordOut,
+    keyless=True,
 )
 def set_password(principal: Principal, account_id: str, body: dict[str, Any]) -> PasswordChange:
     try:

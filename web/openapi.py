@@ -620,7 +620,7 @@ def _responses(declared: EndpointSpec, method: str, path_arguments: set[str]) ->
             "description": "not modified: the answer still has the `ETag` `If-None-Match` named",
             "headers": {"ETag": "ETag"},
         }
-    if method in KEYLESS_METHODS or _checks_if_match(declared, method):
+    if method in KEYLESS_METHODS or declared.keyless or _checks_if_match(declared, method):
         statuses |= _shared(400)
     if declared.body is not None:
         statuses |= _shared(400, 413)

@@ -151,6 +151,7 @@ def schedule_filter_of(query: dict[str, Any]) -> ScheduleFilter:
     permission=SCHEDULE_LIST,
     body=PreviewIn,
     response=PreviewOut,
+    keyless=True,
 )
 def preview_trigger(principal: Principal, body: dict[str, Any]) -> Preview:
     return services().schedules.preview(
@@ -171,6 +172,7 @@ def preview_trigger(principal: Principal, body: dict[str, Any]) -> Preview:
     permission=SCHEDULE_EDIT,
     body=OverlapMoveIn,
     response=OverlapMovesOut,
+    keyless=True,
 )
 def move_overlap_policy(principal: Principal, body: dict[str, Any]) -> dict[str, list[PolicyMove]]:
     moves = services().schedules.move_overlap_policy(

@@ -152,6 +152,16 @@ def test_an_idempotency_key_is_400_where_it_means_nothing(
         lambda: admin.patch(path, {"name": "x"}, **keyed),
         lambda: admin.put(path, {**body, "version": 1}, **keyed),
         lambda: admin.delete(f"{path}?version=1", **keyed),
+        lambda: admin.post(
+            "/api/workflows/schedules/bulk",
+            {"action": "disable", "ids": [schedule["id"]], "reason": "k"},
+            **keyed,
+        ),
+        lambda: admin.post(
+            "/api/workflows/schedules/preview",
+            {"trigger": body["trigger"], "timezone": "UTC"},
+            **keyed,
+        ),
     ):
         problem = assert_problem(write(), 400, "BAD_REQUEST")
         assert KEY in problem["detail"]
@@ -160,7 +170,9 @@ def test_an_idempotency_key_is_400_where_it_means_nothing(
 
 
 def test_every_write_takes_the_key_or_refuses_it(app: Flask) -> None:
-    """A POST that changes something takes the key; a PUT, PATCH or DELETE never does."""
+    """A POST takes the key or refuses it (a preview, a bulk action, a repeatable setting);
+    a PUT, PATCH or DELETE never takes it."""
+    neither = []
     for rule in app.url_map.iter_rules():
         spec = getattr(app.view_functions[rule.endpoint], "endpoint_spec", None)
         methods = (rule.methods or set()) - {"HEAD", "OPTIONS", "GET"}
@@ -168,3 +180,6 @@ def test_every_write_takes_the_key_or_refuses_it(app: Flask) -> None:
             continue
         if methods & {"PUT", "PATCH", "DELETE"}:
             assert not spec.idempotent, rule.rule
+        elif bool(spec.idempotent) == spec.keyless:
+            neither.append(rule.rule)
+    assert neither == []
