@@ -12,10 +12,12 @@ HTML comment just before its fence: `<!-- not run: needs a Kubernetes cluster --
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import shutil
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -214,6 +216,27 @@ def test_every_shell_block_runs_as_pasted(reader: Reader) -> None:
         ran += outcome.reached
     assert {where.partition(":")[0] for where in ran} >= {"README.md", "docs/api.md"}
     print(f"{len(ran)} blocks ran; {len(skipped)} not run:\n" + "\n".join(skipped))
+
+
+def test_every_sql_block_runs_on_the_store(reader: Reader) -> None:
+    """The guides' SQL for operators runs as pasted on the store `make run` made (analytics.md's
+    queries take parameters: tests/integration/test_analytics_queries.py runs each on both
+    stores against a known data set)."""
+    queries = [
+        block
+        for guide in GUIDES
+        if guide.name != "analytics.md"
+        for block in blocks(guide)
+        if block.language == "sql"
+    ]
+    assert queries
+    store = sqlite3.connect(f"file:{reader.folder / 'cronledger.sqlite'}?mode=ro", uri=True)
+    with contextlib.closing(store):
+        for block in queries:
+            try:
+                store.execute(block.text).fetchall()
+            except sqlite3.Error as error:
+                pytest.fail(f"{block.where}: {error}")
 
 
 def test_a_broken_snippet_fails(reader: Reader) -> None:
