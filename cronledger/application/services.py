@@ -126,8 +126,10 @@ def open_services(
     """
     health = health or Health()
     store = Store.from_url(settings.database_url, Limits.of(settings, kind))
-    keys = load_event_keys(event_keys_path(settings.event_keys_file, store))
+    keys_file = event_keys_path(settings.event_keys_file, store)
+    keys = load_event_keys(keys_file)
     ledger, projector = migrated(store, clock, all_projections(settings.timezone), health, keys)
+    ledger.take_event_keys_from(keys_file)
     if keys is None and kind in SERVING_KINDS and ledger.authentication_boundary() is not None:
         ledger.close()
         store.close()

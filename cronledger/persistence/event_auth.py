@@ -10,10 +10,11 @@ import hmac
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 from uuid import UUID
 
-from cronledger.persistence.event_keys import KEYS_VARIABLE, EventKeys
+from cronledger.persistence.event_keys import KEYS_VARIABLE, EventKeys, load_event_keys
 
 MAC_TABLE = "event_macs"
 BOUNDARY_TABLE = "event_authentication"
@@ -175,6 +176,14 @@ class Authenticator:
 
     keys: EventKeys | None = None
     boundary_table: bool = False
+    keys_file: Path | None = None  # where keys a migration makes later appear (None: nowhere)
+
+    def may_write(self) -> bool:
+        """Whether this process may write to a store that authenticates its events: with its
+        keys, or with those a `cronledger migrate` run since it started made in its keys file."""
+        if self.keys is None and self.keys_file is not None:
+            self.keys = load_event_keys(self.keys_file)
+        return self.keys is not None
 
     def macs(
         self, positions: Sequence[int], events: Iterable[tuple[UUID | str, int, str, object]]

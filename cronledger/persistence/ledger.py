@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
 from datetime import UTC, datetime, tzinfo
 from functools import partial
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
@@ -136,7 +137,6 @@ class Ledger(Application[UUID]):
         """With `create_tables` off, nothing is created: for commands that only read the log.
         `event_keys` authenticate the events this process writes (None: it has none)."""
         self.store = store
-        self.event_keys = event_keys
         self.clock = clock
         self.after_save: Callable[[int], object] | None = None
         # Told of each committed save's events with their aggregates (this process's meters).
@@ -153,10 +153,19 @@ class Ledger(Application[UUID]):
             event_keys, store.has_table(BOUNDARY_TABLE)
         )
 
+    @property
+    def event_keys(self) -> EventKeys | None:
+        """The keys this process authenticates its writes with (None: it has none yet)."""
+        return self.recorder.authenticator.keys  # type: ignore[attr-defined,no-any-return]
+
     def use_event_keys(self, keys: EventKeys) -> None:
         """Authenticate this process's writes with `keys` from now on."""
-        self.event_keys = keys
         self.recorder.authenticator.keys = keys  # type: ignore[attr-defined]
+
+    def take_event_keys_from(self, path: Path) -> None:
+        """A process started without keys takes those a migration makes in `path` later, when
+        it first finds the store authenticating its events (else each write would fail)."""
+        self.recorder.authenticator.keys_file = path  # type: ignore[attr-defined]
 
     def authentication_boundary(self) -> Boundary | None:
         """Where the store authenticates its events from (None: it does not)."""

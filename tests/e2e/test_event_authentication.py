@@ -270,6 +270,22 @@ def test_a_store_written_before_authentication_shows_one_unauthenticated_range(
     assert f"positions 1 to {before} were written before, unauthenticated" in text
 
 
+def test_a_process_started_before_the_migration_takes_the_keys_it_made(store_url: str) -> None:
+    """`cronledger migrate` run beside a serving process (a rolling upgrade): the process,
+    started without keys, finds the store authenticating its events and writes with the keys
+    the migration made in its keys file, rather than failing every write."""
+    services = open_services(settings(store_url), FakeClock())  # no keys file yet
+    services.directory.bootstrap("acme", "root")
+    before = services.ledger.recorder.max_notification_id()
+    migrated(store_url)
+    services.directory.bootstrap("beta", "boss")
+    last = services.ledger.recorder.max_notification_id()
+    services.close()
+    found = verified(store_url, 0)
+    assert found["authentication"]["unauthenticated"] == {"from": 1, "to": before}
+    assert found["authentication"]["authenticated"] == last - before
+
+
 def test_the_boundary_moved_or_deleted_is_a_break(store_url: str) -> None:
     history(store_url).close()
     store = Store.from_url(store_url)
