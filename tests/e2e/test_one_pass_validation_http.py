@@ -49,6 +49,14 @@ def broken_schedule(**fields: Any) -> dict[str, Any]:
 def test_a_schedule_answers_its_shape_and_its_meaning_at_once(admin: Api) -> None:
     answer = admin.post(SCHEDULES, broken_schedule())
     assert errors_of(answer) == {"name", "definition_id", "trigger.expression", "timezone"}
+    nobody = admin.post(SCHEDULES, broken_schedule(initiator_id="nobody"))
+    assert errors_of(nobody) == {
+        "name",
+        "definition_id",
+        "trigger.expression",
+        "timezone",
+        "initiator_id",
+    }
     nothing = admin.get(SCHEDULES).json["items"]
     assert nothing == []
 
