@@ -276,7 +276,7 @@ def test_openapi_document_is_generated_from_the_schemas(client: FlaskClient) -> 
     assert "/api/definitions/{definition_id}/publish" in spec["paths"]
     stream = spec["paths"]["/api/events/stream"]["get"]
     assert "text/event-stream" in stream["responses"]["200"]["content"]
-    assert "Last-Event-ID" in {p["name"] for p in stream["parameters"]}
+    assert "Last-Event-ID" in {p.get("name") for p in stream["parameters"]}
     assert "text/plain" in spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"]
 
 

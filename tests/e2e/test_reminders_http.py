@@ -253,6 +253,7 @@ def test_the_console_names_an_escalation_to_a_groups_leader(
     assert "not recorded" in waiting
     clock.now = T0 + timedelta(seconds=DAY + 7200)
     services.approvals.sweep()
+    browser = signed_in(app, admin.token)  # the first session's 12 hours are over
     recorded = escalation_item(browser, path)
     assert "not recorded" not in recorded
     assert "(boss)" in recorded
