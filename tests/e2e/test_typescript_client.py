@@ -67,6 +67,23 @@ def test_the_recipe_in_the_docs_type_checks_strictly(generated: Path) -> None:
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+LATER_VALUES = """import type { components } from "./cronledger";
+type Run = components["schemas"]["RunOut"];
+export const later: Run["status"] = "PAUSED_FOR_HOLIDAY";
+export const known: Run["status"] = "SUCCEEDED";
+export const code: components["schemas"]["Problem"]["code"] = "SOMETHING_NEW";
+"""
+
+
+def test_the_types_accept_values_a_later_release_adds(generated: Path) -> None:
+    """Enums in answers are open (web/openapi_shapes.py): `RunStatus | string`."""
+    types = (generated / "cronledger.ts").read_text(encoding="utf-8")
+    assert 'status: components["schemas"]["RunStatus"] | string;' in types
+    (generated / "later.ts").write_text(LATER_VALUES, encoding="utf-8")
+    checked = _node(generated, "typescript/bin/tsc", "--noEmit", *TSC, "later.ts")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 def test_a_request_trigger_that_is_not_one_does_not_compile(generated: Path) -> None:
     (generated / "wrong.ts").write_text(WRONG_TRIGGERS, encoding="utf-8")
     checked = _node(generated, "typescript/bin/tsc", "--noEmit", *TSC, "wrong.ts")
