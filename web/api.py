@@ -226,7 +226,7 @@ def endpoint(
             if query is not None:
                 inputs["query"] = arguments
             if precondition.failure is not None and rules is not None and "body" in inputs:
-                refuse_broken_meaning(rules, inputs["body"])  # a 412 only for a valid request
+                refuse_broken_meaning(rules, inputs["body"])
             expected = precondition.enforced()  # 412 only for a request that is valid
             check_agrees(expected, inputs.get("body"), arguments)
             reading = request.method == "GET"
