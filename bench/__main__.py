@@ -18,8 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import bench
+from bench._goals import goals_section
 from bench._machine import describe_machine
-from bench._results import Failure, Outcome, as_json, line_of, markdown
+from bench._results import Failure, Outcome, Result, as_json, line_of, markdown
 
 HERE = Path(__file__).parent
 
@@ -58,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             outcomes.append(outcome)
         print(f"({name}: {time.perf_counter() - started:.0f} s)", flush=True)
     if arguments.write or not arguments.names:
-        (HERE / "results.md").write_text(markdown(outcomes, machine))
+        results = [outcome for outcome in outcomes if isinstance(outcome, Result)]
+        (HERE / "results.md").write_text(markdown(outcomes, machine, goals_section(results)))
         (HERE / "results.json").write_text(as_json(outcomes, machine))
         print(f"written: {HERE / 'results.md'}, {HERE / 'results.json'}")
     return 1 if any(isinstance(outcome, Failure) for outcome in outcomes) else 0

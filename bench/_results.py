@@ -147,24 +147,28 @@ def line_of(outcome: Outcome) -> str:
     return outcome if isinstance(outcome, str) else outcome.line
 
 
-def markdown(outcomes: Iterable[Outcome], machine: Mapping[str, str]) -> str:
-    """results.md: the machine; the figures that have a goal, one row each; every case with
-    all its figures; the settings; then plain lines and failures."""
+def markdown(
+    outcomes: Iterable[Outcome], machine: Mapping[str, str], first: Sequence[str] = ()
+) -> str:
+    """results.md: the machine; the lines `first` (the release's goals); the figures that have
+    a goal, one row each; every case with all its figures; the settings; then plain lines and
+    failures."""
     outcomes = list(outcomes)
     results = [outcome for outcome in outcomes if isinstance(outcome, Result)]
     parts = ["# Benchmark results", ""]
     parts += [f"- {key}: {value}" for key, value in machine.items()]
-    parts += ["", "## Goals", "", "| Benchmark | Case | Figure | Value | Goal | Met |"]
+    parts += ["", *first]
+    parts += ["## Every goal", "", "| Benchmark | Case | Figure | Value | Goal | Met |"]
     parts.append("|---|---|---|---:|---|---|")
     for result in results:
         for figure in (figure for figure in result.figures if figure.met is not None):
             parts.append(
                 f"| {result.benchmark} | {_cell(result.case)} | {_cell(figure.name)} "
-                f"| {_valued(figure)} | {figure.goal} | {'yes' if figure.met else '**no**'} |"
+                f"| {with_unit(figure)} | {figure.goal} | {'yes' if figure.met else '**no**'} |"
             )
     parts += ["", "## Every figure", "", "| Benchmark | Case | Figures |", "|---|---|---|"]
     for result in results:
-        figures = "; ".join(f"{figure.name} {_valued(figure)}" for figure in result.figures)
+        figures = "; ".join(f"{figure.name} {with_unit(figure)}" for figure in result.figures)
         note = f" ({result.note})" if result.note else ""
         parts.append(f"| {result.benchmark} | {_cell(result.case + note)} | {_cell(figures)} |")
     parts += _settings_section(outcomes)
@@ -174,7 +178,7 @@ def markdown(outcomes: Iterable[Outcome], machine: Mapping[str, str]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _valued(figure: Figure) -> str:
+def with_unit(figure: Figure) -> str:
     return f"{_number(figure.value)}{_spaced(figure.unit)}"
 
 

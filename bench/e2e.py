@@ -42,7 +42,7 @@ from bench._processes import (
     stop_loops,
     wait_for,
 )
-from bench._results import Figure, Result, spread
+from bench._results import Figure, Result, percentile, spread
 from bench._seed import EVERY_MINUTE, seed_due_schedules
 from bench._stores import empty_store
 from cronledger.application.services import Services, open_services
@@ -61,6 +61,8 @@ SUSTAINED_STORES = {"small": ("postgresql",), "default": ("postgresql",)}
 # Real seconds after which the sustained load simulates no further minute (BENCH_SCALE=large:
 # none); a slow build reports fewer minutes rather than taking the whole run.
 SUSTAINED_BUDGET = {"small": 60.0, "default": 120.0, "large": math.inf}
+SPIKE = {"small": 1000, "default": 10_000, "large": 10_000}  # cycles due at once
+SPIKE_STEADY = {"small": 100, "default": 1000, "large": 1000}  # every-minute, beside the spike
 GOAL_CYCLES = 10_000  # the goals of issue 17 are stated for 10,000 cycles due at once
 PLANNED = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
 POLL_SECONDS = 0.1
@@ -75,6 +77,9 @@ def run() -> Iterator[Result]:
         bursts = [launched_in_process(kind, n) for n in burst_sizes()]
         yield from (burst.result() for burst in bursts)
         yield memory_result(kind, bursts)
+    for kind in ("sqlite", "postgresql"):
+        spiked = spike(kind, SPIKE.get(SCALE, GOAL_CYCLES), SPIKE_STEADY.get(SCALE, 1000))
+        yield spiked.result()
     yield separate_processes(SEPARATE.get(SCALE, SEPARATE["default"])).result()
     schedules, minutes = SUSTAINED.get(SCALE, SUSTAINED["default"])
     budget = SUSTAINED_BUDGET.get(SCALE, SUSTAINED_BUDGET["default"])
@@ -125,9 +130,9 @@ class Burst:
     measured_at: str = ""  # when, in UTC: the machine is shared, other figures may be compared
 
     def result(self) -> Result:
-        goals = self.cycles == GOAL_CYCLES  # on SQLite, only the launches have one
+        goals = self.cycles == GOAL_CYCLES
         figures = self.lateness.figures(
-            registered_within=1 if goals and self.kind == "postgresql" else None,
+            registered_within=1 if goals else None,
             launched_within=5 if goals else None,
         )
         return Result(
@@ -582,6 +587,89 @@ def _minute_settled(
         every=0.02,
     )
     return (clock() - planned).total_seconds()
+
+
+@dataclass(frozen=True)
+class Spike:
+    """Every-minute cycles due a minute after a spike, while the spike is still launching."""
+
+    kind: str
+    cycles: int  # the spike's
+    steady: int  # every-minute schedules beside it
+    lags: list[float]  # seconds from each next-minute cycle's instant to its registration
+    missed: int  # of those, registered as SKIPPED_MISSED
+    launching: int  # spike runs not yet launched when the next minute came
+    failures: int
+
+    def result(self) -> Result:
+        grace = Settings().misfire_grace_seconds
+        return Result(
+            "e2e",
+            f"every-minute cycles due right after a {self.cycles:,} spike, one serve process, "
+            f"{self.kind}",
+            (
+                Figure("registration lag max", max(self.lags), "s", at_most=grace),
+                Figure("registration lag p50", percentile(self.lags, 0.5), "s"),
+                Figure("skipped as missed", self.missed, at_most=0),
+                Figure("spike runs still launching", self.launching),
+            ),
+            settings=_serve_settings(),
+            note=f"{self.steady:,} every-minute schedules beside the spike; the clock jumps to "
+            "the next minute once the spike is registered"
+            + (f"; {_failures_note(self.failures)}" if self.failures else ""),
+        )
+
+
+def spike(kind: str, cycles: int, steady: int) -> Spike:
+    """Seed the spike (daily) and the every-minute schedules, all due at PLANNED, and watch."""
+    with empty_store(kind) as url:
+        services = open_services(Settings(database_url=url), ManualClock(PLANNED))
+        try:
+            seed_due_schedules(services, cycles, PLANNED)
+            seed_due_schedules(
+                services, steady, PLANNED, EVERY_MINUTE, "steady", overlap_policy=OVERLAP_ALLOW
+            )
+        finally:
+            services.close()
+        result: Spike = in_child(_spike, url, kind, cycles, steady)
+        return result
+
+
+def _spike(url: str, kind: str, cycles: int, steady: int) -> Spike:
+    """In a child process: the loops from PLANNED; once all is registered, the clock jumps a
+    minute on, while the worker still launches the spike."""
+    clock = ShiftedClock(PLANNED - timedelta(minutes=1))
+    services = _opened(url, clock)
+    commits = Commits(clock)
+    commits.watch(services)
+    following = PLANNED + timedelta(minutes=1)
+    try:
+        loops = every_loop(services)
+        clock.start(PLANNED)
+        threads = start_loops(loops)
+        try:
+            wait_for(lambda: len(commits.registered) >= cycles + steady, 120, "the spike")
+            launching = cycles + steady - len(commits.launched)
+            clock.jump(following)
+            wait_for(
+                lambda: sum(at == following for at in commits.planned.values()) >= steady,
+                120,
+                "the next minute's cycles",
+            )
+        finally:
+            stop_loops(loops, threads)
+        next_minute = [run for run, at in commits.planned.items() if at == following]
+        return Spike(
+            kind,
+            cycles,
+            steady,
+            [commits.registered[run] for run in next_minute],
+            sum(run in commits.skipped for run in next_minute),
+            launching,
+            loop_failures(services),
+        )
+    finally:
+        services.close()
 
 
 if __name__ == "__main__":

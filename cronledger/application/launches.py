@@ -315,6 +315,7 @@ class Worker:
         reused. One that exists and is not there fails the commit.
         """
         inputs = self._launch_inputs([claim.run for claim in claims])
+        reviewing = self.reviewing.read_once()
         changed: list[Aggregate] = []
         unchanged: dict[UUID, int] = {}
         outcomes: list[str] = []
@@ -322,7 +323,7 @@ class Worker:
             run = claim.run
             try:
                 initiator, definition = checked_launch(*inputs[run.id])
-                candidates = self._candidates(run, definition, made)
+                candidates = self._candidates(reviewing, run, definition, made)
             except LaunchFailed as failure:
                 run.fail(claim.number, self.name, failure, self.policy, now)
                 outcomes.append("failed")
@@ -338,7 +339,7 @@ class Worker:
         return changed, list(unchanged.items()), outcomes
 
     def _candidates(
-        self, run: Run, definition: Definition, made: Collection[UUID]
+        self, reviewing: Reviewing, run: Run, definition: Definition, made: Collection[UUID]
     ) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
         """Whom the run's instance goes to, by the reviewers (or levels) of the revision it
         was frozen at (nobody eligible, or a level with fewer eligible reviewers than it
@@ -349,7 +350,7 @@ class Worker:
             return None, None
         parties = Parties(run.initiator_id, True, run.saved_by, terms.allow_self_approval)
         try:
-            return self.reviewing.levels(run.tenant_id, terms, parties)
+            return reviewing.levels(run.tenant_id, terms, parties)
         except NoEligibleReviewer as refused:
             raise LaunchFailed(NO_ELIGIBLE_REVIEWER, refused.message) from None
         except NotEnoughReviewers as refused:

@@ -7,11 +7,13 @@ the tenant keeps (`GroupFacts`; none until groups are wired in).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Protocol
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
-from cronledger.persistence.ledger import Ledger
+from eventsourcing.domain import Aggregate
+
 from domain.approvals import REASSIGN, REJECT, ApprovalInstance, Command, Parties, Review
 from domain.directory import Account, Definition, DefinitionTerms, Principal, Tenant, account_uuid
 from domain.errors import NoEligibleReviewer, NotEnoughReviewers
@@ -50,10 +52,65 @@ class NoGroups:
         return []
 
 
+A = TypeVar("A", bound=Aggregate)
+
+
+class DirectoryReads(Protocol):
+    """What reviewing reads of the log."""
+
+    def get_many(self, ids: Sequence[UUID]) -> dict[UUID, Aggregate]: ...
+
+    def find(self, kind: type[A], aggregate_id: UUID, label: str, key: object) -> A: ...
+
+
+class ReadOnce:
+    """The log's aggregates, each read at most once: the directory as one batch sees it."""
+
+    def __init__(self, ledger: DirectoryReads) -> None:
+        self.ledger = ledger
+        self.read: dict[UUID, Aggregate | None] = {}
+
+    def get_many(self, ids: Sequence[UUID]) -> dict[UUID, Aggregate]:
+        missing = [i for i in dict.fromkeys(ids) if i not in self.read]
+        if missing:
+            found = self.ledger.get_many(missing)
+            self.read.update((i, found.get(i)) for i in missing)
+        return {i: aggregate for i in ids if (aggregate := self.read[i]) is not None}
+
+    def find(self, kind: type[A], aggregate_id: UUID, label: str, key: object) -> A:
+        aggregate = self.get_many([aggregate_id]).get(aggregate_id)
+        if isinstance(aggregate, kind):
+            return aggregate
+        return self.ledger.find(kind, aggregate_id, label, key)  # NotFound, as the log says
+
+
+class GroupsReadOnce:
+    """Group facts, each answer read from the log once: the groups as one batch sees them."""
+
+    def __init__(self, groups: GroupFacts) -> None:
+        self._groups_of = cache(groups.groups_of)
+        self._leader_of = cache(groups.leader_of)
+        self._leaders_up = cache(groups.leaders_up)
+
+    def groups_of(self, tenant_id: UUID, account_id: str) -> frozenset[str]:
+        return self._groups_of(tenant_id, account_id)
+
+    def leader_of(self, tenant_id: UUID, account_id: str) -> str | None:
+        return self._leader_of(tenant_id, account_id)
+
+    def leaders_up(self, tenant_id: UUID, key: str) -> list[str]:
+        return list(self._leaders_up(tenant_id, key))
+
+
 class Reviewing:
-    def __init__(self, ledger: Ledger, groups: GroupFacts | None = None) -> None:
+    def __init__(self, ledger: DirectoryReads, groups: GroupFacts | None = None) -> None:
         self.ledger = ledger
         self.groups = groups or NoGroups()
+
+    def read_once(self) -> Reviewing:
+        """This reviewing over the directory read once: for many instances launched in one
+        commit, each tenant's accounts and groups are read from the log once, not once each."""
+        return Reviewing(ReadOnce(self.ledger), GroupsReadOnce(self.groups))
 
     def review(self, instance: ApprovalInstance, actor: Principal, command: Command) -> Review:
         """The review `command` is decided under: its task, the rule that admits `actor`, and

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bench._goals import goals_section
 from bench._processes import ShiftedClock
 from bench._results import (
     Failure,
@@ -74,7 +75,7 @@ def test_results_markdown_has_the_machine_the_goals_every_figure_and_the_rest() 
     failure = Failure("http", "OperationalError: refused\n\tIs the server running?")
     text = markdown([result, "a plain line", failure], MACHINE)
     assert "- cpu: 2 x Test CPU" in text
-    goals = text[text.index("## Goals") : text.index("## Every figure")]
+    goals = text[text.index("## Every goal") : text.index("## Every figure")]
     assert "| peer | APScheduler \\| memory | p99 | 80 ms | <= 100 ms | yes |" in goals
     assert "all launched" not in goals
     assert "| peer | APScheduler \\| memory | all launched 0.2 s; p99 80 ms |" in text
@@ -112,3 +113,23 @@ def test_the_shifted_clock_stands_until_started_then_runs_and_only_jumps_forward
     assert clock() >= seeded + timedelta(minutes=1)
     clock.jump(seeded)  # behind it: ignored
     assert clock() >= seeded + timedelta(minutes=1)
+
+
+def test_the_release_goals_read_their_figures_and_say_what_was_not_measured() -> None:
+    case = "one serve process, {store}, 10,000 cycles due at once"
+    results = [
+        Result("e2e", case.format(store=store), (Figure("all registered", value, "s", at_most=1),))
+        for store, value in (("postgresql", 0.8), ("sqlite", 1.4))
+    ]
+    section = "\n".join(goals_section(results))
+    registered = next(line for line in section.splitlines() if "all registered" in line)
+    assert registered == (
+        "| 10,000 due at once, all registered, one `serve`, both stores "
+        "| PostgreSQL 0.8 s; SQLite 1.4 s | <= 1 s | **no** |"
+    )
+    launched = next(line for line in section.splitlines() if "all launched, one" in line)
+    assert launched.endswith(
+        "| PostgreSQL not measured; SQLite not measured | <= 5 s | not measured |"
+    )
+    text = markdown(results, MACHINE, goals_section(results))
+    assert text.index("## Goals of this release") < text.index("## Every goal")
