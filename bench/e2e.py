@@ -1,7 +1,9 @@
 """End to end: schedules due at one instant, then the loops of `cronledger serve` (tick, worker,
 projections, sweeper) until every run is launched and the read models show it.
 
-- one `serve`-like process, SQLite and PostgreSQL, 1,000 and 10,000 cycles due at once;
+- one `serve`-like process, SQLite and PostgreSQL, 1,000 and 10,000 cycles due at once, its
+  loops running from RUNNING_BEFORE before the instant, as in a `serve` that was running;
+- every-minute cycles due right after such a spike, while it is still launching;
 - `cronledger tick`, `cronledger worker` and `cronledger projections` as separate processes on
   PostgreSQL, on the real clock (the schedules are due at the next whole minute);
 - a sustained load: 10,000 every-minute schedules for 10 minutes, on a compressed clock;
@@ -63,6 +65,8 @@ SUSTAINED_STORES = {"small": ("postgresql",), "default": ("postgresql",)}
 SUSTAINED_BUDGET = {"small": 60.0, "default": 120.0, "large": math.inf}
 SPIKE = {"small": 1000, "default": 10_000, "large": 10_000}  # cycles due at once
 SPIKE_STEADY = {"small": 100, "default": 1000, "large": 1000}  # every-minute, beside the spike
+# A burst comes to a `serve` that was running: its loops start this long before the instant.
+RUNNING_BEFORE = timedelta(seconds=10)
 GOAL_CYCLES = 10_000  # the goals of issue 17 are stated for 10,000 cycles due at once
 PLANNED = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
 POLL_SECONDS = 0.1
@@ -252,7 +256,8 @@ def _opened(url: str, clock: ShiftedClock) -> Services:
 
 
 def _burst(url: str, kind: str, cycles: int) -> Burst:
-    """In a child process: the loops from PLANNED until every launch is shown."""
+    """In a child process: the loops from RUNNING_BEFORE before PLANNED until every launch is
+    shown."""
     clock = ShiftedClock(PLANNED - timedelta(minutes=1))
     services = _opened(url, clock)
     commits = Commits(clock)
@@ -261,13 +266,14 @@ def _burst(url: str, kind: str, cycles: int) -> Burst:
         first = _position(services)
         loops = every_loop(services)
         reset_peak_memory()
-        clock.start(PLANNED)
+        clock.start(PLANNED - RUNNING_BEFORE)
         with profiled(f"e2e-{kind}-{cycles}"):
             threads = start_loops(loops)
             try:
-                visible = wait_for(
+                wait_for(
                     lambda: _all_shown(services, cycles), _timeout(cycles), "every launch shown"
                 )
+                visible = (clock() - PLANNED).total_seconds()
             finally:
                 stop_loops(loops, threads)
         lateness = Lateness(
@@ -645,7 +651,7 @@ def _spike(url: str, kind: str, cycles: int, steady: int) -> Spike:
     following = PLANNED + timedelta(minutes=1)
     try:
         loops = every_loop(services)
-        clock.start(PLANNED)
+        clock.start(PLANNED - RUNNING_BEFORE)
         threads = start_loops(loops)
         try:
             wait_for(lambda: len(commits.registered) >= cycles + steady, 120, "the spike")

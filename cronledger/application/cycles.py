@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from uuid import UUID
 
@@ -15,6 +15,7 @@ from eventsourcing.persistence import IntegrityError
 from cronledger.application.capacity import TickCounters
 from cronledger.application.cycle_calendars import cycle_calendar, cycle_calendars
 from cronledger.application.services import Services
+from cronledger.application.turns import RegistrationTurn
 from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger
 from domain.calendar_cycles import CycleCalendar
@@ -31,6 +32,7 @@ DUE_PER_SCAN_READ = 10_000  # due schedules one scan reads, or CRONLEDGER_CATCHU
 KNOWN_SCHEDULES_KEPT = 200_000
 LOADED_AT_ONCE = 500  # due schedules read from the log together (Ledger.get_many's batch)
 MISSED_NAMED_IN_LOG = 20  # schedules named in one skipped-missed warning, most late first
+READ_AHEAD = timedelta(seconds=5)  # a scan reads the schedules due this soon, for the next ones
 
 Planned = tuple[Schedule, list[Run], int]  # a schedule, its new runs, the limit used
 Batch = list[Planned]
@@ -71,7 +73,13 @@ class ScanReport:
 class Ticker:
     @classmethod
     def of(cls, services: Services) -> Ticker:
-        return cls(services.ledger, services.projector, services.settings, counters=services.tick)
+        return cls(
+            services.ledger,
+            services.projector,
+            services.settings,
+            counters=services.tick,
+            turn=services.turn,
+        )
 
     def __init__(
         self,
@@ -80,6 +88,7 @@ class Ticker:
         settings: Settings,
         timer: Callable[[], float] = time.monotonic,
         counters: TickCounters | None = None,
+        turn: RegistrationTurn | None = None,
     ) -> None:
         self.ledger = ledger
         self.projector = projector
@@ -87,6 +96,7 @@ class Ticker:
         self.policy = RunPolicy.from_settings(settings)
         self.timer = timer
         self.counters = counters or TickCounters()
+        self.turn = turn or RegistrationTurn()  # this process's worker waits while it saves
         self._turn = 0
         self._known: dict[UUID, Schedule] = {}  # schedules as last saved by this tick
         self._pause_seen: Pause | None = None  # the service's pause as the last scan saw it
@@ -101,8 +111,8 @@ class Ticker:
         read = max(DUE_PER_SCAN_READ, self.settings.catchup_per_scan)
         due = self._fair_order(due_schedules(self.ledger.store, now, read))
         batch, stopped = self._plan(due, now)
-        with self.ledger.projections_deferred():  # the next scan, or the projections loop
-            saved = self._save(batch)
+        with self.turn.registering(), self.ledger.projections_deferred():
+            saved = self._save(batch)  # read models: the next scan, or the projections loop
         report = ScanReport(
             registered=sum(len(runs) for runs in saved),
             schedules=len(batch),
@@ -112,7 +122,17 @@ class Ticker:
         )
         self.counters.count_scan(report.registered, report.skipped_missed, stopped is not None)
         _log(report)
+        if not report.still_due:
+            self._read_ahead(now)
         return report
+
+    def _read_ahead(self, now: datetime) -> None:
+        """Read the schedules due within READ_AHEAD from the log now, so that the scan at
+        their instant only registers and saves them: a spike of cycles due at one instant is
+        registered sooner by a tick that was running before it."""
+        soon = due_schedules(self.ledger.store, now + READ_AHEAD, DUE_PER_SCAN_READ)
+        for start in range(0, len(soon), LOADED_AT_ONCE):
+            self._load(soon[start : start + LOADED_AT_ONCE])
 
     def _paused(self) -> bool:
         """Whether `cronledger tick pause` is in force; said in the log when that changes."""
@@ -133,8 +153,9 @@ class Ticker:
         return pause is not None
 
     def _load(self, due: Sequence[tuple[UUID, int]]) -> dict[UUID, Schedule]:
-        """The due schedules: this tick's own copy when still current, else from the log."""
-        stale = [i for i, version in due if getattr(self._known.get(i), "version", 0) != version]
+        """The due schedules: this tick's own copy when still current (or newer than the read
+        model, which has not yet caught up with this tick's save), else from the log."""
+        stale = [i for i, version in due if getattr(self._known.get(i), "version", 0) < version]
         for schedule in self.ledger.get_many(stale).values():
             if isinstance(schedule, Schedule):
                 self._known[schedule.id] = schedule

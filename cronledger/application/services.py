@@ -30,6 +30,7 @@ from cronledger.application.reviews import Reviewing
 from cronledger.application.runs import Runs
 from cronledger.application.schedules import Schedules
 from cronledger.application.startup import migrated, rebuild_outdated
+from cronledger.application.turns import RegistrationTurn
 from cronledger.application.webhooks import Webhooks
 from cronledger.clock import Clock, system_clock
 from cronledger.config import Settings
@@ -80,6 +81,9 @@ class Services:
     credentials: Credentials
     mailer: Mailer
     tick: TickCounters = field(default_factory=TickCounters)  # the tick's totals
+    turn: RegistrationTurn = field(
+        default_factory=RegistrationTurn
+    )  # the tick's, then the worker's
     meters: Meters = field(default_factory=Meters)  # what this process recorded, for /metrics
 
     def __post_init__(self) -> None:

@@ -286,3 +286,33 @@ def test_the_tick_uses_a_schedule_edited_since_its_last_scan(
     clock.advance(3600)
     Ticker.of(tick).scan()
     assert [r.title for r in runs_of(services, hourly)] == ["Edited", "Check 2026-10-01 01:00"]
+
+
+def test_a_running_tick_reads_the_schedules_due_soon_before_their_instant(
+    world: tuple[Services, FakeClock, Principal, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services, clock, root, definition_id = world
+    read: list[UUID] = []
+    get_many = services.ledger.get_many
+    monkeypatch.setattr(
+        services.ledger, "get_many", lambda wanted: read.extend(wanted) or get_many(wanted)
+    )
+
+    def read_to_register(minute: int, scanned_before: float) -> bool:
+        """Whether a tick read two schedules due at 00:0`minute` from the log at their instant,
+        when it had last scanned `scanned_before` seconds before it."""
+        ids = {
+            UUID(schedule(services, root, definition_id, f"{minute} 0 * * *", name=f"{minute}{n}"))
+            for n in "ab"
+        }
+        ticker = Ticker.of(services)
+        instant = datetime(2026, 10, 1, 0, minute, tzinfo=UTC)
+        clock.now = instant - timedelta(seconds=scanned_before)
+        assert ticker.scan().registered == 0
+        clock.now = instant
+        read.clear()
+        assert ticker.scan().registered == 2
+        return bool(ids & set(read))
+
+    assert read_to_register(minute=1, scanned_before=30)  # too early to read them ahead
+    assert not read_to_register(minute=2, scanned_before=2)

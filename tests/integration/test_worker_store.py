@@ -313,3 +313,17 @@ def test_a_deactivation_between_the_checks_and_the_commit_fails_the_launch(
         "message": "initiator ann is inactive",
         "params": {"subject": "ann"},
     }
+
+
+def test_the_worker_of_a_process_waits_while_its_tick_saves_a_scan(world: World) -> None:
+    world.run_now()
+    worker = Worker.of(world.services)
+    worker.turn_wait = 60.0
+    polled: list[WorkReport] = []
+    with world.services.turn.registering():  # as Ticker.scan while it saves its cycles
+        polling = threading.Thread(target=lambda: polled.append(worker.poll()))
+        polling.start()
+        polling.join(0.5)
+        assert polling.is_alive() and not polled  # no commit of its own meanwhile
+    polling.join(30)
+    assert polled == [WorkReport(claimed=1, succeeded=1)]
