@@ -14,7 +14,7 @@ frozen at submission, an assignee while claimed, a priority and its level.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -121,9 +121,17 @@ class Task:
         return cls(**{**stored, "candidates": None if candidates is None else tuple(candidates)})
 
     def as_dict(self) -> dict[str, Any]:
-        kept = asdict(self)
-        kept["candidates"] = None if self.candidates is None else list(self.candidates)
-        return kept
+        """As events keep it, its fields in their order (written out: `asdict` copies deeply,
+        a tenth of a launch's time when an instance opens its tasks)."""
+        return {
+            "id": self.id,
+            "candidates": None if self.candidates is None else list(self.candidates),
+            "assignee_id": self.assignee_id,
+            "claimed_at": self.claimed_at,
+            "priority": self.priority,
+            "state": self.state,
+            "level": self.level,
+        }
 
     def assigned(self, assignee_id: str, at: datetime) -> Task:
         candidates = self.candidates

@@ -23,7 +23,7 @@ import socket
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache, partial
 from typing import Any, TypeVar
@@ -43,7 +43,7 @@ from cronledger.config import Settings
 from cronledger.persistence.ledger import Ledger
 from cronledger.tracing import span_in
 from domain.approvals import Parties
-from domain.directory import Account, Definition, account_uuid
+from domain.directory import Account, Definition, DefinitionTerms, account_uuid
 from domain.errors import NoEligibleReviewer, NotEnoughReviewers
 from domain.launch import (
     NO_ELIGIBLE_REVIEWER,
@@ -320,7 +320,7 @@ class Worker:
         reused. One that exists and is not there fails the commit.
         """
         inputs = self._launch_inputs([claim.run for claim in claims])
-        reviewing = self.reviewing.read_once()
+        chooser = Chooser(self.reviewing.read_once())
         changed: list[Aggregate] = []
         unchanged: dict[UUID, int] = {}
         outcomes: list[str] = []
@@ -328,7 +328,7 @@ class Worker:
             run = claim.run
             try:
                 initiator, definition = checked_launch(*inputs[run.id])
-                candidates = self._candidates(reviewing, run, definition, made)
+                candidates = chooser.candidates(run, definition, made)
             except LaunchFailed as failure:
                 run.fail(claim.number, self.name, failure, self.policy, now)
                 outcomes.append("failed")
@@ -342,26 +342,6 @@ class Worker:
                 outcomes.append("succeeded")
             changed.append(run)
         return changed, list(unchanged.items()), outcomes
-
-    def _candidates(
-        self, reviewing: Reviewing, run: Run, definition: Definition, made: Collection[UUID]
-    ) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
-        """Whom the run's instance goes to, by the reviewers (or levels) of the revision it
-        was frozen at (nobody eligible, or a level with fewer eligible reviewers than it
-        requires, fails the attempt, which retries); None when none are named, or when the
-        instance exists already."""
-        terms = definition.terms_of(run.definition_revision)
-        if (terms.reviewers is None and not terms.levels) or run.instance_id_to_launch in made:
-            return None, None
-        parties = Parties(run.initiator_id, True, run.saved_by, terms.allow_self_approval)
-        try:
-            return reviewing.levels(run.tenant_id, terms, parties)
-        except NoEligibleReviewer as refused:
-            raise LaunchFailed(NO_ELIGIBLE_REVIEWER, refused.message) from None
-        except NotEnoughReviewers as refused:
-            raise LaunchFailed(
-                NOT_ENOUGH_REVIEWERS, refused.message, params=refused.params
-            ) from None
 
     def _log_outcome(self, claim: Claim, outcome: str, lines: LogLines = LAUNCH_LINES) -> None:
         """One line per committed launch or job; never the form data, a job's params or what
@@ -405,6 +385,45 @@ class Worker:
 
 
 _account_id = lru_cache(maxsize=ACCOUNT_IDS_KEPT)(account_uuid)  # hashed once, not once a run
+Candidates = tuple[list[str] | None, list[dict[str, Any]] | None]
+
+
+@dataclass
+class Chooser:
+    """Whom one commit's instances go to: the reviewers of each definition revision found once
+    for the same parties, over the directory as the commit read it (`Reviewing.read_once`)."""
+
+    reviewing: Reviewing
+    found: dict[tuple[UUID, UUID, int, Parties], Candidates | LaunchFailed] = field(
+        default_factory=dict
+    )
+
+    def candidates(self, run: Run, definition: Definition, made: Collection[UUID]) -> Candidates:
+        """Whom the run's instance goes to, by the reviewers (or levels) of the revision it
+        was frozen at (nobody eligible, or a level with fewer eligible reviewers than it
+        requires, fails the attempt, which retries); None when none are named, or when the
+        instance exists already."""
+        terms = definition.terms_of(run.definition_revision)
+        if (terms.reviewers is None and not terms.levels) or run.instance_id_to_launch in made:
+            return None, None
+        parties = Parties(run.initiator_id, True, run.saved_by, terms.allow_self_approval)
+        key = (run.tenant_id, definition.id, run.definition_revision, parties)
+        if key not in self.found:
+            self.found[key] = self._levels(run.tenant_id, terms, parties)
+        found = self.found[key]
+        if isinstance(found, LaunchFailed):
+            raise LaunchFailed(found.code, found.args[0], found.permanent, found.params)
+        return found
+
+    def _levels(
+        self, tenant_id: UUID, terms: DefinitionTerms, parties: Parties
+    ) -> Candidates | LaunchFailed:
+        try:
+            return self.reviewing.levels(tenant_id, terms, parties)
+        except NoEligibleReviewer as refused:
+            return LaunchFailed(NO_ELIGIBLE_REVIEWER, refused.message)
+        except NotEnoughReviewers as refused:
+            return LaunchFailed(NOT_ENOUGH_REVIEWERS, refused.message, params=refused.params)
 
 
 def _resolved(
@@ -424,6 +443,7 @@ def _owned(aggregate: Aggregate | None, kind: type[A], tenant_id: UUID) -> A | N
     return None
 
 
+@lru_cache(maxsize=ACCOUNT_IDS_KEPT)  # parsed once, not once a run
 def _uuid_or_none(text: str) -> UUID | None:
     try:
         return UUID(text)

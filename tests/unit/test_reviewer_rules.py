@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, fields
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
@@ -235,3 +236,10 @@ def test_an_escalation_with_no_leader_who_may_approve_takes_nothing_and_says_why
     assert nobody_may.task().assignee_id is None
     no_leader = escalated_to_leader_of("empty", frozenset({"cfo"})).collect_events()[-1]
     assert (no_leader.account_id, no_leader.reason_code) == (None, "ESCALATION_TARGET_INELIGIBLE")
+
+
+def test_a_task_is_kept_with_every_field_in_its_order() -> None:
+    kept = CLAIMED_BY_BO.as_dict()
+    assert kept == {**asdict(CLAIMED_BY_BO), "candidates": ["bo", "cy"]}
+    assert list(kept) == [field.name for field in fields(Task)]
+    assert Task.of(kept) == CLAIMED_BY_BO
