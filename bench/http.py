@@ -167,6 +167,8 @@ def _deployment(
         "CRONLEDGER_DRAIN_SECONDS": "0.2",
         **limits,
         "CRONLEDGER_STREAMS_PER_PROCESS": str(streams),
+        # the streams are opened at once from one address, each waiting to be answered
+        "CRONLEDGER_CONNECTIONS_PER_ADDRESS": str(streams + CLIENTS + 100),
     }
     with ExitStack() as stack:
         if command.startswith("web"):  # the loops, in a `serve` whose API nobody calls

@@ -252,6 +252,8 @@ class Projector:
         self.tables = tables or ledger.store  # where the rows go (a scratch store to rebuild)
         self._lock = threading.Lock()
         self._held: set[str] = set()  # being rebuilt beside the live tables: left alone here
+        # A position every projection not held was seen to have reached (they only move on).
+        self._reached = 0
 
     def migrate(self) -> None:
         """`create_tables`, then record this version as applied (`schema_current` then holds)."""
@@ -302,6 +304,7 @@ class Projector:
         """Project these again (their rebuilt tables were swapped in)."""
         with self._lock:
             self._held -= {p.name for p in projections}
+            self._reached = 0  # the released ones may be behind the others
 
     def _active(self) -> list[Projection]:
         return [p for p in self.projections if p.name not in self._held]
@@ -323,9 +326,19 @@ class Projector:
         The projections furthest behind go first, together: each batch is read and decoded
         once for all of them. With `exactly`, no projection goes past `until`.
         """
+        if self._has_reached(until, exactly):
+            return 0
+        with self._lock:
+            if self._has_reached(until, exactly):  # by the catch-up this one waited for
+                return 0
+            return self._caught_up(until, until if exactly else None, progress)
+
+    def _caught_up(
+        self, until: int | None, stop: int | None, progress: Callable[[int], object] | None
+    ) -> int:
+        """`catch_up`'s batches, under its lock; the number of events projected."""
         done = 0
-        stop = until if exactly else None
-        with self._lock, self._sql() as sql:
+        with self._sql() as sql:
             while True:
                 count, lowest = self._run_batch(sql, stop)
                 done += count
@@ -336,6 +349,11 @@ class Projector:
                 if count == 0 and lowest >= self._end():
                     break
         return done
+
+    def _has_reached(self, until: int | None, exactly: bool) -> bool:
+        """Whether every projection is known to be at `until` already (so a save's catch-up
+        that waited for another thread's costs no query)."""
+        return until is not None and not exactly and self._reached >= until
 
     def lag(self) -> int:
         """How many positions the slowest projection is behind the log."""
@@ -360,6 +378,7 @@ class Projector:
             return 0, self._end()  # every projection is held for a rebuild
         start = min(positions.values())
         group = [p for p in self._active() if positions[p.name] == start]
+        self._reached = max(self._reached, start)
         if stop is not None and start >= stop:
             return 0, start
         notifications = self.ledger.recorder.select_notifications(
@@ -375,6 +394,8 @@ class Projector:
                 "UPDATE projection_positions SET position = ? WHERE name = ?",
                 [(notifications[-1].id, p.name) for p in group],
             )
+        if len(group) == len(positions):  # all of them moved there
+            self._reached = max(self._reached, notifications[-1].id)
         return len(notifications), notifications[-1].id
 
     def _apply(

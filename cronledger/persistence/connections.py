@@ -29,6 +29,7 @@ from cronledger.config import Settings
 from cronledger.persistence.recorders import SnapshotRecorder
 
 UNACKNOWLEDGED_SECONDS = 5  # a server silent this long after being sent something is gone
+ANSWERED_SECONDS = 1.0  # a pooled connection answered this recently is lent without a check
 CONNINFO = "POSTGRES_CONNINFO"  # our addition to eventsourcing's settings: `connection_kwargs`
 RV = TypeVar("RV")
 
@@ -148,13 +149,18 @@ def answering_within(seconds: float) -> Callable[[psycopg.Connection[Any]], None
 
     A pooled connection to a server that stopped answering while keeping its sockets open (a
     frozen process, a stuck proxy) would otherwise hang the request without bound: the
-    server's kernel still acknowledges what is sent, so `tcp_user_timeout` never fires.
+    server's kernel still acknowledges what is sent, so `tcp_user_timeout` never fires. A
+    connection whose server answered it within ANSWERED_SECONDS is lent without asking again
+    (a round trip per statement, otherwise): a `WatchfulConnection` gives up a statement its
+    server does not answer.
     """
 
     def check(conn: psycopg.Connection[Any]) -> None:
         pgconn = conn.pgconn
         if conn.closed or pgconn.transaction_status != pq.TransactionStatus.IDLE:
             raise psycopg.OperationalError("a pooled connection was not idle")
+        if isinstance(conn, WatchfulConnection) and conn.answered_within(ANSWERED_SECONDS):
+            return  # it answered just now, and its statements are watched all the same
         deadline = time.monotonic() + seconds
         try:
             pgconn.send_query(b"")
@@ -187,8 +193,13 @@ class WatchfulConnection(psycopg.Connection[Any]):
     tenth of a second; the statement's generator is watched there.
     """
 
+    answered_at = -math.inf  # when the server last finished answering on it (monotonic)
+
     def wait(self, gen: PQGen[RV], *args: Any, **kwargs: Any) -> RV:
         return super().wait(self._watched(gen), *args, **kwargs)
+
+    def answered_within(self, seconds: float) -> bool:
+        return time.monotonic() - self.answered_at < seconds
 
     def _watched(self, gen: PQGen[RV]) -> PQGen[RV]:
         """`gen`, given up when the server is silent past the connect timeout and frozen."""
@@ -205,6 +216,7 @@ class WatchfulConnection(psycopg.Connection[Any]):
                     heard = time.monotonic()
                 state = gen.send(ready)
         except StopIteration as done:
+            self.answered_at = time.monotonic()
             result: RV = done.value
             return result
 
