@@ -324,6 +324,7 @@ def test_the_worker_of_a_process_waits_while_its_tick_saves_a_scan(world: World)
         polling = threading.Thread(target=lambda: polled.append(worker.poll()))
         polling.start()
         polling.join(0.5)
-        assert polling.is_alive() and not polled  # no commit of its own meanwhile
+        assert polling.is_alive()  # no commit of its own meanwhile
+        assert not polled
     polling.join(30)
     assert polled == [WorkReport(claimed=1, succeeded=1)]
