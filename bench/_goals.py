@@ -34,11 +34,19 @@ class GoalRow:
     measures: tuple[Measure, ...]
 
 
-def _both_stores(benchmark: str, case: str, figure: str) -> tuple[Measure, ...]:
+def _each(case: str, figure: str, labels: dict[str, str], benchmark: str) -> tuple[Measure, ...]:
+    """The figure of each case `case.format(what=...)`, labelled as `labels` says."""
     return tuple(
-        Measure(benchmark, case.format(store=store), figure, label)
-        for store, label in (("postgresql", "PostgreSQL"), ("sqlite", "SQLite"))
+        Measure(benchmark, case.format(what=what), figure, label) for what, label in labels.items()
     )
+
+
+def _both_stores(benchmark: str, case: str, figure: str) -> tuple[Measure, ...]:
+    return _each(case, figure, {"postgresql": "PostgreSQL", "sqlite": "SQLite"}, benchmark)
+
+
+def _web(case: str, figure: str, *what: str) -> tuple[Measure, ...]:
+    return _each(f"{WEB}, {case}", figure, {w: w for w in what}, "http")
 
 
 ROWS = (
@@ -71,7 +79,7 @@ ROWS = (
         "<= 1 s",
         _both_stores(
             "e2e",
-            f"one serve process, {{store}}, {GOAL_CYCLES} cycles due at once",
+            f"one serve process, {{what}}, {GOAL_CYCLES} cycles due at once",
             "all registered",
         ),
     ),
@@ -80,7 +88,7 @@ ROWS = (
         "<= 5 s",
         _both_stores(
             "e2e",
-            f"one serve process, {{store}}, {GOAL_CYCLES} cycles due at once",
+            f"one serve process, {{what}}, {GOAL_CYCLES} cycles due at once",
             "all launched",
         ),
     ),
@@ -90,36 +98,27 @@ ROWS = (
         _both_stores(
             "e2e",
             f"every-minute cycles due right after a {GOAL_CYCLES} spike, one serve process, "
-            "{store}",
+            "{what}",
             "registration lag max",
         ),
     ),
     GoalRow(
         "commands (approve, create schedule) p99 at 32 clients, `web --workers 2`",
         "< 200 ms",
-        tuple(
-            Measure("http", f"{WEB}, no stream, 32 clients, POST {what}", "p99", what)
-            for what in ("approve", "schedule")
-        ),
+        _web("no stream, 32 clients, POST {what}", "p99", "approve", "schedule"),
     ),
     GoalRow(
         "list reads at 32 clients, `web --workers 2`, PostgreSQL",
         ">= 700/s, p99 < 100 ms",
         (
             Measure("http", f"{WEB}, no stream, 32 clients, both lists together", "throughput", ""),
-            *(
-                Measure("http", f"{WEB}, no stream, 32 clients, GET {what}", "p99", what)
-                for what in ("approval list", "runs list")
-            ),
+            *_web("no stream, 32 clients, GET {what}", "p99", "approval list", "runs list"),
         ),
     ),
     GoalRow(
         "500 open streams vs none, list p99 ratio",
         "<= 1.2 x",
-        tuple(
-            Measure("http", f"{WEB}, {STREAMS_VS_NONE}, GET {what}", "p99 ratio", what)
-            for what in ("approval list", "runs list")
-        ),
+        _web(f"{STREAMS_VS_NONE}, GET {{what}}", "p99 ratio", "approval list", "runs list"),
     ),
 )
 

@@ -78,7 +78,7 @@ class Ticker:
             services.projector,
             services.settings,
             counters=services.tick,
-            turn=services.turn,
+            registration=services.registration,
         )
 
     def __init__(
@@ -88,7 +88,7 @@ class Ticker:
         settings: Settings,
         timer: Callable[[], float] = time.monotonic,
         counters: TickCounters | None = None,
-        turn: RegistrationTurn | None = None,
+        registration: RegistrationTurn | None = None,
     ) -> None:
         self.ledger = ledger
         self.projector = projector
@@ -96,7 +96,9 @@ class Ticker:
         self.policy = RunPolicy.from_settings(settings)
         self.timer = timer
         self.counters = counters or TickCounters()
-        self.turn = turn or RegistrationTurn()  # this process's worker waits while it saves
+        self.registration = (
+            registration or RegistrationTurn()
+        )  # this process's worker waits while it saves
         self._turn = 0
         self._known: dict[UUID, Schedule] = {}  # schedules as last saved by this tick
         self._pause_seen: Pause | None = None  # the service's pause as the last scan saw it
@@ -111,7 +113,7 @@ class Ticker:
         read = max(DUE_PER_SCAN_READ, self.settings.catchup_per_scan)
         due = self._fair_order(due_schedules(self.ledger.store, now, read))
         batch, stopped = self._plan(due, now)
-        with self.turn.registering(), self.ledger.projections_deferred():
+        with self.registration.registering(), self.ledger.projections_deferred():
             saved = self._save(batch)  # read models: the next scan, or the projections loop
         report = ScanReport(
             registered=sum(len(runs) for runs in saved),

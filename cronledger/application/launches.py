@@ -113,7 +113,7 @@ class Worker:
         worker.reviewing = services.approvals.reviewing
         worker.calendars = services.calendars
         worker.jobs = Jobs.of(services, worker.name)
-        worker.turn = services.turn
+        worker.registration = services.registration
         return worker
 
     def __init__(
@@ -129,13 +129,15 @@ class Worker:
         self.name = name or f"worker:{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:6]}"
         self.stopping = threading.Event()  # set on shutdown: what is claimed finishes, no more
         self.jobs: Jobs | None = None  # `of` gives it one: the built-in jobs it runs
-        self.turn = RegistrationTurn()  # `of` gives it its process's: the tick's saves go first
-        self.turn_wait = settings.scan_budget_seconds
+        self.registration = (
+            RegistrationTurn()
+        )  # `of` gives it its process's: the tick's saves go first
+        self.registration_wait = settings.scan_budget_seconds
 
     def poll(self) -> WorkReport:
         """Start and launch up to LAUNCHES_PER_COMMIT due attempts, all in one commit; then
         run the jobs among them, each recorded as it ends."""
-        self.turn.wait(self.turn_wait)
+        self.registration.wait(self.registration_wait)
         self.projector.catch_up()
         due = self._due(LAUNCHES_PER_COMMIT)
         with self.ledger.projections_deferred():  # the next poll catches them up

@@ -81,9 +81,8 @@ class Services:
     credentials: Credentials
     mailer: Mailer
     tick: TickCounters = field(default_factory=TickCounters)  # the tick's totals
-    turn: RegistrationTurn = field(
-        default_factory=RegistrationTurn
-    )  # the tick's, then the worker's
+    # The tick's saves, which this process's worker waits for (cronledger/application/turns.py)
+    registration: RegistrationTurn = field(default_factory=RegistrationTurn)
     meters: Meters = field(default_factory=Meters)  # what this process recorded, for /metrics
 
     def __post_init__(self) -> None:

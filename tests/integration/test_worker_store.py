@@ -318,9 +318,9 @@ def test_a_deactivation_between_the_checks_and_the_commit_fails_the_launch(
 def test_the_worker_of_a_process_waits_while_its_tick_saves_a_scan(world: World) -> None:
     world.run_now()
     worker = Worker.of(world.services)
-    worker.turn_wait = 60.0
+    worker.registration_wait = 60.0
     polled: list[WorkReport] = []
-    with world.services.turn.registering():  # as Ticker.scan while it saves its cycles
+    with world.services.registration.registering():  # as Ticker.scan while it saves its cycles
         polling = threading.Thread(target=lambda: polled.append(worker.poll()))
         polling.start()
         polling.join(0.5)
