@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
@@ -226,10 +227,17 @@ def render_title(template: str, name: str, planned_at: datetime, timezone: str) 
         return name
     if "{{" not in template:
         return template
-    local = planned_at.astimezone(load_zone(timezone))
-    for placeholder, pattern in PLACEHOLDERS.items():
-        template = template.replace("{{" + placeholder + "}}", local.strftime(pattern))
+    for placeholder, text in _placeholder_texts(planned_at, timezone):
+        template = template.replace(placeholder, text)
     return template
+
+
+@lru_cache(maxsize=256)
+def _placeholder_texts(planned_at: datetime, timezone: str) -> tuple[tuple[str, str], ...]:
+    """Each placeholder and its text for the instant in `timezone`: the cycles due at one
+    instant share them."""
+    local = planned_at.astimezone(load_zone(timezone))
+    return tuple(("{{" + p + "}}", local.strftime(pattern)) for p, pattern in PLACEHOLDERS.items())
 
 
 JOB_DEFAULTS: dict[str, Any] = {

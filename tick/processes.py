@@ -16,11 +16,14 @@ log = logging.getLogger("cronledger.tick.processes")
 
 
 def tick_loop(services: Services) -> Loop:
-    """Registers every due cycle, every CRONLEDGER_TICK_SECONDS."""
+    """Registers every due cycle, every CRONLEDGER_TICK_SECONDS, on whole multiples of it."""
+    ticker, stop = Ticker.of(services), threading.Event()
     return Loop(
         "tick",
         services.settings.tick_seconds,
-        Ticker.of(services).scan,
+        ticker.scan,
+        stop,
+        lambda _: stop.wait(ticker.until_next_scan()),
         health=services.health,
         on_failure=services.meters.database_error,
     )
@@ -34,6 +37,7 @@ def worker_loop(services: Services, interval: float) -> Loop:
         interval,
         worker.drain,
         stop=worker.stopping,
+        pause=worker.pause,
         health=services.health,
         on_failure=services.meters.database_error,
     )
@@ -61,6 +65,7 @@ def projections_loop(services: Services, interval: float) -> Loop:
         )
 
     def project_and_sign() -> None:
+        services.registration.wait(services.settings.scan_budget_seconds)  # the tick first
         services.projector.catch_up()
         services.evidence.checkpoint()
 

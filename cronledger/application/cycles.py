@@ -32,6 +32,7 @@ DUE_PER_SCAN_READ = 10_000  # due schedules one scan reads, or CRONLEDGER_CATCHU
 KNOWN_SCHEDULES_KEPT = 200_000
 LOADED_AT_ONCE = 500  # due schedules read from the log together (Ledger.get_many's batch)
 MISSED_NAMED_IN_LOG = 20  # schedules named in one skipped-missed warning, most late first
+SCAN_PAST_INSTANT = 0.01  # seconds a scan starts after its instant: a wait may end early
 READ_AHEAD = timedelta(seconds=5)  # a scan reads the schedules due this soon, for the next ones
 
 Planned = tuple[Schedule, list[Run], int]  # a schedule, its new runs, the limit used
@@ -115,6 +116,8 @@ class Ticker:
         batch, stopped = self._plan(due, now)
         with self.registration.registering(), self.ledger.projections_deferred():
             saved = self._save(batch)  # read models: the next scan, or the projections loop
+        if any(saved):
+            self.registration.registered()
         report = ScanReport(
             registered=sum(len(runs) for runs in saved),
             schedules=len(batch),
@@ -127,6 +130,13 @@ class Ticker:
         if not report.still_due:
             self._read_ahead(now)
         return report
+
+    def until_next_scan(self) -> float:
+        """Seconds until just past the next whole multiple of CRONLEDGER_TICK_SECONDS on the
+        clock: a cycle due on a whole second is registered right at its instant, not up to an
+        interval later, however long the last scan took."""
+        interval = self.settings.tick_seconds
+        return interval - self.ledger.clock().timestamp() % interval + SCAN_PAST_INSTANT
 
     def _read_ahead(self, now: datetime) -> None:
         """Read the schedules due within READ_AHEAD from the log now, so that the scan at

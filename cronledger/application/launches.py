@@ -148,6 +148,11 @@ class Worker:
             log.info("launched runs", extra={"worker": self.name, **report.__dict__})
         return report
 
+    def pause(self, interval: float) -> None:
+        """Between polls: `interval` seconds, or less once this process's tick has registered
+        cycles (they are launched at once), or once the worker is stopping."""
+        self.registration.wait_for_cycles(interval, self.stopping)
+
     def drain(self) -> WorkReport:
         """Poll until nothing is due or the worker is stopping (one loop iteration)."""
         total = WorkReport()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -316,3 +318,43 @@ def test_a_running_tick_reads_the_schedules_due_soon_before_their_instant(
 
     assert read_to_register(minute=1, scanned_before=30)  # too early to read them ahead
     assert not read_to_register(minute=2, scanned_before=2)
+
+
+@pytest.mark.parametrize(
+    ("now", "tick_seconds", "waits"),
+    [
+        (datetime(2026, 10, 1, 9, 0, 0, 300_000, tzinfo=UTC), 1.0, 0.71),
+        (datetime(2026, 10, 1, 9, 0, 0, tzinfo=UTC), 1.0, 1.01),
+        (datetime(2026, 10, 1, 9, 0, 30, tzinfo=UTC), 60.0, 30.01),
+        (datetime(2026, 10, 1, 9, 0, 0, 400_000, tzinfo=UTC), 0.25, 0.11),
+    ],
+)
+def test_a_tick_scans_just_past_each_whole_multiple_of_its_interval(
+    world: tuple[Services, FakeClock, Principal, str],
+    now: datetime,
+    tick_seconds: float,
+    waits: float,
+) -> None:
+    services, clock, _, _ = world
+    clock.now = now
+    settings = replace(services.settings, tick_seconds=tick_seconds)
+    ticker = Ticker(services.ledger, services.projector, settings)
+    assert ticker.until_next_scan() == pytest.approx(waits)
+
+
+def test_a_tick_that_registered_cycles_wakes_its_process_worker(
+    world: tuple[Services, FakeClock, Principal, str],
+) -> None:
+    services, clock, root, definition_id = world
+    schedule(services, root, definition_id, "1 0 * * *")
+    ticker, woken = Ticker.of(services), services.registration.wait_for_cycles
+    stop = threading.Event()
+    assert ticker.scan().registered == 0
+    started = time.monotonic()
+    woken(0.3, stop)
+    assert time.monotonic() - started >= 0.3  # nothing registered: nobody woken
+    clock.now = datetime(2026, 10, 1, 0, 1, tzinfo=UTC)
+    assert ticker.scan().registered == 1
+    started = time.monotonic()
+    woken(30, stop)
+    assert time.monotonic() - started < 30

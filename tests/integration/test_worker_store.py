@@ -16,6 +16,7 @@ from cronledger.persistence.recorders import AggregatesMoved
 from domain.directory import account_uuid
 from tests.support import T0, FakeClock, Opener, World, wait_until
 from tests.two_commits import TwoCommitWorker
+from tick.processes import projections_loop
 
 RACING_RUNS = 80
 
@@ -328,3 +329,35 @@ def test_the_worker_of_a_process_waits_while_its_tick_saves_a_scan(world: World)
         assert not polled
     polling.join(30)
     assert polled == [WorkReport(claimed=1, succeeded=1)]
+
+
+def test_the_projections_of_a_process_wait_while_its_tick_saves_a_scan(world: World) -> None:
+    with world.services.ledger.projections_deferred():
+        world.run_now()
+    projections = projections_loop(world.services, 1.0)
+    with world.services.registration.registering():  # as Ticker.scan while it saves its cycles
+        projecting = threading.Thread(target=projections.work)
+        projecting.start()
+        projecting.join(0.5)
+        assert projecting.is_alive()
+        assert world.services.projector.lag() > 0
+    projecting.join(30)
+    assert world.services.projector.lag() == 0
+
+
+def test_a_waiting_worker_polls_as_soon_as_its_tick_has_registered_cycles(world: World) -> None:
+    worker = Worker.of(world.services)
+    pausing = threading.Thread(target=worker.pause, args=(3600,))
+    pausing.start()
+    world.services.registration.registered()  # as Ticker.scan once it saved new cycles
+    pausing.join(30)
+    assert not pausing.is_alive()
+
+
+def test_a_waiting_worker_that_is_stopping_waits_no_longer(world: World) -> None:
+    worker = Worker.of(world.services)
+    pausing = threading.Thread(target=worker.pause, args=(3600,))
+    pausing.start()
+    worker.stopping.set()
+    pausing.join(30)
+    assert not pausing.is_alive()

@@ -131,5 +131,8 @@ def test_the_release_goals_read_their_figures_and_say_what_was_not_measured() ->
     assert launched.endswith(
         "| PostgreSQL not measured; SQLite not measured | <= 5 s | not measured |"
     )
+    missed = section.partition("### Where the time goes, for each goal missed")[2]
+    assert missed.count("\n- **") == 1
+    assert "- **10,000 due at once, all registered, one `serve`, both stores**: " in missed
     text = markdown(results, MACHINE, goals_section(results))
     assert text.index("## Goals of this release") < text.index("## Every goal")
