@@ -27,10 +27,11 @@ LAUNCHING = (
     "the new events into the 18 read models (reading them back and decoding 10%, the hash "
     "chain 10%, the SQL writes 16%), 24% are the worker's launch commits (each run's schedule "
     "read to count its cycles, the instance created, the overlap query, the append) and 18% "
-    "the tick. APScheduler keeps no read model and no hash chain. Running tick, worker and "
-    "projections as separate processes was slower on 2 cores (each catches up the read models "
-    "it reads). What would close it: the projections in a child process with the worker handed "
-    "the registered runs, and fewer events per launch."
+    "the tick. APScheduler keeps no read model and no hash chain. As separate processes (the "
+    "e2e case of separate tick, worker and projections processes) the burst is only a little "
+    "faster: the worker and the tick still catch up the read models themselves before they "
+    "read them. What would close it: the projections in a child process with the worker "
+    "handed the registered runs, and fewer events per launch."
 )
 REGISTERING = (
     "the tick scans 10 ms after each whole second, and the worker and the projections loop of "
@@ -42,23 +43,26 @@ REGISTERING = (
 )
 COMMANDS = (
     "at 32 clients on 2 cores (2 processes of 8 API threads each) a command queues: for one of "
-    "its pool's 2 + 4 PostgreSQL connections (12% of the web processes' samples), and for the "
-    "log's append, which writers take in turn (PostgreSQL appends under a table lock, so that "
-    "positions have no gaps); then it catches up the read models, for read-your-writes. What "
-    "would close it: a pool as large as the threads, and the catch-up off the request."
+    "its pool's 2 + 4 PostgreSQL connections (12% of the web processes' samples in py-spy), and "
+    "for the log's append, which writers take in turn (PostgreSQL appends under a table lock, "
+    "so that positions have no gaps); then it catches up the read models, for read-your-writes. "
+    "What would close it: a pool as large as the threads, and the catch-up off the request."
 )
 LISTS = (
-    "bound by CPU: the benchmark measures each request's CPU time (6.4 ms for `web`, "
-    "PostgreSQL, on 2026-12-05), so 2 cores answer at most about 310 requests a second; 700 "
-    "needs under 2.9 ms. A list's time is the framework (routing, the token's session, the "
-    "rate limits), the keyset query, the marshmallow dump, and the ETag (sorted JSON and "
-    "SHA-256, 5-7%); no single part is large enough to close the gap alone."
+    "the 2 cores are shared by the two web processes, PostgreSQL's backends and the load "
+    "generator. The benchmark measures the web processes' CPU per request (`the servers' CPU` "
+    "in Every figure): 2.7 ms a list at 4 clients on 2026-12-05, so 700 lists a second would "
+    "take 1.9 of the 2 cores for the web processes alone. A list's time is the framework "
+    "(routing, the token's session, the rate limits), the keyset query, the marshmallow dump "
+    "and the ETag (sorted JSON and SHA-256, 5-7%); no one part is large enough to close the "
+    "gap alone."
 )
 STREAMS = (
     "each open stream holds a waitress thread, and every new log position wakes all 500 of them "
-    "to look at it: their socket writes were 22% of the busy samples, on the same 2 cores as "
-    "the lists. What would close it: the streams written from one thread (an event loop beside "
-    "the WSGI server)."
+    "to look at it: in py-spy their socket writes were 22% of the busy samples, on the same 2 "
+    "cores as the lists (and the web processes' CPU per request grows with the streams: `the "
+    "servers' CPU: per request ratio` in Every figure). What would close it: the streams "
+    "written from one thread (an event loop beside the WSGI server)."
 )
 
 

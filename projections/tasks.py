@@ -95,6 +95,8 @@ class TasksProjection(Projection):
             "ON tasks (tenant_id, assignee_id, state, review_deadline_at)",
             "CREATE INDEX IF NOT EXISTS tasks_by_decider "
             "ON tasks (tenant_id, decided_by, decided_at)",
+            # an instance's tasks: its level's others (the claimable list), its updates
+            "CREATE INDEX IF NOT EXISTS tasks_by_instance ON tasks (instance_id, level)",
             "CREATE TABLE IF NOT EXISTS task_candidates ("
             "task TEXT NOT NULL, tenant_id TEXT NOT NULL, account_id TEXT NOT NULL, "
             "PRIMARY KEY (task, account_id))",
@@ -368,7 +370,9 @@ class TaskRow(NamedTuple):
 COLUMNS = TaskRow._fields[:-1]  # all but time_left_seconds
 
 
-def _where(scope: str, tenant_id: UUID, account_id: str, may_decide: bool) -> tuple[str, list[Any]]:
+def in_scope(
+    scope: str, tenant_id: UUID, account_id: str, may_decide: bool
+) -> tuple[str, list[Any]]:
     """Which of the tenant's tasks are in the account's `scope`."""
     tenant = str(tenant_id)
     if scope == ASSIGNED_TO_ME:
@@ -401,7 +405,7 @@ def task_page(
 ) -> Slice[TaskRow]:
     """One page of the account's tasks in `scope`, in the scope's order, and how many."""
     columns = ", ".join(COLUMNS)
-    where = _where(scope, tenant_id, account_id, may_decide)
+    where = in_scope(scope, tenant_id, account_id, may_decide)
     found = read_slice(store, "tasks", where, TASK_LISTINGS[scope], window, columns)
     return found.mapped(TaskRow.of)
 
@@ -437,7 +441,7 @@ def task_counts(store: Store, tenant_id: UUID, account_id: str, may_decide: bool
     """How many of the account's tasks each scope holds."""
     counts = {}
     for scope in SCOPES:
-        condition, params = _where(scope, tenant_id, account_id, may_decide)
+        condition, params = in_scope(scope, tenant_id, account_id, may_decide)
         counts[scope] = int(
             store.query(f"SELECT COUNT(*) FROM tasks WHERE {condition}", params)[0][0]  # noqa: S608
         )
