@@ -51,8 +51,8 @@ COMMANDS = (
 LISTS = (
     "the 2 cores are shared by the two web processes, PostgreSQL's backends and the load "
     "generator. The benchmark measures the web processes' CPU per request (`the servers' CPU` "
-    "in Every figure): 2.7 ms a list at 4 clients on 2026-12-05, so 700 lists a second would "
-    "take 1.9 of the 2 cores for the web processes alone. A list's time is the framework "
+    "in Every figure): 2.7-2.9 ms a list at 4 clients in the runs of 2026-12-05, so 700 lists "
+    "a second would take about 2 cores for the web processes alone. A list's time is the framework "
     "(routing, the token's session, the rate limits), the keyset query, the marshmallow dump "
     "and the ETag (sorted JSON and SHA-256, 5-7%); no one part is large enough to close the "
     "gap alone."
