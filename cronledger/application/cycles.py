@@ -97,9 +97,8 @@ class Ticker:
         self.policy = RunPolicy.from_settings(settings)
         self.timer = timer
         self.counters = counters or TickCounters()
-        self.registration = (
-            registration or RegistrationTurn()
-        )  # this process's worker waits while it saves
+        # this process's worker and projections wait while it saves; it wakes the worker
+        self.registration = registration or RegistrationTurn()
         self._turn = 0
         self._known: dict[UUID, Schedule] = {}  # schedules as last saved by this tick
         self._pause_seen: Pause | None = None  # the service's pause as the last scan saw it

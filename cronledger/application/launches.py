@@ -129,9 +129,8 @@ class Worker:
         self.name = name or f"worker:{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:6]}"
         self.stopping = threading.Event()  # set on shutdown: what is claimed finishes, no more
         self.jobs: Jobs | None = None  # `of` gives it one: the built-in jobs it runs
-        self.registration = (
-            RegistrationTurn()
-        )  # `of` gives it its process's: the tick's saves go first
+        # `of` gives it its process's: the tick's saves go first, and wake it
+        self.registration = RegistrationTurn()
         self.registration_wait = settings.scan_budget_seconds
 
     def poll(self) -> WorkReport:

@@ -81,7 +81,7 @@ class Services:
     credentials: Credentials
     mailer: Mailer
     tick: TickCounters = field(default_factory=TickCounters)  # the tick's totals
-    # The tick's saves, which this process's worker waits for (cronledger/application/turns.py)
+    # The tick's saves, which this process's worker and projections wait for (turns.py)
     registration: RegistrationTurn = field(default_factory=RegistrationTurn)
     meters: Meters = field(default_factory=Meters)  # what this process recorded, for /metrics
 

@@ -3,7 +3,8 @@
 On SQLite every commit takes the one write lock: a tick saving a spike's cycles in chunks would
 queue each chunk behind the worker's launch commits, and cycles due right after the spike would
 be registered late (past the misfire grace, skipped). So while this process's tick saves a
-scan, its worker waits before its next commit, for at most a scan's budget.
+scan, its worker and its projections loop wait before their next commit, for at most a scan's
+budget.
 
 Once the scan has saved cycles, the worker is woken: it launches them at once instead of at its
 next poll, up to its interval later.
